@@ -1,0 +1,28 @@
+# The two README commands: `make demo` (the main job) and `make test`.
+# Each creates .venv on first use and installs the package with what it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+export TF_CPP_MIN_LOG_LEVEL := 2
+
+.PHONY: demo test test-tf test-jax bench install
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(PY) -m kerasrnn.demo
+
+# The whole suite on TensorFlow, then the backend-agnostic core again on JAX.
+test: test-tf test-jax
+
+test-tf: $(VENV)/.installed
+	KERAS_BACKEND=tensorflow $(PY) -m pytest -q tests
+
+test-jax: $(VENV)/.installed
+	KERAS_BACKEND=jax $(PY) -m pytest -q -m core tests

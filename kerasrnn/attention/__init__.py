@@ -1,0 +1,1 @@
+"""Attention: score functions, attention layers."""

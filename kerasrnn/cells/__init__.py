@@ -1,0 +1,13 @@
+"""Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
+from kerasrnn.cells.gru import GRUCell
+from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
+from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.simple import SimpleRNNCell
+
+__all__ = [
+    "SimpleRNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "LayerNormLSTMCell",
+    "LayerNormSimpleRNNCell",
+]

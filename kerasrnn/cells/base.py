@@ -1,0 +1,237 @@
+"""What every kerasrnn cell shares: Keras' argument names, dropout masks, checks, config.
+
+A cell here is an ordinary Keras layer obeying Keras' cell contract (`state_size`,
+`output_size`, `call(inputs, states, training=False) -> (output, new_states)`,
+`get_initial_state(batch_size)`), so `keras.layers.RNN`, `StackedRNNCells` and
+`Bidirectional` take it unchanged.
+"""
+import keras
+from keras import ops
+
+# Keras' RNN layer fills and clears the per-batch dropout masks only for cells that are
+# instances of this mixin (an isinstance check in keras.layers.RNN.call), and it is not
+# exported publicly, so we inherit from its private home.
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
+
+def check_units(units):
+    """`units` must be a positive integer; anything else is named in the error."""
+    if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
+        raise ValueError(
+            f"`units` must be a positive integer, got units={units!r}."
+        )
+    return units
+
+
+def check_rate(name, rate):
+    if not 0.0 <= float(rate) < 1.0:
+        raise ValueError(f"`{name}` must be in [0, 1), got {name}={rate!r}.")
+    return float(rate)
+
+
+class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
+    """Base of the kerasrnn cells: weights, dropout and config handled once.
+
+    Subclasses define `gate_count` (how many `units`-wide blocks the fused kernels hold),
+    `_build_extra(input_dim)` for weights beyond kernel/recurrent_kernel/bias, `step` and
+    `state_size`.
+
+    Args:
+        units: positive integer, the width of the hidden state.
+        activation: the candidate / output nonlinearity (default tanh).
+        recurrent_activation: the gate nonlinearity (default sigmoid), for gated cells.
+        use_bias: whether the pre-activations get a bias vector.
+        kernel_initializer, recurrent_initializer, bias_initializer: initializers of the
+            input kernel W, the recurrent kernel U and the bias b.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: their regularizers.
+        kernel_constraint, recurrent_constraint, bias_constraint: their constraints.
+        dropout: fraction of the input units dropped; one mask per sequence, the same
+            at every time step (Gal & Ghahramani 2016).
+        recurrent_dropout: the same for the recurrent state h_{t-1}.
+        seed: seed of the dropout masks.
+    """
+
+    gate_count = 1
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        recurrent_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        recurrent_constraint=None,
+        bias_constraint=None,
+        dropout=0.0,
+        recurrent_dropout=0.0,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = check_units(units)
+        self.activation = keras.activations.get(activation)
+        self.recurrent_activation = keras.activations.get(recurrent_activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.kernel_constraint = keras.constraints.get(kernel_constraint)
+        self.recurrent_constraint = keras.constraints.get(recurrent_constraint)
+        self.bias_constraint = keras.constraints.get(bias_constraint)
+        self.dropout = check_rate("dropout", dropout)
+        self.recurrent_dropout = check_rate("recurrent_dropout", recurrent_dropout)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed=seed)
+
+    # ---- the cell contract -------------------------------------------------------
+    @property
+    def output_size(self):
+        return self.units
+
+    def get_initial_state(self, batch_size=None):
+        return [
+            ops.zeros((batch_size, size), dtype=self.compute_dtype)
+            for size in _as_list(self.state_size)
+        ]
+
+    def build(self, input_shape):
+        if len(input_shape) != 2:
+            raise ValueError(
+                f"{type(self).__name__} takes one time step of shape (batch, features) "
+                f"at a time (inside keras.layers.RNN, sequences of shape "
+                f"(batch, time, features)); got inputs of shape {tuple(input_shape)}."
+            )
+        input_dim = input_shape[-1]
+        if input_dim is None:
+            raise ValueError(
+                f"{type(self).__name__} needs a known feature dimension; got inputs of "
+                f"shape {tuple(input_shape)}."
+            )
+        width = self.gate_count * self.units
+        self.kernel = self.add_weight(
+            shape=(input_dim, width),
+            name="kernel",
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, width),
+            name="recurrent_kernel",
+            initializer=self.recurrent_initializer,
+            regularizer=self.recurrent_regularizer,
+            constraint=self.recurrent_constraint,
+        )
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=self.bias_shape(),
+                name="bias",
+                initializer=self.make_bias_initializer(),
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
+        else:
+            self.bias = None
+        self._build_extra(input_dim)
+        self.built = True
+
+    def bias_shape(self):
+        return (self.gate_count * self.units,)
+
+    def make_bias_initializer(self):
+        return self.bias_initializer
+
+    def _build_extra(self, input_dim):
+        pass
+
+    def call(self, inputs, states, training=False):
+        states = _as_list(states)
+        sizes = _as_list(self.state_size)
+        if len(states) != len(sizes):
+            raise ValueError(
+                f"{type(self).__name__} expects {len(sizes)} state tensor(s) of widths "
+                f"{sizes}; got {len(states)}."
+            )
+        for index, (state, size) in enumerate(zip(states, sizes)):
+            if len(state.shape) != 2 or state.shape[-1] not in (None, size):
+                raise ValueError(
+                    f"{type(self).__name__}: initial/recurrent state {index} must have "
+                    f"shape (batch, {size}); got {tuple(state.shape)}."
+                )
+        if training and self.dropout > 0:
+            inputs = inputs * self.get_dropout_mask(inputs)
+        h_tm1 = states[0]
+        if training and self.recurrent_dropout > 0:
+            h_dropped = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
+        else:
+            h_dropped = h_tm1
+        output, new_states = self.step(inputs, h_dropped, states)
+        return output, new_states
+
+    def step(self, inputs, h_tm1, states):
+        """One time step on already-dropped inputs; `h_tm1` is the (dropped) h_{t-1}."""
+        raise NotImplementedError
+
+    # ---- helpers -----------------------------------------------------------------
+    def project(self, inputs, h_tm1):
+        """x_t W + h_{t-1} U + b for all gates at once (one fused matmul each)."""
+        z = ops.matmul(inputs, self.kernel) + ops.matmul(h_tm1, self.recurrent_kernel)
+        if self.use_bias:
+            z = z + self.bias
+        return z
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "activation": keras.activations.serialize(self.activation),
+                "recurrent_activation": keras.activations.serialize(
+                    self.recurrent_activation
+                ),
+                "use_bias": self.use_bias,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "recurrent_initializer": keras.initializers.serialize(
+                    self.recurrent_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(
+                    self.kernel_regularizer
+                ),
+                "recurrent_regularizer": keras.regularizers.serialize(
+                    self.recurrent_regularizer
+                ),
+                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
+                "recurrent_constraint": keras.constraints.serialize(
+                    self.recurrent_constraint
+                ),
+                "bias_constraint": keras.constraints.serialize(self.bias_constraint),
+                "dropout": self.dropout,
+                "recurrent_dropout": self.recurrent_dropout,
+                "seed": self.seed,
+            }
+        )
+        return config
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def layer_norm(x, gamma, beta, epsilon):
+    """LN(x) = gamma * (x - mean(x)) / sqrt(var(x) + epsilon) + beta over the last axis."""
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    variance = ops.mean(ops.square(x - mean), axis=-1, keepdims=True)
+    return gamma * (x - mean) * ops.rsqrt(variance + epsilon) + beta

@@ -1,0 +1,88 @@
+"""The gated recurrent unit (Cho et al. 2014), in both reset-gate placements."""
+import keras
+from keras import ops
+
+from kerasrnn.cells.base import RecurrentCell
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class GRUCell(RecurrentCell):
+    """Gated recurrent unit.
+
+    With update gate z, reset gate r and candidate h~ (sigma = `recurrent_activation`,
+    phi = `activation`):
+
+    .. math::
+
+        z_t &= \\sigma(W_z x_t + U_z h_{t-1} + b_z) \\\\
+        r_t &= \\sigma(W_r x_t + U_r h_{t-1} + b_r) \\\\
+        \\tilde h_t &= \\phi(W_h x_t + U_h (r_t \\odot h_{t-1}) + b_h)
+            \\quad\\text{reset\\_after=False (Cho et al. 2014)} \\\\
+        \\tilde h_t &= \\phi(W_h x_t + b_h + r_t \\odot (U_h h_{t-1} + b'_h))
+            \\quad\\text{reset\\_after=True (cuDNN / PyTorch)} \\\\
+        h_t &= (1 - z_t) \\odot \\tilde h_t + z_t \\odot h_{t-1}
+
+    The last line is Keras' convention: z_t is the fraction of the *old* state that is
+    kept. The textbook form h_t = (1 - z'_t) h_{t-1} + z'_t h~_t is the same cell with
+    z' = 1 - z (negate W_z, U_z and b_z to convert weights).
+
+    Weights use `keras.layers.GRU`'s layout: `kernel` (input_dim x 3 units) and
+    `recurrent_kernel` (units x 3 units) hold the blocks in the order z, r, h; `bias` has
+    shape (3 units,) when `reset_after=False` and (2, 3 units) when `reset_after=True`
+    (row 0 the input bias b, row 1 the recurrent bias b').
+
+    Args:
+        units: width of h_t.
+        reset_after: where the reset gate acts: before the recurrent matmul (False) or
+            after it (True, Keras' default, the cuDNN-compatible form).
+        The other arguments are Keras' (see `kerasrnn.cells.base.RecurrentCell`).
+
+    Example:
+
+    >>> import numpy as np, keras, kerasrnn
+    >>> layer = keras.layers.RNN(kerasrnn.GRUCell(8, reset_after=False))
+    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    (2, 8)
+    """
+
+    gate_count = 3
+
+    def __init__(self, units, reset_after=True, **kwargs):
+        super().__init__(units, **kwargs)
+        self.reset_after = bool(reset_after)
+
+    @property
+    def state_size(self):
+        return self.units
+
+    def bias_shape(self):
+        width = 3 * self.units
+        return (2, width) if self.reset_after else (width,)
+
+    def step(self, inputs, h_tm1, states):
+        units = self.units
+        x = ops.matmul(inputs, self.kernel)
+        recurrent = ops.matmul(h_tm1, self.recurrent_kernel)
+        if self.use_bias:
+            if self.reset_after:
+                x = x + self.bias[0]
+                recurrent = recurrent + self.bias[1]
+            else:
+                x = x + self.bias
+        x_z, x_r, x_h = x[:, :units], x[:, units : 2 * units], x[:, 2 * units :]
+        z = self.recurrent_activation(x_z + recurrent[:, :units])
+        r = self.recurrent_activation(x_r + recurrent[:, units : 2 * units])
+        if self.reset_after:
+            candidate = self.activation(x_h + r * recurrent[:, 2 * units :])
+        else:
+            # the recurrent block of the candidate must see r * h_{t-1}, so recompute it
+            candidate = self.activation(
+                x_h + ops.matmul(r * h_tm1, self.recurrent_kernel[:, 2 * units :])
+            )
+        h = z * states[0] + (1.0 - z) * candidate
+        return h, [h]
+
+    def get_config(self):
+        config = super().get_config()
+        config["reset_after"] = self.reset_after
+        return config

@@ -1,0 +1,167 @@
+"""Long short-term memory and its classic variants in one cell."""
+import keras
+from keras import ops
+
+from kerasrnn.cells.base import RecurrentCell
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class LSTMCell(RecurrentCell):
+    """Long short-term memory cell, with the 1997, peephole and coupled variants.
+
+    With sigma = `recurrent_activation` (sigmoid), phi = `activation` (tanh):
+
+    .. math::
+
+        i_t &= \\sigma(W_i x_t + U_i h_{t-1} + p_i \\odot c_{t-1} + b_i) \\\\
+        f_t &= \\sigma(W_f x_t + U_f h_{t-1} + p_f \\odot c_{t-1} + b_f) \\\\
+        \\tilde c_t &= \\phi(W_c x_t + U_c h_{t-1} + b_c) \\\\
+        c_t &= f_t \\odot c_{t-1} + i_t \\odot \\tilde c_t \\\\
+        o_t &= \\sigma(W_o x_t + U_o h_{t-1} + p_o \\odot c_t + b_o) \\\\
+        h_t &= o_t \\odot \\phi(c_t)
+
+    The peephole terms p (diagonal, one vector per gate: `peephole_i`, `peephole_f`,
+    `peephole_o`) exist only with `peephole=True` (Gers & Schmidhuber 2000); note that
+    f and i look at c_{t-1} and o at the new c_t.
+
+    Variants:
+        * `forget_gate=False`: the original 1997 cell, c_t = c_{t-1} + i_t * c~_t
+          (no f_t, no W_f/U_f/b_f).
+        * `coupled=True`: coupled input-forget gate, c_t = f_t * c_{t-1} + (1 - f_t) * c~_t
+          (no separate i_t, no W_i/U_i/b_i/p_i).
+        Both at once would leave no gate on the cell and are rejected.
+
+    States are [h, c]; the output is h_t. Weights use `keras.layers.LSTM`'s layout:
+    `kernel` (input_dim x k units), `recurrent_kernel` (units x k units) and `bias`
+    (k units) hold the gate blocks in Keras' order i, f, c, o, leaving out the gates a
+    variant does not have (k = 4, or 3 for the 1997 and coupled cells). The default
+    cell exchanges weights with `keras.layers.LSTM` by `set_weights`.
+
+    Args:
+        units: width of h_t and c_t.
+        forget_gate: whether the cell has a forget gate (False: the 1997 cell).
+        peephole: whether the gates see the cell state (diagonal peephole weights).
+        coupled: couple the input gate to the forget gate, i_t = 1 - f_t.
+        unit_forget_bias: initialise b_f to 1 (Jozefowicz et al. 2015); forces
+            `bias_initializer` to zeros for the other gates, as Keras does.
+        peephole_initializer: initializer of the peephole vectors (default zeros, so a
+            new peephole cell starts as the plain cell).
+        The other arguments are Keras' (see `kerasrnn.cells.base.RecurrentCell`).
+
+    Example:
+
+    >>> import numpy as np, keras, kerasrnn
+    >>> layer = keras.layers.RNN(kerasrnn.LSTMCell(8, peephole=True), return_state=True)
+    >>> h, h_last, c_last = layer(np.zeros((2, 5, 3), "float32"))
+    >>> h.shape, c_last.shape
+    ((2, 8), (2, 8))
+    """
+
+    def __init__(
+        self,
+        units,
+        forget_gate=True,
+        peephole=False,
+        coupled=False,
+        unit_forget_bias=True,
+        peephole_initializer="zeros",
+        **kwargs,
+    ):
+        if coupled and not forget_gate:
+            raise ValueError(
+                "`coupled=True` ties the input gate to the forget gate (i = 1 - f), so it "
+                "needs `forget_gate=True`; got coupled=True, forget_gate=False."
+            )
+        super().__init__(units, **kwargs)
+        self.forget_gate = bool(forget_gate)
+        self.peephole = bool(peephole)
+        self.coupled = bool(coupled)
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self.peephole_initializer = keras.initializers.get(peephole_initializer)
+        self.gates = tuple(
+            gate
+            for gate in "ifco"
+            if not (gate == "i" and coupled) and not (gate == "f" and not forget_gate)
+        )
+
+    @property
+    def gate_count(self):
+        return len(self.gates)
+
+    @property
+    def state_size(self):
+        return [self.units, self.units]
+
+    def make_bias_initializer(self):
+        if not (self.unit_forget_bias and self.forget_gate):
+            return self.bias_initializer
+        units, gates, base = self.units, self.gates, self.bias_initializer
+
+        def initializer(shape, dtype=None):
+            blocks = [
+                ops.ones((units,), dtype=dtype)
+                if gate == "f"
+                else base((units,), dtype=dtype)
+                for gate in gates
+            ]
+            return ops.concatenate(blocks)
+
+        return initializer
+
+    def _build_extra(self, input_dim):
+        if self.peephole:
+            for gate in self.gates:
+                if gate != "c":
+                    setattr(
+                        self,
+                        f"peephole_{gate}",
+                        self.add_weight(
+                            shape=(self.units,),
+                            name=f"peephole_{gate}",
+                            initializer=self.peephole_initializer,
+                        ),
+                    )
+
+    def step(self, inputs, h_tm1, states):
+        c_tm1 = states[1]
+        z = self.project(inputs, h_tm1)
+        blocks = dict(zip(self.gates, ops.split(z, self.gate_count, axis=-1)))
+        gate = self.recurrent_activation
+        candidate = self.activation(blocks["c"])
+        if self.forget_gate:
+            f_pre = blocks["f"]
+            if self.peephole:
+                f_pre = f_pre + self.peephole_f * c_tm1
+            f = gate(f_pre)
+        if self.coupled:
+            c = f * c_tm1 + (1.0 - f) * candidate
+        else:
+            i_pre = blocks["i"]
+            if self.peephole:
+                i_pre = i_pre + self.peephole_i * c_tm1
+            i = gate(i_pre)
+            c = (f * c_tm1 if self.forget_gate else c_tm1) + i * candidate
+        o_pre = blocks["o"]
+        if self.peephole:
+            o_pre = o_pre + self.peephole_o * c
+        h = gate(o_pre) * self.output_activation(c)
+        return h, [h, c]
+
+    def output_activation(self, c):
+        """phi(c_t) in h_t = o_t * phi(c_t); layer-normalised cells override it."""
+        return self.activation(c)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "forget_gate": self.forget_gate,
+                "peephole": self.peephole,
+                "coupled": self.coupled,
+                "unit_forget_bias": self.unit_forget_bias,
+                "peephole_initializer": keras.initializers.serialize(
+                    self.peephole_initializer
+                ),
+            }
+        )
+        return config

@@ -1,0 +1,1 @@
+"""Text to ids, tf.data pipelines and corpus loaders (TensorFlow-specific)."""

@@ -1,0 +1,1 @@
+"""Decoding: greedy, sampling and beam search over any step function."""

@@ -1,0 +1,44 @@
+"""Shared test fixtures: quiet logs, seeded RNGs and access to ../shared/data."""
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import keras  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+DATA_DIR = pathlib.Path(
+    os.environ.get("KERASRNN_DATA_DIR", REPO.parent / "shared" / "data")
+)
+
+
+def require_data(*parts):
+    """Path to a file or folder under ../shared/data.
+
+    Skips the test when it is missing, unless KERASRNN_REQUIRE_DATA=1 (as CI sets),
+    in which case the test fails: a CI run must never silently lose data tests.
+    """
+    path = DATA_DIR.joinpath(*parts)
+    if not path.exists():
+        message = f"shared corpus not found: {path}"
+        if os.environ.get("KERASRNN_REQUIRE_DATA") == "1":
+            pytest.fail(message + " (KERASRNN_REQUIRE_DATA=1)")
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def shared_data():
+    """The `require_data` function, as a fixture."""
+    return require_data
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test starts from the same random state and a clean Keras session."""
+    keras.utils.set_random_seed(1234)
+    np.random.seed(1234)
+    yield
+    keras.backend.clear_session()
