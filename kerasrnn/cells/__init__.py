@@ -3,6 +3,7 @@ from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
 from kerasrnn.cells.simple import SimpleRNNCell
+from kerasrnn.cells.stack import RNNStack
 
 __all__ = [
     "SimpleRNNCell",
@@ -10,4 +11,5 @@ __all__ = [
     "GRUCell",
     "LayerNormLSTMCell",
     "LayerNormSimpleRNNCell",
+    "RNNStack",
 ]

@@ -232,6 +232,11 @@ def _as_list(x):
 
 def layer_norm(x, gamma, beta, epsilon):
     """LN(x) = gamma * (x - mean(x)) / sqrt(var(x) + epsilon) + beta over the last axis."""
+    # Statistics in at least float32 under mixed precision: float16 variances lose too much.
+    dtype = x.dtype
+    if keras.backend.standardize_dtype(dtype) in ("float16", "bfloat16"):
+        x = ops.cast(x, "float32")
     mean = ops.mean(x, axis=-1, keepdims=True)
     variance = ops.mean(ops.square(x - mean), axis=-1, keepdims=True)
-    return gamma * (x - mean) * ops.rsqrt(variance + epsilon) + beta
+    normed = (x - mean) * ops.rsqrt(variance + epsilon)
+    return ops.cast(normed, dtype) * gamma + beta
