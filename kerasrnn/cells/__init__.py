@@ -1,4 +1,5 @@
 """Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
+from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirectional_states
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
@@ -10,4 +11,7 @@ __all__ = [
     "GRUCell",
     "LayerNormLSTMCell",
     "LayerNormSimpleRNNCell",
+    "AttentionCell",
+    "AttentiveRNN",
+    "merge_bidirectional_states",
 ]
