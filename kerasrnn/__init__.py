@@ -5,8 +5,15 @@ backend. `kerasrnn.data` and `kerasrnn.export` are TensorFlow-specific and are n
 imported here.
 """
 from kerasrnn import attention, decoding
+from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention
 from kerasrnn.cells import *  # noqa: F401,F403
 from kerasrnn.cells import __all__ as _cells_all
 
 __version__ = "0.1.0"
-__all__ = list(_cells_all) + ["attention", "decoding"]
+__all__ = list(_cells_all) + [
+    "attention",
+    "decoding",
+    "Attention",
+    "BahdanauAttention",
+    "LuongAttention",
+]

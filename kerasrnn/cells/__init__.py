@@ -1,4 +1,5 @@
 """Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
+from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirectional_states
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
@@ -12,4 +13,7 @@ __all__ = [
     "LayerNormLSTMCell",
     "LayerNormSimpleRNNCell",
     "RNNStack",
+    "AttentionCell",
+    "AttentiveRNN",
+    "merge_bidirectional_states",
 ]
