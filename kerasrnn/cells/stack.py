@@ -1,6 +1,8 @@
 """A layer for the common recurrent stacks: deep, bidirectional, residual, with dropout."""
 import keras
 
+from kerasrnn.cells.rnn import RNN
+
 MERGE_MODES = ("concat", "sum", "ave", "mul")
 
 
@@ -72,7 +74,7 @@ class RNNStack(keras.layers.Layer):
         self.rnn_layers = []
         for index in range(num_layers):
             last = index == num_layers - 1
-            rnn = keras.layers.RNN(
+            rnn = RNN(
                 self._copy_cell(),
                 return_sequences=self.return_sequences or not last,
                 name=f"rnn_{index}",
@@ -81,7 +83,7 @@ class RNNStack(keras.layers.Layer):
                 rnn = keras.layers.Bidirectional(
                     rnn,
                     merge_mode=merge_mode,
-                    backward_layer=keras.layers.RNN(
+                    backward_layer=RNN(
                         self._copy_cell(),
                         return_sequences=rnn.return_sequences,
                         go_backwards=True,

@@ -47,10 +47,11 @@ def initial_states(cell, rng):
 
 @pytest.mark.parametrize("cls,kwargs", VARIANTS, ids=IDS)
 @pytest.mark.parametrize("go_backwards", [False, True])
-def test_cell_matches_numpy_reference(cls, kwargs, go_backwards):
+@pytest.mark.parametrize("rnn", [keras.layers.RNN, kerasrnn.RNN], ids=["keras.RNN", "kerasrnn.RNN"])
+def test_cell_matches_numpy_reference(cls, kwargs, go_backwards, rnn):
     rng = np.random.default_rng(0)
     cell = cls(U, **kwargs)
-    layer = keras.layers.RNN(
+    layer = rnn(
         cell, return_sequences=True, return_state=True, go_backwards=go_backwards
     )
     x, mask = make_inputs(rng)
@@ -84,7 +85,7 @@ def test_cell_matches_numpy_reference(cls, kwargs, go_backwards):
 def test_stacked_cells_match_numpy_reference():
     rng = np.random.default_rng(1)
     cells = [kerasrnn.LSTMCell(U, peephole=True), kerasrnn.GRUCell(U, reset_after=False)]
-    layer = keras.layers.RNN(keras.layers.StackedRNNCells(cells), return_sequences=True)
+    layer = kerasrnn.RNN(keras.layers.StackedRNNCells(cells), return_sequences=True)
     x, mask = make_inputs(rng)
     layer(x, mask=mask)
     randomize(layer, rng)
@@ -101,7 +102,7 @@ def test_stacked_cells_match_numpy_reference():
 def test_bidirectional_matches_numpy_reference(merge_mode):
     rng = np.random.default_rng(2)
     layer = keras.layers.Bidirectional(
-        keras.layers.RNN(kerasrnn.GRUCell(U), return_sequences=True), merge_mode=merge_mode
+        kerasrnn.RNN(kerasrnn.GRUCell(U), return_sequences=True), merge_mode=merge_mode
     )
     x, mask = make_inputs(rng)
     layer(x, mask=mask)
@@ -137,7 +138,7 @@ def test_default_cells_equal_keras_layers(ours, theirs, go_backwards):
     keras_layer = theirs(return_sequences=True, go_backwards=go_backwards)
     keras_layer(x, mask=mask)
     randomize(keras_layer, rng)
-    layer = keras.layers.RNN(ours(), return_sequences=True, go_backwards=go_backwards)
+    layer = kerasrnn.RNN(ours(), return_sequences=True, go_backwards=go_backwards)
     layer(x, mask=mask)
     layer.set_weights(keras_layer.get_weights())
     np.testing.assert_allclose(
@@ -165,11 +166,12 @@ def test_unit_forget_bias_initialises_forget_block_to_one():
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(coupled.bias)[:U], 1.0)
 
 
-def test_dropout_masks_are_fixed_across_time_steps():
+@pytest.mark.parametrize("rnn", [keras.layers.RNN, kerasrnn.RNN], ids=["keras.RNN", "kerasrnn.RNN"])
+def test_dropout_masks_are_fixed_across_time_steps(rnn):
     # With V = 0 and b = 0, h_t = tanh(W (x_t * m) + ...); equal inputs at every step
     # give equal outputs at every step exactly when the mask m is the same at each step.
     cell = kerasrnn.SimpleRNNCell(8, dropout=0.5, recurrent_initializer="zeros", seed=7)
-    layer = keras.layers.RNN(cell, return_sequences=True)
+    layer = rnn(cell, return_sequences=True)
     x = np.tile(np.random.default_rng(0).normal(size=(4, 1, 6)), (1, 10, 1)).astype("float32")
     out = keras.ops.convert_to_numpy(layer(x, training=True))
     np.testing.assert_allclose(out, np.repeat(out[:, :1], 10, axis=1), atol=1e-6)
@@ -181,7 +183,7 @@ def test_dropout_masks_are_fixed_across_time_steps():
 
 @pytest.mark.parametrize("cls", [kerasrnn.LSTMCell, kerasrnn.GRUCell])
 def test_recurrent_dropout_only_in_training(cls):
-    layer = keras.layers.RNN(cls(U, recurrent_dropout=0.5, dropout=0.3, seed=3))
+    layer = kerasrnn.RNN(cls(U, recurrent_dropout=0.5, dropout=0.3, seed=3))
     x = np.random.default_rng(0).normal(size=(B, T, D)).astype("float32")
     a = keras.ops.convert_to_numpy(layer(x))
     np.testing.assert_array_equal(a, keras.ops.convert_to_numpy(layer(x)))
@@ -193,11 +195,11 @@ def test_recurrent_dropout_only_in_training(cls):
 def test_mixed_precision(policy, cls):
     x = np.random.default_rng(0).normal(size=(B, T, D)).astype("float32")
     units = 32  # layer norm over a handful of units magnifies float16 rounding
-    full = keras.layers.RNN(cls(units))
+    full = kerasrnn.RNN(cls(units))
     want = keras.ops.convert_to_numpy(full(x))
     keras.config.set_dtype_policy(policy)
     try:
-        mixed = keras.layers.RNN(cls(units))
+        mixed = kerasrnn.RNN(cls(units))
         mixed(x)
         mixed.set_weights(full.get_weights())
         got = mixed(x)
@@ -224,3 +226,18 @@ def test_initial_state_helper():
     states = kerasrnn.LSTMCell(U).get_initial_state(batch_size=2)
     assert [tuple(s.shape) for s in states] == [(2, U), (2, U)]
     assert [tuple(s.shape) for s in kerasrnn.GRUCell(U).get_initial_state(2)] == [(2, U)]
+
+
+def test_fast_rnn_equals_plain_rnn_with_dropout():
+    """kerasrnn.RNN's sequence-wide projection draws and applies the same masks."""
+    x = np.random.default_rng(0).normal(size=(B, T, D)).astype("float32")
+    outputs = []
+    for rnn in (keras.layers.RNN, kerasrnn.RNN):
+        keras.utils.set_random_seed(3)
+        layer = rnn(kerasrnn.LSTMCell(U, dropout=0.4, recurrent_dropout=0.3, seed=11),
+                    return_sequences=True)
+        layer.build(x.shape)
+        layer.set_weights([np.full(w.shape, 0.1, "float32") for w in layer.weights[:3]]
+                          + [np.asarray(w) for w in layer.weights[3:]])
+        outputs.append(keras.ops.convert_to_numpy(layer(x, training=True)))
+    np.testing.assert_allclose(outputs[0], outputs[1], atol=1e-6)
