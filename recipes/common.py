@@ -54,6 +54,7 @@ class RecipeError(ValueError):
 
 
 def _read_config_file(path):
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"config file not found: {path}")
     with open(path, encoding="utf-8") as f:
@@ -226,7 +227,7 @@ def make_cell(name, units, **options):
         raise ConfigError(f"`cell` must be one of {sorted(CELLS)}, got {name!r}.")
     try:
         return getattr(kerasrnn, CELLS[name])(units, **options)
-    except TypeError as error:
+    except (TypeError, ValueError) as error:
         raise ConfigError(f"`cell_options` {options} do not fit {CELLS[name]}: {error}") from None
 
 
