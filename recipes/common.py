@@ -312,6 +312,7 @@ def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min",
         train_data,
         validation_data=valid_data,
         epochs=config["epochs"],
+        shuffle=False,  # the tf.data pipeline shuffles (Keras can't shuffle a Dataset)
         callbacks=training_callbacks(config, monitor, mode, callbacks),
         verbose=config["verbose"],
     )
@@ -363,6 +364,24 @@ def build_parser(prog, description, defaults, commands):
                 help=f"default: {default!r}",
             )
     return parser
+
+
+def export_arguments(parser):
+    """The `export` subcommand's own argument."""
+    parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
+
+
+def export_command(defaults, load):
+    """The `export` subcommand of a recipe whose ``load(config)`` returns an object with
+    ``export(path)`` (e.g. ``Classifier.from_run``)."""
+
+    def run(config, args):
+        config = saved_config(defaults, config["output_dir"], args.overrides)
+        path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
+        load(config).export(path)
+        return {"saved_model": path}
+
+    return run
 
 
 def main(argv, prog, description, defaults, commands):

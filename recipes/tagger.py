@@ -473,22 +473,12 @@ def _run_predict(config, args):
     return [{"tokens": s, **p} for s, p in zip(sentences, predictions)]
 
 
-def _export_arguments(parser):
-    parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
-
-
-def _run_export(config, args):
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
-    Tagger.from_run(config).export(path)
-    return {"saved_model": path}
-
-
 COMMANDS = {
     "train": ("train a tagger and evaluate it", None, _run_train),
     "evaluate": ("evaluate a trained tagger on --test", None, _run_evaluate),
     "predict": ("tag sentences", _predict_arguments, _run_predict),
-    "export": ("export a SavedModel taking tokens", _export_arguments, _run_export),
+    "export": ("export a SavedModel taking tokens", common.export_arguments,
+               common.export_command(DEFAULTS, Tagger.from_run)),
 }
 
 
