@@ -1,8 +1,11 @@
 """Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
+from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirectional_states
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.rnn import RNN
 from kerasrnn.cells.simple import SimpleRNNCell
+from kerasrnn.cells.stack import RNNStack
 
 __all__ = [
     "SimpleRNNCell",
@@ -10,4 +13,9 @@ __all__ = [
     "GRUCell",
     "LayerNormLSTMCell",
     "LayerNormSimpleRNNCell",
+    "RNN",
+    "RNNStack",
+    "AttentionCell",
+    "AttentiveRNN",
+    "merge_bidirectional_states",
 ]

@@ -1,0 +1,299 @@
+"""Attention layers: a generic `Attention(score=...)`, `BahdanauAttention`, `LuongAttention`."""
+from typing import NamedTuple
+
+import keras
+from keras import ops
+
+from kerasrnn.attention import scores as scores_lib
+
+
+class AttentionMemory(NamedTuple):
+    """What one source sequence offers every query, computed once by `Attention.prepare`.
+
+    Fields: `keys`, the keys as the score needs them (e.g. U_a k_j for the additive score),
+    `values` `[batch, Tk, d_v]`, and `mask` (`[batch, Tk]` booleans, or None).
+    It is a plain tuple of tensors, so it passes through `jax.jit`, `tf.function` and
+    `keras.ops` loops unchanged.
+    """
+
+    keys: object
+    values: object
+    mask: object = None
+
+    def repeat(self, count):
+        """Each source repeated `count` times along the batch (beam search's layout:
+        rows b * count ... b * count + count - 1 belong to source b)."""
+        return AttentionMemory(
+            *(None if t is None else ops.repeat(t, count, axis=0) for t in self)
+        )
+
+
+def masked_softmax(energies, mask=None):
+    """softmax over the last axis, with masked positions getting exactly zero weight.
+
+    A row whose positions are all masked gets all-zero weights (never NaN).
+    """
+    if mask is None:
+        return ops.softmax(energies, axis=-1)
+    mask = ops.cast(mask, "bool")
+    floor = ops.cast(-1e9 if energies.dtype != "float16" else -6e4, energies.dtype)
+    energies = ops.where(mask, energies, floor)
+    exp = ops.exp(energies - ops.max(energies, axis=-1, keepdims=True))
+    exp = exp * ops.cast(mask, exp.dtype)
+    total = ops.sum(exp, axis=-1, keepdims=True)
+    return exp / ops.maximum(total, ops.cast(1e-30, exp.dtype))
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class Attention(keras.layers.Layer):
+    """Attention with any of the classic score functions.
+
+    For a query q (a decoder state), keys k_j and values v_j (encoder states; values
+    default to the keys), with the mask m_j:
+
+    .. math::
+
+        e_j &= \\text{score}(q, k_j) \\quad (\\times g \\text{ if scale}) \\\\
+        \\alpha_j &= \\frac{m_j \\exp(e_j)}{\\sum_{j'} m_{j'} \\exp(e_{j'})} \\\\
+        c &= \\sum_j \\alpha_j v_j
+
+    Masked positions get alpha_j = 0 exactly; a fully masked row gives alpha = 0 and
+    c = 0. The scores (see `kerasrnn.attention.scores`):
+
+    ============== ====================================================== ===============
+    score          e_j                                                    options
+    ============== ====================================================== ===============
+    "additive"     v_a^T tanh(W_a q + U_a k_j)  (Bahdanau; "bahdanau")    units, normalize
+    "dot"          q^T k_j  (Luong; needs d_q = d_k)
+    "general"      q^T W_a k_j  (Luong's bilinear; "bilinear")
+    "concat"       v_a^T tanh(W_a [q; k_j])  (Luong)                      units
+    "scaled_dot"   q^T k_j / sqrt(d_k)  (needs d_q = d_k)
+    "content"      cos(q, k_j)  ("cosine"; needs d_q = d_k)
+    "location"     (W_a q)_j, ignores the keys; sources of at most        max_length
+                   `max_length` positions
+    ============== ====================================================== ===============
+
+    The key side of the score (U_a k_j, W_a k_j, ...) depends on the source only: it is
+    computed once by `prepare(keys, values, mask)` and reused by `attend(query, memory)`
+    for every query, which is how `kerasrnn.AttentionCell` uses the layer at each step.
+
+    Args:
+        score: one of the names above.
+        units: width of the hidden layer of the additive / concat scores (additive:
+            required; concat: default d_k).
+        normalize: weight-normalised v_a for the additive score.
+        max_length: longest source of the location score.
+        scale: multiply the energies by a learned scalar g (initialised to 1), as
+            TensorFlow Addons' `LuongAttention(scale=True)`.
+
+    Call arguments:
+        query: `[batch, d_q]` (one decoder step) or `[batch, Tq, d_q]` (all steps at
+            once, for teacher forcing).
+        keys: `[batch, Tk, d_k]`.
+        values: `[batch, Tk, d_v]`, default `keys`.
+        mask: `[batch, Tk]`, true (or 1) at the source positions that may be attended.
+        return_attention_scores: also return the weights alpha (`[batch, Tk]` or
+            `[batch, Tq, Tk]`), as `keras.layers.Attention` does.
+
+    Returns the context `[batch, d_v]` or `[batch, Tq, d_v]` (and the weights).
+
+    Example:
+
+    >>> import numpy as np, kerasrnn
+    >>> layer = kerasrnn.Attention(score="general")
+    >>> query, keys = np.ones((2, 4, 8), "float32"), np.ones((2, 6, 5), "float32")
+    >>> context, weights = layer(query, keys, return_attention_scores=True)
+    >>> tuple(context.shape), tuple(weights.shape)
+    ((2, 4, 5), (2, 4, 6))
+    """
+
+    def __init__(
+        self,
+        score="dot",
+        units=None,
+        normalize=False,
+        max_length=None,
+        scale=False,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.score_name = score
+        self.units = units
+        self.normalize = bool(normalize)
+        self.max_length = max_length
+        self.scale = bool(scale)
+        self.score = scores_lib.get(
+            score,
+            units=units,
+            normalize=normalize,
+            max_length=max_length,
+            kernel_initializer=kernel_initializer,
+            name="score",
+        )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.supports_masking = True
+
+    # ---- shapes --------------------------------------------------------------------
+    def build(self, query_shape, keys_shape, values_shape=None):
+        _check_rank("query", query_shape, (2, 3), "[batch, d_q] or [batch, Tq, d_q]")
+        _check_rank("keys", keys_shape, (3,), "[batch, Tk, d_k]")
+        if values_shape is not None:
+            _check_rank("values", values_shape, (3,), "[batch, Tk, d_v]")
+        self.score.build((None, None, query_shape[-1]), tuple(keys_shape))
+        if self.scale:
+            self.scale_weight = self.add_weight(name="scale", shape=(), initializer="ones")
+
+    def compute_mask(self, inputs, previous_mask=None):
+        # the [batch, Tk] key mask must not travel on to the [batch, (Tq,) d_v] context
+        return None
+
+    # ---- the two halves ------------------------------------------------------------
+    def prepare(self, keys, values=None, mask=None):
+        """The per-source half: keys as the score needs them, values and mask.
+
+        Returns an `AttentionMemory` to pass to `attend` for every query.
+        """
+        keys = ops.convert_to_tensor(keys)
+        values = keys if values is None else ops.convert_to_tensor(values)
+        _check_rank("keys", keys.shape, (3,), "[batch, Tk, d_k]")
+        _check_rank("values", values.shape, (3,), "[batch, Tk, d_v]")
+        _check_match("values", values.shape, keys.shape, 2)
+        if mask is not None:
+            mask = ops.convert_to_tensor(mask)
+            _check_rank("mask", mask.shape, (2,), "[batch, Tk]")
+            _check_match("mask", mask.shape, keys.shape, 2)
+            mask = ops.cast(mask, "bool")
+        return AttentionMemory(self.score.prepare_keys(keys), values, mask)
+
+    def attend(self, query, memory):
+        """The per-query half: (context, weights) for `query` against a prepared memory."""
+        query = ops.convert_to_tensor(query)
+        _check_rank("query", query.shape, (2, 3), "[batch, d_q] or [batch, Tq, d_q]")
+        if query.shape[-1] is not None and query.shape[-1] != self.score.query_dim:
+            raise ValueError(
+                f"{type(self).__name__} was built for a `query` of width "
+                f"{self.score.query_dim}; got a query of shape {tuple(query.shape)}."
+            )
+        single = len(query.shape) == 2
+        if single:
+            query = query[:, None, :]
+        energies = self.score(query, memory.keys)
+        if self.scale:
+            energies = energies * self.scale_weight
+        mask = None if memory.mask is None else memory.mask[:, None, :]
+        weights = masked_softmax(energies, mask)
+        context = ops.matmul(weights, ops.cast(memory.values, weights.dtype))
+        if single:
+            return context[:, 0], weights[:, 0]
+        return context, weights
+
+    def call(self, query, keys, values=None, mask=None, return_attention_scores=False):
+        context, weights = self.attend(query, self.prepare(keys, values, mask))
+        if return_attention_scores:
+            return context, weights
+        return context
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "score": self.score_name,
+                "units": self.units,
+                "normalize": self.normalize,
+                "max_length": self.max_length,
+                "scale": self.scale,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class BahdanauAttention(Attention):
+    """Bahdanau et al. (2015) additive attention: e_j = v_a^T tanh(W_a q + U_a k_j).
+
+    `Attention(score="additive", units=units, normalize=normalize)` under its usual name;
+    see `Attention` for the call and the weight-normalised form.
+
+    Args:
+        units: width of W_a q and U_a k_j.
+        normalize: weight-normalised v_a with a learned gain and bias.
+        scale: a learned scalar on the energies (rarely wanted with this score).
+
+    Example:
+
+    >>> import numpy as np, kerasrnn
+    >>> layer = kerasrnn.BahdanauAttention(16)
+    >>> tuple(layer(np.ones((2, 8), "float32"), np.ones((2, 6, 5), "float32")).shape)
+    (2, 5)
+    """
+
+    def __init__(self, units, normalize=False, scale=False, **kwargs):
+        kwargs.pop("score", None)
+        if units is None:
+            raise ValueError("BahdanauAttention needs `units` (the width of W_a q).")
+        super().__init__("additive", units=units, normalize=normalize, scale=scale, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        del config["score"], config["max_length"]
+        return config
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class LuongAttention(Attention):
+    """Luong et al. (2015) attention with the dot, general or concat score.
+
+    .. math::
+
+        \\text{dot: } e_j = h_t^T \\bar h_j \\qquad
+        \\text{general: } e_j = h_t^T W_a \\bar h_j \\qquad
+        \\text{concat: } e_j = v_a^T \\tanh(W_a [h_t; \\bar h_j])
+
+    Args:
+        score: "dot", "general" or "concat".
+        scale: multiply the energies by a learned scalar g (initialised to 1).
+        units: hidden width of the concat score (default d_k).
+
+    Example:
+
+    >>> import numpy as np, kerasrnn
+    >>> layer = kerasrnn.LuongAttention("dot", scale=True)
+    >>> tuple(layer(np.ones((2, 3, 5), "float32"), np.ones((2, 6, 5), "float32")).shape)
+    (2, 3, 5)
+    """
+
+    def __init__(self, score="dot", scale=False, units=None, **kwargs):
+        if score not in ("dot", "general", "concat"):
+            raise ValueError(
+                "LuongAttention takes score='dot', 'general' or 'concat'; got "
+                f"score={score!r} (use kerasrnn.Attention for the other scores)."
+            )
+        kwargs.pop("normalize", None)
+        kwargs.pop("max_length", None)
+        super().__init__(score, units=units, scale=scale, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        del config["normalize"], config["max_length"]
+        return config
+
+
+def _check_rank(name, shape, ranks, expected):
+    if len(shape) not in ranks:
+        raise ValueError(
+            f"`{name}` must have shape {expected}; got shape {tuple(shape)}."
+        )
+
+
+def _check_match(name, shape, keys_shape, axes):
+    for axis in range(axes):
+        a, b = shape[axis], keys_shape[axis]
+        if a is not None and b is not None and a != b:
+            raise ValueError(
+                f"`{name}` must have shape [batch, Tk{', ...' if len(shape) > 2 else ''}] "
+                f"matching `keys` {tuple(keys_shape)}; got shape {tuple(shape)}."
+            )
