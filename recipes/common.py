@@ -235,7 +235,8 @@ def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
               cell_options=None, return_sequences=True, name="rnn"):
     """Applies `num_layers` recurrent layers of kerasrnn cells to `x` (batch, time, d).
 
-    Each layer is ``keras.layers.RNN(cell)``, wrapped in ``Bidirectional`` (outputs
+    Each layer is ``kerasrnn.RNN(cell)`` (`keras.layers.RNN` that projects the whole
+    input sequence before the time loop), wrapped in ``Bidirectional`` (outputs
     concatenated) when `bidirectional`; `dropout` is applied between layers. The Keras
     mask of `x` flows through, so padded steps never change a state. With
     ``return_sequences=False`` the last layer returns its final state: for a
@@ -244,11 +245,13 @@ def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
     """
     import keras
 
+    import kerasrnn
+
     if num_layers < 1:
         raise ConfigError(f"`num_layers` must be >= 1, got {num_layers}.")
     for i in range(num_layers):
         last = i == num_layers - 1
-        layer = keras.layers.RNN(
+        layer = kerasrnn.RNN(
             make_cell(cell, units, **(cell_options or {})),
             return_sequences=return_sequences or not last,
             name=f"{name}_{i}",
