@@ -12,9 +12,14 @@ A recipe declares its options once, as a dict of defaults, and gets from here:
   split into logical devices so the replicas are real);
 * **model parts** -- `make_cell` (a kerasrnn cell by name) and `rnn_stack` (stacked,
   optionally bidirectional `keras.layers.RNN` layers);
-* **training** -- `training_callbacks`: best-model `ModelCheckpoint`, `EarlyStopping`,
-  `BackupAndRestore` (re-running a killed command resumes it), optional `TensorBoard`;
-* **results** -- `write_json` / `read_json`.
+* **training** -- `optimizer` (Adam + `clipnorm`), `training_callbacks`: best-model
+  `ModelCheckpoint`, `EarlyStopping`, `BackupAndRestore` (re-running a killed command
+  resumes it), optional `TensorBoard`; `fit` runs `model.fit` with them and returns the
+  history; `load_best_model` reloads the best checkpoint;
+* **evaluation** -- `per_class_scores` (precision/recall/F1), `check_labels` (labels of a
+  test set that training never saw are an error);
+* **results and stored runs** -- `write_json` / `read_json`, `saved_config` (the config a
+  run was trained with, for evaluate/predict/export), `export_command`.
 
 Common options every recipe should include via ``COMMON_DEFAULTS``: `output_dir`,
 `seed`, `batch_size`, `epochs`, `learning_rate`, `clipnorm`, `patience`, `tensorboard`,

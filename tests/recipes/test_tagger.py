@@ -45,12 +45,13 @@ def test_learns_a_slice_of_ud_ewt_and_tags_unknown_words(tmp_path, shared_data):
     from kerasrnn.data import load_conllu
 
     sentences, tags = load_conllu(shared_data("ud_en_ewt", "en_ewt-ud-dev.conllu.gz"))
-    sentences, tags = sentences[:120], tags[:120]
-    config = _config(tmp_path, epochs=4, learning_rate=0.01, dropout=0.0,
+    sentences, tags = sentences[:80], tags[:80]
+    config = _config(tmp_path, epochs=3, learning_rate=0.02, dropout=0.0,
                      embedding_dropout=0.0, word_dropout=0.0)
     results = tagger.train(config, {"train": (sentences, tags),
                                     "valid": (sentences, tags), "test": None})
-    # 17 tags: chance is well under 30%; a few epochs on 120 sentences fit most tokens.
+    # 17 tags, the most frequent (NOUN) about 17% of EWT tokens; three epochs on 80
+    # sentences fit most of them.
     assert results["valid"]["accuracy"] > 0.6
     assert set(results["valid"]["per_tag"]) == set(results["tags"])
     model = tagger.Tagger.from_run(config)
@@ -66,7 +67,7 @@ def test_cli_columns_bio_and_bad_input(tmp_path, capsys):
     data.write_text(rows * 6)
     run = ["--output-dir", str(tmp_path / "run")]
     code = tagger.main(["train", "--train", str(data), "--valid", str(data),
-                        "--config", str(_yaml(tmp_path)), *run])
+                        "--config", str(_yaml(tmp_path)), "--epochs", "1", *run])
     out, _ = capsys.readouterr()
     assert code == 0
     assert set(json.loads(out)["valid"]["entities"]) >= {"precision", "recall", "f1"}
