@@ -17,7 +17,7 @@ from kerasrnn.data.vocabulary import END_ID, Vocabulary  # noqa: E402
 from recipes import language_model  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = dict(units=12, num_layers=2, steps=5, batch_size=4, init_scale=0.1, seed=3)
+TINY = dict(units=12, num_layers=2, steps=5, batch_size=4, init_scale=0.1, seed=3, gen_length=8)
 
 
 def write_corpus(folder, lines_per_split=(300, 30, 30), seed=0):
@@ -66,8 +66,15 @@ def test_stream_windows_layout_and_errors():
         lm_data.stream_windows([], batch_size=2, steps=2)
 
 
-def test_empty_corpus_is_an_error(tmp_path):
-    path = tmp_path / "empty.txt"
+def test_corpus_reading_word_and_char_level(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("a <unk> b\n\nab c\n")
+    assert lm_data.read_corpus(str(path)) == [["a", "[UNK]", "b"], ["ab", "c"]]
+    chars = lm_data.read_corpus(str(path), level="char", unk_token=None)
+    assert chars[2] == ["a", "b", " ", "c"]
+    vocabulary = Vocabulary.build(chars)
+    stream = lm_data.encode_stream(chars, vocabulary)
+    assert len(stream) == sum(len(line) + 1 for line in chars)  # one [END] per line
     path.write_text("\n\n")
     with pytest.raises(DataFormatError, match="empty"):
         lm_data.read_corpus(str(path))
@@ -147,13 +154,14 @@ def test_sentence_mode_learns_and_sampling_is_seeded(tmp_path):
 
 
 def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
-    files = write_corpus(str(tmp_path))
+    files = write_corpus(str(tmp_path), lines_per_split=(200, 20, 20))
     out, saved = str(tmp_path / "run"), str(tmp_path / "saved")
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     flags = [
         "--output-dir", out, "--train-file", files["train"], "--valid-file", files["valid"],
         "--test-file", files["test"], "--units", "24", "--num-layers", "1", "--steps", "7",
         "--batch-size", "8", "--epochs", "4", "--lr-decay-after", "10", "--verbose", "0",
+        "--gen-length", "8",
     ]
     script = (
         "import sys; from recipes import language_model as lm\n"
@@ -188,3 +196,13 @@ def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
     assert continuations[2] == generated[1]["continuation"]
     words = {"the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log"}
     assert continuations[0] and set(" ".join(continuations).split()) <= words
+
+
+def test_ptb_stream_counts_every_eos(shared_data):
+    path = shared_data("ptb", "ptb.valid.txt.gz")
+    sentences = lm_data.read_corpus(str(path))
+    assert len(sentences) == 3370
+    vocabulary = Vocabulary.build(sentences)
+    assert "<unk>" not in vocabulary.tokens  # PTB's own marker is our [UNK]
+    x, y = lm_data.stream_windows(lm_data.encode_stream(sentences, vocabulary), 20, 20)
+    assert int((y != 0).sum()) == 73760  # SOURCE.md: tokens including one <eos> per line
