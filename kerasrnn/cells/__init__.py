@@ -3,7 +3,9 @@ from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirect
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.rnn import RNN
 from kerasrnn.cells.simple import SimpleRNNCell
+from kerasrnn.cells.stack import RNNStack
 
 __all__ = [
     "SimpleRNNCell",
@@ -11,6 +13,8 @@ __all__ = [
     "GRUCell",
     "LayerNormLSTMCell",
     "LayerNormSimpleRNNCell",
+    "RNN",
+    "RNNStack",
     "AttentionCell",
     "AttentiveRNN",
     "merge_bidirectional_states",

@@ -33,7 +33,8 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
     """Base of the kerasrnn cells: weights, dropout and config handled once.
 
     Subclasses define `gate_count` (how many `units`-wide blocks the fused kernels hold),
-    `_build_extra(input_dim)` for weights beyond kernel/recurrent_kernel/bias, `step` and
+    `_build_extra(input_dim)` for weights beyond kernel/recurrent_kernel/bias,
+    `recurrent_step` (and `input_projection` where W x_t + b is not the whole input part) and
     `state_size`.
 
     Args:
@@ -154,6 +155,38 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
         pass
 
     def call(self, inputs, states, training=False):
+        states = self.check_states(states)
+        if training and self.dropout > 0:
+            inputs = inputs * self.get_dropout_mask(inputs)
+        return self.call_projected(self.input_projection(inputs), states, training)
+
+    def call_projected(self, projected, states, training=False):
+        """One step from x_t already projected by `input_projection` (dropout included).
+
+        `kerasrnn.RNN` projects the whole sequence in one matmul before the time loop and
+        then calls this at every step; `call` does both for one step.
+        """
+        h_tm1 = states[0]
+        if training and self.recurrent_dropout > 0:
+            h_tm1 = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
+        return self.recurrent_step(projected, h_tm1, states)
+
+    def input_projection(self, inputs):
+        """The part of the pre-activations that depends on x_t only: W x_t (+ b).
+
+        Works on one step [batch, features] or a whole sequence [batch, time, features].
+        """
+        z = ops.matmul(inputs, self.kernel)
+        if self.use_bias:
+            z = z + self.bias
+        return z
+
+    def recurrent_step(self, projected, h_tm1, states):
+        """The rest of a step: `projected` = input_projection(x_t), `h_tm1` the (dropped)
+        h_{t-1}, `states` the undropped previous states. Returns (output, new states)."""
+        raise NotImplementedError
+
+    def check_states(self, states):
         states = _as_list(states)
         sizes = _as_list(self.state_size)
         if len(states) != len(sizes):
@@ -167,27 +200,7 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
                     f"{type(self).__name__}: initial/recurrent state {index} must have "
                     f"shape (batch, {size}); got {tuple(state.shape)}."
                 )
-        if training and self.dropout > 0:
-            inputs = inputs * self.get_dropout_mask(inputs)
-        h_tm1 = states[0]
-        if training and self.recurrent_dropout > 0:
-            h_dropped = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
-        else:
-            h_dropped = h_tm1
-        output, new_states = self.step(inputs, h_dropped, states)
-        return output, new_states
-
-    def step(self, inputs, h_tm1, states):
-        """One time step on already-dropped inputs; `h_tm1` is the (dropped) h_{t-1}."""
-        raise NotImplementedError
-
-    # ---- helpers -----------------------------------------------------------------
-    def project(self, inputs, h_tm1):
-        """x_t W + h_{t-1} U + b for all gates at once (one fused matmul each)."""
-        z = ops.matmul(inputs, self.kernel) + ops.matmul(h_tm1, self.recurrent_kernel)
-        if self.use_bias:
-            z = z + self.bias
-        return z
+        return states
 
     def get_config(self):
         config = super().get_config()
@@ -232,6 +245,11 @@ def _as_list(x):
 
 def layer_norm(x, gamma, beta, epsilon):
     """LN(x) = gamma * (x - mean(x)) / sqrt(var(x) + epsilon) + beta over the last axis."""
+    # Statistics in at least float32 under mixed precision: float16 variances lose too much.
+    dtype = x.dtype
+    if keras.backend.standardize_dtype(dtype) in ("float16", "bfloat16"):
+        x = ops.cast(x, "float32")
     mean = ops.mean(x, axis=-1, keepdims=True)
     variance = ops.mean(ops.square(x - mean), axis=-1, keepdims=True)
-    return gamma * (x - mean) * ops.rsqrt(variance + epsilon) + beta
+    normed = (x - mean) * ops.rsqrt(variance + epsilon)
+    return ops.cast(normed, dtype) * gamma + beta

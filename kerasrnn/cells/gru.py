@@ -41,7 +41,7 @@ class GRUCell(RecurrentCell):
 
     >>> import numpy as np, keras, kerasrnn
     >>> layer = keras.layers.RNN(kerasrnn.GRUCell(8, reset_after=False))
-    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 3), "float32")).shape)
     (2, 8)
     """
 
@@ -59,26 +59,31 @@ class GRUCell(RecurrentCell):
         width = 3 * self.units
         return (2, width) if self.reset_after else (width,)
 
-    def step(self, inputs, h_tm1, states):
-        units = self.units
+    def input_projection(self, inputs):
         x = ops.matmul(inputs, self.kernel)
-        recurrent = ops.matmul(h_tm1, self.recurrent_kernel)
         if self.use_bias:
-            if self.reset_after:
-                x = x + self.bias[0]
+            x = x + (self.bias[0] if self.reset_after else self.bias)
+        return x
+
+    def recurrent_step(self, projected, h_tm1, states):
+        units = self.units
+        x_z, x_r, x_h = (projected[..., k * units : (k + 1) * units] for k in range(3))
+        if self.reset_after:
+            recurrent = ops.matmul(h_tm1, self.recurrent_kernel)
+            if self.use_bias:
                 recurrent = recurrent + self.bias[1]
-            else:
-                x = x + self.bias
-        x_z, x_r, x_h = x[:, :units], x[:, units : 2 * units], x[:, 2 * units :]
+        else:
+            # the candidate's recurrent block must see r * h_{t-1}: multiply z, r first
+            recurrent = ops.matmul(h_tm1, self.recurrent_kernel[:, : 2 * units])
         z = self.recurrent_activation(x_z + recurrent[:, :units])
         r = self.recurrent_activation(x_r + recurrent[:, units : 2 * units])
         if self.reset_after:
             candidate = self.activation(x_h + r * recurrent[:, 2 * units :])
         else:
-            # the recurrent block of the candidate must see r * h_{t-1}, so recompute it
             candidate = self.activation(
                 x_h + ops.matmul(r * h_tm1, self.recurrent_kernel[:, 2 * units :])
             )
+        # the interpolation uses the undropped h_{t-1}: dropout only feeds the gates
         h = z * states[0] + (1.0 - z) * candidate
         return h, [h]
 

@@ -51,7 +51,7 @@ class LayerNormSimpleRNNCell(_LayerNormWeights, SimpleRNNCell):
     Example:
 
     >>> import numpy as np, keras, kerasrnn
-    >>> keras.layers.RNN(kerasrnn.LayerNormSimpleRNNCell(8))(np.ones((2, 5, 3))).shape
+    >>> tuple(keras.layers.RNN(kerasrnn.LayerNormSimpleRNNCell(8))(np.ones((2, 5, 3))).shape)
     (2, 8)
     """
 
@@ -71,11 +71,9 @@ class LayerNormSimpleRNNCell(_LayerNormWeights, SimpleRNNCell):
     def _build_extra(self, input_dim):
         self.norm_gamma, self.norm_beta = self._add_norm("norm", self.units)
 
-    def step(self, inputs, h_tm1, states):
-        a = layer_norm(
-            self.project(inputs, h_tm1), self.norm_gamma, self.norm_beta, self.norm_epsilon
-        )
-        h = self.activation(a)
+    def recurrent_step(self, projected, h_tm1, states):
+        a = projected + ops.matmul(h_tm1, self.recurrent_kernel)
+        h = self.activation(layer_norm(a, self.norm_gamma, self.norm_beta, self.norm_epsilon))
         return h, [h]
 
     def get_config(self):
@@ -109,7 +107,7 @@ class LayerNormLSTMCell(_LayerNormWeights, LSTMCell):
     Example:
 
     >>> import numpy as np, keras, kerasrnn
-    >>> keras.layers.RNN(kerasrnn.LayerNormLSTMCell(8))(np.ones((2, 5, 3))).shape
+    >>> tuple(keras.layers.RNN(kerasrnn.LayerNormLSTMCell(8))(np.ones((2, 5, 3))).shape)
     (2, 8)
     """
 
@@ -133,15 +131,16 @@ class LayerNormLSTMCell(_LayerNormWeights, LSTMCell):
         self.recurrent_norm = self._add_norm("recurrent_norm", width)
         self.cell_norm = self._add_norm("cell_norm", self.units)
 
-    def project(self, inputs, h_tm1):
-        eps = self.norm_epsilon
-        z = layer_norm(ops.matmul(inputs, self.kernel), *self.input_norm, eps)
-        z = z + layer_norm(
-            ops.matmul(h_tm1, self.recurrent_kernel), *self.recurrent_norm, eps
-        )
+    def input_projection(self, inputs):
+        z = layer_norm(ops.matmul(inputs, self.kernel), *self.input_norm, self.norm_epsilon)
         if self.use_bias:
             z = z + self.bias
         return z
+
+    def recurrent_preactivation(self, h_tm1):
+        return layer_norm(
+            ops.matmul(h_tm1, self.recurrent_kernel), *self.recurrent_norm, self.norm_epsilon
+        )
 
     def output_activation(self, c):
         return self.activation(layer_norm(c, *self.cell_norm, self.norm_epsilon))

@@ -53,7 +53,7 @@ class LSTMCell(RecurrentCell):
     >>> import numpy as np, keras, kerasrnn
     >>> layer = keras.layers.RNN(kerasrnn.LSTMCell(8, peephole=True), return_state=True)
     >>> h, h_last, c_last = layer(np.zeros((2, 5, 3), "float32"))
-    >>> h.shape, c_last.shape
+    >>> tuple(h.shape), tuple(c_last.shape)
     ((2, 8), (2, 8))
     """
 
@@ -122,9 +122,9 @@ class LSTMCell(RecurrentCell):
                         ),
                     )
 
-    def step(self, inputs, h_tm1, states):
+    def recurrent_step(self, projected, h_tm1, states):
         c_tm1 = states[1]
-        z = self.project(inputs, h_tm1)
+        z = projected + self.recurrent_preactivation(h_tm1)
         blocks = dict(zip(self.gates, ops.split(z, self.gate_count, axis=-1)))
         gate = self.recurrent_activation
         candidate = self.activation(blocks["c"])
@@ -146,6 +146,10 @@ class LSTMCell(RecurrentCell):
             o_pre = o_pre + self.peephole_o * c
         h = gate(o_pre) * self.output_activation(c)
         return h, [h, c]
+
+    def recurrent_preactivation(self, h_tm1):
+        """U h_{t-1} for all gates; layer-normalised cells override it."""
+        return ops.matmul(h_tm1, self.recurrent_kernel)
 
     def output_activation(self, c):
         """phi(c_t) in h_t = o_t * phi(c_t); layer-normalised cells override it."""

@@ -1,5 +1,6 @@
 """The Elman (simple) recurrent cell."""
 import keras
+from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
 
@@ -23,7 +24,7 @@ class SimpleRNNCell(RecurrentCell):
 
     >>> import numpy as np, keras, kerasrnn
     >>> layer = keras.layers.RNN(kerasrnn.SimpleRNNCell(8), return_sequences=True)
-    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 3), "float32")).shape)
     (2, 5, 8)
     """
 
@@ -36,8 +37,8 @@ class SimpleRNNCell(RecurrentCell):
     def state_size(self):
         return self.units
 
-    def step(self, inputs, h_tm1, states):
-        h = self.activation(self.project(inputs, h_tm1))
+    def recurrent_step(self, projected, h_tm1, states):
+        h = self.activation(projected + ops.matmul(h_tm1, self.recurrent_kernel))
         return h, [h]
 
     def get_config(self):

@@ -1,1 +1,67 @@
-"""Text to ids, tf.data pipelines and corpus loaders (TensorFlow-specific)."""
+"""Text to ids, tf.data pipelines and corpus loaders (TensorFlow-specific).
+
+* `Vocabulary` -- tokens <-> ids with fixed special ids ([PAD]=0, [UNK]=1, [START]=2,
+  [END]=3), built from training data with size and frequency limits;
+* `tokenizers` -- word / character splitting as TensorFlow ops (`split_words`,
+  `split_chars`, `encode_tokens`, `encode_chars`);
+* `pipeline` -- `sequence_dataset`: shuffled, padded, masked, length-bucketed batches;
+* `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, word vectors,
+  tensorflow-datasets; gzip is read transparently.
+
+`Vocabulary` needs neither TensorFlow nor Keras until its `lookup()` layers are made;
+the other names are imported on first use so that ``import kerasrnn.data`` stays cheap.
+"""
+import importlib
+
+from kerasrnn.data.vocabulary import (
+    END,
+    END_ID,
+    PAD,
+    PAD_ID,
+    SPECIAL_TOKENS,
+    START,
+    START_ID,
+    UNK,
+    UNK_ID,
+    Vocabulary,
+)
+
+_LAZY = {
+    "split_words": "tokenizers",
+    "split_chars": "tokenizers",
+    "tokenize": "tokenizers",
+    "encode_tokens": "tokenizers",
+    "encode_chars": "tokenizers",
+    "sequence_dataset": "pipeline",
+    "ragged_constant": "pipeline",
+    "DataFormatError": "loaders",
+    "DatasetUnavailableError": "loaders",
+    "open_text": "loaders",
+    "read_lines": "loaders",
+    "load_tsv": "loaders",
+    "load_class_files": "loaders",
+    "load_conllu": "loaders",
+    "load_conll_columns": "loaders",
+    "load_word_vectors": "loaders",
+    "load_tfds_classification": "loaders",
+    "load_tfds_tagging": "loaders",
+}
+
+__all__ = [
+    "Vocabulary",
+    "SPECIAL_TOKENS",
+    "PAD",
+    "UNK",
+    "START",
+    "END",
+    "PAD_ID",
+    "UNK_ID",
+    "START_ID",
+    "END_ID",
+] + list(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"kerasrnn.data.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'kerasrnn.data' has no attribute {name!r}")

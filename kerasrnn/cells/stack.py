@@ -1,0 +1,149 @@
+"""A layer for the common recurrent stacks: deep, bidirectional, residual, with dropout."""
+import keras
+
+from kerasrnn.cells.rnn import RNN
+
+MERGE_MODES = ("concat", "sum", "ave", "mul")
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class RNNStack(keras.layers.Layer):
+    """`num_layers` recurrent layers built from one cell template.
+
+    Layer l maps the sequence x^(l) to y^(l) = RNN_l(x^(l)) (or the merged forward and
+    backward sequences when `bidirectional`); between layers
+
+    .. math::  x^{(l+1)} = \\mathrm{dropout}(y^{(l)}) + [\\text{residual}]\\; x^{(l)}
+
+    where the residual term is added only where the widths agree (from the second layer
+    on, unless the input already has the layer's width). Each layer and direction gets
+    its own copy of the cell (`cell.__class__.from_config(cell.get_config())`). This is
+    a convenience: every cell works in plain `keras.layers.RNN` / `Bidirectional` too.
+
+    Args:
+        cell: a cell instance used as a template (any kerasrnn or Keras cell).
+        num_layers: depth of the stack.
+        bidirectional: read each layer's input both ways and merge.
+        merge_mode: how directions merge: "concat", "sum", "ave" or "mul".
+        residual: add each layer's input to its output where the widths agree.
+        dropout: dropout rate on the sequences passed between layers.
+        return_sequences: return the last layer's whole sequence, or only its final
+            output (for a bidirectional layer: [h_fwd at the last real step ; h_bwd at
+            the first], the two states that have seen the whole sequence).
+
+    Example:
+
+    >>> import numpy as np, kerasrnn
+    >>> stack = kerasrnn.RNNStack(kerasrnn.GRUCell(8), num_layers=2, bidirectional=True)
+    >>> tuple(stack(np.zeros((2, 5, 3), "float32")).shape)
+    (2, 16)
+    """
+
+    def __init__(
+        self,
+        cell,
+        num_layers=1,
+        bidirectional=False,
+        merge_mode="concat",
+        residual=False,
+        dropout=0.0,
+        return_sequences=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if isinstance(cell, dict):
+            cell = keras.saving.deserialize_keras_object(cell)
+        if not hasattr(cell, "state_size"):
+            raise ValueError(f"`cell` must be an RNN cell (with `state_size`); got {cell!r}.")
+        if not isinstance(num_layers, int) or num_layers < 1:
+            raise ValueError(f"`num_layers` must be a positive integer, got {num_layers!r}.")
+        if merge_mode not in MERGE_MODES:
+            raise ValueError(
+                f"`merge_mode` must be one of {MERGE_MODES}, got {merge_mode!r}."
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
+        self.cell = cell
+        self.num_layers = num_layers
+        self.bidirectional = bool(bidirectional)
+        self.merge_mode = merge_mode
+        self.residual = bool(residual)
+        self.dropout = float(dropout)
+        self.return_sequences = bool(return_sequences)
+        self.supports_masking = True
+        self.rnn_layers = []
+        for index in range(num_layers):
+            last = index == num_layers - 1
+            rnn = RNN(
+                self._copy_cell(),
+                return_sequences=self.return_sequences or not last,
+                name=f"rnn_{index}",
+            )
+            if self.bidirectional:
+                rnn = keras.layers.Bidirectional(
+                    rnn,
+                    merge_mode=merge_mode,
+                    backward_layer=RNN(
+                        self._copy_cell(),
+                        return_sequences=rnn.return_sequences,
+                        go_backwards=True,
+                        name=f"rnn_{index}_backward",
+                    ),
+                    name=f"bidirectional_{index}",
+                )
+            self.rnn_layers.append(rnn)
+        self.dropout_layer = keras.layers.Dropout(self.dropout) if self.dropout else None
+
+    def _copy_cell(self):
+        return self.cell.__class__.from_config(self.cell.get_config())
+
+    def build(self, input_shape):
+        shape = tuple(input_shape)
+        for layer in self.rnn_layers:
+            layer.build(shape)
+            out = layer.compute_output_shape(shape)
+            out = out[0] if isinstance(out, list) else out
+            shape = tuple(shape[:-1]) + (out[-1],)
+        self.built = True
+
+    def call(self, inputs, mask=None, training=False):
+        x = inputs
+        for index, layer in enumerate(self.rnn_layers):
+            y = layer(x, mask=mask, training=training)
+            last = index == len(self.rnn_layers) - 1
+            if last and not self.return_sequences:
+                return y
+            if self.residual and y.shape[-1] == x.shape[-1]:
+                y = y + x
+            if self.dropout_layer is not None and not last:
+                y = self.dropout_layer(y, training=training)
+            x = y
+        return x
+
+    def compute_mask(self, inputs, mask=None):
+        return mask if self.return_sequences else None
+
+    def compute_output_shape(self, input_shape):
+        width = self.cell.output_size
+        if isinstance(width, (list, tuple)):
+            width = width[0]
+        if self.bidirectional and self.merge_mode == "concat":
+            width *= 2
+        if self.return_sequences:
+            return tuple(input_shape[:-1]) + (width,)
+        return (input_shape[0], width)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell),
+                "num_layers": self.num_layers,
+                "bidirectional": self.bidirectional,
+                "merge_mode": self.merge_mode,
+                "residual": self.residual,
+                "dropout": self.dropout,
+                "return_sequences": self.return_sequences,
+            }
+        )
+        return config

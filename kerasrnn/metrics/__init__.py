@@ -1,0 +1,4 @@
+"""Evaluation metrics."""
+from kerasrnn.metrics.bleu import BleuScore, corpus_bleu, tokenize_13a
+
+__all__ = ["BleuScore", "corpus_bleu", "tokenize_13a"]

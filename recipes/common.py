@@ -1,0 +1,445 @@
+"""Plumbing shared by the recipes (classifier, tagger, language model, translator).
+
+A recipe declares its options once, as a dict of defaults, and gets from here:
+
+* **configuration** -- `load_config(defaults, path, overrides)`: defaults <- a YAML or
+  JSON file <- command-line flags, each key checked against the defaults (an unknown key
+  is an error that lists the valid ones) and converted to the default's type;
+* **a command line** -- `main(...)`: ``python -m recipes.X {train,evaluate,predict,export}``
+  with ``--config FILE`` and one ``--some-key VALUE`` flag per option;
+* **distribution** -- `distribution_strategy(name)`: the default strategy or
+  ``mirrored`` (`tf.distribute.MirroredStrategy`; on a machine without GPUs the CPU is
+  split into logical devices so the replicas are real);
+* **model parts** -- `make_cell` (a kerasrnn cell by name) and `rnn_stack` (stacked,
+  optionally bidirectional `keras.layers.RNN` layers);
+* **training** -- `training_callbacks`: best-model `ModelCheckpoint`, `EarlyStopping`,
+  `BackupAndRestore` (re-running a killed command resumes it), optional `TensorBoard`;
+* **results** -- `write_json` / `read_json`.
+
+Common options every recipe should include via ``COMMON_DEFAULTS``: `output_dir`,
+`seed`, `batch_size`, `epochs`, `learning_rate`, `clipnorm`, `patience`, `tensorboard`,
+`strategy`, `mirrored_cpus`, `verbose`.
+"""
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+COMMON_DEFAULTS = {
+    "output_dir": "runs/model",  # checkpoints, vocabularies, results.json, backups
+    "seed": 1234,
+    "batch_size": 32,
+    "epochs": 10,
+    "learning_rate": 1e-3,
+    "clipnorm": 5.0,  # gradient-norm clipping; 0 disables it
+    "patience": 3,  # early stopping on the validation metric; 0 disables it
+    "tensorboard": False,  # write TensorBoard logs to <output_dir>/logs
+    "strategy": "default",  # "default" or "mirrored"
+    "mirrored_cpus": 2,  # logical CPU devices for "mirrored" on a machine without GPUs
+    "verbose": 1,  # Keras progress bar (0: silent, 1: bar, 2: one line per epoch)
+}
+
+
+class ConfigError(ValueError):
+    """An invalid configuration: unknown key, wrong type or bad value."""
+
+
+class RecipeError(ValueError):
+    """Data that cannot be used as configured (e.g. test labels unseen in training)."""
+
+
+# --------------------------------------------------------------------------- config
+
+
+def _read_config_file(path):
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"config file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        if path.endswith(".json"):
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as error:
+        raise ConfigError(f"{path}: cannot parse the config file: {error}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config file must hold a mapping of options.")
+    return data
+
+
+def _convert(key, value, default):
+    """Checks `value` against the type of `default` (str values from the command line
+    are parsed as YAML scalars/collections)."""
+    if isinstance(value, str) and not isinstance(default, str):
+        import yaml
+
+        try:
+            value = yaml.safe_load(value)
+        except Exception:
+            raise ConfigError(f"option {key!r}: cannot parse {value!r}.") from None
+    if default is None or value is None:
+        return value
+    kind = type(default)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"option {key!r} must be true or false, got {value!r}.")
+        return value
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if kind is list and isinstance(value, tuple):
+        return list(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(
+            f"option {key!r} must be of type {kind.__name__} (like its default "
+            f"{default!r}), got {value!r}."
+        )
+    return value
+
+
+def load_config(defaults, path=None, overrides=None):
+    """Defaults <- config file (YAML or JSON) <- overrides (e.g. command-line flags).
+
+    Args:
+        defaults: the recipe's options and their default values. Every key of the file
+            and of `overrides` must be one of them; values must have the default's type
+            (an int is accepted for a float; a default of None accepts anything).
+        path: a ``.json`` file, or YAML for any other extension; None for none.
+        overrides: a dict of options that win over the file.
+
+    Returns:
+        A new dict with every key of `defaults`.
+
+    Raises:
+        ConfigError: an unknown key (the message lists the valid ones) or a bad type.
+    """
+    config = dict(defaults)
+    for source, values in (
+        (path, _read_config_file(path) if path else {}),
+        ("command line", overrides or {}),
+    ):
+        unknown = sorted(set(values) - set(defaults))
+        if unknown:
+            raise ConfigError(
+                f"unknown config key(s) {unknown} in {source}; valid keys: "
+                f"{sorted(defaults)}."
+            )
+        for key, value in values.items():
+            config[key] = _convert(key, value, defaults[key])
+    return config
+
+
+def write_json(path, data):
+    """Writes `data` as indented JSON (creating the folder)."""
+    folder = os.path.dirname(os.fspath(path))
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False, default=_jsonable)
+        f.write("\n")
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def read_json(path):
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"not found: {path} (did `train` run with this output_dir?)")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def saved_config(defaults, output_dir, overrides=None):
+    """The config a `train` run stored in `output_dir`, with `overrides` on top (used by
+    evaluate / predict / export, which must rebuild exactly the trained pipeline)."""
+    stored = read_json(os.path.join(output_dir, "config.json"))
+    stored.update(overrides or {})
+    stored["output_dir"] = output_dir
+    return load_config(defaults, overrides=stored)
+
+
+# ---------------------------------------------------------------------- distribution
+
+
+def distribution_strategy(name="default", mirrored_cpus=2):
+    """Returns a `tf.distribute.Strategy`: ``"default"`` or ``"mirrored"``.
+
+    ``"mirrored"`` mirrors the model over all GPUs; without GPUs it first splits the CPU
+    into `mirrored_cpus` logical devices (which is only possible before TensorFlow has
+    initialised its devices, i.e. before the first op runs: call this at the start of
+    the program, as the recipes' `train` does).
+    """
+    import tensorflow as tf
+
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name != "mirrored":
+        raise ConfigError(f"`strategy` must be 'default' or 'mirrored', got {name!r}.")
+    if tf.config.list_physical_devices("GPU"):
+        return tf.distribute.MirroredStrategy()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    wanted = [tf.config.LogicalDeviceConfiguration()] * int(mirrored_cpus)
+    current = tf.config.get_logical_device_configuration(cpu)
+    if mirrored_cpus > 1 and (current is None or len(current) != mirrored_cpus):
+        try:
+            tf.config.set_logical_device_configuration(cpu, wanted)
+        except RuntimeError:
+            raise RecipeError(
+                "--strategy mirrored on CPU needs to split the CPU into "
+                f"{mirrored_cpus} logical devices, but TensorFlow has already "
+                "initialised its devices in this process; start a fresh process (e.g. "
+                "the command line) or call distribution_strategy() first."
+            ) from None
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+# ----------------------------------------------------------------------- model parts
+
+CELLS = {
+    "lstm": "LSTMCell",
+    "gru": "GRUCell",
+    "simple": "SimpleRNNCell",
+    "layer_norm_lstm": "LayerNormLSTMCell",
+    "layer_norm_simple": "LayerNormSimpleRNNCell",
+}
+
+
+def make_cell(name, units, **options):
+    """A kerasrnn cell by its config name (``lstm``, ``gru``, ``simple``,
+    ``layer_norm_lstm``, ``layer_norm_simple``); `options` go to the cell's constructor
+    (e.g. ``peephole=True``, ``reset_after=False``, ``recurrent_dropout=0.1``)."""
+    import kerasrnn
+
+    if name not in CELLS:
+        raise ConfigError(f"`cell` must be one of {sorted(CELLS)}, got {name!r}.")
+    try:
+        return getattr(kerasrnn, CELLS[name])(units, **options)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"`cell_options` {options} do not fit {CELLS[name]}: {error}") from None
+
+
+def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
+              cell_options=None, return_sequences=True, name="rnn"):
+    """Applies `num_layers` recurrent layers of kerasrnn cells to `x` (batch, time, d).
+
+    Each layer is ``kerasrnn.RNN(cell)`` (`keras.layers.RNN` that projects the whole
+    input sequence before the time loop), wrapped in ``Bidirectional`` (outputs
+    concatenated) when `bidirectional`; `dropout` is applied between layers. The Keras
+    mask of `x` flows through, so padded steps never change a state. With
+    ``return_sequences=False`` the last layer returns its final state: for a
+    bidirectional layer that is [h_fwd_T ; h_bwd_1], the two states that have seen the
+    whole (unpadded) sequence.
+    """
+    import keras
+
+    import kerasrnn
+
+    if num_layers < 1:
+        raise ConfigError(f"`num_layers` must be >= 1, got {num_layers}.")
+    for i in range(num_layers):
+        last = i == num_layers - 1
+        layer = kerasrnn.RNN(
+            make_cell(cell, units, **(cell_options or {})),
+            return_sequences=return_sequences or not last,
+            name=f"{name}_{i}",
+        )
+        if bidirectional:
+            layer = keras.layers.Bidirectional(layer, name=f"bi{name}_{i}")
+        x = layer(x)
+        if dropout and not last:
+            x = keras.layers.Dropout(dropout, name=f"{name}_dropout_{i}")(x)
+    return x
+
+
+def optimizer(config):
+    """Adam with the configured learning rate and gradient-norm clipping."""
+    import keras
+
+    clipnorm = config["clipnorm"] or None
+    return keras.optimizers.Adam(config["learning_rate"], clipnorm=clipnorm)
+
+
+# -------------------------------------------------------------------------- training
+
+
+def training_callbacks(config, monitor="val_loss", mode="min", extra=()):
+    """The standard callbacks, writing under ``config["output_dir"]``:
+
+    * ``ModelCheckpoint`` -> ``best.keras``, the model with the best `monitor` value;
+    * ``EarlyStopping`` on `monitor` (``patience`` epochs; restores the best weights);
+    * ``BackupAndRestore`` -> ``backup/``: a run that is killed resumes, when re-run
+      with the same command, from the last finished epoch (the backup is deleted when
+      training completes);
+    * ``TensorBoard`` -> ``logs/`` when ``config["tensorboard"]``.
+    """
+    import keras
+
+    out = config["output_dir"]
+    callbacks = [
+        keras.callbacks.BackupAndRestore(os.path.join(out, "backup")),
+        keras.callbacks.ModelCheckpoint(
+            os.path.join(out, "best.keras"), monitor=monitor, mode=mode,
+            save_best_only=True,
+        ),
+        keras.callbacks.TerminateOnNaN(),
+    ]
+    if config["patience"]:
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor=monitor, mode=mode, patience=config["patience"],
+            restore_best_weights=True,
+        ))
+    if config["tensorboard"]:
+        callbacks.append(keras.callbacks.TensorBoard(os.path.join(out, "logs")))
+    return callbacks + list(extra)
+
+
+def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min",
+        callbacks=()):
+    """`model.fit` with the standard callbacks; returns the history as a dict of lists
+    (plus ``epochs_run``, the epochs this call actually trained: fewer than
+    ``epochs`` after a resume or an early stop)."""
+    history = model.fit(
+        train_data,
+        validation_data=valid_data,
+        epochs=config["epochs"],
+        shuffle=False,  # the tf.data pipeline shuffles (Keras can't shuffle a Dataset)
+        callbacks=training_callbacks(config, monitor, mode, callbacks),
+        verbose=config["verbose"],
+    )
+    result = {k: [float(v) for v in values] for k, values in history.history.items()}
+    result["epochs_run"] = len(history.epoch)
+    result["first_epoch"] = history.epoch[0] + 1 if history.epoch else None
+    return result
+
+
+def load_best_model(config):
+    """The best checkpoint of a run (custom kerasrnn layers are registered)."""
+    import keras
+
+    path = os.path.join(config["output_dir"], "best.keras")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no trained model at {path}; run `train` first.")
+    return keras.saving.load_model(path)
+
+
+def set_seed(seed):
+    import keras
+
+    keras.utils.set_random_seed(int(seed))
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def _flag(key):
+    return "--" + key.replace("_", "-")
+
+
+def build_parser(prog, description, defaults, commands):
+    """An argparse parser with one subcommand per entry of `commands` (name -> (help,
+    add_arguments function or None)); each takes ``--config FILE`` and a flag per
+    option of `defaults` (``--batch-size 64``; lists and dicts as YAML/JSON text)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (help_text, add_arguments) in commands.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--config", help="YAML or JSON file of options")
+        if add_arguments:
+            add_arguments(p)
+        group = p.add_argument_group("options (override the config file)")
+        for key, default in defaults.items():
+            group.add_argument(
+                _flag(key), dest=f"opt_{key}", default=argparse.SUPPRESS,
+                metavar=type(default).__name__.upper() if default is not None else "VALUE",
+                help=f"default: {default!r}",
+            )
+    return parser
+
+
+def export_arguments(parser):
+    """The `export` subcommand's own argument."""
+    parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
+
+
+def export_command(defaults, load):
+    """The `export` subcommand of a recipe whose ``load(config)`` returns an object with
+    ``export(path)`` (e.g. ``Classifier.from_run``)."""
+
+    def run(config, args):
+        config = saved_config(defaults, config["output_dir"], args.overrides)
+        path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
+        load(config).export(path)
+        return {"saved_model": path}
+
+    return run
+
+
+def main(argv, prog, description, defaults, commands):
+    """Runs a recipe's command line. `commands` maps a subcommand to ``(help,
+    add_arguments, run)``; ``run(config, args)`` returns a JSON-able result, which is
+    printed (``args.overrides`` holds the options given on the command line).
+    Configuration and data errors exit with a one-line message (status 2)."""
+    parser = build_parser(
+        prog, description, defaults, {k: v[:2] for k, v in commands.items()}
+    )
+    args = parser.parse_args(argv)
+    overrides = {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_")}
+    args.overrides = overrides
+    from kerasrnn.data.loaders import DataFormatError, DatasetUnavailableError
+
+    try:
+        config = load_config(defaults, args.config, overrides)
+        result = commands[args.command][2](config, args)
+    except (ConfigError, RecipeError, DataFormatError, DatasetUnavailableError,
+            FileNotFoundError, IsADirectoryError) as error:
+        print(f"{prog} {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    if result is not None:
+        print(json.dumps(result, indent=2, ensure_ascii=False, default=_jsonable))
+    return 0
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def per_class_scores(gold, predicted, labels):
+    """Precision, recall, F1 and support of every label (lists of gold and predicted
+    labels, aligned), as ``{label: {"precision", "recall", "f1", "support"}}``."""
+    import collections
+
+    true_pos, gold_count, pred_count = (collections.Counter() for _ in range(3))
+    for g, p in zip(gold, predicted):
+        gold_count[g] += 1
+        pred_count[p] += 1
+        true_pos[g] += g == p
+    scores = {}
+    for label in labels:
+        precision = true_pos[label] / pred_count[label] if pred_count[label] else 0.0
+        recall = true_pos[label] / gold_count[label] if gold_count[label] else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        scores[label] = {"precision": precision, "recall": recall, "f1": f1,
+                         "support": gold_count[label]}
+    return scores
+
+
+def check_labels(train_labels, other_labels, split):
+    """Raises `RecipeError` when `split` has labels that training never saw."""
+    unseen = sorted(set(other_labels) - set(train_labels))
+    if unseen:
+        raise RecipeError(
+            f"label set mismatch: the {split} data has label(s) {unseen[:10]} that are "
+            f"not in the training data (training labels: {sorted(set(train_labels))[:20]})."
+        )
