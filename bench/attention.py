@@ -10,8 +10,9 @@ assemble from Keras alone (`keras.layers.GRU` over the targets, then
 recurrence). Encoder outputs are given (128 steps), decoder 30 steps, 256 units, batch 64,
 both with a 1000-way softmax readout. Prints the median step times and their ratio.
 
-learning: encoder-decoder reversing digit strings of length 5-15; exact match on held-out
-strings with and without attention (the tests run a smaller version of the same task).
+learning: encoder-decoder reversing digit strings of length 5-15 (Bahdanau decoder, 64
+units, 4000 strings, 6 epochs); exact match on 1000 held-out strings with and without
+attention (the tests run a smaller version: 3-8 digits, Luong dot, 32 units).
 """
 import argparse
 import os
@@ -46,7 +47,11 @@ def reversal_data(count, rng, min_length=5, max_length=15):
 
 
 def build_reverser(attention, units=32, embedding=16, learning_rate=0.01):
-    """Bidirectional GRU encoder; GRU decoder with Luong attention, or without any."""
+    """Bidirectional GRU encoder; GRU decoder with attention or without any.
+
+    `attention`: "additive" (a Bahdanau decoder), another score name (a Luong decoder
+    with that score), or None.
+    """
     source = keras.Input((None,), dtype="int32")
     decoder_input = keras.Input((None,), dtype="int32")
     x = keras.layers.Embedding(VOCAB, embedding, mask_zero=True)(source)
@@ -56,9 +61,10 @@ def build_reverser(attention, units=32, embedding=16, learning_rate=0.01):
     state = kerasrnn.merge_bidirectional_states(states)
     y = keras.layers.Embedding(VOCAB, embedding, mask_zero=True)(decoder_input)
     if attention:
-        cell = kerasrnn.AttentionCell(
-            kerasrnn.GRUCell(units), kerasrnn.LuongAttention("dot"), mode="luong"
-        )
+        mode = "bahdanau" if attention == "additive" else "luong"
+        options = {"units": units} if attention == "additive" else {}
+        layer = kerasrnn.Attention(attention, **options)
+        cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(units), layer, mode=mode)
         outputs = kerasrnn.AttentiveRNN(cell)(y, memory, initial_state=state)
     else:
         outputs = keras.layers.RNN(kerasrnn.GRUCell(units), return_sequences=True)(
@@ -86,12 +92,13 @@ def exact_match(model, data):
     )
 
 
-def learning(train=6000, epochs=8, units=64, min_length=5, max_length=15, batch_size=64, seed=0):
+def learning(score="additive", train=4000, epochs=6, units=64, min_length=5, max_length=15,
+             batch_size=64, seed=0):
     rng = np.random.default_rng(seed)
     train_data = reversal_data(train, rng, min_length, max_length)
     test_data = reversal_data(1000, rng, min_length, max_length)
     results = {}
-    for attention in (True, False):
+    for attention in (score, None):
         keras.utils.set_random_seed(seed)
         model = build_reverser(attention, units=units)
         start = time.perf_counter()
@@ -102,8 +109,8 @@ def learning(train=6000, epochs=8, units=64, min_length=5, max_length=15, batch_
         results[attention] = exact_match(model, test_data)
         print(
             f"reverse digits {min_length}-{max_length}: exact match "
-            f"{'with' if attention else 'without'} attention {results[attention]:.3f} "
-            f"({time.perf_counter() - start:.0f} s)",
+            f"{'with ' + attention if attention else 'without'} attention "
+            f"{results[attention]:.3f} ({time.perf_counter() - start:.0f} s)",
             flush=True,
         )
     return results
