@@ -305,14 +305,14 @@ def test_attention_learns_to_reverse_digit_strings():
     train = reversal_data(2000, rng, 3, 8)
     held_out = reversal_data(500, rng, 3, 8)
     scores_by_model = {}
-    for attention in ("dot", None):
+    for attention in ("additive", None):
         keras.utils.set_random_seed(0)
         model = build_reverser(attention, units=32)
         model.fit([train[0], train[1]], train[2], batch_size=32, epochs=8, verbose=0)
         scores_by_model[attention] = exact_match(model, held_out)
     print(
-        f"reverse 3-8 digits, exact match: with attention {scores_by_model['dot']:.3f}, "
+        f"reverse 3-8 digits, exact match: with attention {scores_by_model['additive']:.3f}, "
         f"without {scores_by_model[None]:.3f}"
     )
-    assert scores_by_model["dot"] >= 0.95
-    assert scores_by_model[None] <= scores_by_model["dot"] - 0.25
+    assert scores_by_model["additive"] >= 0.95
+    assert scores_by_model[None] <= scores_by_model["additive"] - 0.25
