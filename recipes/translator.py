@@ -444,7 +444,9 @@ class Translator:
             ).tokens
         result = decoding.beam_search(
             self.step_function(memory.repeat(beam_size)), starts, states,
-            config["max_decode_length"], END_ID, beam_size=beam_size, n_best=1,
+            # n_best=k: stopping at the first complete hypothesis (n_best=1) would
+            # return whichever ends first, often a short one.
+            config["max_decode_length"], END_ID, beam_size=beam_size, n_best=beam_size,
             length_normalization=config["length_normalization"], **limits,
         )
         return result.tokens[:, 0]
