@@ -18,11 +18,14 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(PY) -m kerasrnn.demo
 
-# The whole suite on TensorFlow, then the backend-agnostic core again on JAX.
+# The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
+# decoding) again on JAX. Two pytest workers keep both cores busy.
+CORE_TESTS := tests/cells tests/attention tests/decoding
+
 test: test-tf test-jax
 
 test-tf: $(VENV)/.installed
-	KERAS_BACKEND=tensorflow $(PY) -m pytest -q tests
+	KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 tests
 
 test-jax: $(VENV)/.installed
-	KERAS_BACKEND=jax $(PY) -m pytest -q -m core tests
+	KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 $(CORE_TESTS)

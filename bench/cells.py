@@ -104,6 +104,9 @@ def contenders(kind):
     keras_layer = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[kind]
     name = cell.__name__
     return [
+        (f"kerasrnn.{name} in kerasrnn.RNN", lambda: kerasrnn.RNN(cell(UNITS)), False),
+        (f"kerasrnn.{name} in kerasrnn.RNN, jit_compile",
+         lambda: kerasrnn.RNN(cell(UNITS)), True),
         (f"kerasrnn.{name} in keras.layers.RNN",
          lambda: keras.layers.RNN(cell(UNITS)), False),
         (f"kerasrnn.{name} in keras.layers.RNN, jit_compile",
@@ -120,7 +123,16 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="threads per framework (0: each framework's default)")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        help="skip contenders whose label contains one of these words")
     args = parser.parse_args(argv)
+    if args.threads:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
 
     try:
         import torch  # noqa: F401
@@ -132,17 +144,23 @@ def main(argv=None):
           f"keras {keras.__version__} ({keras.backend.backend()})"
           + (f", torch {torch.__version__}" if have_torch else ", no torch"))
     print(f"# batch {BATCH}, {STEPS} steps, {INPUTS} inputs, {UNITS} units, Adam; "
-          f"median of {args.steps} steps after {args.warmup} warm-up")
+          f"median of {args.steps} steps after {args.warmup} warm-up; "
+          f"threads: {args.threads or 'default'}")
     rows = []
     for kind in [args.only] if args.only else ["lstm", "gru"]:
         results = []
         for label, make, jit in contenders(kind):
+            if any(word in label for word in args.skip):
+                continue
             results.append((label, time_keras(make, args.warmup, args.steps, jit)))
         if have_torch:
             reference_label = f"torch.nn.{kind.upper()} (CPU)"
+            if args.threads:
+                torch.set_num_threads(args.threads)
             results.append((reference_label, time_torch(kind, args.warmup, args.steps)))
         else:
-            reference_label = results[2][0]
+            reference_label = next(label for label, _ in results
+                                   if label.startswith("keras.layers"))
         reference = dict(results)[reference_label]
         print(f"\n{'contender':<52} {'ms/step':>9} {'ratio':>7}")
         for label, ms in results:

@@ -27,16 +27,18 @@ BENCH_CONFIG = {
     "column": "upos",
     "lowercase": True,
     "embedding_dim": 100,
+    "word_dropout": 0.1,
     "char_dim": 32,
     "char_units": 32,
     "cell": "lstm",
     "units": 128,
     "num_layers": 1,
     "dropout": 0.33,
-    "batch_size": 32,
-    "epochs": 8,
-    "patience": 2,
-    "verbose": 2,
+    "max_chars": 20,
+    "batch_size": 64,
+    "epochs": 10,
+    "patience": 3,
+    "verbose": 1,
 }
 
 

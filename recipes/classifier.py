@@ -401,22 +401,12 @@ def _run_predict(config, args):
     return [{"text": t, **p} for t, p in zip(texts, predictions)]
 
 
-def _export_arguments(parser):
-    parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
-
-
-def _run_export(config, args):
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
-    Classifier.from_run(config).export(path)
-    return {"saved_model": path}
-
-
 COMMANDS = {
     "train": ("train a classifier and evaluate it", None, _run_train),
     "evaluate": ("evaluate a trained classifier on --test", None, _run_evaluate),
     "predict": ("classify sentences", _predict_arguments, _run_predict),
-    "export": ("export a SavedModel taking raw strings", _export_arguments, _run_export),
+    "export": ("export a SavedModel taking raw strings", common.export_arguments,
+               common.export_command(DEFAULTS, Classifier.from_run)),
 }
 
 

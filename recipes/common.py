@@ -54,6 +54,7 @@ class RecipeError(ValueError):
 
 
 def _read_config_file(path):
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"config file not found: {path}")
     with open(path, encoding="utf-8") as f:
@@ -226,7 +227,7 @@ def make_cell(name, units, **options):
         raise ConfigError(f"`cell` must be one of {sorted(CELLS)}, got {name!r}.")
     try:
         return getattr(kerasrnn, CELLS[name])(units, **options)
-    except TypeError as error:
+    except (TypeError, ValueError) as error:
         raise ConfigError(f"`cell_options` {options} do not fit {CELLS[name]}: {error}") from None
 
 
@@ -234,7 +235,8 @@ def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
               cell_options=None, return_sequences=True, name="rnn"):
     """Applies `num_layers` recurrent layers of kerasrnn cells to `x` (batch, time, d).
 
-    Each layer is ``keras.layers.RNN(cell)``, wrapped in ``Bidirectional`` (outputs
+    Each layer is ``kerasrnn.RNN(cell)`` (`keras.layers.RNN` that projects the whole
+    input sequence before the time loop), wrapped in ``Bidirectional`` (outputs
     concatenated) when `bidirectional`; `dropout` is applied between layers. The Keras
     mask of `x` flows through, so padded steps never change a state. With
     ``return_sequences=False`` the last layer returns its final state: for a
@@ -243,11 +245,13 @@ def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
     """
     import keras
 
+    import kerasrnn
+
     if num_layers < 1:
         raise ConfigError(f"`num_layers` must be >= 1, got {num_layers}.")
     for i in range(num_layers):
         last = i == num_layers - 1
-        layer = keras.layers.RNN(
+        layer = kerasrnn.RNN(
             make_cell(cell, units, **(cell_options or {})),
             return_sequences=return_sequences or not last,
             name=f"{name}_{i}",
@@ -311,6 +315,7 @@ def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min",
         train_data,
         validation_data=valid_data,
         epochs=config["epochs"],
+        shuffle=False,  # the tf.data pipeline shuffles (Keras can't shuffle a Dataset)
         callbacks=training_callbacks(config, monitor, mode, callbacks),
         verbose=config["verbose"],
     )
@@ -362,6 +367,24 @@ def build_parser(prog, description, defaults, commands):
                 help=f"default: {default!r}",
             )
     return parser
+
+
+def export_arguments(parser):
+    """The `export` subcommand's own argument."""
+    parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
+
+
+def export_command(defaults, load):
+    """The `export` subcommand of a recipe whose ``load(config)`` returns an object with
+    ``export(path)`` (e.g. ``Classifier.from_run``)."""
+
+    def run(config, args):
+        config = saved_config(defaults, config["output_dir"], args.overrides)
+        path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
+        load(config).export(path)
+        return {"saved_model": path}
+
+    return run
 
 
 def main(argv, prog, description, defaults, commands):

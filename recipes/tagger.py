@@ -51,6 +51,7 @@ DEFAULTS = dict(
     max_vocab=50000,
     min_freq=1,
     embedding_dim=100,
+    word_dropout=0.1,  # training: replace words by [UNK] with this probability
     embedding_dropout=0.25,
     char_dim=32,  # 0: no character features
     char_units=32,
@@ -100,6 +101,32 @@ class SplitBatchTime(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         values, reference = input_shape
         return (reference[0], reference[1]) + tuple(values[1:])
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class WordDropout(keras.layers.Layer):
+    """In training, replaces each real word id by [UNK] (id 1) with probability `rate`
+    (padding, id 0, stays), so that the [UNK] embedding is trained on words in context
+    and the model learns to lean on the character features for unknown words."""
+
+    def __init__(self, rate=0.1, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not 0 <= rate < 1:
+            raise ValueError(f"`rate` must be in [0, 1), got {rate}.")
+        self.rate, self.seed = rate, seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, ids, training=False):
+        if not training or not self.rate:
+            return ids
+        drop = keras.random.uniform(ops.shape(ids), seed=self.seed_generator) < self.rate
+        return ops.where(ops.logical_and(drop, ids != 0), ops.ones_like(ids), ids)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
 
 
 # ------------------------------------------------------------------------------ data
@@ -174,9 +201,10 @@ def build_model(config, word_vocab_size, char_vocab_size, num_tags):
     "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags)."""
     word_ids = keras.Input((None,), dtype="int32", name="word_ids")
     inputs = {"word_ids": word_ids}
+    x = WordDropout(config["word_dropout"], seed=config["seed"], name="word_dropout")(word_ids)
     x = keras.layers.Embedding(
         word_vocab_size, config["embedding_dim"], mask_zero=True, name="word_embedding"
-    )(word_ids)
+    )(x)
     if config["char_dim"]:
         char_ids = keras.Input((None, None), dtype="int32", name="char_ids")
         inputs["char_ids"] = char_ids
@@ -445,22 +473,12 @@ def _run_predict(config, args):
     return [{"tokens": s, **p} for s, p in zip(sentences, predictions)]
 
 
-def _export_arguments(parser):
-    parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
-
-
-def _run_export(config, args):
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
-    Tagger.from_run(config).export(path)
-    return {"saved_model": path}
-
-
 COMMANDS = {
     "train": ("train a tagger and evaluate it", None, _run_train),
     "evaluate": ("evaluate a trained tagger on --test", None, _run_evaluate),
     "predict": ("tag sentences", _predict_arguments, _run_predict),
-    "export": ("export a SavedModel taking tokens", _export_arguments, _run_export),
+    "export": ("export a SavedModel taking tokens", common.export_arguments,
+               common.export_command(DEFAULTS, Tagger.from_run)),
 }
 
 

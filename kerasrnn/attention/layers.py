@@ -154,6 +154,11 @@ class Attention(keras.layers.Layer):
 
         Returns an `AttentionMemory` to pass to `attend` for every query.
         """
+        if not self.built:
+            raise ValueError(
+                f"{type(self).__name__} is not built: call it once, or "
+                "`build(query_shape, keys_shape)`, before `prepare`."
+            )
         keys = ops.convert_to_tensor(keys)
         values = keys if values is None else ops.convert_to_tensor(values)
         _check_rank("keys", keys.shape, (3,), "[batch, Tk, d_k]")
@@ -269,7 +274,7 @@ class LuongAttention(Attention):
     def __init__(self, score="dot", scale=False, units=None, **kwargs):
         if score not in ("dot", "general", "concat"):
             raise ValueError(
-                "LuongAttention takes score='dot', 'general' or 'concat'; got "
+                "LuongAttention's `score` must be 'dot', 'general' or 'concat'; got "
                 f"score={score!r} (use kerasrnn.Attention for the other scores)."
             )
         kwargs.pop("normalize", None)

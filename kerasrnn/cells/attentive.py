@@ -262,11 +262,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         With `emit_alignments`, each step's output is [output; alignments] (how
         `AttentiveRNN` collects the `[batch, Tq, Tk]` alignment matrix).
         """
-        if not isinstance(memory, AttentionMemory):
-            raise ValueError(
-                "`memory` must be the AttentionMemory returned by `prepare_memory`; got "
-                f"{type(memory).__name__}."
-            )
+        _check_memory(memory)
         previous = (self._slot.memory, self._slot.emit_alignments)
         self._slot.memory, self._slot.emit_alignments = memory, bool(emit_alignments)
         try:
@@ -323,6 +319,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             (output, new_states, alignments): `[batch, output_size]`, the flat list,
             `[batch, Tk]`.
         """
+        _check_memory(memory)
         if not self.built:
             self.build(tuple(inputs.shape))
         states = tree.flatten(states)
@@ -419,6 +416,14 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             }
         )
         return config
+
+
+def _check_memory(memory):
+    if not isinstance(memory, AttentionMemory):
+        raise ValueError(
+            "`memory` must be the AttentionMemory returned by `prepare_memory`; got "
+            f"{type(memory).__name__}."
+        )
 
 
 def merge_bidirectional_states(states):

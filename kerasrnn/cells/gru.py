@@ -41,7 +41,7 @@ class GRUCell(RecurrentCell):
 
     >>> import numpy as np, keras, kerasrnn
     >>> layer = keras.layers.RNN(kerasrnn.GRUCell(8, reset_after=False))
-    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 3), "float32")).shape)
     (2, 8)
     """
 

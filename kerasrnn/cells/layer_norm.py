@@ -51,7 +51,7 @@ class LayerNormSimpleRNNCell(_LayerNormWeights, SimpleRNNCell):
     Example:
 
     >>> import numpy as np, keras, kerasrnn
-    >>> keras.layers.RNN(kerasrnn.LayerNormSimpleRNNCell(8))(np.ones((2, 5, 3))).shape
+    >>> tuple(keras.layers.RNN(kerasrnn.LayerNormSimpleRNNCell(8))(np.ones((2, 5, 3))).shape)
     (2, 8)
     """
 
@@ -107,7 +107,7 @@ class LayerNormLSTMCell(_LayerNormWeights, LSTMCell):
     Example:
 
     >>> import numpy as np, keras, kerasrnn
-    >>> keras.layers.RNN(kerasrnn.LayerNormLSTMCell(8))(np.ones((2, 5, 3))).shape
+    >>> tuple(keras.layers.RNN(kerasrnn.LayerNormLSTMCell(8))(np.ones((2, 5, 3))).shape)
     (2, 8)
     """
 

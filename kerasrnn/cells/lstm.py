@@ -53,7 +53,7 @@ class LSTMCell(RecurrentCell):
     >>> import numpy as np, keras, kerasrnn
     >>> layer = keras.layers.RNN(kerasrnn.LSTMCell(8, peephole=True), return_state=True)
     >>> h, h_last, c_last = layer(np.zeros((2, 5, 3), "float32"))
-    >>> h.shape, c_last.shape
+    >>> tuple(h.shape), tuple(c_last.shape)
     ((2, 8), (2, 8))
     """
 

@@ -27,7 +27,7 @@ class RNN(keras.layers.RNN):
 
     >>> import numpy as np, kerasrnn
     >>> layer = kerasrnn.RNN(kerasrnn.LSTMCell(8), return_sequences=True)
-    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 3), "float32")).shape)
     (2, 5, 8)
     """
 

@@ -24,7 +24,7 @@ class SimpleRNNCell(RecurrentCell):
 
     >>> import numpy as np, keras, kerasrnn
     >>> layer = keras.layers.RNN(kerasrnn.SimpleRNNCell(8), return_sequences=True)
-    >>> layer(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 3), "float32")).shape)
     (2, 5, 8)
     """
 

@@ -35,7 +35,7 @@ class RNNStack(keras.layers.Layer):
 
     >>> import numpy as np, kerasrnn
     >>> stack = kerasrnn.RNNStack(kerasrnn.GRUCell(8), num_layers=2, bidirectional=True)
-    >>> stack(np.zeros((2, 5, 3), "float32")).shape
+    >>> tuple(stack(np.zeros((2, 5, 3), "float32")).shape)
     (2, 16)
     """
 

@@ -1,0 +1,131 @@
+"""Language-model data: corpora as token streams, stateful `batch x steps` windows and
+padded per-sentence batches.
+
+Two ways to feed a language model, both predicting token t+1 from tokens <= t:
+
+* **stream** (the PTB protocol of Mikolov and Zaremba et al.): the corpus is one token
+  stream, every line closed by `[END]` (PTB's `<eos>`); it is cut into `batch_size`
+  contiguous rows, and each row into windows of `steps` tokens. Batch i holds window i
+  of every row, so a stateful RNN carries its state from window to window (truncated
+  BPTT). The stream is preceded by one `[END]` so that every token of the corpus,
+  including the first, is predicted and counted; the last window is padded with
+  `[PAD]` (id 0), which losses and metrics ignore.
+* **sentences**: every line is an example `[START] w_1 .. w_n` -> `w_1 .. w_n [END]`,
+  padded per batch; the RNN starts from zero states for each sentence.
+"""
+import numpy as np
+
+from kerasrnn.data.loaders import DataFormatError, read_lines
+from kerasrnn.data.vocabulary import END_ID, START_ID, UNK, Vocabulary
+
+
+def split_line(line, level="word"):
+    """Tokens of one line: whitespace-separated words, or characters (`level="char"`,
+    spaces kept as tokens)."""
+    if level == "word":
+        return line.split()
+    if level == "char":
+        return list(line)
+    raise ValueError(f"`level` must be 'word' or 'char', got level={level!r}.")
+
+
+def read_corpus(path, level="word", unk_token="<unk>"):
+    """The sentences (lists of tokens) of a one-sentence-per-line text file (gzip read
+    transparently). Blank lines are skipped at word level. `unk_token`, the corpus' own
+    marker of rare words (PTB's `<unk>`), is mapped to the vocabulary's `[UNK]`.
+
+    Raises `DataFormatError` (naming the file) when it holds no tokens at all.
+    """
+    sentences = []
+    for _, line in read_lines(path):
+        tokens = split_line(line, level)
+        if level == "word" and not tokens:
+            continue
+        if unk_token:
+            tokens = [UNK if token == unk_token else token for token in tokens]
+        sentences.append(tokens)
+    if not any(sentences):
+        raise DataFormatError(path, None, "the corpus is empty: it contains no tokens.")
+    return sentences
+
+
+def build_vocabulary(sentences, max_size=None, min_freq=1):
+    return Vocabulary.build(sentences, max_size=max_size, min_freq=min_freq)
+
+
+def encode_stream(sentences, vocabulary):
+    """The corpus as one int32 id stream, `[END]` after every sentence."""
+    ids = []
+    for tokens in sentences:
+        ids.extend(vocabulary.encode(tokens))
+        ids.append(END_ID)
+    return np.asarray(ids, dtype="int32")
+
+
+def stream_windows(stream, batch_size, steps):
+    """Cuts an id stream into stateful truncated-BPTT windows.
+
+    With the targets y = stream and the inputs x = [END] + stream[:-1], both are split
+    into `batch_size` contiguous rows of length L = ceil(len / batch_size) (the last row
+    padded with 0) and each row into ceil(L / steps) windows of `steps` tokens.
+
+    Returns:
+        `(inputs, targets)`, int32 arrays of shape `(num_windows * batch_size, steps)`,
+        ordered so that rows `[i * batch_size, (i + 1) * batch_size)` are batch i and row
+        b of batch i + 1 continues row b of batch i. Feed them to `model.fit(...,
+        batch_size=batch_size, shuffle=False)` with a stateful model.
+
+    Raises:
+        ValueError: an empty stream, or a window longer than a row (there would be
+            fewer than `steps` tokens per row).
+    """
+    stream = np.asarray(stream, dtype="int32")
+    for name, value in (("batch_size", batch_size), ("steps", steps)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"`{name}` must be a positive integer, got {name}={value!r}.")
+    if stream.ndim != 1 or stream.size == 0:
+        raise ValueError(
+            f"the token stream is empty (shape {stream.shape}); there is nothing to model."
+        )
+    row_length = -(-stream.size // batch_size)
+    if steps > row_length:
+        raise ValueError(
+            f"window longer than the corpus: steps={steps} but the {stream.size} tokens "
+            f"split into batch_size={batch_size} rows give only {row_length} per row; "
+            f"use fewer steps or a smaller batch."
+        )
+    windows = -(-row_length // steps)
+    width = windows * steps
+    targets = np.zeros((batch_size * width,), "int32")
+    targets[: stream.size] = stream
+    inputs = np.zeros_like(targets)
+    inputs[0] = END_ID
+    inputs[1 : stream.size] = stream[:-1]
+
+    def arrange(flat):
+        rows = flat.reshape(batch_size, windows, steps)
+        return rows.transpose(1, 0, 2).reshape(windows * batch_size, steps)
+
+    return arrange(inputs), arrange(targets)
+
+
+def sentence_examples(sentences, vocabulary, max_length=None):
+    """Per-sentence examples: inputs `[START] w_1 .. w_n`, targets `w_1 .. w_n [END]`
+    (sentences cut to `max_length` tokens first). Returns two lists of id lists."""
+    encoded = [vocabulary.encode(tokens)[:max_length] for tokens in sentences if len(tokens)]
+    if not encoded:
+        raise ValueError("no sentences to batch: every sentence is empty.")
+    return [[START_ID] + ids for ids in encoded], [ids + [END_ID] for ids in encoded]
+
+
+def sentence_dataset(sentences, vocabulary, batch_size, shuffle=True, seed=None,
+                     max_length=None, bucket_boundaries=None):
+    """A `tf.data.Dataset` of `(inputs, targets)` batches of `sentence_examples`, padded
+    with 0 per batch (optionally length-bucketed), via `kerasrnn.data.pipeline`."""
+    from kerasrnn.data.pipeline import sequence_dataset
+
+    inputs, targets = sentence_examples(sentences, vocabulary, max_length)
+    return sequence_dataset(
+        inputs, targets, batch_size=batch_size, shuffle=shuffle, seed=seed,
+        bucket_boundaries=bucket_boundaries, target_weights=False,
+    )

@@ -1,0 +1,272 @@
+"""Each score and attention layer against an independent NumPy computation."""
+import numpy as np
+import pytest
+import keras
+
+import kerasrnn
+from kerasrnn.attention import AttentionMemory, scores
+
+pytestmark = pytest.mark.core
+
+B, TQ, TK, DQ, DK = 3, 4, 6, 5, 5
+
+
+def np_softmax(e, mask):
+    e = np.where(mask, e, -np.inf)
+    top = np.max(np.where(mask, e, -1e30), axis=-1, keepdims=True)
+    w = np.where(mask, np.exp(e - top), 0.0)
+    total = w.sum(-1, keepdims=True)
+    return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+
+
+def np_energies(name, layer, q, k):
+    """The textbook score, from the layer's weights (by name, not by position)."""
+    w = {v.path.split("/")[-1]: np.asarray(v.numpy(), np.float64) for v in layer.weights}
+    if name == "dot":
+        return np.einsum("bqd,bkd->bqk", q, k)
+    if name == "scaled_dot":
+        return np.einsum("bqd,bkd->bqk", q, k) / np.sqrt(k.shape[-1])
+    if name == "content":
+        qn = q / np.linalg.norm(q, axis=-1, keepdims=True)
+        kn = k / np.linalg.norm(k, axis=-1, keepdims=True)
+        return np.einsum("bqd,bkd->bqk", qn, kn)
+    if name == "general":  # q^T W_a k with W_a = kernel^T
+        return np.einsum("bqd,de,bke->bqk", q, w["kernel"].T, k)
+    if name == "location":
+        return (q @ w["kernel"])[:, :, : k.shape[1]]
+    if name == "concat":  # one W_a on [q; k]
+        W = np.concatenate([w["query_kernel"], w["key_kernel"]], axis=0)
+        out = np.zeros((q.shape[0], q.shape[1], k.shape[1]))
+        for b in range(q.shape[0]):
+            for i in range(q.shape[1]):
+                for j in range(k.shape[1]):
+                    out[b, i, j] = np.tanh(np.concatenate([q[b, i], k[b, j]]) @ W) @ w[
+                        "attention_v"
+                    ][:, 0]
+        return out
+    if name in ("additive", "normalized"):
+        v = w["attention_v"][:, 0]
+        bias = 0.0
+        if name == "normalized":
+            v = w["attention_g"] * v / np.linalg.norm(v)
+            bias = w["attention_b"]
+        hidden = np.tanh(
+            (q @ w["query_kernel"])[:, :, None, :] + (k @ w["key_kernel"])[:, None] + bias
+        )
+        return hidden @ v
+    raise AssertionError(name)
+
+
+CASES = {
+    "additive": dict(score="additive", units=7),
+    "normalized": dict(score="additive", units=7, normalize=True),
+    "dot": dict(score="dot"),
+    "general": dict(score="general"),
+    "concat": dict(score="concat", units=4),
+    "scaled_dot": dict(score="scaled_dot"),
+    "content": dict(score="content"),
+    "location": dict(score="location", max_length=9),
+}
+
+
+def _data(dq=DQ, dk=DK):
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(B, TQ, dq)).astype("float32")
+    k = rng.normal(size=(B, TK, dk)).astype("float32")
+    v = rng.normal(size=(B, TK, 3)).astype("float32")
+    mask = np.ones((B, TK), bool)
+    mask[1, 4:] = False
+    mask[2, :] = False  # a fully padded source
+    return q, k, v, mask
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_score_and_layer_match_numpy(case):
+    dq = 8 if case in ("general", "additive", "normalized", "concat", "location") else DQ
+    q, k, v, mask = _data(dq=dq)
+    layer = kerasrnn.Attention(**CASES[case])
+    context, weights = layer(q, k, v, mask=mask, return_attention_scores=True)
+    if case == "normalized":  # move g and b off their initial values
+        layer.score.attention_g.assign(1.7)
+        layer.score.attention_b.assign(np.linspace(-1, 1, 7).astype("float32"))
+        context, weights = layer(q, k, v, mask=mask, return_attention_scores=True)
+    e = np_energies(case, layer.score, q.astype(np.float64), k.astype(np.float64))
+    expected_w = np_softmax(e, mask[:, None, :])
+    np.testing.assert_allclose(np.asarray(weights), expected_w, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(context), expected_w @ v, atol=2e-5)
+    # masked keys get exactly zero, a fully masked row gives zeros (no NaN)
+    assert np.all(np.asarray(weights)[1, :, 4:] == 0.0)
+    assert np.all(np.asarray(weights)[2] == 0.0) and np.all(np.asarray(context)[2] == 0.0)
+    # one step at a time gives the same as the whole query sequence
+    for t in range(TQ):
+        c_t, w_t = layer(q[:, t], k, v, mask=mask, return_attention_scores=True)
+        np.testing.assert_allclose(np.asarray(w_t), np.asarray(weights)[:, t], atol=1e-6)
+        np.testing.assert_allclose(np.asarray(c_t), np.asarray(context)[:, t], atol=1e-6)
+
+
+def test_values_default_to_keys_and_scale():
+    q, k, _, mask = _data()
+    layer = kerasrnn.Attention("dot", scale=True)
+    layer(q, k, mask=mask)
+    layer.scale_weight.assign(0.3)
+    context, weights = layer(q, k, mask=mask, return_attention_scores=True)
+    expected = np_softmax(0.3 * np.einsum("bqd,bkd->bqk", q, k), mask[:, None, :])
+    np.testing.assert_allclose(np.asarray(weights), expected, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(context), expected @ k, atol=1e-5)
+
+
+def test_named_layers_are_the_generic_layer():
+    q, k, _, mask = _data(dq=8)
+    bahdanau = kerasrnn.BahdanauAttention(6, normalize=True)
+    generic = kerasrnn.Attention("additive", units=6, normalize=True)
+    luong = kerasrnn.LuongAttention("general", scale=True)
+    generic_luong = kerasrnn.Attention("general", scale=True)
+    for named, plain in ((bahdanau, generic), (luong, generic_luong)):
+        named(q, k, mask=mask)
+        plain(q, k, mask=mask)
+        plain.set_weights(named.get_weights())
+        np.testing.assert_allclose(
+            np.asarray(named(q, k, mask=mask)), np.asarray(plain(q, k, mask=mask)), atol=1e-6
+        )
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_config_round_trip(case):
+    q, k, v, mask = _data(dq=8 if case not in ("dot", "scaled_dot", "content") else DQ)
+    layer = kerasrnn.Attention(**CASES[case])
+    out = layer(q, k, v, mask=mask)
+    clone = kerasrnn.Attention.from_config(layer.get_config())
+    clone(q, k, v, mask=mask)
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(np.asarray(clone(q, k, v, mask=mask)), np.asarray(out))
+    for cls, kwargs in ((kerasrnn.BahdanauAttention, {"units": 3}), (kerasrnn.LuongAttention, {})):
+        named = cls(**kwargs)
+        assert type(cls.from_config(named.get_config())) is cls
+
+
+def test_key_projection_is_prepared_once_per_source(monkeypatch):
+    """`prepare` holds U_a k_j; `attend` only adds W_a q, so many queries reuse it."""
+    q, k, _, mask = _data(dq=8)
+    layer = kerasrnn.BahdanauAttention(6)
+    layer(q, k, mask=mask)
+    memory = layer.prepare(k, mask=mask)
+    assert isinstance(memory, AttentionMemory)
+    np.testing.assert_allclose(
+        np.asarray(memory.keys), k @ np.asarray(layer.score.key_kernel.numpy()), atol=1e-5
+    )
+    calls = []
+    original = scores.AdditiveScore.prepare_keys
+    monkeypatch.setattr(
+        scores.AdditiveScore,
+        "prepare_keys",
+        lambda self, keys: calls.append(1) or original(self, keys),
+    )
+    steps = [layer.attend(q[:, t], memory)[0] for t in range(TQ)]
+    assert calls == []
+    np.testing.assert_allclose(
+        np.stack([np.asarray(s) for s in steps], 1), np.asarray(layer(q, k, mask=mask)), atol=1e-6
+    )
+
+
+def test_memory_repeat_lines_up_with_beams():
+    q, k, _, mask = _data()
+    layer = kerasrnn.Attention("dot")
+    with pytest.raises(ValueError, match="not built"):
+        layer.prepare(k)
+    layer(q, k)
+    memory = layer.prepare(k, mask=mask).repeat(2)
+    assert tuple(memory.keys.shape) == (2 * B, TK, DK)
+    context = layer.attend(np.repeat(q[:, 0], 2, axis=0), memory)[0]
+    np.testing.assert_allclose(
+        np.asarray(context)[::2], np.asarray(layer(q[:, 0], k, mask=mask)), atol=1e-6
+    )
+
+
+@pytest.fixture
+def float64():
+    """float64 layers (and JAX's x64 mode, off by default) for finite differences."""
+    keras.config.set_floatx("float64")
+    if keras.backend.backend() == "jax":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    yield
+    keras.config.set_floatx("float32")
+    if keras.backend.backend() == "jax":
+        jax.config.update("jax_enable_x64", False)
+
+
+# (step, tolerance): XLA's CPU tanh is accurate to ~1e-7 even in float64, so on JAX the
+# differences need a larger step (and tolerance) to stay above that noise.
+FINITE_DIFFERENCE = {"tensorflow": (1e-6, 1e-5), "jax": (1e-3, 2e-3), "torch": (1e-6, 1e-5)}
+
+
+def test_gradients_match_finite_differences(float64):
+    """d(sum of context * r)/d(query) against central differences, in float64."""
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(2, 3, 4))
+    k = rng.normal(size=(2, 5, 4))
+    r = rng.normal(size=(2, 3, 4))
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    layer = kerasrnn.BahdanauAttention(6, normalize=True, dtype="float64")
+
+    def loss(query):
+        return keras.ops.sum(layer(query, k, mask=mask) * r)
+
+    loss(q)  # build the weights outside the autodiff trace
+    analytic = gradient(loss, q)
+    numeric = np.zeros_like(q)
+    eps, rtol = FINITE_DIFFERENCE[keras.backend.backend()]
+    for index in np.ndindex(q.shape):
+        step = np.zeros_like(q)
+        step[index] = eps
+        numeric[index] = (
+            float(loss(q + step)) - float(loss(q - step))
+        ) / (2 * eps)
+    np.testing.assert_allclose(analytic, numeric, rtol=rtol, atol=rtol * 1e-2)
+
+
+def gradient(fn, x):
+    """d fn / d x with the active backend's autodiff."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.Variable(x)
+        with tf.GradientTape() as tape:
+            y = fn(x)
+        return tape.gradient(y, x).numpy()
+    if keras.backend.backend() == "jax":
+        import jax
+
+        return np.asarray(jax.grad(fn)(x))
+    import torch
+
+    x = torch.tensor(x, requires_grad=True)
+    fn(x).backward()
+    return x.grad.numpy()
+
+
+def test_bad_input_names_the_argument():
+    q, k, _, mask = _data(dq=7)
+    with pytest.raises(ValueError, match="`query`.*`keys`"):
+        kerasrnn.Attention("dot")(q, k)
+    with pytest.raises(ValueError, match="`score`"):
+        kerasrnn.Attention("multiplicative")
+    with pytest.raises(ValueError, match="`mask`"):
+        kerasrnn.Attention("general")(q, k, mask=mask[:, :3])
+    with pytest.raises(ValueError, match="`mask`"):
+        kerasrnn.Attention("general")(q, k, mask=mask[:, :, None])
+    with pytest.raises(ValueError, match="`values`"):
+        kerasrnn.Attention("general")(q, k, values=k[:, :2])
+    with pytest.raises(ValueError, match="`query`"):
+        kerasrnn.Attention("general")(q[0, 0], k)
+    with pytest.raises(ValueError, match="`units`"):
+        kerasrnn.Attention("dot", units=3)
+    with pytest.raises(ValueError, match="`units`"):
+        kerasrnn.BahdanauAttention(None)
+    with pytest.raises(ValueError, match="`max_length`"):
+        kerasrnn.Attention("location")
+    with pytest.raises(ValueError, match="max_length=4"):
+        kerasrnn.Attention("location", max_length=4)(q, k)
+    with pytest.raises(ValueError, match="`score`"):
+        kerasrnn.LuongAttention("additive")

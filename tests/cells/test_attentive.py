@@ -1,0 +1,297 @@
+"""AttentionCell / AttentiveRNN against NumPy, step by step, masked, saved, and learning."""
+import numpy as np
+import pytest
+import keras
+from keras import ops
+
+import kerasrnn
+from kerasrnn.attention import scores
+
+pytestmark = pytest.mark.core
+
+B, TQ, TK, DIN, DM, UNITS = 3, 5, 6, 4, 7, 8
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(B, TQ, DIN)).astype("float32")
+    memory = rng.normal(size=(B, TK, DM)).astype("float32")
+    source_mask = np.ones((B, TK), bool)
+    source_mask[1, 3:] = False
+    target_mask = np.ones((B, TQ), bool)
+    target_mask[2, 3:] = False
+    return x, memory, source_mask, target_mask
+
+
+def _weights(layer):
+    return {v.path.split("/")[-1]: np.asarray(v.numpy(), np.float64) for v in layer.weights}
+
+
+def _np_attention(query, memory, mask, w):
+    """Bahdanau additive attention for one query [B, d]."""
+    e = np.tanh((query @ w["query_kernel"])[:, None] + memory @ w["key_kernel"])
+    e = (e @ w["attention_v"])[..., 0]
+    e = np.where(mask, e, -np.inf)
+    a = np.exp(e - e.max(-1, keepdims=True)) * mask
+    a = a / a.sum(-1, keepdims=True)
+    return np.einsum("bk,bkd->bd", a, memory), a
+
+
+def _np_decoder(mode, cell, x, memory, source_mask, target_mask, feeding=True):
+    """The textbook equations with a simple tanh RNN inside (no Keras involved)."""
+    w = _weights(cell)
+    W, U, b = w["kernel"], w["recurrent_kernel"], w["bias"]
+    s = np.zeros((B, UNITS))
+    feed = np.zeros((B, UNITS))
+    outputs, alignments = [], []
+    for t in range(TQ):
+        if mode == "bahdanau":
+            c, a = _np_attention(s, memory, source_mask, w)  # query s_{i-1}
+            new_s = np.tanh(np.concatenate([x[:, t], c], -1) @ W + s @ U + b)
+            out = np.concatenate([new_s, c], -1)
+        else:
+            inp = np.concatenate([x[:, t], feed], -1) if feeding else x[:, t]
+            new_s = np.tanh(inp @ W + s @ U + b)
+            c, a = _np_attention(new_s, memory, source_mask, w)  # query h_t
+            out = np.tanh(np.concatenate([c, new_s], -1) @ w["attention_kernel"])
+        keep = target_mask[:, t : t + 1]
+        s = np.where(keep, new_s, s)  # padded steps keep the state
+        if mode == "luong":
+            feed = np.where(keep, out, feed)
+        outputs.append(np.where(keep, out, 0.0))
+        alignments.append(np.where(keep, a, 0.0))
+    return np.stack(outputs, 1), np.stack(alignments, 1), s
+
+
+def _cell(mode, feeding=True, inner=None):
+    return kerasrnn.AttentionCell(
+        inner or kerasrnn.SimpleRNNCell(UNITS),
+        kerasrnn.BahdanauAttention(5),
+        mode=mode,
+        input_feeding=feeding,
+    )
+
+
+@pytest.mark.parametrize("mode,feeding", [("bahdanau", True), ("luong", True), ("luong", False)])
+def test_decoder_matches_numpy_equations(mode, feeding):
+    x, memory, source_mask, target_mask = _data()
+    cell = _cell(mode, feeding)
+    decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True, return_state=True)
+    outputs, alignments, *states = decoder(
+        x, memory, mask=target_mask, memory_mask=source_mask
+    )
+    expected, expected_alignments, final = _np_decoder(
+        mode, cell, x, memory, source_mask, target_mask, feeding
+    )
+    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(alignments), expected_alignments, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(states[0]), final, atol=1e-5)
+    assert tuple(alignments.shape) == (B, TQ, TK)
+    assert np.all(np.asarray(alignments)[1, :, 3:] == 0.0)  # padded keys: zero weight
+
+
+def test_padded_decoder_steps_do_not_change_states():
+    x, memory, source_mask, target_mask = _data()
+    decoder = kerasrnn.AttentiveRNN(_cell("luong"), return_state=True)
+    _, *padded = decoder(x, memory, mask=target_mask, memory_mask=source_mask)
+    _, *cut = decoder(x[:, :3], memory, memory_mask=source_mask)
+    for a, b in zip(padded, cut):
+        np.testing.assert_allclose(np.asarray(a)[2], np.asarray(b)[2], atol=1e-6)
+
+
+def test_luong_sequence_attention_equals_step_by_step_in_the_cell():
+    """Without input feeding, h_t does not depend on attention: attending all h_t at once
+    (teacher forcing) must give what the cell computed step by step."""
+    x, memory, source_mask, _ = _data()
+    attention = kerasrnn.LuongAttention("general")
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.LSTMCell(UNITS), attention, mode="luong", input_feeding=False
+    )
+    decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True)
+    outputs, alignments = decoder(x, memory, memory_mask=source_mask)
+    h = keras.layers.RNN(cell.cell, return_sequences=True)(x)  # the same LSTM weights
+    context, weights = attention(h, memory, mask=source_mask, return_attention_scores=True)
+    attentional = ops.tanh(
+        ops.matmul(ops.concatenate([context, h], -1), cell.attention_kernel)
+    )
+    np.testing.assert_allclose(np.asarray(alignments), np.asarray(weights), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(outputs), np.asarray(attentional), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bahdanau", "luong"])
+def test_step_api_equals_teacher_forced_pass(mode):
+    """What a greedy or beam decoder does: prepare the memory once, then step."""
+    x, memory, source_mask, _ = _data()
+    encoder_states = [np.random.default_rng(1).normal(size=(B, UNITS)).astype("float32")] * 2
+    inner = kerasrnn.LSTMCell(UNITS)
+    decoder = kerasrnn.AttentiveRNN(_cell(mode, inner=inner), return_alignments=True)
+    outputs, alignments = decoder(x, memory, initial_state=encoder_states, memory_mask=source_mask)
+    prepared = decoder.prepare_memory(memory, mask=source_mask)
+    states = decoder.initial_state_from(encoder_states)
+    for t in range(TQ):
+        out, states, align = decoder.step(x[:, t], states, prepared)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(outputs)[:, t], atol=1e-5)
+        np.testing.assert_allclose(np.asarray(align), np.asarray(alignments)[:, t], atol=1e-6)
+    # beam layout: each source repeated, rows line up with the unrepeated ones
+    beam = decoder.prepare_memory(memory, mask=source_mask).repeat(2)
+    states = [np.repeat(s, 2, axis=0) for s in decoder.initial_state_from(encoder_states)]
+    out, _, _ = decoder.step(np.repeat(x[:, 0], 2, axis=0), states, beam)
+    np.testing.assert_allclose(np.asarray(out)[1::2], np.asarray(outputs)[:, 0], atol=1e-5)
+
+
+def test_key_projection_runs_once_per_call(monkeypatch):
+    x, memory, source_mask, _ = _data()
+    decoder = kerasrnn.AttentiveRNN(_cell("bahdanau"))
+    decoder(x, memory)
+    counts = {"prepare": 0, "score": 0}
+    prepare, call = scores.AdditiveScore.prepare_keys, scores.AdditiveScore.call
+
+    def counting_prepare(self, keys):
+        counts["prepare"] += 1
+        return prepare(self, keys)
+
+    def counting_call(self, query, prepared):
+        counts["score"] += 1
+        return call(self, query, prepared)
+
+    monkeypatch.setattr(scores.AdditiveScore, "prepare_keys", counting_prepare)
+    monkeypatch.setattr(scores.AdditiveScore, "call", counting_call)
+    decoder(x, memory, memory_mask=source_mask)
+    assert counts["prepare"] == 1 and counts["score"] >= 1
+
+
+def test_keras_cells_and_stacks_can_be_wrapped():
+    x, memory, source_mask, target_mask = _data()
+    factories = (
+        lambda: keras.layers.GRUCell(UNITS),
+        lambda: keras.layers.LSTMCell(UNITS),
+        lambda: keras.layers.StackedRNNCells([kerasrnn.GRUCell(6), kerasrnn.LSTMCell(UNITS)]),
+    )
+    for make in factories:
+        for mode in ("bahdanau", "luong"):
+            attention = kerasrnn.LuongAttention("general")
+            cell = kerasrnn.AttentionCell(make(), attention, mode=mode)
+            out = kerasrnn.AttentiveRNN(cell)(x, memory, mask=target_mask, memory_mask=source_mask)
+            width = UNITS + DM if mode == "bahdanau" else UNITS
+            assert tuple(out.shape) == (B, TQ, width)
+            assert np.all(np.isfinite(np.asarray(out)))
+
+
+def test_plain_keras_rnn_with_bound_memory():
+    x, memory, source_mask, _ = _data()
+    cell = _cell("luong")
+    decoder = kerasrnn.AttentiveRNN(cell)
+    expected = decoder(x, memory, memory_mask=source_mask)
+    with cell.attending(cell.prepare_memory(memory, mask=source_mask)):
+        out = keras.layers.RNN(cell, return_sequences=True)(x)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-6)
+    with pytest.raises(ValueError, match="no encoder memory"):
+        keras.layers.RNN(cell, return_sequences=True)(x)
+
+
+def test_dropout_masks_are_fixed_and_only_in_training():
+    x, memory, _, _ = _data()
+    inner = kerasrnn.GRUCell(UNITS, dropout=0.5, recurrent_dropout=0.5, seed=3)
+    decoder = kerasrnn.AttentiveRNN(_cell("bahdanau", inner=inner))
+    a = np.asarray(decoder(x, memory, training=False))
+    np.testing.assert_allclose(a, np.asarray(decoder(x, memory, training=False)))
+    b = np.asarray(decoder(x, memory, training=True))
+    assert np.all(np.isfinite(b)) and not np.allclose(a, b)
+    assert inner._dropout_mask is None  # masks are reset after each call
+
+
+def _translator(mode="bahdanau", bridge=True):
+    """A small functional encoder-decoder: masks flow from the Embedding layers."""
+    src = keras.Input((None,), dtype="int32", name="source")
+    tgt = keras.Input((None,), dtype="int32", name="target")
+    x = keras.layers.Embedding(12, 6, mask_zero=True)(src)
+    sequence, *states = keras.layers.Bidirectional(
+        keras.layers.RNN(kerasrnn.LSTMCell(4), return_sequences=True, return_state=True)
+    )(x)
+    if not bridge:
+        states = kerasrnn.merge_bidirectional_states(states)  # 2 x 4 = the decoder's 8
+    y = keras.layers.Embedding(12, 6, mask_zero=True)(tgt)
+    attention = kerasrnn.BahdanauAttention(5) if mode == "bahdanau" else kerasrnn.LuongAttention("dot")
+    cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(UNITS), attention, mode=mode)
+    outputs, alignments = kerasrnn.AttentiveRNN(cell, return_alignments=True, bridge=bridge)(
+        y, sequence, initial_state=states
+    )
+    return keras.Model([src, tgt], [keras.layers.Dense(12)(outputs), alignments])
+
+
+def _token_batch():
+    rng = np.random.default_rng(2)
+    source = rng.integers(1, 12, (B, TK)).astype("int32")
+    source[1, 4:] = 0
+    target = rng.integers(1, 12, (B, TQ)).astype("int32")
+    target[2, 3:] = 0
+    return source, target
+
+
+@pytest.mark.parametrize("mode,bridge", [("bahdanau", True), ("luong", False)])
+def test_keras_file_round_trip(tmp_path, mode, bridge):
+    model = _translator(mode, bridge)
+    source, target = _token_batch()
+    logits, alignments = model.predict([source, target], verbose=0)
+    assert np.all(alignments[1, :, 4:] == 0) and np.all(alignments[2, 3:] == 0)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    again, again_alignments = loaded.predict([source, target], verbose=0)
+    np.testing.assert_array_equal(again, logits)
+    np.testing.assert_array_equal(again_alignments, alignments)
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="SavedModel export is TensorFlow-only"
+)
+def test_saved_model_reload(tmp_path):
+    import tensorflow as tf
+
+    model = _translator("luong", bridge=True)
+    source, target = _token_batch()
+    logits, alignments = model.predict([source, target], verbose=0)
+    model.export(str(tmp_path / "saved"), verbose=False)
+    reloaded = tf.saved_model.load(str(tmp_path / "saved"))  # keep it alive while serving
+    served = reloaded.serve([source, target])
+    np.testing.assert_allclose(np.asarray(served[0]), logits, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(served[1]), alignments, atol=1e-6)
+
+
+def test_initial_state_from_bidirectional_encoder():
+    x, memory, _, _ = _data()
+    rng = np.random.default_rng(4)
+    forward = [rng.normal(size=(B, 4)).astype("float32") for _ in range(2)]
+    backward = [rng.normal(size=(B, 4)).astype("float32") for _ in range(2)]
+    cell = _cell("luong", inner=kerasrnn.LSTMCell(UNITS))
+    merged = kerasrnn.merge_bidirectional_states(forward + backward)
+    states = cell.initial_state_from(merged)
+    np.testing.assert_array_equal(np.asarray(states[0]), np.concatenate([forward[0], backward[0]], -1))
+    assert len(states) == 3 and not np.any(np.asarray(states[2]))  # h~_0 = 0
+    decoder = kerasrnn.AttentiveRNN(cell, return_state=True)
+    _, h, c, _ = decoder(x[:, :1], memory, initial_state=merged)
+    _, h0, c0, _ = decoder(x[:, :1], memory)
+    assert not np.allclose(np.asarray(c), np.asarray(c0))  # the given state was used
+    with pytest.raises(ValueError, match="initial_state"):
+        cell.initial_state_from(forward[:1])
+    with pytest.raises(ValueError, match="initial_state"):
+        cell.initial_state_from(forward)  # width 4, the cell needs 8
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="`mode`"):
+        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), mode="x")
+    with pytest.raises(ValueError, match="`attention`"):
+        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), "additive")
+    with pytest.raises(ValueError, match="`cell`"):
+        kerasrnn.AttentionCell(keras.layers.Dense(4), kerasrnn.BahdanauAttention(4))
+    with pytest.raises(ValueError, match="`attention_layer_size`"):
+        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), attention_layer_size=0)
+    with pytest.raises(ValueError, match="`cell`"):
+        kerasrnn.AttentiveRNN(kerasrnn.GRUCell(4))
+    with pytest.raises(ValueError, match="return_sequences"):
+        kerasrnn.AttentiveRNN(_cell("luong"), return_sequences=False, return_alignments=True)
+    x, memory, _, _ = _data()
+    with pytest.raises(ValueError, match="`mask`"):
+        kerasrnn.AttentiveRNN(_cell("luong"))(x, memory, memory_mask=np.ones((B, 2), bool))
+    with pytest.raises(ValueError, match="memory"):
+        _cell("luong").step(x[:, 0], [np.zeros((B, UNITS))] * 2, None)

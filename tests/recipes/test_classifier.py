@@ -1,0 +1,131 @@
+"""recipes.classifier: model, learning, resume, command line and bad input."""
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from recipes import classifier, common
+
+TINY = {"embedding_dim": 16, "units": 8, "batch_size": 16, "epochs": 2, "verbose": 0,
+        "valid_fraction": 0.0, "bucket_boundaries": [8, 16]}
+
+
+def _config(tmp_path, **overrides):
+    return common.load_config(classifier.DEFAULTS, overrides={
+        **TINY, "output_dir": str(tmp_path / "run"), **overrides})
+
+
+def _polarity(shared_data, n):
+    from kerasrnn.data import load_class_files
+
+    folder = shared_data("sentence_polarity")
+    texts, labels = load_class_files(
+        [folder / "rt-polarity.pos", folder / "rt-polarity.neg"], encoding="cp1252")
+    order = np.random.default_rng(0).permutation(len(texts))[:n]
+    return [texts[i] for i in order], [labels[i] for i in order]
+
+
+def test_masked_pooling_matches_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 5, 4)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]], bool)
+    mean = classifier.MaskedPooling1D("mean")(x, mask=mask).numpy()
+    high = classifier.MaskedPooling1D("max")(x, mask=mask).numpy()
+    np.testing.assert_allclose(mean[0], x[0, :3].mean(0), rtol=1e-5)
+    np.testing.assert_allclose(high[1], x[1].max(0), rtol=1e-5)
+    np.testing.assert_array_equal(mean[2], 0) and np.testing.assert_array_equal(high[2], 0)
+    layer = classifier.MaskedPooling1D.from_config(classifier.MaskedPooling1D("max").get_config())
+    assert layer.mode == "max"
+    with pytest.raises(ValueError, match="`mode`"):
+        classifier.MaskedPooling1D("median")
+
+
+def test_padding_never_changes_the_prediction(tmp_path):
+    # ("last" is covered by test_common; "mean" by the pooling test.)
+    config = _config(tmp_path, pooling="max", num_layers=2, cell="gru")
+    model = classifier.build_model(config, vocab_size=20, num_classes=3)
+    ids = np.array([[5, 6, 7, 8, 0, 0, 0]], "int32")
+    full = model.predict(ids, verbose=0)
+    np.testing.assert_allclose(model.predict(ids[:, :4], verbose=0), full, atol=1e-6)
+    assert full.shape == (1, 3) and np.isclose(full.sum(), 1, atol=1e-5)
+
+
+def test_learns_a_slice_of_sentence_polarity(tmp_path, shared_data):
+    texts, labels = _polarity(shared_data, 200)
+    config = _config(tmp_path, epochs=5, units=16, embedding_dropout=0.0, dropout=0.0,
+                     learning_rate=0.01)
+    results = classifier.train(config, {"train": (texts, labels), "valid": None,
+                                        "test": (texts, labels)})
+    # Fitting the training sentences shows that gradients reach the embeddings and RNN.
+    assert results["test"]["accuracy"] > 0.9
+    assert results["history"]["loss"][-1] < results["history"]["loss"][0]
+    predictions = classifier.Classifier.from_run(config).predict(
+        ["", "zzzq unknownword", texts[0]])
+    assert [p["label"] in ("neg", "pos") for p in predictions] == [True] * 3
+    assert all(abs(sum(p["probabilities"].values()) - 1) < 1e-5 for p in predictions)
+    assert predictions[2]["label"] == labels[0]
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 0:
+            raise KeyboardInterrupt("simulated kill after the first epoch")
+
+
+def test_backup_and_restore_resumes_an_interrupted_run(tmp_path):
+    texts = ["good film", "bad film", "great fun", "dull plot"] * 8
+    labels = ["pos", "neg", "pos", "neg"] * 8
+    splits = {"train": (texts, labels), "valid": (texts, labels), "test": None}
+    config = _config(tmp_path, epochs=3)
+    with pytest.raises(KeyboardInterrupt):
+        classifier.train(config, splits, callbacks=[_Interrupt()])
+    assert (tmp_path / "run" / "backup").exists()
+    resumed = classifier.train(config, splits)
+    assert resumed["history"]["first_epoch"] == 2 and resumed["history"]["epochs_run"] == 2
+    assert not (tmp_path / "run" / "backup").exists()  # removed after a completed run
+
+
+def _cli(capsys, *argv):
+    code = classifier.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_bad_input(tmp_path, capsys):
+    good = tmp_path / "train.tsv"
+    good.write_text("pos\tgood\nneg\tbad\n")
+    run = ["--output-dir", tmp_path / "run"]
+    code, _, err = _cli(capsys, "train", "--train", tmp_path / "missing.tsv", *run)
+    assert code == 2 and "data file not found" in err and "missing.tsv" in err
+    (tmp_path / "empty.tsv").write_text("")
+    code, _, err = _cli(capsys, "train", "--train", tmp_path / "empty.tsv", *run)
+    assert code == 2 and "empty.tsv: the file contains no examples" in err
+    (tmp_path / "c.yaml").write_text("unitz: 3\n")
+    code, _, err = _cli(capsys, "train", "--config", tmp_path / "c.yaml", *run)
+    assert code == 2 and "unknown config key(s) ['unitz']" in err
+    (tmp_path / "test.tsv").write_text("pos\tgood\nmaybe\tfine\n")
+    code, _, err = _cli(capsys, "train", "--train", good, "--test", tmp_path / "test.tsv",
+                        "--valid-fraction", "0", *run)
+    assert code == 2 and "label set mismatch: the test data has label(s) ['maybe']" in err
+    code, _, err = _cli(capsys, "predict", "--output-dir", tmp_path / "never-trained", "hi")
+    assert code == 2 and "config.json" in err
+    with pytest.raises(SystemExit):
+        classifier.main(["train", "--no-such-flag", "1"])
+
+
+def test_cli_train_predict_evaluate(tmp_path, capsys):
+    data = tmp_path / "d.tsv"
+    data.write_text("".join(f"{l}\t{t}\n" for t, l in [("good film", "pos"),
+                                                       ("bad film", "neg")] * 10))
+    run = ["--output-dir", tmp_path / "run"]
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({**TINY, "pooling": "mean", "cell": "simple"}))
+    code, out, _ = _cli(capsys, "train", "--config", config, "--train", data, *run)
+    assert code == 0 and json.loads(out)["train_examples"] == 20
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert saved["labels"] == ["neg", "pos"]
+    code, out, _ = _cli(capsys, "predict", *run, "good film", "")
+    assert code == 0 and [p["text"] for p in json.loads(out)] == ["good film", ""]
+    code, out, _ = _cli(capsys, "evaluate", *run, "--test", data)
+    assert code == 0 and json.loads(out)["examples"] == 20

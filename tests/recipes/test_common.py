@@ -1,0 +1,74 @@
+"""recipes.common: configuration, model parts, metrics."""
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from recipes import common
+
+DEFAULTS = {"units": 8, "rate": 0.1, "cell": "lstm", "flag": False, "sizes": [1, 2],
+            "extra": None}
+
+
+def test_config_layers_and_types(tmp_path):
+    yaml_file = tmp_path / "c.yaml"
+    yaml_file.write_text("units: 16\nrate: 1\nsizes: [3, 4]\nextra: {a: 1}\n")
+    config = common.load_config(DEFAULTS, yaml_file, {"units": "32", "flag": "true"})
+    assert config == {"units": 32, "rate": 1.0, "cell": "lstm", "flag": True,
+                      "sizes": [3, 4], "extra": {"a": 1}}
+    json_file = tmp_path / "c.json"
+    json_file.write_text(json.dumps({"cell": "gru"}))
+    assert common.load_config(DEFAULTS, json_file)["cell"] == "gru"
+    assert common.load_config(DEFAULTS) == DEFAULTS
+
+
+def test_config_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("units: 4\nunits_typo: 3\n")
+    with pytest.raises(common.ConfigError, match=r"unknown config key\(s\) \['units_typo'\]"
+                       r" in .*bad.yaml; valid keys: \['cell', 'extra'"):
+        common.load_config(DEFAULTS, bad)
+    with pytest.raises(common.ConfigError, match="'units' must be of type int"):
+        common.load_config(DEFAULTS, overrides={"units": "many"})
+    with pytest.raises(common.ConfigError, match="'flag' must be true or false"):
+        common.load_config(DEFAULTS, overrides={"flag": 1})
+    with pytest.raises(FileNotFoundError, match="nope.yaml"):
+        common.load_config(DEFAULTS, tmp_path / "nope.yaml")
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- 1\n")
+    with pytest.raises(common.ConfigError, match="mapping"):
+        common.load_config(DEFAULTS, listing)
+
+
+def test_make_cell_and_errors():
+    assert type(common.make_cell("gru", 4, reset_after=False)).__name__ == "GRUCell"
+    with pytest.raises(common.ConfigError, match="`cell` must be one of"):
+        common.make_cell("transformer", 4)
+    with pytest.raises(common.ConfigError, match="do not fit LSTMCell"):
+        common.make_cell("lstm", 4, no_such_option=1)
+
+
+def test_bidirectional_last_state_ignores_padding():
+    """rnn_stack(return_sequences=False) gives [h_fwd_T ; h_bwd_1] of the real tokens."""
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(10, 3, mask_zero=True)(ids)
+    model = keras.Model(ids, common.rnn_stack(x, "gru", 4, 2, True, return_sequences=False))
+    short = np.array([[3, 4, 5]])
+    padded = np.array([[3, 4, 5, 0, 0]])
+    out = model.predict(short, verbose=0)
+    np.testing.assert_allclose(model.predict(padded, verbose=0), out, atol=1e-6)
+    # The backward half is the state after reading the sentence right to left.
+    reversed_out = model.predict(short[:, ::-1], verbose=0)
+    assert out.shape == (1, 8)
+    assert not np.allclose(out, reversed_out)
+
+
+def test_per_class_scores_and_label_check():
+    scores = common.per_class_scores(list("aabbc"), list("abbbc"), ["a", "b", "c", "d"])
+    assert scores["a"] == {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "support": 2}
+    assert scores["b"]["precision"] == pytest.approx(2 / 3) and scores["b"]["recall"] == 1
+    assert scores["d"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    with pytest.raises(common.RecipeError, match=r"label set mismatch: the test data has "
+                       r"label\(s\) \['z'\]"):
+        common.check_labels(["a", "b"], ["a", "z"], "test")
