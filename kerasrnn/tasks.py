@@ -78,6 +78,13 @@ def date_translation_task(num_examples, seed=0, first_year=1950, last_year=2049)
 
     Returns:
         sources, targets: two lists of `num_examples` strings.
+
+    Example:
+
+    >>> from kerasrnn.tasks import date_translation_task
+    >>> sources, targets = date_translation_task(3, seed=0)
+    >>> len(set(sources)), [len(t) for t in targets], targets[0][4]
+    (3, [10, 10, 10], '-')
     """
     import datetime
 
