@@ -668,17 +668,6 @@ def _run_translate(config, args):
     return [{"text": s, "translation": t} for s, t in zip(texts, translations)]
 
 
-def _export_arguments(parser):
-    parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
-
-
-def _run_export(config, args):
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
-    Translator.from_run(config).export(path)
-    return {"saved_model": path}
-
-
 def _demo_arguments(parser):
     parser.add_argument("--data", nargs=2, metavar=("SOURCE", "TARGET"),
                         help="train on these parallel files instead of generated dates")
@@ -760,7 +749,8 @@ COMMANDS = {
                  None, _run_evaluate),
     "translate": ("translate sentences", _translate_arguments, _run_translate),
     "export": ("export a SavedModel: translate(text) -> translation",
-               _export_arguments, _run_export),
+               common.export_arguments,
+               common.export_command(DEFAULTS, Translator.from_run)),
     "demo": ("the self-contained demo: dates written many ways -> ISO dates",
              _demo_arguments, _run_demo),
 }

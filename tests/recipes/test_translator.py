@@ -175,11 +175,13 @@ print(json.dumps([t.decode("utf-8") for t in out["translation"].numpy()]))
 
 
 def test_saved_model_string_round_trip_without_kerasrnn(demo_run, tmp_path):
-    out, summary = demo_run
+    out, _ = demo_run
+    exported = json.loads(_cli("export", "--output-dir", str(out), "--export-dir",
+                               str(tmp_path / "exported")))["saved_model"]
     # A fresh process in a folder where kerasrnn cannot even be imported.
     env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
     done = subprocess.run(
-        [sys.executable, "-c", LOAD_WITHOUT_KERASRNN, summary["saved_model"],
+        [sys.executable, "-c", LOAD_WITHOUT_KERASRNN, exported,
          json.dumps(TEXTS)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
