@@ -33,3 +33,84 @@ def marker_order_task(num_examples, min_length=20, max_length=60, vocab_size=10,
         first, second = sorted(rng.choice(length, 2, replace=False))
         tokens[row, first], tokens[row, second] = (1, 2) if label else (2, 1)
     return tokens, labels
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def _ordinal(day):
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{day}{suffix}"
+
+
+def _date_formats(date):
+    """Ways of writing `date` (a datetime.date); two-digit years mean 1950-2049."""
+    d, m, y = date.day, date.month, date.year
+    month, mon = _MONTHS[m - 1], _MONTHS[m - 1][:3]
+    weekday = _WEEKDAYS[date.weekday()]
+    return [
+        f"{d} {month} {y}",
+        f"{month} {d}, {y}",
+        f"{mon} {d} {y}",
+        f"{d:02d}/{m:02d}/{y}",
+        f"{d}.{m}.{y}",
+        f"{y}/{m}/{d}",
+        f"the {_ordinal(d)} of {month} {y}",
+        f"{weekday}, {month} {_ordinal(d)}, {y}",
+        f"{weekday} {d} {mon} '{y % 100:02d}",
+        f"{mon}. {d}, '{y % 100:02d}",
+        f"{d} {mon} {y % 100:02d}",
+        f"{month} {y}, day {d}",
+    ]
+
+
+def date_translation_task(num_examples, seed=0, first_year=1950, last_year=2049):
+    """A parallel corpus: dates written many ways -> ISO 8601 dates.
+
+    Each source is a random date between 1 January `first_year` and 31 December
+    `last_year` in one of twelve formats ("the 12th of march 2014", "12/03/2014",
+    "wed 12 mar '14", ...; day-first where numeric), in lower, Title or UPPER case; the
+    target is "2014-03-12". Sources are distinct, so any split of the examples is a
+    split of unseen inputs. Two-digit years are read in the 100 years ending at
+    `last_year`, so every source has exactly one correct target.
+
+    Returns:
+        sources, targets: two lists of `num_examples` strings.
+
+    Example:
+
+    >>> from kerasrnn.tasks import date_translation_task
+    >>> sources, targets = date_translation_task(3, seed=0)
+    >>> len(set(sources)), [len(t) for t in targets], targets[0][4]
+    (3, [10, 10, 10], '-')
+    """
+    import datetime
+
+    if not 1 <= last_year - first_year + 1 <= 100:
+        raise ValueError(
+            "two-digit years need a span of at most 100 years; got first_year="
+            f"{first_year}, last_year={last_year}."
+        )
+    start = datetime.date(first_year, 1, 1).toordinal()
+    days = datetime.date(last_year, 12, 31).toordinal() - start + 1
+    capacity = days * len(_date_formats(datetime.date(2000, 1, 1))) * 3
+    if not 1 <= num_examples <= capacity // 2:
+        raise ValueError(
+            f"`num_examples` must be in [1, {capacity // 2}] for these years; got "
+            f"{num_examples}."
+        )
+    rng = np.random.default_rng(seed)
+    sources, targets, seen = [], [], set()
+    while len(sources) < num_examples:
+        date = datetime.date.fromordinal(start + int(rng.integers(days)))
+        formats = _date_formats(date)
+        text = formats[int(rng.integers(len(formats)))]
+        text = (str.lower, str.title, str.upper)[int(rng.integers(3))](text)
+        if text in seen:
+            continue
+        seen.add(text)
+        sources.append(text)
+        targets.append(date.isoformat())
+    return sources, targets

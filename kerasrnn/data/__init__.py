@@ -45,6 +45,8 @@ _LAZY = {
     "load_word_vectors": "loaders",
     "load_tfds_classification": "loaders",
     "load_tfds_tagging": "loaders",
+    "load_parallel_text": "loaders",
+    "load_tfds_translation": "loaders",
 }
 
 __all__ = [

@@ -23,6 +23,8 @@ __all__ = [
     "load_word_vectors",
     "load_tfds_classification",
     "load_tfds_tagging",
+    "load_parallel_text",
+    "load_tfds_translation",
 ]
 
 
@@ -367,3 +369,45 @@ def load_tfds_tagging(name="conll2003", split="train", data_dir=None, download=T
         ids = [int(t) for t in example[tags_key]]
         tags.append([names[i] if names else str(i) for i in ids])
     return sentences, tags
+
+
+def load_parallel_text(source_path, target_path, encoding="utf-8"):
+    """Loads a parallel corpus: two files with one sentence per line, line i of the
+    source aligned with line i of the target (plain or gzip) -> ``(sources, targets)``.
+
+    Raises:
+        DataFormatError: when the files have different line counts (the message names
+            both files and both counts) or are empty.
+    """
+    sources = [line for _, line in read_lines(source_path, encoding)]
+    targets = [line for _, line in read_lines(target_path, encoding)]
+    if len(sources) != len(targets):
+        raise DataFormatError(
+            source_path, None,
+            f"parallel files differ in length: {os.fspath(source_path)} has "
+            f"{len(sources)} lines but {os.fspath(target_path)} has {len(targets)} lines; "
+            "they must hold one aligned sentence per line.",
+        )
+    _require_examples(source_path, sources)
+    return sources, targets
+
+
+def load_tfds_translation(name="ted_hrlr_translate/pt_to_en", split="train",
+                          data_dir=None, download=True):
+    """Loads a translation dataset from tensorflow-datasets (e.g.
+    ``ted_hrlr_translate/pt_to_en``, ``wmt14_translate/de-en``) as ``(sources,
+    targets)``; the language pair is the builder's ``supervised_keys``.
+
+    Raises:
+        DatasetUnavailableError: when the dataset is neither in `data_dir` nor
+            downloadable.
+    """
+    dataset = _tfds_load(name, split, data_dir, download)
+    import tensorflow_datasets as tfds
+
+    source_key, target_key = tfds.builder(name, data_dir=data_dir).info.supervised_keys
+    sources, targets = [], []
+    for example in tfds.as_numpy(dataset):
+        sources.append(example[source_key].decode("utf-8"))
+        targets.append(example[target_key].decode("utf-8"))
+    return sources, targets

@@ -1,0 +1,221 @@
+"""The translator recipe: loss, data errors, the main job, the CLI and the SavedModel.
+
+TensorFlow-specific (tf.data, tf.strings, SavedModel): not run on JAX.
+"""
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def _run(args, cwd=REPO, timeout=300):
+    done = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _cli(*args):
+    return _run([sys.executable, "-m", "recipes.translator", *args])
+
+
+# --------------------------------------------------------------------------- the loss
+
+
+@pytest.mark.parametrize("attention,cell,smoothing", [
+    ("bahdanau", "gru", 0.0),
+    ("luong", "lstm", 0.1),
+])
+def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
+    attention, cell, smoothing
+):
+    import keras
+    from keras import ops
+
+    from kerasrnn.data import Vocabulary
+    from recipes import common, translator
+
+    config = common.load_config(translator.DEFAULTS, overrides=dict(
+        embedding_dim=5, encoder_units=6, decoder_units=7, attention_units=4,
+        attention=attention, cell=cell, num_layers=2, dropout=0.0,
+        label_smoothing=smoothing,
+    ))
+    source_vocab = Vocabulary([*Vocabulary([]).tokens, *"abcdefgh"])
+    target_vocab = Vocabulary([*Vocabulary([]).tokens, *"ABCDEFGHIJ"])
+    model = translator.build_model(config, len(source_vocab), len(target_vocab))
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, len(source_vocab), (3, 6)).astype("int32")
+    source[0, 4:] = 0  # padded sources
+    source[2, 2:] = 0
+    gold = rng.integers(4, len(target_vocab), (3, 5)).astype("int32")
+    target_in = np.concatenate([np.full((3, 1), 2, "int32"), gold], axis=1)
+    target_out = np.concatenate([gold, np.zeros((3, 1), "int32")], axis=1)
+    target_out[np.arange(3), [5, 3, 1]] = 3  # [END] at different lengths
+    target_out[1, 4:] = 0
+    target_out[2, 2:] = 0
+    target_in[1, 4:] = 0
+    target_in[2, 2:] = 0
+    loss_fn = translator.MaskedSequenceCrossEntropy(smoothing)
+    logits = model({"source": source, "target_in": target_in}, training=False)
+    teacher_forced = float(loss_fn(target_out, logits))
+
+    # The decoder run one step at a time on the gold previous tokens, as decoding does.
+    tr = translator.Translator(model, source_vocab, target_vocab, config)
+    memory, states, _ = tr.start(source)
+    step = tr.step_function(memory)
+    total, count = 0.0, 0
+    for t in range(target_in.shape[1]):
+        step_logits, states = step(ops.convert_to_tensor(target_in[:, t]), states)
+        log_p = ops.convert_to_numpy(ops.log_softmax(step_logits, axis=-1))
+        for b in range(3):
+            if target_out[b, t]:
+                nll = -log_p[b, target_out[b, t]]
+                total += (1 - smoothing) * nll - smoothing * log_p[b].mean()
+                count += 1
+    assert teacher_forced == pytest.approx(total / count, rel=1e-5)
+    # And the loss is not blind to the gold tokens.
+    wrong = np.where(target_out > 3, 4 + (target_out - 3) % 10, target_out)
+    assert float(loss_fn(wrong, logits)) != pytest.approx(teacher_forced, rel=1e-4)
+    keras.backend.clear_session()
+
+
+# ------------------------------------------------------------------------------ data
+
+
+def test_line_count_mismatch_names_both_files_and_counts(tmp_path):
+    from kerasrnn.data.loaders import DataFormatError
+    from recipes import common, translator
+
+    source = tmp_path / "train.de.gz"
+    with gzip.open(source, "wt", encoding="utf-8") as f:
+        f.write("ein Haus\nzwei Häuser\ndrei\n")
+    target = tmp_path / "train.en"
+    target.write_text("a house\ntwo houses\n", encoding="utf-8")
+    config = common.load_config(translator.DEFAULTS)
+    with pytest.raises(DataFormatError) as error:
+        translator.load_pairs(config, [str(source), str(target)], "train")
+    message = str(error.value)
+    assert str(source) in message and str(target) in message
+    assert "3 lines" in message and "2 lines" in message
+    # Gzip is read transparently: equal counts load.
+    target.write_text("a house\ntwo houses\nthree\n", encoding="utf-8")
+    sources, targets = translator.load_pairs(config, [str(source), str(target)], "train")
+    assert sources[1] == "zwei Häuser" and targets == ["a house", "two houses", "three"]
+    # And the CLI reports it as a one-line error.
+    target.write_text("a house\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "recipes.translator", "train", "--train",
+         json.dumps([str(source), str(target)]), "--output-dir", str(tmp_path / "run")],
+        cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 2
+    assert "3 lines" in done.stderr and "1 lines" in done.stderr
+
+
+def test_tokenizers_round_trip():
+    from recipes import translator
+
+    texts = ["A man, in a red hat.", "", "  two  spaces "]
+    words = translator.tokenize(texts, "word")
+    assert words[0] == ["A", "man", ",", "in", "a", "red", "hat", "."]
+    assert words[1] == []
+    chars = translator.tokenize(texts, "char", lowercase=True)
+    assert chars[2] == list("two▁spaces")
+    import tensorflow as tf
+
+    back = translator.detokenize_graph(tf.ragged.constant(words[:1]), "word")
+    assert back.numpy()[0].decode() == "A man, in a red hat."
+    back = translator.detokenize_graph(tf.ragged.constant(chars[2:]), "char")
+    assert back.numpy()[0].decode() == "two spaces"
+
+
+# ------------------------------------------- the main job, the CLI and the SavedModel
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """The main job's command on a reduced budget (a few training steps)."""
+    out = tmp_path_factory.mktemp("demo")
+    stdout = _cli("demo", "--examples", "640", "--test-examples", "32", "--epochs", "1",
+                  "--heatmaps", "1", "--beam-size", "2", "--verbose", "0",
+                  "--output-dir", str(out))
+    return out, json.loads(stdout)
+
+
+def test_main_job_on_a_reduced_budget(demo_run):
+    out, summary = demo_run
+    assert set(summary["exact_match"]) == {"greedy", "beam2"}
+    assert all(0.0 <= v <= 1.0 for v in summary["exact_match"].values())
+    assert all(0.0 <= v <= 100.0 for v in summary["bleu"].values())
+    with open(summary["heatmaps"][0], "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.exists(os.path.join(summary["saved_model"], "saved_model.pb"))
+    for name in ("best.keras", "source_vocab.txt", "target_vocab.txt", "demo.json"):
+        assert os.path.exists(os.path.join(out, name)), name
+    assert not os.path.exists(os.path.join(out, "backup"))  # training completed
+
+
+TEXTS = ["12 march 2014", "", "zzzz qqqq unknownword", "THE 3RD OF MAY 1999 !!"]
+
+LOAD_WITHOUT_KERASRNN = """
+import json, sys
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+out = model.signatures["translate"](text=tf.constant(json.loads(sys.argv[2])))
+assert "kerasrnn" not in sys.modules and "recipes" not in sys.modules
+print(json.dumps([t.decode("utf-8") for t in out["translation"].numpy()]))
+"""
+
+
+def test_saved_model_string_round_trip_without_kerasrnn(demo_run, tmp_path):
+    out, _ = demo_run
+    exported = json.loads(_cli("export", "--output-dir", str(out), "--export-dir",
+                               str(tmp_path / "exported")))["saved_model"]
+    # A fresh process in a folder where kerasrnn cannot even be imported.
+    env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_WITHOUT_KERASRNN, exported,
+         json.dumps(TEXTS)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    served = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(served) == len(TEXTS) and all(isinstance(t, str) for t in served)
+    # The same beam search as the recipe's own `translate` command.
+    cli = json.loads(_cli("translate", "--output-dir", str(out), *TEXTS))
+    assert [row["translation"] for row in cli] == served
+    assert [row["text"] for row in cli] == TEXTS
+
+
+def test_saved_model_cli_runs_the_signature(demo_run):
+    out, summary = demo_run
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    stdout = _run([cli, "run", "--dir", summary["saved_model"], "--tag_set", "serve",
+                   "--signature_def", "translate",
+                   "--input_exprs", 'text=["1 may 2000", ""]'])
+    assert "translation" in stdout
+
+
+def test_cli_evaluate_writes_scores_and_heatmaps(demo_run, tmp_path):
+    out, _ = demo_run
+    from kerasrnn.tasks import date_translation_task
+
+    sources, targets = date_translation_task(6, seed=99)
+    (tmp_path / "test.src").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    (tmp_path / "test.tgt").write_text("\n".join(targets) + "\n", encoding="utf-8")
+    result = json.loads(_cli(
+        "evaluate", "--output-dir", str(out), "--heatmaps", "1",
+        "--test", json.dumps([str(tmp_path / "test.src"), str(tmp_path / "test.tgt")]),
+    ))
+    assert result["examples"] == 6
+    assert {"greedy", "beam2"} <= set(result)
+    assert result["greedy"]["sentences_per_second"] > 0
+    assert os.path.exists(result["heatmaps"][0])
+    assert os.path.exists(os.path.join(out, "evaluation.json"))
