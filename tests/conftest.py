@@ -42,3 +42,20 @@ def _seeded():
     np.random.seed(1234)
     yield
     keras.backend.clear_session()
+
+
+@pytest.fixture
+def float64():
+    """float64 layers (and JAX's x64 mode, off by default) for finite differences."""
+    keras.config.set_floatx("float64")
+    keras.config.set_dtype_policy("float64")
+    jax = None
+    if keras.backend.backend() == "jax":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    yield
+    keras.config.set_floatx("float32")
+    keras.config.set_dtype_policy("float32")
+    if jax is not None:
+        jax.config.update("jax_enable_x64", False)
