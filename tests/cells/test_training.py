@@ -156,6 +156,11 @@ LEARNERS = [
     (kerasrnn.GRUCell(16), 0.01, 3, 0.9),
     # plain tanh recurrence over 20-60 steps learns more slowly (vanishing gradients)
     (kerasrnn.SimpleRNNCell(16), 0.003, 6, 0.8),
+    # The layer-normalised cells are left out: at this size and budget they learn the
+    # task late or not at all. LayerNormLSTMCell went from 0.60-0.81 after 5 epochs to
+    # 0.99 or to 0.60 after 6 depending on the seed (Adam 0.01); LayerNormSimpleRNNCell
+    # stayed near chance (0.56 after 6 epochs at Adam 0.01 or 0.003 with 16 or 32 units;
+    # 0.63 on 10-20 steps). Their exactness is tested against the NumPy reference above.
 ]
 
 
