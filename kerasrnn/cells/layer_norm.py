@@ -8,7 +8,21 @@ from kerasrnn.cells.simple import SimpleRNNCell
 
 
 class _LayerNormWeights:
-    """Adds gain/shift pairs (gamma initialised to 1, beta to 0) named `<name>_gamma`/`_beta`."""
+    """The normalisation arguments, gain/shift pairs named `<name>_gamma`/`_beta` and their
+    config, shared by the layer-normalised cells."""
+
+    def __init__(
+        self,
+        units,
+        norm_epsilon=1e-3,
+        norm_gamma_initializer="ones",
+        norm_beta_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(units, **kwargs)
+        self.norm_epsilon = float(norm_epsilon)
+        self.norm_gamma_initializer = keras.initializers.get(norm_gamma_initializer)
+        self.norm_beta_initializer = keras.initializers.get(norm_beta_initializer)
 
     def _add_norm(self, name, width):
         gamma = self.add_weight(
@@ -19,7 +33,8 @@ class _LayerNormWeights:
         )
         return gamma, beta
 
-    def _norm_config(self, config):
+    def get_config(self):
+        config = super().get_config()
         config.update(
             {
                 "norm_epsilon": self.norm_epsilon,
@@ -55,19 +70,6 @@ class LayerNormSimpleRNNCell(_LayerNormWeights, SimpleRNNCell):
     (2, 8)
     """
 
-    def __init__(
-        self,
-        units,
-        norm_epsilon=1e-3,
-        norm_gamma_initializer="ones",
-        norm_beta_initializer="zeros",
-        **kwargs,
-    ):
-        super().__init__(units, **kwargs)
-        self.norm_epsilon = float(norm_epsilon)
-        self.norm_gamma_initializer = keras.initializers.get(norm_gamma_initializer)
-        self.norm_beta_initializer = keras.initializers.get(norm_beta_initializer)
-
     def _build_extra(self, input_dim):
         self.norm_gamma, self.norm_beta = self._add_norm("norm", self.units)
 
@@ -75,9 +77,6 @@ class LayerNormSimpleRNNCell(_LayerNormWeights, SimpleRNNCell):
         a = projected + ops.matmul(h_tm1, self.recurrent_kernel)
         h = self.activation(layer_norm(a, self.norm_gamma, self.norm_beta, self.norm_epsilon))
         return h, [h]
-
-    def get_config(self):
-        return self._norm_config(super().get_config())
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -111,19 +110,6 @@ class LayerNormLSTMCell(_LayerNormWeights, LSTMCell):
     (2, 8)
     """
 
-    def __init__(
-        self,
-        units,
-        norm_epsilon=1e-3,
-        norm_gamma_initializer="ones",
-        norm_beta_initializer="zeros",
-        **kwargs,
-    ):
-        super().__init__(units, **kwargs)
-        self.norm_epsilon = float(norm_epsilon)
-        self.norm_gamma_initializer = keras.initializers.get(norm_gamma_initializer)
-        self.norm_beta_initializer = keras.initializers.get(norm_beta_initializer)
-
     def _build_extra(self, input_dim):
         super()._build_extra(input_dim)
         width = self.gate_count * self.units
@@ -144,6 +130,3 @@ class LayerNormLSTMCell(_LayerNormWeights, LSTMCell):
 
     def output_activation(self, c):
         return self.activation(layer_norm(c, *self.cell_norm, self.norm_epsilon))
-
-    def get_config(self):
-        return self._norm_config(super().get_config())

@@ -11,7 +11,7 @@ from kerasrnn.cells.base import RecurrentCell
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class RNN(keras.layers.RNN):
-    """Drop-in `keras.layers.RNN` with a faster loop for kerasrnn cells.
+    """Drop-in `keras.layers.RNN` that keeps only the recurrent part inside the loop.
 
     A recurrent step computes W x_t + U h_{t-1} + b, but only U h_{t-1} depends on the
     previous step. For a kerasrnn cell this layer computes W x_t + b for all t as one
@@ -19,6 +19,8 @@ class RNN(keras.layers.RNN):
     loop body keeps only the recurrent matmul and the gate arithmetic. The results are
     the same as `keras.layers.RNN(cell)` (same equations, same dropout masks fixed across
     time); any other cell (a Keras cell, `StackedRNNCells`) falls back to the plain loop.
+    Whether that is faster depends on the backend and device: on TensorFlow's CPU it
+    measured no faster than `keras.layers.RNN` (`bench/README.md`).
 
     Arguments, masking, `go_backwards`, `return_state`, `stateful` and serialisation are
     `keras.layers.RNN`'s, and `keras.layers.Bidirectional` accepts it.
