@@ -163,3 +163,35 @@ def test_markers_are_checked():
         collect("<!-- no-run -->\n```python\npass\n```\n")
     with pytest.raises(ValueError, match="must follow a python block"):
         collect("```sh\nls\n```\n\n<!-- output -->\n```text\nx\n```\n")
+
+
+DOCSTRING = '''
+def f(a, b, **kwargs):
+    """Adds.
+
+    .. math::  y = a + b
+
+    Args:
+        a, b: the numbers.
+        c: not an argument.
+        The other arguments are passed on.
+
+    >>> f(1, 2)
+    3
+    """
+'''
+
+
+def test_api_docstring_conventions(caplog):
+    """tools/griffe_docstrings.py: what the strict site build relies on."""
+    griffe = pytest.importorskip("griffe")  # the `docs` extra
+    extensions = griffe.load_extensions(str(REPO / "tools" / "griffe_docstrings.py"))
+    with griffe.temporary_visited_package("pkg", {"__init__.py": DOCSTRING},
+                                          extensions=extensions) as package:
+        text = package["f"].docstring.value
+    assert "\\[\ny = a + b\n\\]" in text
+    assert "```pycon\n>>> f(1, 2)\n3\n```" in text
+    # Out of the Args section (the Google parser would drop it), as a paragraph.
+    assert "\nThe other arguments are passed on." in text
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "documents argument 'c'" in warnings[0], warnings
