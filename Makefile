@@ -1,16 +1,17 @@
-# The two README commands: `make demo` (the main job) and `make test`.
+# The two README commands: `make demo` (the main job) and `make test` (which also
+# builds the documentation site, strict).
 # Each creates .venv on first use and installs the package with what it needs.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: demo test test-tf test-jax bench install
+.PHONY: demo test test-tf test-jax docs bench install
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,docs]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -22,10 +23,16 @@ demo: $(VENV)/.installed
 # decoding) again on JAX. Two pytest workers keep both cores busy.
 CORE_TESTS := tests/cells tests/attention tests/decoding
 
-test: test-tf test-jax
+test: test-tf test-jax docs
 
 test-tf: $(VENV)/.installed
 	KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 tests
 
 test-jax: $(VENV)/.installed
 	KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 $(CORE_TESTS)
+
+# The documentation site (mkdocs.yml) into site/, in strict mode: a broken link or anchor,
+# an unknown `::: name` or a docstring argument missing from its signature fails it.
+# The API pages are read from the source (griffe), so nothing imports TensorFlow.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site

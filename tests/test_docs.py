@@ -1,0 +1,197 @@
+"""Every ```python block in docs/**/*.md and README.md runs here, so no example goes stale.
+
+Each block runs in a fresh namespace, in a temporary working directory. A block followed
+by `<!-- output -->` and a ```text block must print exactly that text (trailing spaces
+ignored). A block preceded by `<!-- no-run: REASON -->` is skipped with that reason:
+only for examples that need a trained run directory or ../shared/data, which the test
+suite cannot produce in seconds.
+"""
+import contextlib
+import io
+import linecache
+import pathlib
+import re
+
+import keras
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+_FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<info>[^`]*)$")
+_NO_RUN = re.compile(r"^<!--\s*no-run:\s*(?P<reason>\S.*?)\s*-->$")
+_OUTPUT = "<!-- output -->"
+
+
+class Example:
+    def __init__(self, path, line, code, skip=None, output=None):
+        self.path, self.line, self.code, self.skip, self.output = path, line, code, skip, output
+
+    @property
+    def name(self):
+        return f"{self.path}:{self.line}"
+
+
+def _blocks(text):
+    """(info, first line number, code, text of the previous non-blank line) per fence."""
+    lines = text.splitlines()
+    previous, i = "", 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if not match:
+            if lines[i].strip():
+                previous = lines[i].strip()
+            i += 1
+            continue
+        start, indent, body = i + 1, len(match["indent"]), []
+        i += 1
+        while i < len(lines) and lines[i].strip() != "```":
+            body.append(lines[i][indent:])
+            i += 1
+        if i == len(lines):
+            raise ValueError(f"line {start}: a ``` fence is never closed")
+        yield match["info"].strip(), start, "\n".join(body) + "\n", previous
+        previous, i = "```", i + 1
+
+
+def collect(text, path="<text>"):
+    """The python examples of one Markdown text, with their skip reasons and outputs."""
+    examples = []
+    for info, line, code, previous in _blocks(text):
+        language = info.split()[0] if info else ""
+        if language == "python":
+            if previous.startswith("<!-- no-run"):
+                match = _NO_RUN.match(previous)
+                if not match:
+                    raise ValueError(f"{path}:{line}: a no-run marker must give a reason")
+                skip = match["reason"]
+            else:
+                skip = None
+            examples.append(Example(path, line, code, skip))
+        elif previous == _OUTPUT:
+            if not examples or language != "text":
+                raise ValueError(f"{path}:{line}: {_OUTPUT} must follow a python block "
+                                 "and precede a ```text block")
+            examples[-1].output = code
+    return examples
+
+
+def run(example):
+    """Runs one example in a fresh namespace; raises if it fails or prints the wrong text."""
+    # Registered source lines make a failing example's traceback show its code.
+    linecache.cache[example.name] = (len(example.code), None, example.code.splitlines(True), example.name)
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        exec(compile(example.code, example.name, "exec"), {"__name__": "__docs__"})
+    if example.output is not None:
+        got = [line.rstrip() for line in stdout.getvalue().rstrip().splitlines()]
+        want = [line.rstrip() for line in example.output.rstrip().splitlines()]
+        assert got == want, (
+            f"{example.name} printed\n" + "\n".join(got) + "\ninstead of\n" + "\n".join(want)
+        )
+
+
+def all_examples():
+    for page in PAGES:
+        yield from collect(page.read_text(encoding="utf-8"), page.relative_to(REPO))
+
+
+EXAMPLES = list(all_examples())
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="examples use TF")
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_example_runs(example, tmp_path, monkeypatch):
+    if example.skip:
+        pytest.skip(example.skip)
+    monkeypatch.chdir(tmp_path)
+    run(example)
+
+
+def test_docs_have_examples():
+    runnable = [e for e in EXAMPLES if not e.skip]
+    assert len(runnable) >= 15, [e.name for e in EXAMPLES]
+    # Exceptions stay few: every skipped block is listed in the module docstring's terms.
+    assert len(EXAMPLES) - len(runnable) <= 4, [e.name for e in EXAMPLES if e.skip]
+
+
+BROKEN = """
+Text.
+
+```python
+print("fine")
+```
+
+<!-- output -->
+```text
+fine
+```
+
+```python
+import kerasrnn
+kerasrnn.LSTMCell(units=0)
+```
+
+```python
+print(1 + 1)
+```
+
+<!-- output -->
+```text
+3
+```
+
+<!-- no-run: needs a trained model -->
+```python
+raise SystemExit
+```
+"""
+
+
+def test_runner_fails_on_broken_examples():
+    good, broken, wrong_output, skipped = collect(BROKEN)
+    run(good)
+    with pytest.raises(ValueError, match="units"):
+        run(broken)
+    with pytest.raises(AssertionError, match="instead of"):
+        run(wrong_output)
+    assert skipped.skip == "needs a trained model"
+
+
+def test_markers_are_checked():
+    with pytest.raises(ValueError, match="reason"):
+        collect("<!-- no-run -->\n```python\npass\n```\n")
+    with pytest.raises(ValueError, match="must follow a python block"):
+        collect("```sh\nls\n```\n\n<!-- output -->\n```text\nx\n```\n")
+
+
+DOCSTRING = '''
+def f(a, b, **kwargs):
+    """Adds.
+
+    .. math::  y = a + b
+
+    Args:
+        a, b: the numbers.
+        c: not an argument.
+        The other arguments are passed on.
+
+    >>> f(1, 2)
+    3
+    """
+'''
+
+
+def test_api_docstring_conventions(caplog):
+    """tools/griffe_docstrings.py: what the strict site build relies on."""
+    griffe = pytest.importorskip("griffe")  # the `docs` extra
+    extensions = griffe.load_extensions(str(REPO / "tools" / "griffe_docstrings.py"))
+    with griffe.temporary_visited_package("pkg", {"__init__.py": DOCSTRING},
+                                          extensions=extensions) as package:
+        text = package["f"].docstring.value
+    assert "\\[\ny = a + b\n\\]" in text
+    assert "```pycon\n>>> f(1, 2)\n3\n```" in text
+    # Out of the Args section (the Google parser would drop it), as a paragraph.
+    assert "\nThe other arguments are passed on." in text
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "documents argument 'c'" in warnings[0], warnings
