@@ -298,7 +298,16 @@ class MaskedSequenceCrossEntropy(keras.losses.Loss):
         if sample_weight is not None:
             raise ValueError("MaskedSequenceCrossEntropy masks by the [PAD] targets; "
                              "it takes no `sample_weight`.")
-        return self.call(y_true, y_pred)
+        loss = self.call(y_true, y_pred)
+        # Keras' own `Loss.__call__` divides by the replica count under tf.distribute
+        # (replica gradients are summed, the logged loss multiplied back); so must this.
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            if replicas > 1:
+                loss = loss / replicas
+        return loss
 
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
