@@ -430,6 +430,7 @@ class TranslatorModel(keras.Model):
 
         from kerasrnn.data import PAD_ID
 
+        inputs = {name: ops.convert_to_tensor(value) for name, value in inputs.items()}
         target_in = ops.cast(inputs["target_in"], "int32")
         logits = ops.stop_gradient(self(inputs, training=False))
         predicted = ops.cast(ops.argmax(logits[..., PAD_ID + 1:], axis=-1), "int32") + 1

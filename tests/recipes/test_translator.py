@@ -157,8 +157,9 @@ def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
 
     def train_loss(schedule, probability):
         model.set_scheduled_sampling(schedule, probability, seed=7)
-        # Learning rate 0: the weights, hence the first pass, stay the same.
-        model.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss_fn)
+        # Learning rate 0: the weights, hence the first pass, stay the same. Eager:
+        # tracing the two-pass step would cost more than running it once.
+        model.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss_fn, run_eagerly=True)
         return model.train_on_batch(x, y, return_dict=True)["loss"]
 
     logits = model(x, training=False)
