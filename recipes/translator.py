@@ -9,7 +9,8 @@ Model::
                Bahdanau or Luong attention)) -> dropout -> Dense -> logits for
                y_1 .. y_n [END]
 
-trained with teacher forcing on the masked, optionally label-smoothed cross-entropy
+trained with teacher forcing (optionally two-pass scheduled sampling, see
+`TranslatorModel`) on the masked, optionally label-smoothed cross-entropy
 (`model.fit`, gradient-norm clipping, best checkpoint, BackupAndRestore,
 ``--strategy mirrored``). Translation decodes step by step with the same layers
 (`kerasrnn.decoding` greedy or beam search); BLEU is sacreBLEU's corpus BLEU
@@ -29,7 +30,9 @@ Command line::
 Data (`train`, `valid`, `test`): ``[SOURCE_FILE, TARGET_FILE]``, two files with one
 sentence per line (plain or gzip, aligned line by line), or ``tfds:NAME[:SPLIT]`` (e.g.
 ``tfds:ted_hrlr_translate/pt_to_en``). Tokenisers: ``word`` (punctuation split off
-words, then whitespace) or ``char`` (characters, the space as ``▁``), chosen per side.
+words, then whitespace), ``char`` (characters, the space as ``▁``) or ``wordpiece``
+(keras-hub WordPiece subwords, the vocabulary learned from the training side), chosen
+per side.
 """
 import os
 import sys
@@ -49,13 +52,14 @@ DEFAULTS = dict(
     encoding="utf-8",
     tfds_data_dir=None,
     valid_fraction=0.05,  # held out of `train` when `valid` is not given
-    source_tokenizer="word",  # word | char
+    source_tokenizer="word",  # word | char | wordpiece
     target_tokenizer="word",
     lowercase=False,
     max_source_length=50,  # longer training pairs (in tokens) are dropped
     max_target_length=50,
-    max_vocab=30000,  # per side, including the 4 special tokens
-    min_freq=1,
+    max_vocab=30000,  # word / char: per side, including the 4 special tokens
+    min_freq=1,  # word / char
+    wordpiece_vocab_size=8000,  # wordpiece: learned pieces per side, specials included
     embedding_dim=256,
     cell="gru",  # lstm | gru | simple | layer_norm_lstm | layer_norm_simple
     cell_options={},
@@ -69,6 +73,10 @@ DEFAULTS = dict(
     attention_layer_size=None,  # width of tanh(W_c [c; h]); None: the mode's default
     dropout=0.2,
     label_smoothing=0.0,
+    # Scheduled sampling (two-pass, see `TranslatorModel`): p by training step.
+    scheduled_sampling="off",  # off | constant | linear | inverse_sigmoid
+    sampling_probability=0.25,  # the p the schedule grows to
+    sampling_steps=5000,  # linear: steps to reach it; inverse_sigmoid: to reach half
     bucket_boundaries=[10, 20, 30, 40],  # source lengths; [] for plain batching
     beam_size=5,
     length_normalization="average",  # null | average | gnmt
@@ -76,8 +84,9 @@ DEFAULTS = dict(
     max_length_ratio=0.0,  # >0: at most ceil(ratio * source length) tokens
     heatmaps=3,  # attention heatmap PNGs written by evaluate/demo
 )
-TOKENIZERS = ("word", "char")
+TOKENIZERS = ("word", "char", "wordpiece")
 ATTENTIONS = ("bahdanau", "luong")
+SCHEDULES = ("off", "constant", "linear", "inverse_sigmoid")
 SPACE = "\u2581"  # the space, as a character token
 # Detokenisation of the "word" tokeniser: no space before closing punctuation.
 _CLOSING = r" ([.,!?;:%)\]}])"
@@ -108,12 +117,20 @@ DEMO_DEFAULTS = dict(
 # ----------------------------------------------------------------------- tokenising
 
 
-def tokenize_graph(texts, kind, lowercase=False):
+def tokenize_graph(texts, kind, lowercase=False, wordpiece=None):
     """Strings (batch,) -> a ragged string tensor of tokens, as TensorFlow ops (the
-    same function runs in the data pipeline and inside the SavedModel)."""
+    same function runs in the data pipeline and inside the SavedModel). "wordpiece"
+    needs the side's `wordpiece` tokenizer (`side_wordpieces`), which lower-cases
+    itself."""
     import tensorflow as tf
 
+    from kerasrnn.data.tokenizers import split_wordpieces
+
     texts = tf.convert_to_tensor(texts, tf.string)
+    if kind == "wordpiece":
+        if wordpiece is None:
+            raise ValueError("the wordpiece tokenizer needs its `wordpiece` tokenizer.")
+        return split_wordpieces(texts, wordpiece)
     if lowercase:
         texts = tf.strings.lower(texts, encoding="utf-8")
     if kind == "word":
@@ -128,20 +145,56 @@ def detokenize_graph(tokens, kind):
     """A ragged string tensor of tokens -> strings (batch,)."""
     import tensorflow as tf
 
+    from kerasrnn.data.tokenizers import join_wordpieces
+
     if kind == "char":
         joined = tf.strings.reduce_join(tokens, axis=-1)
         return tf.strings.regex_replace(joined, SPACE, " ")
-    joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+    if kind == "wordpiece":
+        joined = join_wordpieces(tokens)
+    else:
+        joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
     return tf.strings.regex_replace(joined, _CLOSING, r"\1")
 
 
-def tokenize(texts, kind, lowercase=False, batch=4096):
+def tokenize(texts, kind, lowercase=False, wordpiece=None, batch=4096):
     """Python lists: strings -> token lists, with exactly `tokenize_graph`."""
     rows = []
     for start in range(0, len(texts), batch):
-        ragged = tokenize_graph(list(texts[start:start + batch]), kind, lowercase)
+        ragged = tokenize_graph(list(texts[start:start + batch]), kind, lowercase,
+                                wordpiece)
         rows += [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
     return rows
+
+
+def build_vocabulary(config, side, texts):
+    """The side's vocabulary from its training sentences: counted word / char tokens
+    (`max_vocab`, `min_freq`) or a learned WordPiece vocabulary
+    (`wordpiece_vocab_size`)."""
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.data.tokenizers import learn_wordpiece_vocabulary
+
+    kind = config[f"{side}_tokenizer"]
+    if kind == "wordpiece":
+        try:
+            return learn_wordpiece_vocabulary(texts, config["wordpiece_vocab_size"],
+                                              config["lowercase"])
+        except ValueError as error:
+            raise common.ConfigError(f"{side} side: {error}") from None
+    tokens = tokenize(texts, kind, config["lowercase"])
+    return Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
+
+
+def side_wordpieces(config, vocabs):
+    """(source, target) WordPiece tokenizers over `vocabs`; None for a side that
+    uses another tokeniser."""
+    from kerasrnn.data.tokenizers import wordpiece_tokenizer
+
+    return tuple(
+        wordpiece_tokenizer(vocab, config["lowercase"])
+        if config[f"{side}_tokenizer"] == "wordpiece" else None
+        for side, vocab in zip(("source", "target"), vocabs)
+    )
 
 
 # ------------------------------------------------------------------------------ data
@@ -184,8 +237,11 @@ def load_splits(config):
 def encode_pairs(config, source_vocab, target_vocab, sources, targets, filter_lengths):
     """Token ids for teacher forcing: source, [START] y, y [END]. With `filter_lengths`
     drops pairs with an empty source or a side longer than its maximum."""
-    src_tokens = tokenize(sources, config["source_tokenizer"], config["lowercase"])
-    tgt_tokens = tokenize(targets, config["target_tokenizer"], config["lowercase"])
+    wordpieces = side_wordpieces(config, (source_vocab, target_vocab))
+    src_tokens = tokenize(sources, config["source_tokenizer"], config["lowercase"],
+                          wordpieces[0])
+    tgt_tokens = tokenize(targets, config["target_tokenizer"], config["lowercase"],
+                          wordpieces[1])
     columns = ([], [], [])
     for src, tgt in zip(src_tokens, tgt_tokens):
         if filter_lengths and not (
@@ -242,7 +298,16 @@ class MaskedSequenceCrossEntropy(keras.losses.Loss):
         if sample_weight is not None:
             raise ValueError("MaskedSequenceCrossEntropy masks by the [PAD] targets; "
                              "it takes no `sample_weight`.")
-        return self.call(y_true, y_pred)
+        loss = self.call(y_true, y_pred)
+        # Keras' own `Loss.__call__` divides by the replica count under tf.distribute
+        # (replica gradients are summed, the logged loss multiplied back); so must this.
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            if replicas > 1:
+                loss = loss / replicas
+        return loss
 
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
@@ -292,6 +357,102 @@ class NotPadding(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape
+
+
+def sampling_probability(step, schedule, probability, steps):
+    """Scheduled sampling's p at training step `step` (a tensor; keras.ops):
+
+    * ``constant``: p = p_max;
+    * ``linear``: p = p_max min(1, i / S);
+    * ``inverse_sigmoid``: Bengio et al.'s teacher-forcing probability
+      eps_i = k / (k + exp(i / k)) turned into p = p_max (1 - eps_i)
+      = p_max sigmoid((i - k ln k) / k), with k chosen so that k ln k = S: p reaches
+      p_max / 2 at step S;
+    * ``off``: p = 0.
+    """
+    import math
+
+    step = ops.cast(step, "float32")
+    if schedule == "off":
+        return ops.zeros_like(step)
+    if schedule == "constant":
+        return ops.full_like(step, probability)
+    if schedule == "linear":
+        return probability * ops.minimum(1.0, step / steps)
+    k = steps + 2.0
+    for _ in range(50):  # Newton's method on k ln k = S (k > 1)
+        k = (k + steps) / (math.log(k) + 1.0)
+    return probability * ops.sigmoid((step - steps) / k)
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class TranslatorModel(keras.Model):
+    """The functional teacher-forced translator, whose `train_step` can do scheduled
+    sampling (Bengio et al., 2015): decoder input y_{t-1} is, with probability p, the
+    model's own previous prediction instead of the gold token.
+
+    Bengio et al. sample inside the decoding loop, step by step. Here the decoder
+    runs over the whole target sequence in one `keras.layers.RNN` call, with the
+    embedding and output layer outside the cell, so this is the two-pass ("parallel")
+    form of Duckworth et al. (2019): a first teacher-forced pass (inference mode, no
+    gradient) gives the argmax predictions yhat_t; each gold input y_{t-1}, t >= 1, is
+    replaced by yhat_{t-1} with probability p ([START] and [PAD] inputs never are,
+    and [PAD] is never predicted, so masks stay as they were); the loss and gradient
+    come from a second pass on the mixed inputs. The predictions condition on gold
+    prefixes rather than on earlier sampled ones, which keeps training one parallel
+    pass per step. Evaluation (`test_step`) stays teacher-forced.
+
+    `set_scheduled_sampling` configures it (default: off, pure teacher forcing); the
+    setting is not saved with the model (a loaded model trains teacher-forced).
+    """
+
+    _sampling = ("off", 0.0, 1, 0)
+
+    def set_scheduled_sampling(self, schedule="off", probability=0.25, steps=5000,
+                               seed=0):
+        if schedule not in SCHEDULES:
+            raise common.ConfigError(
+                f"`scheduled_sampling` must be one of {SCHEDULES}, got {schedule!r}."
+            )
+        if not 0.0 <= probability <= 1.0:
+            raise common.ConfigError(
+                f"`sampling_probability` must be in [0, 1], got {probability!r}."
+            )
+        if steps < 1:
+            raise common.ConfigError(f"`sampling_steps` must be >= 1, got {steps!r}.")
+        self._sampling = (schedule, float(probability), int(steps), int(seed))
+
+    def sampled_inputs(self, inputs, probability, seed):
+        """`inputs` with each non-[START], non-[PAD] target input replaced, with
+        probability `probability`, by the model's teacher-forced prediction of it.
+        `seed`: two int32s for the stateless draw."""
+        import tensorflow as tf
+
+        from kerasrnn.data import PAD_ID
+
+        inputs = {name: ops.convert_to_tensor(value) for name, value in inputs.items()}
+        target_in = ops.cast(inputs["target_in"], "int32")
+        logits = ops.stop_gradient(self(inputs, training=False))
+        predicted = ops.cast(ops.argmax(logits[..., PAD_ID + 1:], axis=-1), "int32") + 1
+        previous = ops.concatenate([target_in[:, :1], predicted[:, :-1]], axis=1)
+        draw = tf.random.stateless_uniform(ops.shape(target_in), seed)
+        replace = (
+            (draw < probability)
+            & (ops.arange(ops.shape(target_in)[1]) >= 1)[None, :]
+            & ops.not_equal(target_in, PAD_ID)
+        )
+        return {**inputs, "target_in": ops.where(replace, previous, target_in)}
+
+    def train_step(self, data):
+        schedule, probability, steps, seed = self._sampling
+        if schedule == "off":
+            return super().train_step(data)
+        step = self.optimizer.iterations
+        p = sampling_probability(step, schedule, probability, steps)
+        inputs, *rest = data
+        seeds = ops.stack([ops.convert_to_tensor(seed, "int32"), ops.cast(step, "int32")])
+        logs = super().train_step((self.sampled_inputs(inputs, p, seeds), *rest))
+        return {**logs, "sampling_probability": p}
 
 
 def _attention_cell(config):
@@ -357,8 +518,12 @@ def build_model(config, source_vocab_size, target_vocab_size):
                          memory_mask=NotPadding(name="source_mask")(source))
     outputs = keras.layers.Dropout(config["dropout"])(outputs)
     logits = keras.layers.Dense(target_vocab_size, name="output_projection")(outputs)
-    return keras.Model({"source": source, "target_in": target_in}, logits,
-                       name="translator")
+    model = TranslatorModel({"source": source, "target_in": target_in}, logits,
+                            name="translator")
+    model.set_scheduled_sampling(config["scheduled_sampling"],
+                                 config["sampling_probability"], config["sampling_steps"],
+                                 config["seed"])
+    return model
 
 
 def compile_model(model, config):
@@ -389,6 +554,7 @@ class Translator:
         self.decoder = model.get_layer("decoder")
         self.projection = model.get_layer("output_projection")
         self._source_lookup = source_vocab.lookup()
+        self._wordpieces = side_wordpieces(config, (source_vocab, target_vocab))
         self._target_tokens = tf.constant(target_vocab.tokens, tf.string)
         self._functions = {}
         self._alignments = keras.Model(model.inputs, self.decoder.output[1])
@@ -455,7 +621,7 @@ class Translator:
         from kerasrnn.data.tokenizers import encode_tokens
 
         tokens = tokenize_graph(texts, self.config["source_tokenizer"],
-                                self.config["lowercase"])
+                                self.config["lowercase"], self._wordpieces[0])
         return encode_tokens(tokens, self._source_lookup)
 
     def serve(self, texts, beam_size=None):
@@ -515,8 +681,10 @@ class Translator:
         import numpy as np
 
         cfg = self.config
-        src = tokenize([text], cfg["source_tokenizer"], cfg["lowercase"])[0]
-        tgt = tokenize([translation], cfg["target_tokenizer"], cfg["lowercase"])[0]
+        src = tokenize([text], cfg["source_tokenizer"], cfg["lowercase"],
+                       self._wordpieces[0])[0]
+        tgt = tokenize([translation], cfg["target_tokenizer"], cfg["lowercase"],
+                       self._wordpieces[1])[0]
         inputs = {
             "source": np.array([self.source_vocab.encode(src) or [0]], "int32"),
             "target_in": np.array(
@@ -583,8 +751,6 @@ def train(config, splits=None, callbacks=()):
         splits: optional ``{"train": (sources, targets), "valid": ..., "test": ...}``
             instead of the config's data.
     """
-    from kerasrnn.data import Vocabulary
-
     # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
     strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
     common.set_seed(config["seed"])
@@ -602,8 +768,7 @@ def train(config, splits=None, callbacks=()):
     sources, targets = splits["train"]
     vocabs = []
     for side, texts in (("source", sources), ("target", targets)):
-        tokens = tokenize(texts, config[f"{side}_tokenizer"], config["lowercase"])
-        vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
+        vocab = build_vocabulary(config, side, texts)
         vocab.save(os.path.join(out, f"{side}_vocab.txt"))
         vocabs.append(vocab)
     train_columns = encode_pairs(config, *vocabs, sources, targets, filter_lengths=True)

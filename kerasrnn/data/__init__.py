@@ -3,7 +3,9 @@
 * `Vocabulary` -- tokens <-> ids with fixed special ids ([PAD]=0, [UNK]=1, [START]=2,
   [END]=3), built from training data with size and frequency limits;
 * `tokenizers` -- word / character splitting as TensorFlow ops (`split_words`,
-  `split_chars`, `encode_tokens`, `encode_chars`);
+  `split_chars`, `encode_tokens`, `encode_chars`) and learned WordPiece subwords
+  (`learn_wordpiece_vocabulary`, `wordpiece_tokenizer`, `split_wordpieces`,
+  `join_wordpieces`);
 * `pipeline` -- `sequence_dataset`: shuffled, padded, masked, length-bucketed batches;
 * `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, word vectors,
   tensorflow-datasets; gzip is read transparently.
@@ -32,6 +34,10 @@ _LAZY = {
     "tokenize": "tokenizers",
     "encode_tokens": "tokenizers",
     "encode_chars": "tokenizers",
+    "learn_wordpiece_vocabulary": "tokenizers",
+    "wordpiece_tokenizer": "tokenizers",
+    "split_wordpieces": "tokenizers",
+    "join_wordpieces": "tokenizers",
     "sequence_dataset": "pipeline",
     "ragged_constant": "pipeline",
     "DataFormatError": "loaders",

@@ -1,4 +1,4 @@
-"""Word- and character-level tokenization as TensorFlow ops.
+"""Word-, character- and subword-level (WordPiece) tokenization as TensorFlow ops.
 
 Tokenization runs inside TensorFlow (`tf.strings`) so that the very same function turns
 text into ids in the training pipeline and inside an exported SavedModel: a model never
@@ -10,12 +10,26 @@ follow the shared vocabulary contract (``[PAD]``=0, ``[UNK]``=1, ``[START]``=2,
 0-3), and character features need a vocabulary with frequency limits built from the
 training words. Both tokenizers here therefore return strings, and a
 `Vocabulary.lookup()` layer maps them to ids.
+
+Subwords come from keras-hub: `learn_wordpiece_vocabulary` runs its
+`compute_word_piece_vocabulary` (the BERT vocabulary learner of tensorflow-text) with the
+four special tokens reserved at their contract ids, and `wordpiece_tokenizer` wraps the
+result in its `WordPieceTokenizer`, which outputs the piece strings (``"play", "##ing"``)
+for the same `Vocabulary.lookup()`. Its ops are tensorflow-text kernels: a process that
+loads a SavedModel using them must ``import tensorflow_text`` first.
 """
+import weakref
+
 import tensorflow as tf
 
-from kerasrnn.data.vocabulary import Vocabulary
+from kerasrnn.data.vocabulary import SPECIAL_TOKENS, UNK, Vocabulary
 
-__all__ = ["split_words", "split_chars", "tokenize", "encode_tokens", "encode_chars"]
+__all__ = [
+    "split_words", "split_chars", "tokenize", "encode_tokens", "encode_chars",
+    "learn_wordpiece_vocabulary", "wordpiece_tokenizer", "split_wordpieces",
+    "join_wordpieces",
+]
+SUFFIX_INDICATOR = "##"  # marks a WordPiece that continues the previous one
 
 
 def split_words(texts, lowercase=False):
@@ -87,3 +101,78 @@ def encode_chars(tokens, lookup, min_length=1):
     pad_t = tf.maximum(min_length - tf.shape(ids)[1], 0)
     pad_c = tf.maximum(min_length - tf.shape(ids)[2], 0)
     return tf.pad(ids, [[0, 0], [0, pad_t], [0, pad_c]])
+
+
+def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=False):
+    """Learns a WordPiece vocabulary from training sentences (keras-hub's
+    `compute_word_piece_vocabulary`: whitespace and punctuation split, then pieces
+    chosen by the BERT vocabulary learner).
+
+    Args:
+        texts: the training sentences (list of str).
+        vocabulary_size: the largest vocabulary, the four special tokens included.
+        lowercase: lower-case first (the tokenizer must be made with the same value).
+
+    Returns:
+        A `Vocabulary`: ``[PAD]``=0, ``[UNK]``=1, ``[START]``=2, ``[END]``=3, then the
+        word-initial pieces and the ``##`` continuation pieces.
+
+    Example:
+
+    >>> vocab = learn_wordpiece_vocabulary(["playing played plays"] * 5, 40)
+    >>> vocab.tokens[:4]
+    ['[PAD]', '[UNK]', '[START]', '[END]']
+    """
+    from keras_hub.tokenizers import compute_word_piece_vocabulary
+
+    if int(vocabulary_size) != vocabulary_size or vocabulary_size <= len(SPECIAL_TOKENS):
+        raise ValueError(
+            f"`vocabulary_size` must be an integer > {len(SPECIAL_TOKENS)} (the special "
+            f"tokens count towards it), got {vocabulary_size!r}."
+        )
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise ValueError("`texts` has no non-blank sentence to learn a vocabulary from.")
+    data = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string))
+    tokens = compute_word_piece_vocabulary(
+        data.batch(1024), int(vocabulary_size), lowercase=lowercase,
+        suffix_indicator=SUFFIX_INDICATOR, reserved_tokens=list(SPECIAL_TOKENS),
+    )
+    return Vocabulary(tokens)
+
+
+def wordpiece_tokenizer(vocabulary, lowercase=False):
+    """keras-hub's `WordPieceTokenizer` over `vocabulary` (a `Vocabulary`, e.g. from
+    `learn_wordpiece_vocabulary`): strings (batch,) -> a ragged tensor of piece strings.
+    Words it cannot spell with the pieces become ``[UNK]``."""
+    from keras_hub.tokenizers import WordPieceTokenizer
+
+    return WordPieceTokenizer(
+        vocabulary=vocabulary.tokens, lowercase=lowercase,
+        suffix_indicator=SUFFIX_INDICATOR, oov_token=UNK, dtype="string",
+    )
+
+
+def split_wordpieces(texts, tokenizer):
+    """Strings (batch,) -> a `tf.RaggedTensor` (batch, None) of piece strings, in a
+    graph or eagerly (eagerly keras-hub hands string outputs back as Python lists, so
+    the call is traced)."""
+    texts = tf.convert_to_tensor(texts, tf.string)
+    if not tf.executing_eagerly():
+        return tokenizer.tokenize(texts)
+    traced = _TRACED.get(tokenizer)
+    if traced is None:
+        traced = _TRACED[tokenizer] = tf.function(
+            tokenizer.tokenize, input_signature=[tf.TensorSpec(None, tf.string)]
+        )
+    return traced(texts)
+
+
+_TRACED = weakref.WeakKeyDictionary()  # tokenizer -> its traced `tokenize`
+
+
+def join_wordpieces(pieces):
+    """WordPiece strings (ragged (batch, None)) -> text (batch,): pieces joined by
+    spaces, a ``##`` piece glued to the one before it (``play ##ing`` -> ``playing``)."""
+    joined = tf.strings.reduce_join(pieces, axis=-1, separator=" ")
+    return tf.strings.regex_replace(joined, f"(^| ){SUFFIX_INDICATOR}", "")

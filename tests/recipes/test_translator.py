@@ -2,8 +2,11 @@
 
 TensorFlow-specific (tf.data, tf.strings, SavedModel): not run on JAX.
 """
+import contextlib
 import gzip
+import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -26,6 +29,25 @@ def _cli(*args):
     return _run([sys.executable, "-m", "recipes.translator", *args])
 
 
+def _main(*args):
+    """The command line in this process (no interpreter start-up): its JSON output."""
+    from recipes import translator
+
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert translator.main(list(args)) == 0
+    return json.loads(stdout.getvalue())
+
+
+def _small_config(**overrides):
+    from recipes import common, translator
+
+    return common.load_config(translator.DEFAULTS, overrides=dict(
+        dict(embedding_dim=5, encoder_units=6, decoder_units=7, attention_units=4,
+             dropout=0.0), **overrides,
+    ))
+
+
 # --------------------------------------------------------------------------- the loss
 
 
@@ -40,13 +62,10 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
     from keras import ops
 
     from kerasrnn.data import Vocabulary
-    from recipes import common, translator
+    from recipes import translator
 
-    config = common.load_config(translator.DEFAULTS, overrides=dict(
-        embedding_dim=5, encoder_units=6, decoder_units=7, attention_units=4,
-        attention=attention, cell=cell, num_layers=2, dropout=0.0,
-        label_smoothing=smoothing,
-    ))
+    config = _small_config(attention=attention, cell=cell, num_layers=2,
+                           label_smoothing=smoothing)
     source_vocab = Vocabulary([*Vocabulary([]).tokens, *"abcdefgh"])
     target_vocab = Vocabulary([*Vocabulary([]).tokens, *"ABCDEFGHIJ"])
     model = translator.build_model(config, len(source_vocab), len(target_vocab))
@@ -84,6 +103,91 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
     wrong = np.where(target_out > 3, 4 + (target_out - 3) % 10, target_out)
     assert float(loss_fn(wrong, logits)) != pytest.approx(teacher_forced, rel=1e-4)
     keras.backend.clear_session()
+
+
+# ------------------------------------------------------------------ scheduled sampling
+
+
+def test_scheduled_sampling_schedules():
+    from recipes.translator import sampling_probability
+
+    def p(step, schedule, steps=100):
+        return float(sampling_probability(step, schedule, 0.4, steps))
+
+    assert [p(i, "off") for i in (0, 50, 10**6)] == [0.0, 0.0, 0.0]
+    assert [p(i, "constant") for i in (0, 50, 10**6)] == pytest.approx([0.4] * 3)
+    assert [p(i, "linear") for i in (0, 25, 100, 400)] == pytest.approx(
+        [0.0, 0.1, 0.4, 0.4]
+    )
+    # Bengio et al.'s inverse sigmoid eps_i = k / (k + exp(i / k)), k ln k = S = 100.
+    low, high = 1.0, 100.0  # k ln k = 100, by bisection
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if mid * math.log(mid) < 100 else (low, mid)
+    k = low
+    assert k == pytest.approx(29.5366, rel=1e-5)
+    for i in (0, 30, 100, 250, 1000):
+        assert p(i, "inverse_sigmoid") == pytest.approx(
+            0.4 * (1 - k / (k + math.exp(i / k))), rel=1e-4, abs=1e-7
+        )
+    assert p(100, "inverse_sigmoid") == pytest.approx(0.2, rel=1e-4)
+
+
+def _sampling_batch():
+    rng = np.random.default_rng(1)
+    source = rng.integers(4, 12, (4, 5)).astype("int32")
+    source[1, 3:] = 0
+    gold = rng.integers(4, 14, (4, 6)).astype("int32")
+    target_in = np.concatenate([np.full((4, 1), 2, "int32"), gold[:, :-1]], axis=1)
+    target_out = gold.copy()
+    target_out[2, 3], target_out[2, 4:] = 3, 0  # a shorter sentence: [END], [PAD]
+    target_in[2, 4:] = 0
+    return {"source": source, "target_in": target_in}, target_out
+
+
+def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
+    import keras
+
+    from recipes import translator
+
+    config = _small_config()
+    x, y = _sampling_batch()
+    model = translator.build_model(config, 12, 14)
+    loss_fn = translator.MaskedSequenceCrossEntropy()
+
+    def train_loss(schedule, probability):
+        model.set_scheduled_sampling(schedule, probability, seed=7)
+        # Learning rate 0: the weights, hence the first pass, stay the same. Eager:
+        # tracing the two-pass step would cost more than running it once.
+        model.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss_fn, run_eagerly=True)
+        return model.train_on_batch(x, y, return_dict=True)["loss"]
+
+    logits = model(x, training=False)
+    teacher_forced = float(loss_fn(y, logits))
+    assert train_loss("constant", 0.0) == pytest.approx(teacher_forced, rel=1e-6)
+
+    # p = 1: every input after [START] (except [PAD]) is the previous step's argmax
+    # over the non-[PAD] ids, computed here directly.
+    predicted = np.argmax(np.asarray(logits)[..., 1:], axis=-1) + 1
+    expected = x["target_in"].copy()
+    real = expected != 0
+    real[:, 0] = False
+    shifted = np.concatenate([expected[:, :1], predicted[:, :-1]], axis=1)
+    expected[real] = shifted[real]
+    assert (expected != x["target_in"]).any()
+    mixed = model.sampled_inputs(x, 1.0, np.array([7, 0], "int32"))
+    np.testing.assert_array_equal(np.asarray(mixed["target_in"]), expected)
+    np.testing.assert_array_equal(np.asarray(mixed["source"]), x["source"])
+    own = float(loss_fn(y, model({**x, "target_in": expected}, training=False)))
+    assert own != pytest.approx(teacher_forced, rel=1e-4)
+    assert train_loss("constant", 1.0) == pytest.approx(own, rel=1e-5)
+    # 0 < p < 1 replaces a part of them.
+    half = np.asarray(model.sampled_inputs(x, 0.5, np.array([7, 0], "int32"))["target_in"])
+    changed = half != x["target_in"]
+    assert changed.any() and (half[changed] == expected[changed]).all()
+    assert (half[real] == x["target_in"][real]).any()
+    with pytest.raises(ValueError, match="scheduled_sampling"):
+        model.set_scheduled_sampling("sometimes")
 
 
 # ------------------------------------------------------------------------------ data
@@ -134,6 +238,9 @@ def test_tokenizers_round_trip():
     assert back.numpy()[0].decode() == "A man, in a red hat."
     back = translator.detokenize_graph(tf.ragged.constant(chars[2:]), "char")
     assert back.numpy()[0].decode() == "two spaces"
+    pieces = tf.ragged.constant([["A", "man", ",", "play", "##ing", "foot", "##ball", "."]])
+    back = translator.detokenize_graph(pieces, "wordpiece")
+    assert back.numpy()[0].decode() == "A man, playing football."
 
 
 # ------------------------------------------- the main job, the CLI and the SavedModel
@@ -162,11 +269,55 @@ def test_main_job_on_a_reduced_budget(demo_run):
     assert not os.path.exists(os.path.join(out, "backup"))  # training completed
 
 
+@pytest.fixture(scope="module")
+def wordpiece_run(tmp_path_factory):
+    """`train` through the command line (in this process) with WordPiece on both sides
+    and linear scheduled sampling, on a tiny generated corpus."""
+    from kerasrnn.tasks import date_translation_task
+
+    folder = tmp_path_factory.mktemp("wordpiece")
+    files = {}
+    for split, (count, seed) in {"train": (96, 1), "valid": (16, 2)}.items():
+        sources, targets = date_translation_task(count, seed=seed)
+        files[split] = [str(folder / f"{split}.src"), str(folder / f"{split}.tgt")]
+        for path, lines in zip(files[split], (sources, targets)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+    out = folder / "run"
+    results = _main(
+        "train", *[a for split in files for a in (f"--{split}", json.dumps(files[split]))],
+        "--output-dir", str(out), "--source-tokenizer", "wordpiece",
+        "--target-tokenizer", "wordpiece", "--wordpiece-vocab-size", "60",
+        "--scheduled-sampling", "linear", "--sampling-probability", "0.5",
+        "--sampling-steps", "4", "--epochs", "2", "--batch-size", "16",
+        "--embedding-dim", "8", "--encoder-units", "8", "--decoder-units", "16",
+        "--attention-units", "8", "--bucket-boundaries", "[]", "--beam-size", "2",
+        "--max-decode-length", "8", "--verbose", "0",
+    )
+    return out, results
+
+
+def test_cli_trains_with_wordpiece_and_scheduled_sampling(wordpiece_run):
+    from kerasrnn.data import Vocabulary
+
+    out, results = wordpiece_run
+    # 6 steps an epoch: p = 0.5 min(1, step / 4) at the last step of each epoch.
+    assert results["history"]["sampling_probability"] == pytest.approx([0.5, 0.5])
+    assert results["history"]["loss"][1] < results["history"]["loss"][0]
+    for side in ("source", "target"):
+        vocab = Vocabulary.load(out / f"{side}_vocab.txt")
+        assert vocab.tokens[:4] == ["[PAD]", "[UNK]", "[START]", "[END]"]
+        assert len(vocab) <= 60 and any(t.startswith("##") for t in vocab.tokens)
+        assert results[f"{side}_vocabulary"] == len(vocab)
+
+
 TEXTS = ["12 march 2014", "", "zzzz qqqq unknownword", "THE 3RD OF MAY 1999 !!"]
 
 LOAD_WITHOUT_KERASRNN = """
 import json, sys
 import tensorflow as tf
+if sys.argv[3] == "wordpiece":  # WordPiece runs tensorflow-text kernels
+    import tensorflow_text  # noqa: F401
 model = tf.saved_model.load(sys.argv[1])
 out = model.signatures["translate"](text=tf.constant(json.loads(sys.argv[2])))
 assert "kerasrnn" not in sys.modules and "recipes" not in sys.modules
@@ -174,22 +325,25 @@ print(json.dumps([t.decode("utf-8") for t in out["translation"].numpy()]))
 """
 
 
-def test_saved_model_string_round_trip_without_kerasrnn(demo_run, tmp_path):
-    out, _ = demo_run
-    exported = json.loads(_cli("export", "--output-dir", str(out), "--export-dir",
-                               str(tmp_path / "exported")))["saved_model"]
+@pytest.mark.parametrize("run,tokenizer", [
+    ("demo_run", "word"), ("wordpiece_run", "wordpiece"),
+])
+def test_saved_model_string_round_trip_without_kerasrnn(run, tokenizer, request, tmp_path):
+    out, _ = request.getfixturevalue(run)
+    exported = _main("export", "--output-dir", str(out), "--export-dir",
+                     str(tmp_path / "exported"))["saved_model"]
     # A fresh process in a folder where kerasrnn cannot even be imported.
     env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
     done = subprocess.run(
         [sys.executable, "-c", LOAD_WITHOUT_KERASRNN, exported,
-         json.dumps(TEXTS)],
+         json.dumps(TEXTS), tokenizer],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     served = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(served) == len(TEXTS) and all(isinstance(t, str) for t in served)
     # The same beam search as the recipe's own `translate` command.
-    cli = json.loads(_cli("translate", "--output-dir", str(out), *TEXTS))
+    cli = _main("translate", "--output-dir", str(out), *TEXTS)
     assert [row["translation"] for row in cli] == served
     assert [row["text"] for row in cli] == TEXTS
 
