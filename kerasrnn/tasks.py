@@ -35,6 +35,42 @@ def marker_order_task(num_examples, min_length=20, max_length=60, vocab_size=10,
     return tokens, labels
 
 
+
+def long_dependency_task(num_examples, distractors, num_classes=4, vocab_size=16, seed=0):
+    """The long-term dependency problem of Bengio, Simard & Frasconi (1994).
+
+    Each sequence starts with one relevant symbol 1..num_classes, followed by
+    `distractors` (T) symbols drawn from num_classes+1..vocab_size-1 that carry no
+    information; the label, asked for after the last step, is the relevant symbol
+    (0-based). A model answers above chance (1 / num_classes) only if it carries the
+    first symbol across all T steps.
+
+    Returns:
+        tokens: int32 array [num_examples, 1 + distractors] (no padding; 0 is unused).
+        labels: int32 array [num_examples], in 0..num_classes-1.
+
+    Example:
+
+    >>> from kerasrnn.tasks import long_dependency_task
+    >>> tokens, labels = long_dependency_task(4, distractors=10, seed=0)
+    >>> tokens.shape, bool((tokens[:, 0] == labels + 1).all()), bool((tokens[:, 1:] > 4).all())
+    ((4, 11), True, True)
+    """
+    if distractors < 0:
+        raise ValueError(f"`distractors` must be >= 0, got {distractors}.")
+    if num_classes < 2:
+        raise ValueError(f"`num_classes` must be at least 2, got {num_classes}.")
+    if vocab_size < num_classes + 2:
+        raise ValueError(
+            f"`vocab_size` must leave room for distractors: at least num_classes + 2 = "
+            f"{num_classes + 2}, got {vocab_size}."
+        )
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, num_classes, num_examples).astype(np.int32)
+    tokens = rng.integers(num_classes + 1, vocab_size, (num_examples, 1 + distractors))
+    tokens[:, 0] = labels + 1
+    return tokens.astype(np.int32), labels
+
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
