@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: demo test test-tf test-jax docs bench install
+.PHONY: demo test test-tf test-jax docs figures install
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +36,11 @@ test-jax: $(VENV)/.installed
 # The API pages are read from the source (griffe), so nothing imports TensorFlow.
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# The figures of docs/ (docs/figures/*.py), each script printing the numbers it plots.
+# About 15 minutes on 2 CPU cores; the speed chart times PyTorch too (the bench extra).
+FIGURES := vanishing_gradients long_term_dependency gradient_clipping attention_heatmap cell_speed
+
+figures: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[bench]'
+	for figure in $(FIGURES); do PYTHONPATH=. $(PY) docs/figures/$$figure.py || exit 1; done
