@@ -33,7 +33,7 @@ def main():
 
         rows = cells.main(["--json", MEASURED])
 
-    kinds = sorted({row["kind"] for row in rows})
+    kinds = list(dict.fromkeys(row["kind"] for row in rows))  # in the bench's order
     fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 3.6), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         chosen = [row for row in rows if row["kind"] == kind][::-1]
