@@ -2,8 +2,9 @@
 
 The long-term dependency problem (Bengio et al. 1994, `kerasrnn.tasks.long_dependency_task`):
 one relevant symbol of four, then T distractors, the answer asked for at the end. Each
-(cell, T) trains a fresh 32-unit model with Adam for at most 20 epochs of 2,048 sequences
-(stopping once it is solved) and is scored on 1,024 held-out ones; chance is 25%.
+(cell, T) trains a fresh 32-unit model (`figlib.long_dependency_model`: Adam 3e-3,
+clipnorm 1) for at most 20 epochs of 2,048 sequences (stopping once it is solved) and is
+scored on 1,024 held-out ones; chance is 25%.
 
     PYTHONPATH=. python docs/figures/long_term_dependency.py
 """
