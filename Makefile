@@ -38,7 +38,7 @@ docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 # The figures of docs/ (docs/figures/*.py), each script printing the numbers it plots.
-# About 15 minutes on 2 CPU cores; the speed chart times PyTorch too (the bench extra).
+# About 20 minutes on 2 CPU cores; the speed chart times PyTorch too (the bench extra).
 FIGURES := vanishing_gradients long_term_dependency gradient_clipping attention_heatmap cell_speed
 
 figures: $(VENV)/.installed

@@ -442,13 +442,18 @@ def evaluate(config, splits=None, vocabulary=None, names=("valid", "test")):
 def step_function(model):
     """The trained model as a decoder step: `(tokens (batch,), states) -> (logits,
     states)`, states = one list per RNN layer. Dropout is off (inference)."""
+    from keras import ops
+
     embedding = model.get_layer("embedding")
     layers = rnn_layers(model)
     tied = not any(layer.name == "logits" for layer in model.layers)
     output = None if tied else model.get_layer("logits")
 
     def step(tokens, states):
-        x = embedding(tokens)
+        # The lookup without the layer call: one token per row needs no padding mask,
+        # and the mask the layer attaches would make every cell warn that it does not
+        # support masking (keras-hub's ReversibleEmbedding attaches one even in `call`).
+        x = ops.cast(ops.take(embedding.embeddings, tokens, axis=0), embedding.compute_dtype)
         new_states = []
         for layer, state in zip(layers, states):
             x, state = layer.cell(x, list(state), training=False)
