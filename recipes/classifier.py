@@ -136,12 +136,13 @@ def load_examples(config, spec, split):
     return texts, labels
 
 
-def holdout(texts, labels, fraction, seed):
-    """Splits off a seeded random `fraction` of the examples: (kept, held_out)."""
+def holdout(texts, labels, fraction, seed, option="valid_fraction"):
+    """Splits off a seeded random `fraction` of the examples: (kept, held_out).
+    `option` names the config key the fraction came from, for the error message."""
     import numpy as np
 
     if not 0 < fraction < 1:
-        raise common.ConfigError(f"holdout fractions must be in (0, 1), got {fraction}.")
+        raise common.ConfigError(f"`{option}` must be in (0, 1), got {fraction}.")
     order = np.random.default_rng(seed).permutation(len(texts))
     n = max(1, int(round(fraction * len(texts))))
     pick = lambda idx: ([texts[i] for i in idx], [labels[i] for i in idx])  # noqa: E731
@@ -158,7 +159,8 @@ def load_splits(config):
             splits[name] = load_examples(config, config[name], name)
         elif config[f"{name}_fraction"]:
             splits["train"], splits[name] = holdout(
-                *splits["train"], config[f"{name}_fraction"], config["seed"] + seed_offset
+                *splits["train"], config[f"{name}_fraction"], config["seed"] + seed_offset,
+                option=f"{name}_fraction",
             )
         else:
             splits[name] = None
@@ -328,7 +330,7 @@ def train(config, splits=None, callbacks=()):
         )
     for name in ("valid", "test"):
         if splits.get(name):
-            common.check_labels(label_names, splits[name][1], name)
+            common.check_labels(label_names, splits[name][1], name, config[name])
 
     out = config["output_dir"]
     os.makedirs(out, exist_ok=True)

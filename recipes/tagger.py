@@ -391,7 +391,7 @@ def train(config, splits=None, callbacks=()):
     for name in ("valid", "test"):
         if splits.get(name):
             common.check_labels([t for s in tags for t in s],
-                                [t for s in splits[name][1] for t in s], name)
+                                [t for s in splits[name][1] for t in s], name, config[name])
 
     out = config["output_dir"]
     os.makedirs(out, exist_ok=True)

@@ -90,10 +90,11 @@ class LayerNormLSTMCell(_LayerNormWeights, LSTMCell):
         c_t &= f_t \\odot c_{t-1} + i_t \\odot \\tilde c_t \\\\
         h_t &= o_t \\odot \\phi(\\mathrm{LN}_c(c_t))
 
-    LN_x and LN_h normalise the fused 4 x units pre-activation vectors of the input and
+    LN_x and LN_h normalise the fused pre-activation vectors of the input and
     the recurrent projection separately; LN_c normalises the cell state on its way to
     the output, while c_t itself is carried unnormalised, as in the paper. Extra weights:
-    `input_norm_gamma/beta`, `recurrent_norm_gamma/beta` (4 units each) and
+    `input_norm_gamma/beta`, `recurrent_norm_gamma/beta` (gates x units each: 4 units,
+    3 for the coupled and the 1997 cell) and
     `cell_norm_gamma/beta` (units). The variants of `LSTMCell` (forget_gate, peephole,
     coupled) are available here too; the peephole terms are added after normalisation.
 

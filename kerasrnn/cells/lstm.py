@@ -42,8 +42,9 @@ class LSTMCell(RecurrentCell):
         forget_gate: whether the cell has a forget gate (False: the 1997 cell).
         peephole: whether the gates see the cell state (diagonal peephole weights).
         coupled: couple the input gate to the forget gate, i_t = 1 - f_t.
-        unit_forget_bias: initialise b_f to 1 (Jozefowicz et al. 2015); forces
-            `bias_initializer` to zeros for the other gates, as Keras does.
+        unit_forget_bias: initialise b_f to 1 (Jozefowicz et al. 2015); the other
+            gates' biases still come from `bias_initializer` (zeros by default), as in
+            Keras' own LSTM cell.
         peephole_initializer: initializer of the peephole vectors (default zeros, so a
             new peephole cell starts as the plain cell).
         The other arguments are Keras' (see `kerasrnn.cells.base.RecurrentCell`).

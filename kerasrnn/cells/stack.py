@@ -13,7 +13,7 @@ class RNNStack(keras.layers.Layer):
     Layer l maps the sequence x^(l) to y^(l) = RNN_l(x^(l)) (or the merged forward and
     backward sequences when `bidirectional`); between layers
 
-    .. math::  x^{(l+1)} = \\mathrm{dropout}(y^{(l)}) + [\\text{residual}]\\; x^{(l)}
+    .. math::  x^{(l+1)} = \\mathrm{dropout}\\big(y^{(l)} + [\\text{residual}]\\; x^{(l)}\\big)
 
     where the residual term is added only where the widths agree (from the second layer
     on, unless the input already has the layer's width). Each layer and direction gets

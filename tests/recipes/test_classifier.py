@@ -34,7 +34,8 @@ def test_masked_pooling_matches_numpy():
     high = classifier.MaskedPooling1D("max")(x, mask=mask).numpy()
     np.testing.assert_allclose(mean[0], x[0, :3].mean(0), rtol=1e-5)
     np.testing.assert_allclose(high[1], x[1].max(0), rtol=1e-5)
-    np.testing.assert_array_equal(mean[2], 0) and np.testing.assert_array_equal(high[2], 0)
+    np.testing.assert_array_equal(mean[2], 0)
+    np.testing.assert_array_equal(high[2], 0)
     layer = classifier.MaskedPooling1D.from_config(classifier.MaskedPooling1D("max").get_config())
     assert layer.mode == "max"
     with pytest.raises(ValueError, match="`mode`"):
@@ -107,7 +108,10 @@ def test_cli_bad_input(tmp_path, capsys):
     (tmp_path / "test.tsv").write_text("pos\tgood\nmaybe\tfine\n")
     code, _, err = _cli(capsys, "train", "--train", good, "--test", tmp_path / "test.tsv",
                         "--valid-fraction", "0", *run)
-    assert code == 2 and "label set mismatch: the test data has label(s) ['maybe']" in err
+    assert code == 2 and "label set mismatch: the test data (" in err
+    assert "test.tsv) has label(s) ['maybe']" in err
+    code, _, err = _cli(capsys, "train", "--train", good, "--valid-fraction", "1.5", *run)
+    assert code == 2 and "`valid_fraction` must be in (0, 1), got 1.5" in err
     code, _, err = _cli(capsys, "predict", "--output-dir", tmp_path / "never-trained", "hi")
     assert code == 2 and "config.json" in err
     with pytest.raises(SystemExit):
