@@ -62,8 +62,13 @@ def test_cli_round_trip_with_mirrored_strategy(tmp_path):
     assert train.returncode == 0, train.stderr[-2000:]
     assert json.loads(train.stdout)["replicas"] == 2
 
-    assert tagger.main(["train", "--train", str(ner), "--output-dir", str(tag_run),
-                        "--char-dim", "4", "--char-units", "4", *tiny]) == 0
+    train = subprocess.run(
+        [sys.executable, "-m", "recipes.tagger", "train", "--train", str(ner),
+         "--output-dir", str(tag_run), "--strategy", "mirrored", "--char-dim", "4",
+         "--char-units", "4", *tiny], env=ENV, cwd=REPO, capture_output=True, text=True,
+        timeout=300)
+    assert train.returncode == 0, train.stderr[-2000:]
+    assert json.loads(train.stdout)["replicas"] == 2
     for recipe, run in ((classifier, cls_run), (tagger, tag_run)):
         assert recipe.main(["export", "--output-dir", str(run)]) == 0
 
