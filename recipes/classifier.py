@@ -69,6 +69,9 @@ class MaskedPooling1D(keras.layers.Layer):
     mean: (1/|M|) sum_{t in M} h_t; max: max_{t in M} h_t (per feature), where M is the
     set of unmasked steps. A fully masked row (an empty sentence) gives zeros.
 
+    (Ours because Keras' `GlobalMaxPooling1D` ignores the mask, and its
+    `GlobalAveragePooling1D` divides by zero, giving NaN, on an empty sentence.)
+
     Example:
 
     >>> import numpy as np

@@ -422,7 +422,9 @@ def main(argv, prog, description, defaults, commands):
 
 def per_class_scores(gold, predicted, labels):
     """Precision, recall, F1 and support of every label (lists of gold and predicted
-    labels, aligned), as ``{label: {"precision", "recall", "f1", "support"}}``."""
+    labels, aligned), as ``{label: {"precision", "recall", "f1", "support"}}``.
+    (Counted here rather than with keras.metrics.F1Score, which needs one-hot arrays of
+    the whole set and gives no support counts.)"""
     import collections
 
     true_pos, gold_count, pred_count = (collections.Counter() for _ in range(3))
