@@ -2,9 +2,10 @@
 
 Trains a Bahdanau-attention GRU encoder-decoder (bidirectional encoder, learned bridge)
 on train (29,000 pairs), validates on val, and scores test_2016_flickr (1,000
-sentences) with sacreBLEU's corpus BLEU (`kerasrnn.metrics.corpus_bleu`) using greedy
-search and beam search (beam 5). Prints BLEU, exact training wall time and decoding
-speed (sentences/s, batches of 64) on this machine, with the command.
+sentences) with sacreBLEU's corpus BLEU (`kerasrnn.metrics.corpus_bleu`; cased unless
+``--set lowercase=true``) using greedy search and beam search (`beam_size`, 5 here).
+Prints BLEU, exact training wall time and decoding speed (sentences/s, batches of 64)
+on this machine, with the command.
 
     PYTHONPATH=. python bench/translator.py                     # the full benchmark
     PYTHONPATH=. python bench/translator.py --train-pairs 2000 --test-sentences 100 \\
@@ -85,7 +86,11 @@ def main():
     results = translator.train(config, splits)
     total = time.perf_counter() - began
     test = results["test"]
-    beam = f"beam{config['beam_size']}"
+    # `evaluate` names beam size 1 "greedy".
+    beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"
+    beam_label = f"beam {config['beam_size']}"
+    # With lowercase the references are lower-cased too (see Translator.evaluate).
+    case = "cased" if test.get("cased", True) else "case-insensitive"
     print()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
@@ -97,10 +102,10 @@ def main():
     print(f"training: {results['history']['epochs_run']} epoch(s), "
           f"{results['train_seconds']:.0f} s wall; final val_loss "
           f"{results['history']['val_loss'][-1]:.3f}")
-    print(f"test_2016_flickr BLEU: greedy {test['greedy']['bleu']:.2f}, "
-          f"beam 5 {test[beam]['bleu']:.2f}")
+    print(f"test_2016_flickr BLEU ({case}): greedy {test['greedy']['bleu']:.2f}, "
+          f"{beam_label} {test[beam]['bleu']:.2f}")
     print(f"decoding speed: greedy {test['greedy']['sentences_per_second']:.1f} "
-          f"sentences/s, beam 5 {test[beam]['sentences_per_second']:.1f} sentences/s")
+          f"sentences/s, {beam_label} {test[beam]['sentences_per_second']:.1f} sentences/s")
     for sample in test[beam]["samples"][:3]:
         print(f"  {sample['source']}\n    -> {sample['translation']}\n"
               f"    ref {sample['reference']}")

@@ -25,6 +25,8 @@ Command line::
         --output-dir runs/t
     python -m recipes.translator evaluate --output-dir runs/t --test '[a.de, a.en]'
     python -m recipes.translator translate --output-dir runs/t "ein Mann läuft ."
+    python -m recipes.translator heatmap --output-dir runs/t "ein Mann läuft ." \
+        [--input FILE]                                       # runs/t/heatmap_0.png ...
     python -m recipes.translator export --output-dir runs/t --export-dir runs/t/sm
 
 Data (`train`, `valid`, `test`): ``[SOURCE_FILE, TARGET_FILE]``, two files with one
@@ -82,14 +84,28 @@ DEFAULTS = dict(
     length_normalization="average",  # null | average | gnmt
     max_decode_length=80,  # tokens generated at most
     max_length_ratio=0.0,  # >0: at most ceil(ratio * source length) tokens
-    heatmaps=3,  # attention heatmap PNGs written by evaluate/demo
+    heatmaps=3,  # evaluate/demo: heatmap PNGs of the first N test sentences
 )
 TOKENIZERS = ("word", "char", "wordpiece")
 ATTENTIONS = ("bahdanau", "luong")
 SCHEDULES = ("off", "constant", "linear", "inverse_sigmoid")
 SPACE = "\u2581"  # the space, as a character token
-# Detokenisation of the "word" tokeniser: no space before closing punctuation.
+# Detokenisation of the "word" (and WordPiece) tokens, in this order: hyphens and
+# apostrophes between two letters or digits are rejoined ("t - shirt" -> "t-shirt",
+# "man ' s" -> "man's"), as sacreBLEU's 13a tokeniser keeps them inside words; no space
+# before closing punctuation, none after an opening bracket, none inside a pair of
+# double quotes. The tokeniser splits all of them off, so the rules guess; on Multi30k
+# English they restore >99% of lines exactly (a spaced "a - b" or "dogs' toys" is what
+# they get wrong).
+_JOINER = "[-'\u2019]"  # ' and the typographic ’
+_ALNUM = r"[\pL\pN]"
+# RE2 has no lookaround, so a match cannot check the letter after a joiner without
+# consuming it, which would break chains ("mother - in - law"): mark the joiners with a
+# letter on their right first, then join the marked ones with a letter on their left.
+_MARK = "\ue000"  # a private-use character, not in any text
 _CLOSING = r" ([.,!?;:%)\]}])"
+_OPENING = r"([(\[{]) "
+_QUOTED = r'" ([^"]*) "'
 
 DEMO_DEFAULTS = dict(
     output_dir="runs/translator-demo",
@@ -132,13 +148,26 @@ def tokenize_graph(texts, kind, lowercase=False, wordpiece=None):
             raise ValueError("the wordpiece tokenizer needs its `wordpiece` tokenizer.")
         return split_wordpieces(texts, wordpiece)
     if lowercase:
-        texts = tf.strings.lower(texts, encoding="utf-8")
+        texts = lower_graph(texts)
     if kind == "word":
         return tf.strings.split(tf.strings.regex_replace(texts, r"(\pP)", r" \1 "))
     if kind == "char":
         spaced = tf.strings.regex_replace(tf.strings.strip(texts), r"\s+", SPACE)
         return tf.strings.unicode_split(spaced, "UTF-8", errors="replace")
     raise common.ConfigError(f"tokenizers must be one of {TOKENIZERS}, got {kind!r}.")
+
+
+def lower_graph(texts, kind="word"):
+    """Lower-cases strings (batch,) as the `kind` tokeniser does: keras-hub's WordPiece
+    case-folds (NFKC casefold, "ß" -> "ss"), the others use `tf.strings.lower`."""
+    import tensorflow as tf
+
+    texts = tf.convert_to_tensor(texts, tf.string)
+    if kind == "wordpiece":
+        import tensorflow_text
+
+        return tensorflow_text.case_fold_utf8(texts)
+    return tf.strings.lower(texts, encoding="utf-8")
 
 
 def detokenize_graph(tokens, kind):
@@ -154,7 +183,13 @@ def detokenize_graph(tokens, kind):
         joined = join_wordpieces(tokens)
     else:
         joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-    return tf.strings.regex_replace(joined, _CLOSING, r"\1")
+    text = tf.strings.regex_replace(joined, f" ({_JOINER}) ({_ALNUM})",
+                                    rf" \1{_MARK}\2")
+    text = tf.strings.regex_replace(text, f"({_ALNUM}) ({_JOINER}){_MARK}", r"\1\2")
+    text = tf.strings.regex_replace(text, _MARK, " ")
+    text = tf.strings.regex_replace(text, _CLOSING, r"\1")
+    text = tf.strings.regex_replace(text, _OPENING, r"\1")
+    return tf.strings.regex_replace(text, _QUOTED, r'"\1"')
 
 
 def tokenize(texts, kind, lowercase=False, wordpiece=None, batch=4096):
@@ -654,11 +689,20 @@ class Translator:
 
     # ---- evaluation ----------------------------------------------------------------
     def evaluate(self, sources, references, beam_sizes=None):
-        """BLEU (sacreBLEU's corpus BLEU), exact match and speed, per beam size."""
+        """BLEU (sacreBLEU's corpus BLEU), exact match and speed, per beam size.
+
+        With `lowercase` the translations can only be lower-case, so the references
+        are lower-cased too: the scores are then case-insensitive (``"cased": false``
+        in the results)."""
         from kerasrnn.metrics import corpus_bleu
 
         beam_sizes = beam_sizes or sorted({1, self.config["beam_size"]})
-        results = {"examples": len(sources)}
+        cased = not self.config["lowercase"]
+        if not cased:
+            # As the target tokeniser lower-cases, which is not quite str.lower.
+            lowered = lower_graph(list(references), self.config["target_tokenizer"])
+            references = [r.decode("utf-8") for r in lowered.numpy()]
+        results = {"examples": len(sources), "cased": cased}
         for beam in beam_sizes:
             self.translate(sources[:2], beam)  # trace outside the timing
             began = time.perf_counter()
@@ -695,14 +739,16 @@ class Translator:
         weights = ops.convert_to_numpy(self._alignments(inputs, training=False))[0]
         return weights[:, : max(len(src), 1)], src, tgt + ["[END]"]
 
-    def heatmap(self, text, path, beam_size=None):
-        """Writes the alignment matrix of `text` and its translation as a PNG."""
+    def heatmap(self, text, path, beam_size=None, translation=None):
+        """Writes the alignment matrix of `text` and its translation (decoded with
+        `beam_size` unless given) as a PNG: source tokens x translation tokens."""
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        translation = self.translate([text], beam_size)[0]
+        if translation is None:
+            translation = self.translate([text], beam_size)[0]
         weights, src, tgt = self.alignments(text, translation)
         fig, ax = plt.subplots(figsize=(1 + 0.45 * len(src), 1 + 0.35 * len(tgt)))
         ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
@@ -833,6 +879,33 @@ def _run_translate(config, args):
     return [{"text": s, "translation": t} for s, t in zip(texts, translations)]
 
 
+def _heatmap_arguments(parser):
+    parser.add_argument("texts", nargs="*", help="source sentences to plot")
+    parser.add_argument("--input", help="a file with one source sentence per line")
+
+
+def _run_heatmap(config, args):
+    """One attention heatmap PNG per given sentence, ``heatmap_<i>.png`` in the run
+    folder, from the translation `translate` gives (beam search, `beam_size`)."""
+    from kerasrnn.data.loaders import read_lines
+
+    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
+    texts = list(args.texts)
+    if args.input:
+        texts += [line for _, line in read_lines(args.input, config["encoding"])]
+    if not texts:
+        raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
+    translator = Translator.from_run(config)
+    translations = translator.translate(texts)
+    return [
+        {"text": text, "translation": translation,
+         "heatmap": translator.heatmap(
+             text, os.path.join(config["output_dir"], f"heatmap_{i}.png"),
+             translation=translation)}
+        for i, (text, translation) in enumerate(zip(texts, translations))
+    ]
+
+
 def _demo_arguments(parser):
     parser.add_argument("--data", nargs=2, metavar=("SOURCE", "TARGET"),
                         help="train on these parallel files instead of generated dates")
@@ -913,6 +986,8 @@ COMMANDS = {
     "evaluate": ("BLEU of a trained translator on --test, greedy and beam search",
                  None, _run_evaluate),
     "translate": ("translate sentences", _translate_arguments, _run_translate),
+    "heatmap": ("attention heatmap PNGs (source x translation tokens) of chosen "
+                "sentences, written to the run folder", _heatmap_arguments, _run_heatmap),
     "export": ("export a SavedModel: translate(text) -> translation",
                common.export_arguments,
                common.export_command(DEFAULTS, Translator.from_run)),

@@ -243,6 +243,75 @@ def test_tokenizers_round_trip():
     assert back.numpy()[0].decode() == "A man, playing football."
 
 
+def _word_round_trip(texts):
+    """detokenize(tokenize(texts)) with the "word" tokeniser, the detokeniser traced
+    (it runs inside the SavedModel)."""
+    import tensorflow as tf
+
+    from recipes import translator
+
+    tokens = tf.ragged.constant(translator.tokenize(texts, "word"), dtype=tf.string)
+    detokenize = tf.function(lambda t: translator.detokenize_graph(t, "word"),
+                             autograph=False)
+    return [t.decode("utf-8") for t in detokenize(tokens).numpy()]
+
+
+def test_word_tokens_keep_intra_word_hyphens_apostrophes_and_brackets():
+    from recipes import translator
+
+    texts = [
+        "A man in a red t-shirt holds a man's hat.",
+        "A dog (wearing a collar) runs [fast] {here}.",
+        "My mother-in-law's 3-year-old O'Neil isn't here.",
+        'She says "hello there!" and "bye".',
+        "A T\u2019shirt, a Gro\u00df-Stadt and 2-3 \u00e9t\u00e9s.",
+    ]
+    assert translator.tokenize(texts[:1], "word")[0][5:8] == ["t", "-", "shirt"]
+    assert _word_round_trip(texts) == texts
+    # Spacing that only the original text knew is normalised, not glued wrongly.
+    assert _word_round_trip(["( a ) ,b - c"]) == ["(a), b-c"]
+
+
+def test_word_tokens_round_trip_on_multi30k(shared_data):
+    """sacreBLEU's 13a tokeniser keeps "t-shirt" and "man's" whole: a word-level
+    translation must come back in that form or it loses BLEU it earned."""
+    import sacrebleu
+
+    with gzip.open(shared_data("multi30k", "train.en.gz"), "rt", encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line, _ in zip(f, range(2000))]
+    assert len(lines) == 2000
+    back = _word_round_trip(lines)
+    exact = sum(b == line for b, line in zip(back, lines)) / len(lines)
+    assert exact >= 0.99, [(b, line) for b, line in zip(back, lines) if b != line][:5]
+    assert sacrebleu.corpus_bleu(back, [lines]).score >= 99.5
+
+
+@pytest.mark.parametrize("kind,reference,lowered", [
+    ("word", "A Man's T-Shirt is Red.", "a man's t-shirt is red."),
+    # keras-hub's WordPiece case-folds: a lower-cased German target has "ss" for "ß".
+    ("wordpiece", "Die Straße ist sehr lang.", "die strasse ist sehr lang."),
+])
+def test_lowercase_scores_against_lowercased_references(kind, reference, lowered):
+    from recipes import translator
+
+    def scores(lowercase):
+        # Only the scoring is under test: a stand-in that "translates" perfectly
+        # into the lower-cased target.
+        tr = object.__new__(translator.Translator)
+        tr.config = _small_config(lowercase=lowercase, target_tokenizer=kind,
+                                  beam_size=2)
+        tr.translate = lambda texts, beam=None: [lowered] * len(texts)
+        return tr.evaluate(["x", "y"], [reference, lowered])
+
+    lower = scores(True)
+    assert lower["cased"] is False
+    assert lower["greedy"]["exact_match"] == lower["beam2"]["exact_match"] == 1.0
+    assert lower["greedy"]["bleu"] == pytest.approx(100.0)
+    cased = scores(False)
+    assert cased["cased"] is True
+    assert cased["greedy"]["exact_match"] == 0.5 and cased["greedy"]["bleu"] < 100.0
+
+
 # ------------------------------------------- the main job, the CLI and the SavedModel
 
 
@@ -373,3 +442,43 @@ def test_cli_evaluate_writes_scores_and_heatmaps(demo_run, tmp_path):
     assert result["greedy"]["sentences_per_second"] > 0
     assert os.path.exists(result["heatmaps"][0])
     assert os.path.exists(os.path.join(out, "evaluation.json"))
+
+
+def _png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def test_cli_heatmap_of_chosen_sentences(demo_run, tmp_path):
+    from recipes import common, translator
+
+    out, _ = demo_run
+    chosen = ["12 march 2014", "SUNDAY, JANUARY 15TH, 2006"]
+    (tmp_path / "more.txt").write_text("the 3rd of may 1999 !!\n", encoding="utf-8")
+    rows = _main("heatmap", "--output-dir", str(out), *chosen,
+                 "--input", str(tmp_path / "more.txt"))
+    texts = chosen + ["the 3rd of may 1999 !!"]
+    assert [row["text"] for row in rows] == texts
+    # The translations are the recipe's own beam search output.
+    assert [row["translation"] for row in rows] == [
+        row["translation"] for row in _main("translate", "--output-dir", str(out), *texts)
+    ]
+    config = common.saved_config(translator.DEFAULTS, str(out))
+    assert len({row["heatmap"] for row in rows}) == len(texts)
+    for row in rows:
+        assert os.path.dirname(row["heatmap"]) == str(out)
+        # One column per source token, one row per output token and [END]: the
+        # figure's size (0.45 x 0.35 inches a cell, 100 dpi) says which sentence it is.
+        src = translator.tokenize([row["text"]], config["source_tokenizer"],
+                                  config["lowercase"])[0]
+        tgt = translator.tokenize([row["translation"]], config["target_tokenizer"],
+                                  config["lowercase"])[0]
+        width, height = _png_size(row["heatmap"])
+        assert width == pytest.approx(100 + 45 * len(src), abs=1)
+        assert height == pytest.approx(100 + 35 * (len(tgt) + 1), abs=1)
+    # No sentence is a one-line error.
+    from recipes.translator import main
+
+    assert main(["heatmap", "--output-dir", str(out)]) == 2
