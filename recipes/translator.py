@@ -317,7 +317,9 @@ class MaskedSequenceCrossEntropy(keras.losses.Loss):
 
         L = 1/|M| sum_{(b,t) in M} [(1 - eps) (-log p(y_bt)) + eps mean_v (-log p(v))]
 
-    where M holds the positions whose target id is not 0 ([PAD])."""
+    where M holds the positions whose target id is not 0 ([PAD]). (Ours because Keras'
+    sparse cross-entropy has no label smoothing, and its categorical one would need the
+    one-hot targets of the whole target vocabulary per token.)"""
 
     def __init__(self, label_smoothing=0.0, name="masked_cross_entropy", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -361,7 +363,9 @@ class MaskedSequenceCrossEntropy(keras.losses.Loss):
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class MaskedAccuracy(keras.metrics.Metric):
-    """Token accuracy over the non-[PAD] targets (counts, not a mean of batch means)."""
+    """Token accuracy over the non-[PAD] targets (counts, not a mean of batch means).
+    (Ours because Keras' accuracy with a padding mask averages per batch, weighting
+    batches by their padded length, not by their real tokens.)"""
 
     def __init__(self, name="accuracy", **kwargs):
         super().__init__(name=name, **kwargs)
