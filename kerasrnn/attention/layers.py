@@ -31,17 +31,24 @@ class AttentionMemory(NamedTuple):
 def masked_softmax(energies, mask=None):
     """softmax over the last axis, with masked positions getting exactly zero weight.
 
-    A row whose positions are all masked gets all-zero weights (never NaN).
+    A row whose positions are all masked gets all-zero weights (never NaN). float16 and
+    bfloat16 energies (mixed precision) are normalised in float32 and cast back: float16
+    cannot hold a small positive floor for the sum, and both lose the sum's precision.
     """
+    dtype = keras.backend.standardize_dtype(energies.dtype)
+    if dtype in ("float16", "bfloat16"):
+        energies = ops.cast(energies, "float32")
     if mask is None:
-        return ops.softmax(energies, axis=-1)
-    mask = ops.cast(mask, "bool")
-    floor = ops.cast(-1e9 if energies.dtype != "float16" else -6e4, energies.dtype)
-    energies = ops.where(mask, energies, floor)
-    exp = ops.exp(energies - ops.max(energies, axis=-1, keepdims=True))
-    exp = exp * ops.cast(mask, exp.dtype)
-    total = ops.sum(exp, axis=-1, keepdims=True)
-    return exp / ops.maximum(total, ops.cast(1e-30, exp.dtype))
+        weights = ops.softmax(energies, axis=-1)
+    else:
+        mask = ops.cast(mask, "bool")
+        energies = ops.where(mask, energies, ops.cast(-1e9, energies.dtype))
+        exp = ops.exp(energies - ops.max(energies, axis=-1, keepdims=True))
+        exp = exp * ops.cast(mask, exp.dtype)
+        total = ops.sum(exp, axis=-1, keepdims=True)
+        # a fully masked row has exp == total == 0: divide it by 1 so no 0 / 0 is formed
+        weights = exp / ops.where(total > 0, total, ops.ones_like(total))
+    return ops.cast(weights, dtype)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -79,10 +86,11 @@ class Attention(keras.layers.Layer):
 
     Args:
         score: one of the names above.
-        units: width of the hidden layer of the additive / concat scores (additive:
-            required; concat: default d_k).
+        units: width of the hidden layer of the additive / concat scores (default
+            d_k, the width of the keys; `BahdanauAttention` asks for it explicitly).
         normalize: weight-normalised v_a for the additive score.
-        max_length: longest source of the location score.
+        max_length: longest source of the location score (longer keys raise a
+            ValueError when their length is known statically).
         scale: multiply the energies by a learned scalar g (initialised to 1), as
             TensorFlow Addons' `LuongAttention(scale=True)`.
 

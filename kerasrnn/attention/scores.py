@@ -68,6 +68,11 @@ class ScaledDotScore(Score):
 
 
 def _unit(x, epsilon=1e-12):
+    # float16 flushes epsilon to 0 (so a zero vector gives 0 * inf = NaN) and overflows
+    # |x|^2 above 65504: mixed precision normalises in float32 and casts back.
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    if dtype in ("float16", "bfloat16"):
+        return ops.cast(_unit(ops.cast(x, "float32"), epsilon), dtype)
     return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=-1, keepdims=True), epsilon))
 
 
@@ -200,8 +205,12 @@ class LocationScore(_Projected):
 
     The score ignores the keys' content: W_a (d_q, max_length) gives one energy per source
     position, so sources may be at most `max_length` long; a shorter source uses the first
-    Tk energies. Keys longer than `max_length` are rejected when their length is known
-    statically.
+    Tk energies.
+
+    Limit: keys longer than `max_length` raise a ValueError naming both lengths whenever
+    the length is known statically, at build and at every call (always under JAX, and
+    eagerly under TensorFlow). A `tf.function` traced with an unknown time axis cannot
+    check it, so pad or cut sources to at most `max_length` positions beforehand.
     """
 
     def __init__(self, max_length, **kwargs):
@@ -213,19 +222,29 @@ class LocationScore(_Projected):
             )
         self.max_length = max_length
 
-    def build(self, query_shape, keys_shape):
+    def _check_length(self, keys_shape):
         length = keys_shape[1] if len(keys_shape) == 3 else None
         if length is not None and length > self.max_length:
             raise ValueError(
                 f"The location score attends at most max_length={self.max_length} "
                 f"source positions; got `keys` of length {length}."
             )
+
+    def build(self, query_shape, keys_shape):
+        self._check_length(keys_shape)
         super().build(query_shape, keys_shape)
 
     def _build_weights(self):
         self.kernel = self._kernel("kernel", (self.query_dim, self.max_length))
 
+    def prepare_keys(self, keys):
+        # the layer is built once, on its first source: later, longer ones are caught
+        # here rather than by a backend shape error after the slice below
+        self._check_length(keys.shape)
+        return keys
+
     def call(self, query, prepared):
+        self._check_length(prepared.shape)
         length = ops.shape(prepared)[1]
         return ops.matmul(query, self.kernel)[:, :, :length]
 

@@ -213,24 +213,164 @@ def test_gradients_match_finite_differences(float64):
     np.testing.assert_allclose(analytic, numeric, rtol=rtol, atol=rtol * 1e-2)
 
 
+GRADIENT_CASES = {
+    "additive": dict(score="additive", units=3),
+    "normalized": dict(score="additive", units=3, normalize=True),
+    "general": dict(score="general", scale=True),
+    "concat": dict(score="concat", units=3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRADIENT_CASES))
+def test_weight_key_and_value_gradients_match_finite_differences(case, float64):
+    """d(sum of context * r) wrt every score weight, the keys and the values, in float64.
+
+    Rows: one unmasked, one partly masked, one fully masked (whose gradients must be 0).
+    """
+    rng = np.random.default_rng(2)
+    q = rng.normal(size=(3, 2, 4))
+    k = rng.normal(size=(3, 3, 3))
+    v = rng.normal(size=(3, 3, 2))
+    r = rng.normal(size=(3, 2, 2))
+    mask = np.array([[1, 1, 1], [1, 1, 0], [0, 0, 0]], bool)
+    layer = kerasrnn.Attention(**GRADIENT_CASES[case])
+    layer(q, k, v, mask=mask)
+    # move every weight off its initial value (g = sqrt(1/units), b = 0, scale = 1)
+    weights = [rng.normal(0, 0.7, w.shape) for w in layer.trainable_weights]
+    n = len(weights)
+
+    def loss(values):
+        context, _ = layer.stateless_call(values[:n], [], q, values[n], values[n + 1], mask=mask)
+        return keras.ops.sum(context * r)
+
+    point = weights + [k, v]
+    analytic = gradients(loss, point)
+    eps, rtol = FINITE_DIFFERENCE[keras.backend.backend()]
+    names = [w.path for w in layer.trainable_weights] + ["keys", "values"]
+    for i, value in enumerate(point):
+        numeric = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            plus = [x.copy() for x in point]
+            minus = [x.copy() for x in point]
+            plus[i][index] += eps
+            minus[i][index] -= eps
+            numeric[index] = (float(loss(plus)) - float(loss(minus))) / (2 * eps)
+        np.testing.assert_allclose(
+            analytic[i], numeric, rtol=rtol, atol=rtol * 1e-2, err_msg=names[i]
+        )
+    assert np.all(analytic[n][2] == 0.0) and np.all(analytic[n + 1][2] == 0.0)
+    assert np.all(analytic[n + 1][1, 2] == 0.0)  # a masked value never reaches the context
+
+
 def gradient(fn, x):
     """d fn / d x with the active backend's autodiff."""
+    return gradients(lambda xs: fn(xs[0]), [x])[0]
+
+
+def gradients(fn, xs):
+    """[d fn / d x for x in xs] with the active backend's autodiff."""
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        x = tf.Variable(x)
+        xs = [tf.Variable(x) for x in xs]
         with tf.GradientTape() as tape:
-            y = fn(x)
-        return tape.gradient(y, x).numpy()
+            y = fn(xs)
+        return [g.numpy() for g in tape.gradient(y, xs)]
     if keras.backend.backend() == "jax":
         import jax
 
-        return np.asarray(jax.grad(fn)(x))
+        return [np.asarray(g) for g in jax.grad(fn)(list(xs))]
     import torch
 
-    x = torch.tensor(x, requires_grad=True)
-    fn(x).backward()
-    return x.grad.numpy()
+    xs = [torch.tensor(x, requires_grad=True) for x in xs]
+    fn(xs).backward()
+    return [x.grad.numpy() for x in xs]
+
+
+@pytest.fixture(params=["float32", "mixed_float16", "mixed_bfloat16"])
+def policy(request):
+    """A global dtype policy for one test, restored whatever the test does."""
+    keras.config.set_dtype_policy(request.param)
+    try:
+        yield keras.config.dtype_policy()
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+# float32 is exact up to rounding; float16 keeps ~3 digits, bfloat16 ~2
+POLICY_ATOL = {"float32": 2e-5, "float16": 5e-3, "bfloat16": 3e-2}
+
+
+def _against_float32(case, q, k, v, mask, policy):
+    """The layer under `policy`, and a float32 copy of it: (outputs, reference outputs)."""
+    layer = kerasrnn.Attention(**CASES[case])
+    context, weights = layer(q, k, v, mask=mask, return_attention_scores=True)
+    assert keras.backend.standardize_dtype(weights.dtype) == policy.compute_dtype
+    reference = kerasrnn.Attention(**CASES[case], dtype="float32")
+    reference(q, k, v, mask=mask)
+    reference.set_weights(layer.get_weights())
+    expected = reference(q, k, v, mask=mask, return_attention_scores=True)
+    return (_float32(context), _float32(weights)), tuple(_float32(t) for t in expected)
+
+
+def _float32(tensor):
+    return np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(tensor, "float32")))
+
+
+@pytest.mark.parametrize("case", ["additive", "dot", "content", "general", "location"])
+def test_masking_under_mixed_precision(case, policy):
+    """Masked keys get exactly 0 and a fully masked row gives zeros, never NaN."""
+    q, k, v, mask = _data(dq=DQ)
+    (context, weights), (ref_context, ref_weights) = _against_float32(
+        case, q, k, v, mask, policy
+    )
+    assert not np.isnan(weights).any() and not np.isnan(context).any()
+    assert np.all(weights[1, :, 4:] == 0.0)
+    assert np.all(weights[2] == 0.0) and np.all(context[2] == 0.0)
+    atol = POLICY_ATOL[policy.compute_dtype]
+    np.testing.assert_allclose(weights, ref_weights, atol=atol)
+    np.testing.assert_allclose(context, ref_context, atol=4 * atol)
+
+
+def test_content_score_of_zero_vectors_under_mixed_precision(policy):
+    """cos(q, k) with a zero q or k is 0 (uniform weights over a zero query), not NaN."""
+    q, k, v, mask = _data()
+    q[0, 1] = 0.0
+    k[0, 2] = 0.0
+    k[1] = 0.0
+    (context, weights), (ref_context, ref_weights) = _against_float32(
+        "content", q, k, v, None, policy
+    )
+    assert not np.isnan(weights).any() and not np.isnan(context).any()
+    atol = POLICY_ATOL[policy.compute_dtype]
+    np.testing.assert_allclose(weights[0, 1], np.full(TK, 1 / TK), atol=atol)
+    np.testing.assert_allclose(weights[1], np.full((TQ, TK), 1 / TK), atol=atol)
+    q64, k64 = q.astype(np.float64), k.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # 0 / 0 for the zero vectors, read as cos = 0
+        qn = q64 / np.linalg.norm(q64, axis=-1, keepdims=True)
+        kn = k64 / np.linalg.norm(k64, axis=-1, keepdims=True)
+    e = np.nan_to_num(np.einsum("bqd,bkd->bqk", qn, kn))
+    np.testing.assert_allclose(weights, np_softmax(e, np.ones(e.shape, bool)), atol=atol)
+    np.testing.assert_allclose(weights, ref_weights, atol=atol)
+    np.testing.assert_allclose(context, ref_context, atol=4 * atol)
+
+
+def test_location_score_rejects_sources_longer_than_max_length():
+    """Built on a short source, a longer one later gets a clear error, not a shape error."""
+    q, k, v, _ = _data(dq=8)
+    layer = kerasrnn.Attention("location", max_length=TK + 1)
+    layer(q, k, v)  # built on Tk = 6 <= 7
+    long_k = np.concatenate([k, k], axis=1)
+    with pytest.raises(ValueError, match=f"max_length={TK + 1}.*length {2 * TK}"):
+        layer(q, long_k)
+    with pytest.raises(ValueError, match=f"max_length={TK + 1}.*length {2 * TK}"):
+        layer.prepare(long_k)
+    # a memory assembled by hand reaches the score's call unchecked by prepare
+    memory = AttentionMemory(keras.ops.convert_to_tensor(long_k), long_k)
+    with pytest.raises(ValueError, match=f"max_length={TK + 1}.*length {2 * TK}"):
+        layer.attend(q, memory)
+    # up to max_length is fine
+    assert tuple(layer(q, long_k[:, : TK + 1]).shape) == (B, TQ, DK)
 
 
 def test_bad_input_names_the_argument():
