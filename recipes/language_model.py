@@ -11,11 +11,16 @@ clipped by global norm.
 
 Command line::
 
-    python -m recipes.language_model train    --output-dir runs/ptb [--config ptb.yaml] [--flags]
+    python -m recipes.language_model train    --output-dir runs/ptb [--config FILE] [--flags]
     python -m recipes.language_model evaluate --output-dir runs/ptb [--split test]
     python -m recipes.language_model generate --output-dir runs/ptb --prompt "the market" \
         [--method greedy|sample|beam] [--temperature 0.8] [--top-k 40] [--top-p 0.9]
     python -m recipes.language_model export   --output-dir runs/ptb --export-dir runs/ptb/saved
+
+Ready configs (run from the repository root; the data paths are relative to it):
+`recipes/configs/ptb_small.yaml` and `recipes/configs/ptb_medium.yaml`, Zaremba et al.'s
+"small" (CPU) and "medium" (GPU) Penn Treebank models, e.g.
+``python -m recipes.language_model train --config recipes/configs/ptb_small.yaml``.
 
 Perplexity is exp(mean negative log-likelihood per token) over the whole stream, every
 `[END]` (`<eos>`) counted; at character level bits per character = mean NLL / ln 2.
@@ -33,11 +38,13 @@ import numpy as np  # noqa: E402
 from recipes.common import (  # noqa: E402
     COMMON_DEFAULTS,
     ConfigError,
+    RecipeError,
     distribution_strategy,
     main as run_cli,
     make_cell,
     saved_config,
     set_seed,
+    read_json,
     write_json,
 )
 
@@ -114,13 +121,21 @@ def load_data(config, vocabulary=None):
     return splits, vocabulary
 
 
-def batches(config, sentences, vocabulary, batch_size, shuffle=False):
-    """`(inputs, targets)` numpy windows ("stream") or a padded dataset ("sentences")."""
+def batches(config, sentences, vocabulary, batch_size, shuffle=False, source=None):
+    """`(inputs, targets)` numpy windows ("stream") or a padded dataset ("sentences").
+    `source` (the file) names the data in errors: a `batch_size x steps` window longer
+    than the corpus is a `RecipeError`, which the command line reports in one line."""
     from kerasrnn.data import language_model as lm_data
 
     if config["batching"] == "stream":
+        for key in ("batch_size", "steps"):
+            if config[key] < 1:
+                raise ConfigError(f"`{key}` must be a positive integer, got {config[key]!r}.")
         stream = lm_data.encode_stream(sentences, vocabulary)
-        return lm_data.stream_windows(stream, batch_size, config["steps"])
+        try:
+            return lm_data.stream_windows(stream, batch_size, config["steps"])
+        except ValueError as error:  # kerasrnn.data cannot raise the recipes' errors
+            raise RecipeError(f"{source or 'the corpus'}: {error}") from None
     if config["batching"] == "sentences":
         return lm_data.sentence_dataset(
             sentences, vocabulary, batch_size, shuffle=shuffle, seed=config["seed"],
@@ -292,13 +307,15 @@ class EpochEvaluation(keras.callbacks.Callback):
     """Resets the RNN states at every epoch start (stream mode: each epoch reads the
     stream from its beginning) and, after every epoch, measures the perplexity of each
     split in `splits` with `eval_model` (given the current weights), into `logs` as
-    `<split>_perplexity`; prints one line per epoch and keeps them in `rows`."""
+    `<split>_perplexity`; prints one line per epoch and keeps them in `rows` (`rows`
+    given: those of the epochs before a resume). `train_seconds` of a row is the
+    training pass only; the evaluation that follows is `eval_seconds`."""
 
-    def __init__(self, config, eval_model, splits):
+    def __init__(self, config, eval_model, splits, rows=()):
         super().__init__()
         self.config, self.eval_model, self.splits = config, eval_model, splits
         self.started = None
-        self.rows = []
+        self.rows = list(rows)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.started = time.time()
@@ -314,14 +331,44 @@ class EpochEvaluation(keras.callbacks.Callback):
             "train_perplexity": float(logs.get("perplexity", float("nan"))),
             "train_seconds": time.time() - self.started,
         }
+        evaluation_started = time.time()
         self.eval_model.set_weights(self.model.get_weights())
         for split, data in self.splits.items():
             row[f"{split}_perplexity"] = perplexity(self.eval_model, data, self.config)["perplexity"]
             logs[f"{split}_perplexity"] = row[f"{split}_perplexity"]
-        self.rows.append(row)
+        row["eval_seconds"] = time.time() - evaluation_started
+        # An epoch re-run after a resume replaces its row (and any stale later one).
+        self.rows = [r for r in self.rows if r["epoch"] < row["epoch"]] + [row]
         print("epoch " + " ".join(
             f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
         ), flush=True)
+
+
+class ResumeState(keras.callbacks.Callback):
+    """Saves, after every epoch, what `BackupAndRestore` does not restore: the epoch rows
+    of `evaluation` and the best validation perplexity of `checkpoint` (else a resumed
+    run would forget earlier epochs, and a worse epoch could overwrite the best
+    weights). It lives in the backup folder, so it goes when training completes; place
+    it after the checkpoint and before `BackupAndRestore`."""
+
+    def __init__(self, path, evaluation, checkpoint=None):
+        super().__init__()
+        self.path, self.evaluation, self.checkpoint = path, evaluation, checkpoint
+
+    def on_epoch_end(self, epoch, logs=None):
+        best = self.checkpoint.best if self.checkpoint is not None else None
+        write_json(self.path + ".tmp", {
+            "rows": self.evaluation.rows, "best": None if best is None else float(best),
+        })
+        os.replace(self.path + ".tmp", self.path)  # never a half-written file
+
+    @staticmethod
+    def load(path):
+        """`(rows, best)` of an interrupted run; `([], None)` when there is none."""
+        if not os.path.exists(path):
+            return [], None
+        state = read_json(path)
+        return state["rows"], state["best"]
 
 
 def paths(config):
@@ -332,14 +379,31 @@ def paths(config):
         "best": os.path.join(out, "best.weights.h5"),
         "config": os.path.join(out, "config.json"),
         "results": os.path.join(out, "results.json"),
+        "backup": os.path.join(out, "backup"),
+        "resume_state": os.path.join(out, "backup", "epochs.json"),
     }
 
 
-def train(config):
+def train(config, callbacks=()):
     """Trains, evaluates valid/test perplexity after each epoch, saves the vocabulary,
-    the weights (final and best by validation perplexity) and `results.json`."""
+    the weights (final and best by validation perplexity) and `results.json`.
+    Re-running an interrupted run with the same config resumes it (`BackupAndRestore`),
+    epoch rows and best score included. `callbacks` are added to the standard ones.
+
+    `results["train_seconds"]` and `tokens_per_second` count the training passes only
+    (summed over the epochs, before a resume too); `wall_seconds` is this call's
+    `fit`, per-epoch evaluation included."""
     import keras
 
+    if config["strategy"] == "mirrored" and config["batching"] == "stream":
+        # A stateful RNN carries each row's state into the next window of the same row;
+        # split over replicas, its fixed-batch state variables would be mirrored, not
+        # kept per row.
+        raise ConfigError(
+            "`strategy: mirrored` does not work with `batching: stream` (stateful "
+            "windows carry each row's RNN state, which replicas cannot share); use "
+            "`batching: sentences` or `strategy: default`."
+        )
     set_seed(config["seed"])
     strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
     splits, vocabulary = load_data(config)
@@ -349,53 +413,70 @@ def train(config):
     write_json(files["config"], config)
     batch = config["batch_size"]
     stream = config["batching"] == "stream"
-    train_data = batches(config, splits["train"], vocabulary, batch, shuffle=True)
+    train_data = batches(config, splits["train"], vocabulary, batch, shuffle=True,
+                         source=config["train_file"])
     eval_splits = {"valid": splits["valid"]} if "valid" in splits else {}
     if config["evaluate_test_each_epoch"] and "test" in splits:
         eval_splits["test"] = splits["test"]
-    eval_data = {k: batches(config, v, vocabulary, batch) for k, v in eval_splits.items()}
+    eval_data = {
+        k: batches(config, v, vocabulary, batch, source=config[f"{k}_file"])
+        for k, v in eval_splits.items()
+    }
 
     with strategy.scope():
         model = compile_model(
             build_model(config, len(vocabulary), batch if stream else None, stream), config
         )
     eval_model = build_model(config, len(vocabulary), batch if stream else None, stream)
-    evaluation = EpochEvaluation(config, eval_model, eval_data)
-    callbacks = [
+    rows, best = ResumeState.load(files["resume_state"])
+    evaluation = EpochEvaluation(config, eval_model, eval_data, rows)
+    # Order matters at each epoch end: the evaluation puts valid_perplexity in the logs
+    # for the checkpoint, and the resume state is written before the backup.
+    fit_callbacks = [
         evaluation,
         keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch)),
-        keras.callbacks.BackupAndRestore(os.path.join(config["output_dir"], "backup")),
-        keras.callbacks.TerminateOnNaN(),
     ]
+    checkpoint = None
     if eval_data:
-        callbacks.append(keras.callbacks.ModelCheckpoint(
+        checkpoint = keras.callbacks.ModelCheckpoint(
             files["best"], monitor="valid_perplexity", mode="min", save_best_only=True,
-            save_weights_only=True,
-        ))
+            save_weights_only=True, initial_value_threshold=best,
+        )
+        fit_callbacks.append(checkpoint)
         if config["patience"]:
-            callbacks.append(keras.callbacks.EarlyStopping(
+            fit_callbacks.append(keras.callbacks.EarlyStopping(
                 monitor="valid_perplexity", mode="min", patience=config["patience"],
                 restore_best_weights=True,
             ))
+    fit_callbacks += [
+        ResumeState(files["resume_state"], evaluation, checkpoint),
+        keras.callbacks.BackupAndRestore(files["backup"]),
+        keras.callbacks.TerminateOnNaN(),
+    ]
     if config["tensorboard"]:
-        callbacks.append(keras.callbacks.TensorBoard(os.path.join(config["output_dir"], "logs")))
+        fit_callbacks.append(keras.callbacks.TensorBoard(os.path.join(config["output_dir"], "logs")))
+    fit_callbacks += list(callbacks)
     started = time.time()
     if stream:
         x, y = train_data
         model.fit(x, y, batch_size=batch, shuffle=False, epochs=config["epochs"],
-                  callbacks=callbacks, verbose=config["verbose"])
+                  callbacks=fit_callbacks, verbose=config["verbose"])
         train_tokens = int((y != 0).sum())
     else:
-        model.fit(train_data, epochs=config["epochs"], callbacks=callbacks,
+        model.fit(train_data, epochs=config["epochs"], callbacks=fit_callbacks, shuffle=False,
                   verbose=config["verbose"])
         train_tokens = sum(len(s) + 1 for s in splits["train"])
-    seconds = time.time() - started
+    wall_seconds = time.time() - started
     model.save_weights(files["weights"])
-    epochs_run = len(evaluation.rows)
+    train_seconds = sum(row["train_seconds"] for row in evaluation.rows)
     results = {
         "epochs": evaluation.rows,
-        "train_seconds": seconds,
-        "tokens_per_second": train_tokens * epochs_run / seconds if epochs_run else None,
+        "train_seconds": train_seconds,
+        "tokens_per_second": (
+            train_tokens * len(evaluation.rows) / train_seconds if train_seconds else None
+        ),
+        "wall_seconds": wall_seconds,
+        "replicas": int(strategy.num_replicas_in_sync),
         "vocabulary_size": len(vocabulary),
         "parameters": int(model.count_params()),
     }
@@ -429,7 +510,9 @@ def evaluate(config, splits=None, vocabulary=None, names=("valid", "test")):
     results = {}
     for split in names:
         if split in splits:
-            result = perplexity(model, batches(config, splits[split], vocabulary, batch), config)
+            data = batches(config, splits[split], vocabulary, batch,
+                           source=config[f"{split}_file"])
+            result = perplexity(model, data, config)
             if config["level"] == "char":
                 result["bits_per_character"] = result.pop("bits_per_token")
             results[split] = result
@@ -508,6 +591,14 @@ def decode(config, step, states, start, max_length, sampler=None):
     raise ConfigError(f"`method` must be 'greedy', 'sample' or 'beam', got {method!r}.")
 
 
+def first_token(config):
+    """What precedes a prompt: the sentence boundary the model was trained on, `[END]`
+    in a stream (the previous sentence's end), `[START]` for per-sentence batches."""
+    from kerasrnn.data.vocabulary import END_ID, START_ID
+
+    return START_ID if config["batching"] == "sentences" else END_ID
+
+
 def tokens_of(text, level):
     from kerasrnn.data.language_model import split_line
 
@@ -520,12 +611,11 @@ def generate(config, prompts=None, vocabulary=None, model=None):
     with the continuation and how many prompt tokens were unknown."""
     from keras import ops
 
-    from kerasrnn.data.vocabulary import END_ID
-
     if vocabulary is None or model is None:
         vocabulary, model = load_trained(config)
     prompts = [config["prompt"]] if prompts is None else list(prompts)
-    encoded = [[END_ID] + vocabulary.encode(tokens_of(p, config["level"])) for p in prompts]
+    first = first_token(config)
+    encoded = [[first] + vocabulary.encode(tokens_of(p, config["level"])) for p in prompts]
     width = max(len(ids) for ids in encoded)
     ids = np.zeros((len(encoded), width), "int32")
     for row, sequence in enumerate(encoded):
@@ -557,7 +647,7 @@ def export(config, export_dir):
     (`method`: greedy or beam; sampling is not exported) and detokenisation in the graph."""
     import tensorflow as tf
 
-    from kerasrnn.data.vocabulary import END_ID
+    from kerasrnn.data.vocabulary import END_ID, PAD_ID
     from kerasrnn.export import export_saved_model, ids_to_strings
 
     if config["method"] not in ("greedy", "beam"):
@@ -574,12 +664,14 @@ def export(config, export_dir):
         else:
             pieces = tf.strings.split(prompt)
         ids = tf.cast(lookup(pieces), tf.int32)
-        ids = tf.concat([tf.fill([ids.nrows(), 1], END_ID), ids], axis=1)
+        ids = tf.concat([tf.fill([ids.nrows(), 1], first_token(config)), ids], axis=1)
         lengths = ids.row_lengths()
         states, start = prompt_states(step, initial_states, ids.to_tensor(0), lengths)
         out = decode(config, step, states, start, config["gen_length"])
-        # Everything from the first special token ([END], then [PAD]) on is dropped.
-        keep = tf.cumsum(tf.cast(out < 4, tf.int32), axis=1) == 0
+        # As `generate`: cut at the first [END], drop [PAD]; [UNK] stays (it stands
+        # for a real word, and `generate` shows it).
+        before_end = tf.cumsum(tf.cast(out == END_ID, tf.int32), axis=1) == 0
+        keep = before_end & (out != PAD_ID)
         words = tf.ragged.boolean_mask(ids_to_strings(out, names), keep)
         return {"continuation": tf.strings.reduce_join(words, axis=1, separator=joiner)}
 

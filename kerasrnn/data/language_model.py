@@ -90,9 +90,10 @@ def stream_windows(stream, batch_size, steps):
     row_length = -(-stream.size // batch_size)
     if steps > row_length:
         raise ValueError(
-            f"window longer than the corpus: steps={steps} but the {stream.size} tokens "
-            f"split into batch_size={batch_size} rows give only {row_length} per row; "
-            f"use fewer steps or a smaller batch."
+            f"window longer than the corpus: a batch_size x steps = {batch_size} x {steps} "
+            f"window needs {steps} tokens in each of {batch_size} rows, but the corpus has "
+            f"only {stream.size} tokens ([END]s included), {row_length} per row; use "
+            f"fewer steps or a smaller batch."
         )
     windows = -(-row_length // steps)
     width = windows * steps

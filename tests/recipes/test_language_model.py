@@ -1,7 +1,9 @@
 """The language-model recipe: data windows, perplexity, masking, generation, CLI."""
+import importlib.util
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -18,16 +20,20 @@ from recipes import language_model  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = dict(units=12, num_layers=2, steps=5, batch_size=4, init_scale=0.1, seed=3, gen_length=8)
+# What the corpus' sentences may continue with, after "the" ([UNK] is the corpus' <unk>).
+GRAMMAR = r"(cat|dog) (sat|ran) on a \[UNK\] (mat|log)"
+WORDS = {"the", "cat", "dog", "sat", "ran", "on", "a", "[UNK]", "mat", "log"}
 
 
 def write_corpus(folder, lines_per_split=(300, 30, 30), seed=0):
-    """Sentences 'the {cat|dog} {sat|ran} on a {mat|log}': 3 fair binary choices in 7
-    predicted tokens (with [END]), so the best perplexity is 2 ** (3 / 7) = 1.346."""
+    """Sentences 'the {cat|dog} {sat|ran} on a <unk> {mat|log}': 3 fair binary choices in
+    8 predicted tokens (with [END]), so the best perplexity is 2 ** (3 / 8) = 1.297.
+    `<unk>` is PTB's rare-word marker, read as [UNK]: a model must learn to emit it."""
     rng = np.random.default_rng(seed)
     files = {}
     for split, count in zip(("train", "valid", "test"), lines_per_split):
         lines = [
-            f"the {rng.choice(['cat', 'dog'])} {rng.choice(['sat', 'ran'])} on a "
+            f"the {rng.choice(['cat', 'dog'])} {rng.choice(['sat', 'ran'])} on a <unk> "
             f"{rng.choice(['mat', 'log'])}"
             for _ in range(count)
         ]
@@ -60,7 +66,7 @@ def test_stream_windows_layout_and_errors():
     assert (np.concatenate([row0, row1])[23:] == 0).all()
     inputs = np.concatenate([np.concatenate([x[0], x[2], x[4]]), np.concatenate([x[1], x[3], x[5]])])
     assert inputs[0] == END_ID and inputs[1:23].tolist() == stream[:-1].tolist()
-    with pytest.raises(ValueError, match="window longer than the corpus: steps=20"):
+    with pytest.raises(ValueError, match=r"a batch_size x steps = 4 x 20 window .* only 23 tokens"):
         lm_data.stream_windows(stream, batch_size=4, steps=20)
     with pytest.raises(ValueError, match="empty"):
         lm_data.stream_windows([], batch_size=2, steps=2)
@@ -134,10 +140,11 @@ def test_perplexity_is_exp_mean_nll_and_padding_counts_nothing(tmp_path):
 
 def test_sentence_mode_learns_and_sampling_is_seeded(tmp_path):
     config = tiny_config(tmp_path, batching="sentences", optimizer="adam", learning_rate=0.02,
-                         loss_reduction="mean", epochs=6, cell="gru", tie_embeddings=True,
-                         batch_size=16)
+                         loss_reduction="mean", epochs=12, cell="gru", tie_embeddings=True,
+                         batch_size=16, lr_decay_after=12)  # a constant rate
     results = language_model.train(config)
-    assert results["valid"]["perplexity"] < 1.6  # from 13 (uniform) towards 1.346
+    # From 13 (uniform) to near 1.297: learned well enough to generate the grammar.
+    assert results["valid"]["perplexity"] < 1.4
     vocabulary, model = language_model.load_trained(config)
 
     def run(**options):
@@ -148,9 +155,11 @@ def test_sentence_mode_learns_and_sampling_is_seeded(tmp_path):
     # top_k=1 leaves no choice: it is greedy decoding.
     assert run(method="sample", top_k=1, seed=1) == run(method="greedy")
     beam = run(method="beam", beam_size=3)
-    for row in beam + sampled:
-        assert set(row["continuation"].split()) <= set(vocabulary.tokens)
-    assert beam[0]["continuation"].split()[-2:-1] == ["a"]  # "... on a {mat|log}"
+    # The trained model continues the grammar, [UNK] included, and stops at [END].
+    assert re.fullmatch(GRAMMAR, beam[0]["continuation"]), beam[0]
+    assert re.fullmatch("the " + GRAMMAR, beam[1]["continuation"]), beam[1]
+    for row in sampled:  # no special token other than [UNK] is ever shown
+        assert set(row["continuation"].split()) <= WORDS, row
 
 
 def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
@@ -176,6 +185,8 @@ def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     generated = json.loads(run.stdout[run.stdout.rindex("[\n"):])
     assert generated[1]["unknown_prompt_tokens"] == 2
+    # The continuation holds an [UNK]: the export below must not cut it there.
+    assert "[UNK]" in generated[0]["continuation"].split(), generated
     results = json.load(open(os.path.join(out, "results.json")))
     assert results["test"]["perplexity"] < 2.0
     # A process that never imports kerasrnn (TensorFlow may load Keras itself).
@@ -194,8 +205,7 @@ def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
     # `generate` gave, and an empty prompt or unknown words do not break it.
     assert continuations[0] == generated[0]["continuation"]
     assert continuations[2] == generated[1]["continuation"]
-    words = {"the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log"}
-    assert continuations[0] and set(" ".join(continuations).split()) <= words
+    assert continuations[0] and set(" ".join(continuations).split()) <= WORDS
 
 
 def test_ptb_stream_counts_every_eos(shared_data):
@@ -206,3 +216,123 @@ def test_ptb_stream_counts_every_eos(shared_data):
     assert "<unk>" not in vocabulary.tokens  # PTB's own marker is our [UNK]
     x, y = lm_data.stream_windows(lm_data.encode_stream(sentences, vocabulary), 20, 20)
     assert int((y != 0).sum()) == 73760  # SOURCE.md: tokens including one <eos> per line
+
+
+def _cli(capsys, *argv):
+    code = language_model.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
+    files = write_corpus(str(tmp_path), lines_per_split=(10, 3, 3))
+    flags = ["--output-dir", tmp_path / "run", "--train-file", files["train"],
+             "--valid-file", files["valid"], "--test-file", files["test"], "--verbose", "0"]
+    # 10 lines x 8 tokens = 80 tokens: 20 per row of a batch of 4, fewer than 30 steps.
+    code, _, err = _cli(capsys, "train", *flags, "--batch-size", "4", "--steps", "30")
+    assert code == 2 and "Traceback" not in err, err
+    assert f"{files['train']}: window longer than the corpus: a batch_size x steps = 4 x 30" in err
+    assert "only 80 tokens" in err
+    code, _, err = _cli(capsys, "train", *flags, "--strategy", "mirrored")
+    assert code == 2 and "Traceback" not in err, err
+    assert "`strategy: mirrored` does not work with `batching: stream`" in err
+
+
+def _bench_sizes():
+    path = os.path.join(REPO, "bench", "language_model.py")
+    spec = importlib.util.spec_from_file_location("_bench_language_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SIZES
+
+
+@pytest.mark.parametrize("size", ["small", "medium"])
+def test_ptb_configs_are_valid_and_match_the_benchmark(size, shared_data):
+    from recipes.common import load_config
+
+    # load_config rejects an unknown key or a value of the wrong type.
+    config = load_config(language_model.DEFAULTS,
+                         os.path.join(REPO, "recipes", "configs", f"ptb_{size}.yaml"))
+    for key, value in _bench_sizes()[size].items():  # Zaremba et al.'s settings
+        assert config[key] == value, key
+    assert (config["cell"], config["num_layers"], config["batch_size"]) == ("lstm", 2, 20)
+    assert (config["batching"], config["optimizer"], config["learning_rate"]) == ("stream", "sgd", 1.0)
+    # The data paths are relative to the repository root, where the command runs.
+    for split in ("train", "valid", "test"):
+        assert os.path.samefile(os.path.join(REPO, config[f"{split}_file"]),
+                                shared_data("ptb", f"ptb.{split}.txt.gz"))
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 0:
+            raise KeyboardInterrupt("simulated kill after the first epoch")
+
+
+def test_resume_keeps_earlier_epochs_and_the_best_score(tmp_path):
+    # lr 1 -> 30 at epoch 2 wrecks the model: its weights must not replace epoch 1's as
+    # the best, though the resumed process never saw epoch 1's score.
+    config = tiny_config(tmp_path, epochs=2, lr_decay=30.0, lr_decay_after=1,
+                         num_layers=1, batch_size=8)
+    with pytest.raises(KeyboardInterrupt):
+        language_model.train(config, callbacks=[_Interrupt()])
+    interrupted = json.load(open(tmp_path / "run" / "backup" / "epochs.json"))["rows"]
+    results = language_model.train(config)  # the same command again
+    rows = results["epochs"]
+    assert [row["epoch"] for row in rows] == [1, 2] and rows[0] == interrupted[0]
+    assert rows[1]["valid_perplexity"] > rows[0]["valid_perplexity"]
+    # evaluate() uses best.weights.h5: epoch 1's weights give epoch 1's perplexity.
+    assert results["valid"]["perplexity"] == pytest.approx(rows[0]["valid_perplexity"], rel=1e-5)
+    assert results["train_seconds"] == pytest.approx(sum(row["train_seconds"] for row in rows))
+    assert not (tmp_path / "run" / "backup").exists()
+
+
+def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, capsys):
+    files = write_corpus(str(tmp_path), lines_per_split=(40, 6, 6))
+    out = tmp_path / "run"
+    code, stdout, _ = _cli(
+        capsys, "train", "--output-dir", out, "--train-file", files["train"],
+        "--valid-file", files["valid"], "--test-file", files["test"], "--level", "char",
+        "--units", "8", "--num-layers", "1", "--batch-size", "4", "--steps", "10",
+        "--epochs", "2", "--verbose", "0")
+    assert code == 0
+    trained = json.loads(stdout[stdout.index("\n{") + 1:])
+    code, stdout, _ = _cli(capsys, "evaluate", "--output-dir", out, "--split", "test")
+    assert code == 0
+    result = json.loads(stdout)["test"]
+    assert set(json.loads(stdout)) == {"test"}
+    assert result == pytest.approx(trained["test"])  # the same weights, the same stream
+    # Every character and one [END] per line counts; bits per character = log2 ppl.
+    lines = open(files["test"]).read().splitlines()
+    assert result["tokens"] == sum(len(line) + 1 for line in lines)
+    assert "bits_per_token" not in result
+    assert result["bits_per_character"] == pytest.approx(math.log2(result["perplexity"]))
+    assert result["bits_per_character"] < math.log2(trained["vocabulary_size"])  # it learned
+    # Training speed counts the training passes, not the evaluation after each epoch.
+    rows = trained["epochs"]
+    assert trained["train_seconds"] == pytest.approx(sum(row["train_seconds"] for row in rows))
+    evaluation = sum(row["eval_seconds"] for row in rows)
+    assert 0 < trained["train_seconds"] <= trained["wall_seconds"] - evaluation
+    stream_tokens = sum(len(line) + 1 for line in open(files["train"]).read().splitlines())
+    assert trained["tokens_per_second"] == pytest.approx(
+        stream_tokens * len(rows) / trained["train_seconds"])
+
+
+def test_mirrored_strategy_trains_per_sentence_batches(tmp_path):
+    files = write_corpus(str(tmp_path), lines_per_split=(64, 8, 8))
+    # --strategy mirrored needs a fresh process: it splits the CPU in two devices
+    # before TensorFlow initialises them.
+    run = subprocess.run(
+        [sys.executable, "-m", "recipes.language_model", "train", "--output-dir",
+         str(tmp_path / "run"), "--train-file", files["train"], "--valid-file", files["valid"],
+         "--test-file", files["test"], "--batching", "sentences", "--strategy", "mirrored",
+         "--units", "8", "--num-layers", "1", "--batch-size", "8", "--epochs", "2",
+         "--optimizer", "adam", "--learning-rate", "0.05", "--loss-reduction", "mean",
+         "--verbose", "0"],
+        env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"), cwd=REPO,
+        capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(run.stdout[run.stdout.index("\n{") + 1:])
+    assert results["replicas"] == 2
+    # Both replicas' gradients reached the weights: better than uniform guessing.
+    assert results["test"]["perplexity"] < results["vocabulary_size"] / 2
