@@ -72,9 +72,8 @@ def main():
 
     print(f"loss per batch (summed over {CONFIG['steps']} steps, mean over the batch), "
           f"{args.cell} cell, SGD lr {args.lr}")
-    shown = range(0, len(runs["no clipping"][0]), 25)
     print(f"{'batch':>8}" + "".join(f"{name:>20}" for name in runs))
-    for i in shown:
+    for i in range(len(runs["no clipping"][0])):  # every plotted point
         print(f"{i:8d}" + "".join(f"{run[0][i]:20.1f}" for run in runs.values()))
     for name, (losses, norms) in runs.items():
         finite = losses[np.isfinite(losses)]

@@ -59,6 +59,14 @@ def main():
         for label, norms in (("init", initial), ("trained", trained)):
             print(f"{name:10} {label:9}" + "".join(f"{norms[d]:9.1e}" for d in DISTANCES))
         print(f"{name:10} held-out accuracy after training: {accuracy:.3f}")
+    # Every plotted point: the curves divided by their value at distance 0, as drawn.
+    columns = [(name, label, curve[index] / curve[index][0])
+               for name, curve in curves.items()
+               for index, label in ((0, "init"), (1, "trained"))]
+    print("\nplotted: mean ||dL/dh_j|| / mean ||dL/dh_J|| by distance J - j")
+    print(f"{'J - j':>5}" + "".join(f"{f'{name} {label}':>20}" for name, label, _ in columns))
+    for distance in range(len(columns[0][2])):
+        print(f"{distance:5d}" + "".join(f"{values[distance]:20.3e}" for *_, values in columns))
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, index, title in ((axes[0], 0, "at initialisation"), (axes[1], 1, "after training")):
