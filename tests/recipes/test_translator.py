@@ -482,3 +482,32 @@ def test_cli_heatmap_of_chosen_sentences(demo_run, tmp_path):
     from recipes.translator import main
 
     assert main(["heatmap", "--output-dir", str(out)]) == 2
+
+
+def test_mirrored_strategy_logs_the_single_device_loss(tmp_path):
+    """Under `--strategy mirrored` (two CPU replicas, a fresh process) the loss Keras logs
+    is the single-device loss: the replicas' losses are divided by their count, as Keras'
+    own losses are (without that it was logged, and optimised, at twice its value).
+    With learning rate 0 both runs keep their identical initial weights."""
+    from kerasrnn.tasks import date_translation_task
+
+    files = {}
+    for split, (count, seed) in {"train": (64, 1), "valid": (32, 2)}.items():
+        sources, targets = date_translation_task(count, seed=seed)
+        files[split] = [str(tmp_path / f"{split}.src"), str(tmp_path / f"{split}.tgt")]
+        for path, lines in zip(files[split], (sources, targets)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+    flags = [*[a for split in files for a in (f"--{split}", json.dumps(files[split]))],
+             "--learning-rate", "0", "--epochs", "1", "--batch-size", "16",
+             "--embedding-dim", "8", "--encoder-units", "8", "--decoder-units", "16",
+             "--attention-units", "8", "--dropout", "0", "--bucket-boundaries", "[]",
+             "--heatmaps", "0", "--verbose", "0"]
+    single = _main("train", "--output-dir", str(tmp_path / "one"), *flags)
+    mirrored = json.loads(_cli("train", "--output-dir", str(tmp_path / "two"),
+                               "--strategy", "mirrored", *flags))
+    assert mirrored["replicas"] == 2
+    for key in ("loss", "val_loss"):
+        # Replicas average their own halves of a batch, hence not exactly equal.
+        assert mirrored["history"][key][0] == pytest.approx(single["history"][key][0],
+                                                            rel=0.05)
