@@ -39,6 +39,26 @@ def _main(*args):
     return json.loads(stdout.getvalue())
 
 
+def _date_corpus(folder, splits):
+    """Generated date pairs written as parallel files: {split: [source, target]} for
+    `splits` = {split: (count, seed)}."""
+    from kerasrnn.tasks import date_translation_task
+
+    files = {}
+    for split, (count, seed) in splits.items():
+        sources, targets = date_translation_task(count, seed=seed)
+        files[split] = [str(folder / f"{split}.src"), str(folder / f"{split}.tgt")]
+        for path, lines in zip(files[split], (sources, targets)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+    return files
+
+
+def _split_flags(files):
+    """`--train '[src, tgt]' --valid ...` for `_date_corpus`'s files."""
+    return [a for split in files for a in (f"--{split}", json.dumps(files[split]))]
+
+
 def _small_config(**overrides):
     from recipes import common, translator
 
@@ -342,19 +362,11 @@ def test_main_job_on_a_reduced_budget(demo_run):
 def wordpiece_run(tmp_path_factory):
     """`train` through the command line (in this process) with WordPiece on both sides
     and linear scheduled sampling, on a tiny generated corpus."""
-    from kerasrnn.tasks import date_translation_task
-
     folder = tmp_path_factory.mktemp("wordpiece")
-    files = {}
-    for split, (count, seed) in {"train": (96, 1), "valid": (16, 2)}.items():
-        sources, targets = date_translation_task(count, seed=seed)
-        files[split] = [str(folder / f"{split}.src"), str(folder / f"{split}.tgt")]
-        for path, lines in zip(files[split], (sources, targets)):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
+    files = _date_corpus(folder, {"train": (96, 1), "valid": (16, 2)})
     out = folder / "run"
     results = _main(
-        "train", *[a for split in files for a in (f"--{split}", json.dumps(files[split]))],
+        "train", *_split_flags(files),
         "--output-dir", str(out), "--source-tokenizer", "wordpiece",
         "--target-tokenizer", "wordpiece", "--wordpiece-vocab-size", "60",
         "--scheduled-sampling", "linear", "--sampling-probability", "0.5",
@@ -489,16 +501,8 @@ def test_mirrored_strategy_logs_the_single_device_loss(tmp_path):
     is the single-device loss: the replicas' losses are divided by their count, as Keras'
     own losses are (without that it was logged, and optimised, at twice its value).
     With learning rate 0 both runs keep their identical initial weights."""
-    from kerasrnn.tasks import date_translation_task
-
-    files = {}
-    for split, (count, seed) in {"train": (64, 1), "valid": (32, 2)}.items():
-        sources, targets = date_translation_task(count, seed=seed)
-        files[split] = [str(tmp_path / f"{split}.src"), str(tmp_path / f"{split}.tgt")]
-        for path, lines in zip(files[split], (sources, targets)):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
-    flags = [*[a for split in files for a in (f"--{split}", json.dumps(files[split]))],
+    files = _date_corpus(tmp_path, {"train": (64, 1), "valid": (32, 2)})
+    flags = [*_split_flags(files),
              "--learning-rate", "0", "--epochs", "1", "--batch-size", "16",
              "--embedding-dim", "8", "--encoder-units", "8", "--decoder-units", "16",
              "--attention-units", "8", "--dropout", "0", "--bucket-boundaries", "[]",
