@@ -7,7 +7,8 @@ import pytest
 from kerasrnn.data import Vocabulary
 from kerasrnn.data.loaders import (
     DataFormatError, DatasetUnavailableError, load_class_files, load_conll_columns,
-    load_conllu, load_tfds_classification, load_tfds_tagging, load_tsv, load_word_vectors,
+    load_conllu, load_tfds_classification, load_tfds_tagging, load_tfds_translation, load_tsv,
+    load_word_vectors,
 )
 
 CONLLU = """# sent_id = 1
@@ -119,6 +120,29 @@ def test_tfds_missing_dataset_is_a_clear_error(tmp_path):
         load_tfds_classification("imdb_reviews", data_dir=str(tmp_path), download=False)
     with pytest.raises(DatasetUnavailableError, match="'conll2003'"):
         load_tfds_tagging("conll2003", data_dir=str(tmp_path), download=False)
+
+
+def test_tfds_loaders_read_catalog_datasets(tmp_path):
+    # mock_data serves random examples shaped by each dataset's own features, so the
+    # real loading code (tfds.load, the builder's label names, as_numpy) runs offline.
+    import tensorflow_datasets as tfds
+
+    empty = str(tmp_path)
+    with tfds.testing.mock_data(num_examples=6):
+        texts, labels = load_tfds_classification("imdb_reviews", "test", data_dir=empty)
+        sentences, tags = load_tfds_tagging("conll2003", "validation", data_dir=empty,
+                                            tags_key="pos")
+        sources, targets = load_tfds_translation("ted_hrlr_translate/pt_to_en", "test",
+                                                 data_dir=empty)
+    assert len(texts) == 6 and all(isinstance(t, str) for t in texts)
+    assert set(labels) <= {"neg", "pos"}
+    pos_names = set(tfds.builder("conll2003").info.features["pos"].feature.names)
+    # (The mock draws token and tag sequence lengths independently.)
+    assert len(sentences) == len(tags) == 6
+    assert all(isinstance(t, str) for s in sentences for t in s)
+    assert {t for s in tags for t in s} <= pos_names
+    assert len(sources) == len(targets) == 6
+    assert all(isinstance(s, str) and isinstance(t, str) for s, t in zip(sources, targets))
 
 
 def test_shared_corpora(shared_data):

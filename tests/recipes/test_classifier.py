@@ -74,6 +74,17 @@ class _Interrupt(keras.callbacks.Callback):
             raise KeyboardInterrupt("simulated kill after the first epoch")
 
 
+def test_trains_on_a_tensorflow_datasets_dataset(tmp_path):
+    import tensorflow_datasets as tfds
+
+    config = _config(tmp_path, train="tfds:imdb_reviews", test="tfds:imdb_reviews:test",
+                     tfds_data_dir=str(tmp_path / "tfds"), epochs=1)
+    with tfds.testing.mock_data(num_examples=32):
+        results = classifier.train(config)
+    assert results["labels"] == ["neg", "pos"]
+    assert results["test"]["examples"] == 32
+
+
 def test_backup_and_restore_resumes_an_interrupted_run(tmp_path):
     texts = ["good film", "bad film", "great fun", "dull plot"] * 8
     labels = ["pos", "neg", "pos", "neg"] * 8
