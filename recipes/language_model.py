@@ -288,7 +288,9 @@ def perplexity(model, data, config):
         pairs = ((x.numpy(), y.numpy()) for x, y in data)
     total, count = 0.0, 0
     for x, y in pairs:
-        logits = model(x, training=False)
+        # The compiled predict function, not an eager call: 5x faster on PTB (an
+        # eager call runs every time step op by op).
+        logits = model.predict_on_batch(x)
         nll = ops.convert_to_numpy(token_crossentropy(y, logits))
         total += float(np.sum(nll, dtype="float64"))
         count += int((y != 0).sum())
