@@ -52,6 +52,68 @@ def test_padding_never_changes_the_prediction(tmp_path):
     assert full.shape == (1, 3) and np.isclose(full.sum(), 1, atol=1e-5)
 
 
+def test_naive_bayes_expert_matches_counting():
+    sentences = [[4, 5, 6], [4, 5], [6, 7, 4], [7, 7]]
+    classes = [0, 0, 1, 1]
+    expert = classifier.NaiveBayesExpert(vocab_size=9, num_classes=2, order=2, scale=0.5)
+    expert.estimate(sentences, classes)
+
+    # Reference: n-grams as tuples, each counted once per sentence, add-1 smoothing.
+    grams = lambda s: set(s) | set(zip(s, s[1:]))  # noqa: E731
+    counts = [{}, {}]
+    for s, c in zip(sentences, classes):
+        for g in grams(s):
+            counts[c][g] = counts[c].get(g, 0) + 1
+    seen = set(counts[0]) | set(counts[1])
+    totals = [sum(counts[c].get(g, 0) + 1 for g in seen) for c in (0, 1)]
+    log_p = lambda g, c: np.log((counts[c].get(g, 0) + 1) / totals[c])  # noqa: E731
+    query = [4, 5, 8, 6]  # 8 and its bigrams were never seen: they score 0
+    scores = np.array([sum(log_p(g, c) for g in grams(query) if g in seen) for c in (0, 1)])
+
+    ids = np.array([query + [0, 0], [0] * 6], "int32")
+    np.testing.assert_allclose(expert.scores(ids).numpy(), [scores, [0, 0]], rtol=1e-5)
+    model_p = np.array([[0.3, 0.7], [0.6, 0.4]], "float32")
+    combined = model_p[0] * np.exp(0.5 * scores)
+    np.testing.assert_allclose(expert([ids, model_p]).numpy(),
+                               [combined / combined.sum(), model_p[1]], rtol=1e-5)
+    with pytest.raises(ValueError, match="`order`"):
+        classifier.NaiveBayesExpert(9, 2, order=3)
+
+    # Bigram codes a * vocab_size + b past int32 (vocab > 46,340 words) still find their row.
+    big = classifier.NaiveBayesExpert(vocab_size=60000, num_classes=2, buckets=7)
+    big.estimate([[59998, 59999], [3]], [0, 1])
+    table = big.log_likelihood.numpy()
+    expected = table[big.ngram_rows([59998, 59999])].sum(axis=0)
+    np.testing.assert_allclose(big.scores(np.array([[59998, 59999]])).numpy()[0], expected,
+                               rtol=1e-6)
+
+
+def test_naive_bayes_option_multiplies_the_expert_in(tmp_path):
+    texts = ["good film", "bad film", "great fun", "dull plot"] * 4
+    labels = ["pos", "neg", "pos", "neg"] * 4
+    splits = {"train": (texts, labels), "valid": (["fun film"], ["pos"]), "test": None}
+    config = _config(tmp_path, naive_bayes=2, naive_bayes_buckets=101, epochs=1,
+                     naive_bayes_counts_valid=True)
+    classifier.train(config, splits)
+    trained = classifier.Classifier.from_run(config)  # reloaded from best.keras
+    model, expert = trained.model, trained.model.get_layer("naive_bayes")
+    fun_film = trained.vocabulary.encode(["fun", "film"])
+    bigram = expert.ngram_rows(fun_film)[-1]  # only in the validation sentence
+    assert np.abs(expert.log_likelihood.numpy()[bigram]).min() > 0
+    parts = keras.Model(model.inputs, [model.get_layer("classes").output,
+                                       expert.scores(model.inputs[0])])
+    ids = np.array([[5, 6, 0], [7, 8, 9]], "int32")
+    rnn, scores = parts.predict(ids, verbose=0)
+    assert np.abs(scores).max() > 0  # the counted table survived saving
+    np.testing.assert_allclose(
+        model.predict(ids, verbose=0),
+        keras.ops.softmax(np.log(rnn) + expert.scale * scores).numpy(), rtol=1e-5)
+    for bad, match in (({"naive_bayes": 3}, "`naive_bayes`"),
+                       ({"naive_bayes_scale": -1}, "`naive_bayes_scale`")):
+        with pytest.raises(common.ConfigError, match=match):
+            classifier.train(_config(tmp_path, **bad), splits)
+
+
 def test_learns_a_slice_of_sentence_polarity(tmp_path, shared_data):
     texts, labels = _polarity(shared_data, 200)
     config = _config(tmp_path, epochs=5, units=16, embedding_dropout=0.0, dropout=0.0,
