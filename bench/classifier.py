@@ -73,14 +73,14 @@ def main():
     start = time.time()
     accuracies = []
     with tempfile.TemporaryDirectory() as tmp:
-        tmp = args.keep_runs or tmp
+        runs = args.keep_runs or tmp
         for k, test_idx in enumerate(folds[: args.only_folds or args.folds]):
             fold_start = time.time()
             train_idx = np.setdiff1d(order, test_idx)
             pick = lambda idx: ([texts[i] for i in idx], [labels[i] for i in idx])  # noqa
             config = common.load_config(
                 classifier.DEFAULTS,
-                overrides={**overrides, "output_dir": f"{tmp}/fold{k}", "seed": 1234 + k},
+                overrides={**overrides, "output_dir": f"{runs}/fold{k}", "seed": 1234 + k},
             )
             (train, valid) = classifier.holdout(*pick(train_idx), config["valid_fraction"],
                                                 config["seed"])

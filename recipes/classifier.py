@@ -460,12 +460,10 @@ def train(config, splits=None, callbacks=()):
     monitor = "val_accuracy" if valid_data is not None else "accuracy"
     history = common.fit(model, config, train_data, valid_data, monitor, "max", callbacks)
     if config["naive_bayes"]:
-        counted, counted_labels = tokens, list(labels)
+        counted = [(tokens, labels)]
         if config["naive_bayes_counts_valid"] and valid_data is not None:
-            counted = counted + valid_tokens
-            counted_labels = counted_labels + list(splits["valid"][1])
-        _add_naive_bayes(config, vocab, counted,
-                         [label_names.index(label) for label in counted_labels])
+            counted.append((valid_tokens, splits["valid"][1]))
+        _add_naive_bayes(config, vocab, label_names, counted)
 
     classifier = Classifier.from_run(config)
     results = {
@@ -492,14 +490,15 @@ def _check_naive_bayes(config):
         raise common.ConfigError(f"`naive_bayes_scale` must be >= 0, got {scale!r}.")
 
 
-def _add_naive_bayes(config, vocab, tokens, class_ids):
+def _add_naive_bayes(config, vocab, label_names, counted):
     """Replaces the trained best checkpoint by the product of it and a
-    `NaiveBayesExpert` counted on the training sentences."""
+    `NaiveBayesExpert` counted on the `(tokens, labels)` splits in `counted`."""
     model = common.load_best_model(config)
     expert = NaiveBayesExpert(len(vocab), model.output.shape[-1], config["naive_bayes"],
                               config["naive_bayes_buckets"], config["naive_bayes_scale"],
                               name="naive_bayes")
-    expert.estimate([vocab.encode(t) for t in tokens], class_ids)
+    expert.estimate([vocab.encode(t) for tokens, _ in counted for t in tokens],
+                    [label_names.index(y) for _, labels in counted for y in labels])
     ids = model.inputs[0]
     combined = keras.Model(ids, expert([ids, model.output]), name="classifier")
     combined.save(os.path.join(config["output_dir"], "best.keras"))
