@@ -10,6 +10,8 @@ axis 1: tokens `(batch, n_best, max_length)`, `n_best = 1` for greedy and sampli
 """
 from kerasrnn.decoding.beam_search import beam_search, coverage_penalty
 from kerasrnn.decoding.common import DecodeResult, length_penalty
+from kerasrnn.decoding.ensemble import Ensemble
+from kerasrnn.decoding.replace_unk import replace_unk, unk_source_positions
 from kerasrnn.decoding.sampling import (
     decode_with_sampler,
     greedy_search,
@@ -19,11 +21,14 @@ from kerasrnn.decoding.sampling import (
 
 __all__ = [
     "DecodeResult",
+    "Ensemble",
     "beam_search",
     "coverage_penalty",
     "decode_with_sampler",
     "greedy_search",
     "length_penalty",
     "make_sampler",
+    "replace_unk",
     "sample",
+    "unk_source_positions",
 ]
