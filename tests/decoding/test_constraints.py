@@ -1,5 +1,6 @@
 """min_length, block_ngram_repeat and the logits processor, against NumPy references:
 which tokens are blocked, greedy search re-implemented in NumPy, and exhaustive search."""
+import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -114,38 +115,46 @@ def test_min_length_holds_back_the_end_in_sampling():
 
 
 def test_logits_processor_sees_step_and_tokens_and_constrains():
+    """A processor that forces token 2 first, never allows token 1, and forbids
+    repeating the previous token (read from `tokens` at `step - 1`): the output must be
+    NumPy's greedy search under the same rules, which holds only if the processor gets
+    the right step and tokens."""
     model = RecurrentDecoder(vocab=5, source=3, seed=2)
-    h, memory = model.initial_states(3, seed=4)
+    h, memory = model.initial_states(4, seed=4)
     seen = []
 
-    def forbid_one_force_two_first(step, tokens, logits):
-        seen.append((int(step), np_(tokens).copy()))
-        logits = ops.where(ops.arange(5)[None, :] == 1, -1e9, logits)  # never token 1
-        forced = ops.where(ops.arange(5)[None, :] == 2, 0.0, -1e9)  # step 0: token 2
+    def processor(step, tokens, logits):
+        if keras.backend.backend() == "tensorflow":  # eager: record what it was given
+            seen.append((int(step), np_(tokens).copy()))
+        ids = ops.arange(5)[None, :]
+        previous = ops.take_along_axis(tokens, ops.full((ops.shape(tokens)[0], 1),
+                                                        ops.maximum(step - 1, 0), "int32"), axis=1)
+        banned = ops.logical_or(ids == 1, ops.logical_and(step > 0, ids == previous))
+        logits = ops.where(banned, -1e9, logits)
+        forced = ops.where(ids == 2, 0.0, -1e9)
         return ops.where(step == 0, forced, logits)
 
-    out = decoding.greedy_search(
-        model, [0] * 3, (h, memory), max_length=6, end_token=END,
-        logits_processor=forbid_one_force_two_first,
-    )
+    out = decoding.greedy_search(model, [0] * 4, (h, memory), max_length=6, end_token=END,
+                                 logits_processor=processor)
     tokens, lengths = np_(out.tokens)[:, 0], np_(out.lengths)[:, 0]
-    assert (tokens[:, 0] == 2).all() and not (tokens == 1).any()
-    # The processor saw each step's number and the tokens generated before it.
+    for b in range(4):
+        seq, log_p = [], 0.0
+        for t in range(6):
+            logp = model.next_log_probs(seq, h[b], memory[b])
+            allowed = [2] if t == 0 else [v for v in range(5) if v != 1 and v != seq[-1]]
+            token = max(allowed, key=lambda v: logp[v])
+            # The processed logits are renormalised by the log-softmax after the processor.
+            log_p += 0.0 if t == 0 else logp[token] - np.log(np.exp(logp[allowed]).sum())
+            seq.append(token)
+            if token == END:
+                break
+        assert tokens[b, : lengths[b]].tolist() == seq
+        np.testing.assert_allclose(np_(out.log_probs)[b, 0], log_p, rtol=1e-4, atol=1e-5)
     for step, buffer in seen[1:]:  # seen[0] is the shape probe before the loop
         expected = tokens.copy()
         expected[:, step:] = PAD
         live = lengths >= step
         np.testing.assert_array_equal(buffer[live][:, :step], expected[live][:, :step])
-    for b in range(3):
-        seq, log_p = greedy_numpy(model, h[b], memory[b], 6, forbid=[1])
-        # After the forced first token the processed logits are the model's minus
-        # token 1, renormalised by the log-softmax that follows the processor.
-        rest = model.steps(tokens[b, : lengths[b]].tolist(), h[b], memory[b])
-        expected_log_p = 0.0
-        for (logp, _), y in zip(rest[1 : lengths[b]], tokens[b, 1 : lengths[b]]):
-            allowed = np.delete(np.arange(5), 1)
-            expected_log_p += logp[y] - np.log(np.exp(logp[allowed]).sum())
-        np.testing.assert_allclose(np_(out.log_probs)[b, 0], expected_log_p, rtol=1e-4, atol=1e-5)
 
 
 def test_beam_logits_processor_gets_each_hypothesis():
