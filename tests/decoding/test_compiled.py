@@ -68,3 +68,29 @@ def test_every_feature_under_jax_jit():
 
     h, memory = inputs()
     assert_same(run_all(h, memory), jax.jit(run_all)(h, memory))
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel is TF's")
+def test_every_feature_in_a_saved_model(tmp_path):
+    import tensorflow as tf
+
+    spec = [tf.TensorSpec([None, 5]), tf.TensorSpec([None, 3, 5])]
+    module = tf.Module()
+
+    @tf.function(input_signature=spec)
+    def serve(h, memory):
+        out = run_all(h, memory)
+        return {f"{name}_{field}": getattr(result, field) for name, result in out.items()
+                for field in ("tokens", "lengths", "scores", "alignments")}
+
+    module.serve = serve
+    tf.saved_model.save(module, str(tmp_path / "decoder"))
+    loaded = tf.saved_model.load(str(tmp_path / "decoder"))
+    h, memory = inputs()
+    got = loaded.serve(tf.constant(h), tf.constant(memory))
+    eager = run_all(h, memory)
+    for name, result in eager.items():
+        np.testing.assert_array_equal(got[f"{name}_tokens"].numpy(), np_(result.tokens))
+        np.testing.assert_allclose(got[f"{name}_scores"].numpy(), np_(result.scores), rtol=1e-5)
+        np.testing.assert_allclose(got[f"{name}_alignments"].numpy(), np_(result.alignments),
+                                   atol=1e-6)
