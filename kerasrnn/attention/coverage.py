@@ -42,15 +42,18 @@ def coverage_loss(alignments, mask=None):
 class CoverageLoss(keras.layers.Layer):
     """Adds `weight` x the batch mean of `coverage_loss` to the model's losses.
 
-    Place it on the alignments of an attentive decoder; it returns them unchanged, and
-    `model.fit` adds the term to the training loss (See et al. 2017 use weight 1).
+    It takes the alignments and, to keep it in the model's graph, the tensor that goes on
+    (the decoder outputs), which it returns unchanged; `model.fit` adds the term to the
+    training loss (See et al. 2017 use weight 1). Without `passthrough` it returns the
+    alignments (then they must reach a model output).
 
     Args:
         weight: lambda, the weight of the coverage loss.
 
     Call arguments:
         alignments: `[batch, Tq, Tk]`.
-        mask: `[batch, Tq]` target mask (picked up from an `Embedding(mask_zero=True)`).
+        passthrough: any tensor, returned unchanged (default: the alignments).
+        mask: `[batch, Tq]` target mask (picked up from the decoder's alignments).
 
     Example:
 
@@ -69,13 +72,13 @@ class CoverageLoss(keras.layers.Layer):
         self.weight = float(weight)
         self.supports_masking = True
 
-    def call(self, alignments, mask=None):
+    def call(self, alignments, passthrough=None, mask=None):
         loss = ops.mean(coverage_loss(alignments, mask))
         self.add_loss(self.weight * loss)
-        return alignments
+        return alignments if passthrough is None else passthrough
 
-    def compute_output_shape(self, alignments_shape):
-        return alignments_shape
+    def compute_output_shape(self, alignments_shape, passthrough_shape=None):
+        return alignments_shape if passthrough_shape is None else passthrough_shape
 
     def get_config(self):
         return {**super().get_config(), "weight": self.weight}
