@@ -233,8 +233,12 @@ class Attention(keras.layers.Layer):
         context, weights, _ = self.step(query, memory, state, training=training)
         return context, weights
 
-    def step(self, query, memory, state=None, training=False):
-        """(context, weights, next_state) for one query; next_state is None if stateless."""
+    def step(self, query, memory, state=None, training=False, noise=None):
+        """(context, weights, next_state) for one query; next_state is None if stateless.
+
+        `noise` (`[batch, Tk]` standard normal draws) replaces the draws of a monotonic
+        layer's sigmoid noise while training (`AttentiveRNN` draws them outside its loop).
+        """
         query = ops.convert_to_tensor(query)
         _check_rank("query", query.shape, (2, 3), "[batch, d_q] or [batch, Tq, d_q]")
         if query.shape[-1] is not None and query.shape[-1] != self.score.query_dim:
@@ -256,7 +260,7 @@ class Attention(keras.layers.Layer):
         if single:
             query = query[:, None, :]
         _check_batch(query, memory)
-        weights, next_state = self._weights(query, memory, state, training)
+        weights, next_state = self._weights(query, memory, state, training, noise)
         context = ops.matmul(weights, ops.cast(memory.values, weights.dtype))
         if single:
             return context[:, 0], weights[:, 0], next_state
@@ -271,7 +275,7 @@ class Attention(keras.layers.Layer):
             energies = energies * self.scale_weight
         return energies
 
-    def _weights(self, query, memory, state, training):
+    def _weights(self, query, memory, state, training, noise=None):
         """(weights [b, Tq, Tk], next_state) from the energies."""
         energies = self._energies(query, memory, state)
         mask = None if memory.mask is None else memory.mask[:, None, :]

@@ -116,12 +116,17 @@ class _Monotonic:
         first = ops.zeros((batch_size,), "int32")
         return ops.cast(ops.one_hot(first, length), self.compute_dtype)
 
-    def _weights(self, query, memory, previous, training):
+    def draw_noise(self, shape):
+        """Standard normal draws for the sigmoid noise (drawn outside loops: JAX cannot
+        advance a seed generator inside a scan)."""
+        return keras.random.normal(shape, seed=self.seed_generator)
+
+    def _weights(self, query, memory, previous, training, noise=None):
         energies = self._energies(query, memory, None)[:, 0] + self.attention_score_bias
         if self.sigmoid_noise and training:
-            energies = energies + self.sigmoid_noise * keras.random.normal(
-                ops.shape(energies), dtype=energies.dtype, seed=self.seed_generator
-            )
+            if noise is None:
+                noise = self.draw_noise(ops.shape(energies))
+            energies = energies + self.sigmoid_noise * ops.cast(noise, energies.dtype)
         if self.mode == "hard":
             p_choose = ops.cast(energies > 0, energies.dtype)
         else:

@@ -27,6 +27,7 @@ class _MemorySlot:
 
     memory = None
     emit_alignments = False
+    noise_width = 0  # trailing input columns that carry pre-drawn sigmoid noise
 
 
 def _deserialize(obj):
@@ -530,7 +531,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         return states
 
     # ---- one step ----------------------------------------------------------------------
-    def step(self, inputs, states, memory, training=False):
+    def step(self, inputs, states, memory, training=False, noise=None):
         """One decoder step against a prepared memory, with no binding.
 
         Args:
@@ -540,6 +541,8 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             memory: the `AttentionMemory` from `prepare_memory` (for beam search,
                 `memory.repeat(beam_width)` to line up with the beams;
                 `kerasrnn.attention.repeat_memory` for several mechanisms).
+            noise: optional pre-drawn sigmoid noise, one `[batch, Tk]` per mechanism
+                (None entries where none), used while training.
 
         Returns:
             (output, new_states, alignments): `[batch, output_size]`, the flat list,
@@ -566,10 +569,14 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             next(attention_states) if m.stateful_attention else None for m in self.mechanisms
         ]
 
+        noise = noise or [None] * len(memories)
+
         def attend(query):
             results = [
-                mechanism.step(query, mem, state, training=training)
-                for mechanism, mem, state in zip(self.mechanisms, memories, previous)
+                mechanism.step(query, mem, state, training=training, noise=draws)
+                for mechanism, mem, state, draws in zip(
+                    self.mechanisms, memories, previous, noise
+                )
             ]
             contexts = [ops.cast(context, query.dtype) for context, _, _ in results]
             alignments = [a for _, a, _ in results]
@@ -613,7 +620,19 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                 "bind one with `with cell.attending(cell.prepare_memory(keys, mask=m)):`, "
                 "or call `cell.step(inputs, states, memory)`."
             )
-        output, new_states, alignments = self.step(inputs, states, memory, training)
+        noise = None
+        if self._slot.noise_width:  # split off the noise AttentiveRNN drew for this step
+            width = self._slot.noise_width
+            inputs, draws = inputs[:, :-width], inputs[:, -width:]
+            noise, start = [], 0
+            for mechanism, mem in zip(self.mechanisms, self._memories(memory)):
+                if _noisy(mechanism):
+                    length = ops.shape(mem.values)[1]
+                    noise.append(draws[:, start : start + length])
+                    start = start + length
+                else:
+                    noise.append(None)
+        output, new_states, alignments = self.step(inputs, states, memory, training, noise)
         if self._slot.emit_alignments:
             alignments = list(alignments) if self._multi else [alignments]
             output = ops.concatenate(
@@ -662,7 +681,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
     # ---- dropout: fixed masks for the wrapped cell -----------------------------------
     def get_dropout_mask(self, step_input):
         if isinstance(self.cell, DropoutRNNCell):
-            width = self._cell_input_dim(step_input.shape[-1])
+            width = self._cell_input_dim(step_input.shape[-1] - self._slot.noise_width)
             dummy = ops.zeros((ops.shape(step_input)[0], width), step_input.dtype)
             return self.cell.get_dropout_mask(dummy)
         return None
@@ -709,6 +728,10 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             }
         )
         return config
+
+
+def _noisy(mechanism):
+    return bool(getattr(mechanism, "sigmoid_noise", 0))
 
 
 def _layer_sizes(size, count):
@@ -944,10 +967,28 @@ class AttentiveRNN(keras.layers.RNN):
         prepared = self.cell.prepare_memory(memory, mask=memory_mask)
         if initial_state is not None:
             initial_state = self.initial_state_from(initial_state, memory=prepared)
+        noisy = [m for m in self.cell.mechanisms if _noisy(m)]
+        memories = self.cell._memories(prepared)
+        draws = []
+        static = all(mem.values.shape[1] is not None for mem in memories)
+        if training and noisy and static:
+            # the sigmoid noise of every step, drawn here: JAX cannot advance a seed
+            # generator inside its scan; the cell splits it off its step inputs. (A
+            # memory length unknown while tracing, TensorFlow only, draws in the loop.)
+            batch, steps = ops.shape(sequences)[0], ops.shape(sequences)[1]
+            for mechanism, mem in zip(self.cell.mechanisms, memories):
+                if _noisy(mechanism):
+                    shape = (batch, steps, ops.shape(mem.values)[1])
+                    draws.append(ops.cast(mechanism.draw_noise(shape), sequences.dtype))
+            sequences = ops.concatenate([sequences] + draws, axis=-1)
         with self.cell.attending(prepared, emit_alignments=self.return_alignments):
-            result = super().call(
-                sequences, initial_state=initial_state, mask=mask, training=training
-            )
+            self.cell._slot.noise_width = sum(int(d.shape[-1]) for d in draws)
+            try:
+                result = super().call(
+                    sequences, initial_state=initial_state, mask=mask, training=training
+                )
+            finally:
+                self.cell._slot.noise_width = 0
         if not self.return_alignments:
             return result
         output, states = (result[0], list(result[1:])) if self.return_state else (result, [])
