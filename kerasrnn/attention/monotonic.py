@@ -145,7 +145,11 @@ class _Monotonic:
         }
 
 
-_MONOTONIC_DOC = """
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class BahdanauMonotonicAttention(_Monotonic, BahdanauAttention):
+    """Monotonic attention with Bahdanau's score (TensorFlow Addons'
+    `BahdanauMonotonicAttention`): e_j = v_a^T tanh(W_a q + U_a k_j) (normalised with
+    `normalize=True`).
 
     The expected alignment of monotonic attention (Raffel et al. 2017; see
     `kerasrnn.attention.monotonic`): p_j = sigmoid(e_j + r) with the learned score bias r
@@ -161,14 +165,7 @@ _MONOTONIC_DOC = """
         sigmoid_noise_seed: seed of that noise.
         score_bias_init: initial value of r.
         mode: "parallel" (default), "recursive" (also spelled "recursively") or "hard".
-"""
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class BahdanauMonotonicAttention(_Monotonic, BahdanauAttention):
-    """Monotonic attention with Bahdanau's score (TensorFlow Addons'
-    `BahdanauMonotonicAttention`): e_j = v_a^T tanh(W_a q + U_a k_j) (normalised with
-    `normalize=True`).""" + _MONOTONIC_DOC + """        units, normalize: as `BahdanauAttention`.
+        units, normalize: as `BahdanauAttention`.
 
     Example:
 
@@ -212,7 +209,23 @@ class BahdanauMonotonicAttention(_Monotonic, BahdanauAttention):
 class LuongMonotonicAttention(_Monotonic, LuongAttention):
     """Monotonic attention with Luong's score (TensorFlow Addons'
     `LuongMonotonicAttention`, whose score is the general one, e_j = q^T W_a k_j, with
-    a learned scale g when `scale=True`).""" + _MONOTONIC_DOC + """        score: "general" (default, TensorFlow Addons'), "dot" or "concat".
+    a learned scale g when `scale=True`).
+
+    The expected alignment of monotonic attention (Raffel et al. 2017; see
+    `kerasrnn.attention.monotonic`): p_j = sigmoid(e_j + r) with the learned score bias r
+    (`attention_score_bias`, initialised to `score_bias_init`; a negative value makes the
+    decoder start by moving on), then alpha_i from alpha_{i-1} by the recurrence. The
+    previous alignment is the layer's state (`initial_state` is one-hot at position 0);
+    `kerasrnn.AttentionCell` carries it. Masked positions are never chosen.
+
+    Args:
+        sigmoid_noise: standard deviation of Gaussian noise added to the energies before
+            the sigmoid while training (pushes p towards 0 / 1; TensorFlow Addons added
+            it at every call and told users to set it to 0 at test time).
+        sigmoid_noise_seed: seed of that noise.
+        score_bias_init: initial value of r.
+        mode: "parallel" (default), "recursive" (also spelled "recursively") or "hard".
+        score: "general" (default, TensorFlow Addons'), "dot" or "concat".
         scale: a learned scalar g on the energies (initialised to 1).
 
     Example:
