@@ -242,3 +242,39 @@ def test_bad_option_combinations_are_named():
         two.step(np.ones((2, 3), "float32"), [], memory)
     repeated = kerasrnn.attention.repeat_memory(memory, 3)
     assert all(tuple(m.values.shape) == (6, 5, 4) for m in repeated)
+
+
+@pytest.mark.parametrize("mechanism", ["monotonic", "coverage"])
+def test_stateful_attention_under_greedy_and_beam_search(mechanism):
+    """The [batch, Tk] attention states are repeated and reordered with the beams like
+    any state; a beam of one is greedy search."""
+    keras.utils.set_random_seed(0)
+    if mechanism == "monotonic":
+        attention = BahdanauMonotonicAttention(6, mode="parallel", score_bias_init=-0.5)
+    else:
+        attention = kerasrnn.BahdanauAttention(6, coverage=True)
+    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(8), attention, mode="luong")
+    embed, readout = keras.layers.Embedding(9, 4), keras.layers.Dense(9)
+    source = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
+    memory = cell.prepare_memory(source, mask=np.array([[1] * 5, [1, 1, 1, 0, 0]], bool))
+    states = cell.get_initial_state(batch_size=2)
+
+    def step_fn(memory):
+        def step(tokens, states):
+            output, states, _ = cell.step(embed(tokens), states, memory)
+            return readout(output), states
+        return step
+
+    start = ops.convert_to_tensor([1, 1])
+    step_fn(memory)(start, states)  # builds the layers outside JAX's loops
+    greedy = kerasrnn.decoding.greedy_search(step_fn(memory), start, states, 6, end_token=2)
+    beam = kerasrnn.decoding.beam_search(
+        step_fn(memory.repeat(3)), start, states, 6, end_token=2, beam_size=3
+    )
+    one = kerasrnn.decoding.beam_search(
+        step_fn(memory.repeat(1)), start, states, 6, end_token=2, beam_size=1,
+        length_normalization=None,
+    )
+    tokens = lambda result: _np(result.tokens).reshape(2, -1)[:, :6]  # noqa: E731
+    assert tokens(beam).shape == (2, 6)
+    np.testing.assert_array_equal(tokens(one), tokens(greedy))
