@@ -138,9 +138,6 @@ def test_keras_file_round_trip_and_xla(tmp_path, name):
     compiled.compile(jit_compile=keras.backend.backend() in ("tensorflow", "jax"))
     for got, want in zip(compiled.predict(data, verbose=0), expected):
         np.testing.assert_allclose(got, want, atol=1e-5)
-    # stateful attention states are [batch, Tk]
-    cell = model.layers[-1].cell if hasattr(model.layers[-1], "cell") else None
-    del cell
 
 
 def test_sigmoid_noise_trains_inside_the_decoder():
