@@ -58,13 +58,15 @@ def monotonic_attention(p_choose, previous, mode="parallel"):
     if mode == "recursive":
         shifted = _exclusive(1.0 - p_choose, 1.0)  # (1 - p_{j-1}), 1 at j = 0
 
-        def step(q, inputs):
-            decay, prev = inputs
-            q = decay * q + prev
+        def step(q, inputs):  # inputs [batch, 2]: (1 - p_{j-1}, alpha_{i-1,j})
+            q = inputs[:, 0] * q + inputs[:, 1]
             return q, q
 
         init = ops.zeros_like(p_choose[:, 0])
-        _, q = ops.scan(step, init, (ops.transpose(shifted), ops.transpose(previous)))
+        # one stacked sequence [Tk, batch, 2], not two: Keras' TensorFlow scan fails on
+        # several sequences of unknown length (SavedModel signatures with any Tk)
+        sequence = ops.stack([ops.transpose(shifted), ops.transpose(previous)], axis=-1)
+        _, q = ops.scan(step, init, sequence)
         return p_choose * ops.transpose(q)
     if mode == "parallel":
         cumprod = safe_cumprod(1.0 - p_choose, exclusive=True)

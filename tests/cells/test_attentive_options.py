@@ -275,3 +275,17 @@ def test_stateful_attention_under_greedy_and_beam_search(mechanism):
     tokens = lambda result: _np(result.tokens).reshape(2, -1)[:, :6]  # noqa: E731
     assert tokens(beam).shape == (2, 6)
     np.testing.assert_array_equal(tokens(one), tokens(greedy))
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel is TF-only")
+@pytest.mark.parametrize("name", ["multi", "coverage_output"])
+def test_saved_model_with_stateful_attention(tmp_path, name):
+    import tensorflow as tf
+
+    model, data = _model(name)
+    expected = model.predict(data, verbose=0)
+    model.export(str(tmp_path / "saved"), verbose=False)
+    reloaded = tf.saved_model.load(str(tmp_path / "saved"))
+    served = reloaded.serve(data)
+    for got, want in zip(served, expected):
+        np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
