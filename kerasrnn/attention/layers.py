@@ -4,6 +4,7 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
+from kerasrnn.attention import probability
 from kerasrnn.attention import scores as scores_lib
 
 
@@ -28,27 +29,22 @@ class AttentionMemory(NamedTuple):
         )
 
 
+def repeat_memory(memory, count):
+    """`memory.repeat(count)` for one `AttentionMemory` or a tuple of them (an
+    `AttentionCell` with several attention mechanisms): beam search's layout."""
+    if isinstance(memory, AttentionMemory):
+        return memory.repeat(count)
+    return tuple(m.repeat(count) for m in memory)
+
+
 def masked_softmax(energies, mask=None):
     """softmax over the last axis, with masked positions getting exactly zero weight.
 
     A row whose positions are all masked gets all-zero weights (never NaN). float16 and
-    bfloat16 energies (mixed precision) are normalised in float32 and cast back: float16
-    cannot hold a small positive floor for the sum, and both lose the sum's precision.
+    bfloat16 energies (mixed precision) are normalised in float32 and cast back.
+    (`kerasrnn.attention.probability.softmax`; hardmax and sparsemax sit beside it.)
     """
-    dtype = keras.backend.standardize_dtype(energies.dtype)
-    if dtype in ("float16", "bfloat16"):
-        energies = ops.cast(energies, "float32")
-    if mask is None:
-        weights = ops.softmax(energies, axis=-1)
-    else:
-        mask = ops.cast(mask, "bool")
-        energies = ops.where(mask, energies, ops.cast(-1e9, energies.dtype))
-        exp = ops.exp(energies - ops.max(energies, axis=-1, keepdims=True))
-        exp = exp * ops.cast(mask, exp.dtype)
-        total = ops.sum(exp, axis=-1, keepdims=True)
-        # a fully masked row has exp == total == 0: divide it by 1 so no 0 / 0 is formed
-        weights = exp / ops.where(total > 0, total, ops.ones_like(total))
-    return ops.cast(weights, dtype)
+    return probability.softmax(energies, mask)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -93,6 +89,20 @@ class Attention(keras.layers.Layer):
             ValueError when their length is known statically).
         scale: multiply the energies by a learned scalar g (initialised to 1), as
             TensorFlow Addons' `LuongAttention(scale=True)`.
+        probability_fn: "softmax" (default), "hardmax" (one-hot argmax, TensorFlow
+            Addons' option) or "sparsemax" (Martins & Astudillo 2016; exact zeros); see
+            `kerasrnn.attention.probability`.
+        coverage: coverage attention (See, Liu & Manning 2017; OpenNMT's coverage
+            attention), additive and concat scores only: the running sum of the past
+            alignments cov_j = sum_{t' < t} alpha_{t',j} enters the score,
+            e_j = v_a^T tanh(W_a q + U_a k_j + w_c cov_j). The coverage is state carried
+            from step to step, so queries go one step at a time (`AttentionCell` does
+            this); `kerasrnn.attention.coverage_loss` is the paper's loss on it.
+
+    Stateful attention (coverage, and the monotonic layers, whose state is the previous
+    alignment): `initial_state(memory)` gives the first state and
+    `step(query, memory, state)` returns `(context, weights, next_state)`.
+    `kerasrnn.AttentionCell` carries the state in its own states.
 
     Call arguments:
         query: `[batch, d_q]` (one decoder step) or `[batch, Tq, d_q]` (all steps at
@@ -123,6 +133,8 @@ class Attention(keras.layers.Layer):
         max_length=None,
         scale=False,
         kernel_initializer="glorot_uniform",
+        probability_fn="softmax",
+        coverage=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -131,6 +143,7 @@ class Attention(keras.layers.Layer):
         self.normalize = bool(normalize)
         self.max_length = max_length
         self.scale = bool(scale)
+        self.coverage = bool(coverage)
         self.score = scores_lib.get(
             score,
             units=units,
@@ -138,9 +151,20 @@ class Attention(keras.layers.Layer):
             max_length=max_length,
             kernel_initializer=kernel_initializer,
             name="score",
+            coverage=coverage,
         )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.probability_fn = probability_fn
+        self._probability = self._get_probability(probability_fn)
         self.supports_masking = True
+
+    def _get_probability(self, name):
+        return probability.get(name)
+
+    @property
+    def stateful_attention(self):
+        """Whether the layer carries state from query to query (coverage, monotonic)."""
+        return self.coverage
 
     # ---- shapes --------------------------------------------------------------------
     def build(self, query_shape, keys_shape, values_shape=None):
@@ -172,6 +196,13 @@ class Attention(keras.layers.Layer):
         _check_rank("keys", keys.shape, (3,), "[batch, Tk, d_k]")
         _check_rank("values", values.shape, (3,), "[batch, Tk, d_v]")
         _check_match("values", values.shape, keys.shape, 2)
+        if keys.shape[-1] is not None and keys.shape[-1] != self.score.key_dim:
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r} was built for a memory (`keys`) of "
+                f"width {self.score.key_dim}; got keys of shape {tuple(keys.shape)}. Its "
+                "weights fix the width: pass the encoder outputs it was built with, or "
+                "use a new attention layer for this memory."
+            )
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
             _check_rank("mask", mask.shape, (2,), "[batch, Tk]")
@@ -179,8 +210,35 @@ class Attention(keras.layers.Layer):
             mask = ops.cast(mask, "bool")
         return AttentionMemory(self.score.prepare_keys(keys), values, mask)
 
-    def attend(self, query, memory):
-        """The per-query half: (context, weights) for `query` against a prepared memory."""
+    def initial_state(self, memory):
+        """The attention state before the first query, `[batch, Tk]` (None if stateless):
+        the zero coverage."""
+        if not self.stateful_attention:
+            return None
+        shape = ops.shape(memory.values)
+        return self.initial_state_for(shape[0], shape[1])
+
+    def initial_state_for(self, batch_size, length):
+        """`initial_state` from the batch size and memory length alone."""
+        if not self.stateful_attention:
+            return None
+        return ops.zeros((batch_size, length), self.compute_dtype)
+
+    def attend(self, query, memory, state=None, training=False):
+        """The per-query half: (context, weights) for `query` against a prepared memory.
+
+        Stateful layers (coverage, monotonic) take their `state` (default the initial
+        state) and a single query `[batch, d_q]`; `step` also returns the next state.
+        """
+        context, weights, _ = self.step(query, memory, state, training=training)
+        return context, weights
+
+    def step(self, query, memory, state=None, training=False, noise=None):
+        """(context, weights, next_state) for one query; next_state is None if stateless.
+
+        `noise` (`[batch, Tk]` standard normal draws) replaces the draws of a monotonic
+        layer's sigmoid noise while training (`AttentiveRNN` draws them outside its loop).
+        """
         query = ops.convert_to_tensor(query)
         _check_rank("query", query.shape, (2, 3), "[batch, d_q] or [batch, Tq, d_q]")
         if query.shape[-1] is not None and query.shape[-1] != self.score.query_dim:
@@ -189,17 +247,42 @@ class Attention(keras.layers.Layer):
                 f"{self.score.query_dim}; got a query of shape {tuple(query.shape)}."
             )
         single = len(query.shape) == 2
+        if self.stateful_attention:
+            if not single:
+                raise ValueError(
+                    f"{type(self).__name__} carries state from step to step (coverage or "
+                    "monotonic attention), so it takes one query `[batch, d_q]` at a time; "
+                    f"got a query of shape {tuple(query.shape)}. Use it in "
+                    "kerasrnn.AttentionCell, or call `step` per query."
+                )
+            if state is None:
+                state = self.initial_state(memory)
         if single:
             query = query[:, None, :]
-        energies = self.score(query, memory.keys)
-        if self.scale:
-            energies = energies * self.scale_weight
-        mask = None if memory.mask is None else memory.mask[:, None, :]
-        weights = masked_softmax(energies, mask)
+        _check_batch(query, memory)
+        weights, next_state = self._weights(query, memory, state, training, noise)
         context = ops.matmul(weights, ops.cast(memory.values, weights.dtype))
         if single:
-            return context[:, 0], weights[:, 0]
-        return context, weights
+            return context[:, 0], weights[:, 0], next_state
+        return context, weights, next_state
+
+    def _energies(self, query, memory, state):
+        if self.coverage:
+            energies = self.score(query, memory.keys, coverage=ops.cast(state, query.dtype))
+        else:
+            energies = self.score(query, memory.keys)
+        if self.scale:
+            energies = energies * self.scale_weight
+        return energies
+
+    def _weights(self, query, memory, state, training, noise=None):
+        """(weights [b, Tq, Tk], next_state) from the energies."""
+        energies = self._energies(query, memory, state)
+        mask = None if memory.mask is None else memory.mask[:, None, :]
+        weights = self._probability(energies, mask)
+        if self.coverage:
+            return weights, state + ops.cast(weights[:, 0], state.dtype)
+        return weights, None
 
     def call(self, query, keys, values=None, mask=None, return_attention_scores=False):
         context, weights = self.attend(query, self.prepare(keys, values, mask))
@@ -219,6 +302,8 @@ class Attention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
+                "probability_fn": self.probability_fn,
+                "coverage": self.coverage,
             }
         )
         return config
@@ -293,6 +378,26 @@ class LuongAttention(Attention):
         config = super().get_config()
         del config["normalize"], config["max_length"]
         return config
+
+
+def _check_batch(query, memory):
+    """The memory's batch must be the queries' batch (beam search repeats the memory)."""
+    rows, sources = query.shape[0], memory.values.shape[0]
+    if rows is None or sources is None or rows == sources:
+        return
+    hint = ""
+    if rows % sources == 0:
+        hint = (
+            f" The decoder has {rows // sources}x the memory's rows: for beam search, "
+            f"repeat the memory beam_size times along the batch, "
+            f"`memory.repeat({rows // sources})` (or `ops.repeat(encoder_outputs, "
+            f"{rows // sources}, axis=0)` and the mask likewise)."
+        )
+    raise ValueError(
+        f"The attention memory has batch size {sources} but the decoder states "
+        f"(queries) have batch size {rows}; each decoder row needs its own source row."
+        + hint
+    )
 
 
 def _check_rank(name, shape, ranks, expected):

@@ -27,16 +27,21 @@ class Score(keras.layers.Layer):
 
     #: whether `q` and `k_j` must have the same width
     needs_equal_dims = False
+    #: the name users pass as `score=` (used in error messages)
+    score_name = "score"
+    #: whether `call` takes a coverage vector (See et al. 2017)
+    supports_coverage = False
 
     def build(self, query_shape, keys_shape):
         self.query_dim = _dim(query_shape, "query")
         self.key_dim = _dim(keys_shape, "keys")
         if self.needs_equal_dims and self.query_dim != self.key_dim:
             raise ValueError(
-                f"The {self.name!r} score ({type(self).__name__}) compares `query` and "
-                f"`keys` directly, so their last dimensions must match; got query "
-                f"dimension {self.query_dim} and keys dimension {self.key_dim}. Use "
-                f"score='general' (bilinear) or 'additive' for different widths."
+                f"The {self.score_name!r} score compares the `query` with each of the "
+                f"`keys` directly, so their widths must match; got a query of width "
+                f"{self.query_dim} and keys (memory) of width {self.key_dim}. For "
+                f"different widths use LuongAttention('general') (e_j = q^T W_a k_j), or "
+                f"Attention(score='general') / BahdanauAttention(units)."
             )
         self._build_weights()
 
@@ -54,12 +59,16 @@ class Score(keras.layers.Layer):
 class DotScore(Score):
     """Luong's dot score: e_j = q^T k_j (needs d_q = d_k)."""
 
+    score_name = "dot"
+
     needs_equal_dims = True
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class ScaledDotScore(Score):
     """Scaled dot score (Vaswani et al. 2017): e_j = q^T k_j / sqrt(d_k)."""
+
+    score_name = "scaled_dot"
 
     needs_equal_dims = True
 
@@ -82,6 +91,8 @@ class ContentScore(Score):
 
     Zero vectors get a zero score instead of NaN.
     """
+
+    score_name = "content"
 
     needs_equal_dims = True
 
@@ -115,6 +126,8 @@ class GeneralScore(_Projected):
     `kernel` holds W_a^T, shape (d_k, d_q), so W_a k_j is precomputed as `keys @ kernel`.
     """
 
+    score_name = "general"
+
     def _build_weights(self):
         self.kernel = self._kernel("kernel", (self.key_dim, self.query_dim))
 
@@ -130,12 +143,19 @@ class AdditiveScore(_Projected):
     Raffel et al. 2017): e_j = g v_a^T / |v_a| tanh(W_a q + U_a k_j + b), with a learned
     scalar g (initialised to sqrt(1 / units)) and bias b.
 
+    With `coverage=True` (See, Liu & Manning 2017) the coverage cov_j (the sum of the
+    alignments of the previous steps, passed to `call`) enters the hidden layer:
+    e_j = v_a^T tanh(W_a q + U_a k_j + w_c cov_j).
+
     Weights: `query_kernel` W_a (d_q, units), `key_kernel` U_a (d_k, units),
-    `attention_v` v_a (units, 1), and with normalize `attention_g`, `attention_b`.
-    `units=None` uses d_k.
+    `attention_v` v_a (units, 1), with normalize `attention_g`, `attention_b`, with
+    coverage `coverage_kernel` w_c (1, units). `units=None` uses d_k.
     """
 
-    def __init__(self, units=None, normalize=False, **kwargs):
+    score_name = "additive"
+    supports_coverage = True
+
+    def __init__(self, units=None, normalize=False, coverage=False, **kwargs):
         super().__init__(**kwargs)
         if units is not None and (
             isinstance(units, bool) or not isinstance(units, int) or units <= 0
@@ -143,6 +163,7 @@ class AdditiveScore(_Projected):
             raise ValueError(f"`units` must be a positive integer, got units={units!r}.")
         self.units = units
         self.normalize = bool(normalize)
+        self.coverage = bool(coverage)
 
     def _build_weights(self):
         width = self.units or self.key_dim
@@ -158,6 +179,9 @@ class AdditiveScore(_Projected):
             self.attention_b = self.add_weight(
                 name="attention_b", shape=(width,), initializer="zeros"
             )
+        if self.coverage:
+            # w_c of See et al. (2017): the coverage of position j enters as w_c * cov_j
+            self.coverage_kernel = self._kernel("coverage_kernel", (1, width))
 
     def prepare_keys(self, keys):
         projected = ops.matmul(keys, self.key_kernel)
@@ -165,9 +189,12 @@ class AdditiveScore(_Projected):
             projected = projected + self.attention_b
         return projected
 
-    def call(self, query, prepared):
+    def call(self, query, prepared, coverage=None):
         q = ops.matmul(query, self.query_kernel)  # [b, Tq, units]
-        hidden = ops.tanh(q[:, :, None, :] + prepared[:, None, :, :])
+        hidden = q[:, :, None, :] + prepared[:, None, :, :]
+        if coverage is not None:  # [b, Tk] -> [b, 1, Tk, units]
+            hidden = hidden + coverage[:, None, :, None] * self.coverage_kernel[0]
+        hidden = ops.tanh(hidden)
         v = self.attention_v
         if self.normalize:
             v = self.attention_g * v * ops.rsqrt(ops.sum(ops.square(v)))
@@ -175,7 +202,9 @@ class AdditiveScore(_Projected):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"units": self.units, "normalize": self.normalize})
+        config.update(
+            {"units": self.units, "normalize": self.normalize, "coverage": self.coverage}
+        )
         return config
 
 
@@ -189,9 +218,11 @@ class ConcatScore(AdditiveScore):
     `units=None` uses d_k.
     """
 
-    def __init__(self, units=None, **kwargs):
+    score_name = "concat"
+
+    def __init__(self, units=None, coverage=False, **kwargs):
         kwargs.pop("normalize", None)
-        super().__init__(units, normalize=False, **kwargs)
+        super().__init__(units, normalize=False, coverage=coverage, **kwargs)
 
     def get_config(self):
         config = super().get_config()
@@ -212,6 +243,8 @@ class LocationScore(_Projected):
     eagerly under TensorFlow). A `tf.function` traced with an unknown time axis cannot
     check it, so pad or cut sources to at most `max_length` positions beforehand.
     """
+
+    score_name = "location"
 
     def __init__(self, max_length, **kwargs):
         super().__init__(**kwargs)
@@ -269,16 +302,24 @@ SCORES = {
 
 
 def get(
-    score, units=None, normalize=False, max_length=None, kernel_initializer="glorot_uniform", name=None
+    score,
+    units=None,
+    normalize=False,
+    max_length=None,
+    kernel_initializer="glorot_uniform",
+    name=None,
+    coverage=False,
 ):
     """The score layer for a name in `SCORES`, checking that each option fits the score."""
     if not isinstance(score, str) or score.lower() not in SCORES:
         raise ValueError(f"Unknown `score`={score!r}; expected one of {sorted(SCORES)}.")
     cls = SCORES[score.lower()]
-    options = {"units": units, "normalize": normalize, "max_length": max_length}
+    options = {
+        "units": units, "normalize": normalize, "max_length": max_length, "coverage": coverage
+    }
     accepted = {
-        AdditiveScore: ("units", "normalize"),
-        ConcatScore: ("units",),
+        AdditiveScore: ("units", "normalize", "coverage"),
+        ConcatScore: ("units", "coverage"),
         LocationScore: ("max_length",),
     }.get(cls, ())
     for option, value in options.items():

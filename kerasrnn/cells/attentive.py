@@ -27,6 +27,7 @@ class _MemorySlot:
 
     memory = None
     emit_alignments = False
+    noise_width = 0  # trailing input columns that carry pre-drawn sigmoid noise
 
 
 def _deserialize(obj):
@@ -63,8 +64,23 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         c_t &= \\text{Attention}(h_t, h) \\\\
         \\tilde h_t &= \\tanh(W_c [c_t; h_t]) = \\text{output}_t
 
+    TensorFlow Addons' `AttentionWrapper` is Luong mode with input feeding and its own
+    attention layer; these options reproduce it exactly (tested against TFA's outputs):
+    `attention_activation=None, context_first=False` (its linear layer
+    h~ = W [h; c]; `attention_layer_size`), `raw_context=True` (its
+    `attention_layer_size=None`: h~ = c), `attention_layer=` (its `attention_layer`,
+    applied to [h; c]), `output_attention=False` and `alignment_history=True`. The
+    defaults are the papers' (tanh, [c; h]).
+
+    Several attention mechanisms (TensorFlow Addons' list of mechanisms): pass a list of
+    attention layers; each attends its own memory, each gets its own attention layer
+    (W_c^(k), with `attention_layer_size` one int or one per mechanism), and the
+    attention vectors (contexts in Bahdanau mode) are concatenated.
+
     States (flat, as Keras requires): the wrapped cell's states, then h~_{t-1} in Luong
-    mode with input feeding (zeros at t = 0).
+    mode with input feeding (zeros at t = 0), then one `[batch, Tk]` state per stateful
+    mechanism: the previous alignment of a monotonic attention (one-hot at position 0
+    at t = 0) or the coverage of a coverage attention (zeros at t = 0).
 
     How the memory reaches the cell:
         * inside a model: `kerasrnn.AttentiveRNN(cell)(targets, memory, ...)`, which binds
@@ -81,13 +97,32 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         cell: the recurrent cell to wrap (a kerasrnn or Keras cell, or
             `keras.layers.StackedRNNCells`).
         attention: a `kerasrnn.Attention` layer (e.g. `BahdanauAttention(units)`,
-            `LuongAttention("general")`).
+            `LuongAttention("general")`, a monotonic or coverage attention), or a list
+            of them, each with its own memory.
         mode: "bahdanau" or "luong" (see above).
-        attention_layer_size: width of h~ = tanh(W_c [c; h]). Luong mode: default the
-            cell's output width. Bahdanau mode: None (default) outputs [s_i; c_i].
+        attention_layer_size: width of h~ = tanh(W_c [c; h]) (an int, or a list with one
+            per mechanism). Luong mode: default the cell's output width. Bahdanau mode:
+            None (default) outputs [s_i; c_i].
         input_feeding: Luong mode only: concatenate h~_{t-1} to the input (default
-            True). Bahdanau mode always feeds c_i to the cell.
+            True). Bahdanau mode always feeds c_i to the cell, so `input_feeding=False`
+            there raises a ValueError.
         kernel_initializer: initializer of W_c (`attention_kernel`, (d_v + d_h) x size).
+        output_attention: emit the attention vector h~ (default; in Bahdanau mode the
+            output above). False emits the cell output h_t (s_i) and uses h~ only for
+            input feeding (TensorFlow Addons' `output_attention=False`).
+        attention_activation: activation of the attention layer, "tanh" (default, the
+            papers') or None for TensorFlow Addons' linear layer.
+        context_first: the attention layer reads [c; h] (default, Luong et al.'s order);
+            False: [h; c], TensorFlow Addons' order (its weights load unchanged).
+        attention_layer: a Keras layer (or one per mechanism) applied to [h; c] instead
+            of W_c (TensorFlow Addons' `attention_layer`, e.g. a `Dense` with an
+            activation and bias).
+        raw_context: Luong mode: no attention layer, h~ = c (TensorFlow Addons'
+            `attention_layer_size=None`): the context itself is output and fed back.
+        alignment_history: `AttentiveRNN` returns the alignments of every step by
+            default (TensorFlow Addons' `alignment_history`), and a plain
+            `keras.layers.RNN` over `with cell.attending(memory):` gets them appended to
+            each step's output.
 
     Example:
 
@@ -108,30 +143,63 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         attention_layer_size=None,
         input_feeding=True,
         kernel_initializer="glorot_uniform",
+        output_attention=True,
+        attention_activation="tanh",
+        context_first=True,
+        attention_layer=None,
+        raw_context=False,
+        alignment_history=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        cell, attention = _deserialize(cell), _deserialize(attention)
+        cell = _deserialize(cell)
+        multi = isinstance(attention, (list, tuple))
+        mechanisms = [_deserialize(a) for a in (attention if multi else [attention])]
         if not hasattr(cell, "state_size") or not hasattr(cell, "call"):
             raise ValueError(
                 f"`cell` must be a recurrent cell (with `state_size` and `call`); got "
                 f"cell={cell!r}."
             )
-        if not isinstance(attention, Attention):
-            raise ValueError(
-                "`attention` must be a kerasrnn.Attention layer (e.g. "
-                f"BahdanauAttention(units) or LuongAttention('general')); got {attention!r}."
-            )
+        if not mechanisms:
+            raise ValueError("`attention` must hold at least one attention layer; got [].")
+        for mechanism in mechanisms:
+            if not isinstance(mechanism, Attention):
+                raise ValueError(
+                    "`attention` must be a kerasrnn.Attention layer (e.g. "
+                    "BahdanauAttention(units) or LuongAttention('general')) or a list of "
+                    f"them; got {mechanism!r}."
+                )
         if mode not in MODES:
             raise ValueError(f"`mode` must be one of {MODES}; got mode={mode!r}.")
-        if attention_layer_size is not None and (
-            isinstance(attention_layer_size, bool)
-            or not isinstance(attention_layer_size, int)
-            or attention_layer_size <= 0
-        ):
+        if mode == "bahdanau" and not input_feeding:
             raise ValueError(
-                "`attention_layer_size` must be a positive integer or None; got "
-                f"attention_layer_size={attention_layer_size!r}."
+                "`input_feeding=False` applies to mode='luong' only: Bahdanau mode always "
+                "feeds the context c_i to the cell (it is the paper's decoder). Use "
+                "mode='luong' for a decoder without input feeding."
+            )
+        sizes = _layer_sizes(attention_layer_size, len(mechanisms))
+        layers = None
+        if attention_layer is not None:
+            layers = attention_layer if isinstance(attention_layer, (list, tuple)) else [
+                attention_layer
+            ]
+            layers = [_deserialize(layer) for layer in layers]
+            if len(layers) != len(mechanisms):
+                raise ValueError(
+                    f"`attention_layer` must hold one layer per attention mechanism "
+                    f"({len(mechanisms)}); got {len(layers)}."
+                )
+            if attention_layer_size is not None:
+                raise ValueError(
+                    "Give `attention_layer_size` or `attention_layer`, not both; got "
+                    f"attention_layer_size={attention_layer_size!r} and an attention_layer."
+                )
+        if raw_context and (mode != "luong" or attention_layer is not None or sizes):
+            raise ValueError(
+                "`raw_context=True` (h~ = c, no attention layer) applies to mode='luong' "
+                "without `attention_layer_size` or `attention_layer`; got "
+                f"mode={mode!r}, attention_layer_size={attention_layer_size!r}"
+                f"{', an attention_layer' if attention_layer is not None else ''}."
             )
         if isinstance(cell, keras.layers.StackedRNNCells) and any(
             getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0)
@@ -143,40 +211,107 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                 "between layers outside the recurrence."
             )
         self.cell = cell
-        self.attention = attention
+        self.attention = mechanisms if multi else mechanisms[0]
         self.mode = mode
         self.input_feeding = bool(input_feeding)
         self.attention_layer_size = attention_layer_size
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.output_attention = bool(output_attention)
+        self.attention_activation = attention_activation
+        self._activation = keras.activations.get(attention_activation)
+        self.context_first = bool(context_first)
+        self.attention_layer = (layers if isinstance(attention_layer, (list, tuple)) else
+                                layers[0]) if layers is not None else None
+        self.raw_context = bool(raw_context)
+        self.alignment_history = bool(alignment_history)
+        self._multi = multi
         self._cell_sizes = [int(s) for s in tree.flatten(cell.state_size)]
         self._cell_output_size = int(
             getattr(cell, "output_size", None) or self._cell_sizes[0]
         )
-        if mode == "luong" and attention_layer_size is None:
-            self._layer_size = self._cell_output_size
+        if layers is not None:
+            self._kind = "layer"
+        elif raw_context or (mode == "bahdanau" and not sizes):
+            self._kind = "context"
         else:
-            self._layer_size = attention_layer_size
+            self._kind = "kernel"
+            if not sizes:  # Luong mode's default: h~ as wide as h
+                sizes = [self._cell_output_size] * len(mechanisms)
+        self._sizes = sizes
         self._feeds = mode == "luong" and self.input_feeding
         self._slot = _MemorySlot()
         self._memory_shapes = None
-        self._value_dim = None
+        self._value_dims = None
 
     # ---- sizes ---------------------------------------------------------------------
     @property
+    def mechanisms(self):
+        """The attention layers, as a list (one entry without a list of mechanisms)."""
+        return list(self.attention) if self._multi else [self.attention]
+
+    @property
+    def _attention_layers(self):
+        if self.attention_layer is None:
+            return None
+        if isinstance(self.attention_layer, (list, tuple)):
+            return list(self.attention_layer)
+        return [self.attention_layer]
+
+    @property
+    def _value_dim(self):  # one mechanism's d_v (kept for callers of the 1-memory API)
+        return None if self._value_dims is None else sum(self._value_dims)
+
+    def _attention_widths(self):
+        """Width of each mechanism's attention vector (None where not yet known)."""
+        widths = []
+        for index in range(len(self.mechanisms)):
+            value_dim = None if self._value_dims is None else self._value_dims[index]
+            if self._kind == "kernel":
+                widths.append(self._sizes[index])
+            elif self._kind == "context":
+                widths.append(value_dim)
+            else:
+                layer = self._attention_layers[index]
+                width = getattr(layer, "units", None)
+                if width is None and value_dim is not None:
+                    shape = (None, self._cell_output_size + value_dim)
+                    width = layer.compute_output_shape(shape)[-1]
+                widths.append(width)
+        return widths
+
+    def _attention_width(self):
+        widths = self._attention_widths()
+        return None if None in widths else int(sum(widths))
+
+    def _memory_lengths(self):
+        if self._memory_shapes is None:
+            return [None] * len(self.mechanisms)
+        return [shapes[0][1] for shapes in self._memory_shapes]
+
+    @property
     def state_size(self):
-        return self._cell_sizes + ([self._layer_size] if self._feeds else [])
+        sizes = list(self._cell_sizes)
+        if self._feeds:
+            sizes.append(self._attention_width())
+        for mechanism, length in zip(self.mechanisms, self._memory_lengths()):
+            if mechanism.stateful_attention:
+                sizes.append(length)
+        return sizes
 
     @property
     def output_size(self):
-        if self._layer_size is not None:
-            return self._layer_size
-        if self._value_dim is None:
+        if not self.output_attention:
+            return self._cell_output_size
+        width = self._attention_width()
+        if width is None:
             raise ValueError(
-                "The output width of a Bahdanau-mode AttentionCell without "
-                "`attention_layer_size` is d_h + d_v, known only once the memory is: "
-                "call `prepare_memory` or use the cell in kerasrnn.AttentiveRNN first."
+                "The output width of this AttentionCell depends on the memory's width, "
+                "known only once the memory is: call `prepare_memory` or use the cell "
+                "in kerasrnn.AttentiveRNN first."
             )
-        return self._cell_output_size + self._value_dim
+        if self.mode == "bahdanau" and self._kind == "context":
+            return self._cell_output_size + width  # [s_i; c_i]
+        return width
 
     @property
     def query_size(self):
@@ -190,18 +325,33 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
 
     # ---- building --------------------------------------------------------------------
     def build_memory(self, keys_shape, values_shape=None):
-        """Builds the attention for memories of this shape (`[batch, Tk, d]`)."""
-        keys_shape = tuple(keys_shape)
-        values_shape = keys_shape if values_shape is None else tuple(values_shape)
-        if len(keys_shape) != 3 or len(values_shape) != 3 or values_shape[-1] is None:
+        """Builds the attention for memories of this shape (`[batch, Tk, d]`; with
+        several mechanisms, a list of shapes, one per mechanism)."""
+        keys_shapes = _shape_list(keys_shape, len(self.mechanisms), "keys")
+        if values_shape is None:
+            values_shapes = keys_shapes
+        else:
+            values_shapes = _shape_list(values_shape, len(self.mechanisms), "values")
+        dims = []
+        for mechanism, keys_shape, values_shape in zip(
+            self.mechanisms, keys_shapes, values_shapes
+        ):
+            if len(keys_shape) != 3 or len(values_shape) != 3 or values_shape[-1] is None:
+                raise ValueError(
+                    "The memory (`keys` / `values`) must have shape [batch, Tk, d] with a "
+                    f"known d; got keys {keys_shape} and values {values_shape}."
+                )
+            if not mechanism.built:
+                mechanism.build((None, self.query_size), keys_shape, values_shape)
+            dims.append(int(values_shape[-1]))
+        if self._value_dims is not None and self.built and dims != self._value_dims:
             raise ValueError(
-                "The memory (`keys` / `values`) must have shape [batch, Tk, d] with a "
-                f"known d; got keys {keys_shape} and values {values_shape}."
+                f"This AttentionCell was built for memory values of width "
+                f"{_one(self._value_dims)}; got {_one(dims)}. Its weights fix the width: "
+                "pass the encoder outputs it was built with, or build a new cell."
             )
-        if not self.attention.built:
-            self.attention.build((None, self.query_size), keys_shape, values_shape)
-        self._memory_shapes = [list(keys_shape), list(values_shape)]
-        self._value_dim = int(values_shape[-1])
+        self._memory_shapes = [[list(k), list(v)] for k, v in zip(keys_shapes, values_shapes)]
+        self._value_dims = dims
 
     def build(self, input_shape):
         if len(input_shape) != 2 or input_shape[-1] is None:
@@ -209,7 +359,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                 "AttentionCell takes one step of shape (batch, features) with known "
                 f"features; got inputs of shape {tuple(input_shape)}."
             )
-        if self._value_dim is None:
+        if self._value_dims is None:
             raise ValueError(
                 "AttentionCell needs the encoder memory before it is built: use it in "
                 "kerasrnn.AttentiveRNN, or call `cell.prepare_memory(keys, mask=...)` "
@@ -217,52 +367,82 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             )
         if not self.cell.built:
             self.cell.build((input_shape[0], self._cell_input_dim(input_shape[-1])))
-        if self._layer_size is not None:
-            self.attention_kernel = self.add_weight(
-                name="attention_kernel",
-                shape=(self._value_dim + self._cell_output_size, self._layer_size),
-                initializer=self.kernel_initializer,
-            )
-        else:
-            self.attention_kernel = None
+        self.attention_kernels = []
+        if self._kind == "kernel":
+            for index, (size, dim) in enumerate(zip(self._sizes, self._value_dims)):
+                name = "attention_kernel" if not self._multi else f"attention_kernel_{index}"
+                self.attention_kernels.append(
+                    self.add_weight(
+                        name=name,
+                        shape=(dim + self._cell_output_size, size),
+                        initializer=self.kernel_initializer,
+                    )
+                )
+        elif self._kind == "layer":
+            for layer, dim in zip(self._attention_layers, self._value_dims):
+                if not layer.built:
+                    layer.build((None, self._cell_output_size + dim))
+        self.attention_kernel = self.attention_kernels[0] if self.attention_kernels else None
 
     def _cell_input_dim(self, input_dim):
         if self.mode == "bahdanau":
-            return input_dim + self._value_dim
-        return input_dim + (self._layer_size if self._feeds else 0)
+            return input_dim + sum(self._value_dims)
+        return input_dim + (self._attention_width() if self._feeds else 0)
 
     def get_build_config(self):
         config = super().get_build_config()
         if config is not None and self._memory_shapes is not None:
-            config["memory_shapes"] = self._memory_shapes
+            if self._multi:
+                config["memory_shapes_list"] = self._memory_shapes
+            else:
+                config["memory_shapes"] = self._memory_shapes[0]
         return config
 
     def build_from_config(self, config):
         if config.get("memory_shapes"):
             self.build_memory(*config["memory_shapes"])
+        elif config.get("memory_shapes_list"):
+            shapes = config["memory_shapes_list"]
+            self.build_memory([k for k, _ in shapes], [v for _, v in shapes])
         super().build_from_config(config)
 
     # ---- memory ----------------------------------------------------------------------
     def prepare_memory(self, keys, values=None, mask=None):
-        """The per-source work, done once: returns an `AttentionMemory` for `step`.
+        """The per-source work, done once: returns an `AttentionMemory` for `step` (a
+        tuple of them with several mechanisms).
 
         Args:
-            keys: encoder outputs `[batch, Tk, d_k]`.
-            values: `[batch, Tk, d_v]`, default `keys`.
-            mask: `[batch, Tk]`, true at real (non-padded) source positions.
+            keys: encoder outputs `[batch, Tk, d_k]` (a list, one per mechanism, with
+                several).
+            values: `[batch, Tk, d_v]`, default `keys` (a list with several).
+            mask: `[batch, Tk]`, true at real (non-padded) source positions (a list with
+                several; None entries for unmasked memories).
         """
-        keys = ops.convert_to_tensor(keys)
-        self.build_memory(keys.shape, None if values is None else ops.shape(values))
-        return self.attention.prepare(keys, values, mask)
+        count = len(self.mechanisms)
+        keys = [ops.convert_to_tensor(k) for k in _listed(keys, count, "keys")]
+        values = [None] * count if values is None else _listed(values, count, "values")
+        masks = [None] * count if mask is None else _listed(mask, count, "mask")
+        self.build_memory(
+            [k.shape for k in keys],
+            [k.shape if v is None else ops.shape(v) for k, v in zip(keys, values)],
+        )
+        memories = tuple(
+            mechanism.prepare(k, v, m)
+            for mechanism, k, v, m in zip(self.mechanisms, keys, values, masks)
+        )
+        return memories if self._multi else memories[0]
 
     @contextlib.contextmanager
-    def attending(self, memory, emit_alignments=False):
+    def attending(self, memory, emit_alignments=None):
         """Binds a prepared memory for calls through `cell(inputs, states)`.
 
-        With `emit_alignments`, each step's output is [output; alignments] (how
-        `AttentiveRNN` collects the `[batch, Tq, Tk]` alignment matrix).
+        With `emit_alignments` (default: `alignment_history`), each step's output is
+        [output; alignments] (how `AttentiveRNN` collects the `[batch, Tq, Tk]`
+        alignment matrix; several mechanisms' alignments follow each other).
         """
-        _check_memory(memory)
+        self._memories(memory)
+        if emit_alignments is None:
+            emit_alignments = self.alignment_history
         previous = (self._slot.memory, self._slot.emit_alignments)
         self._slot.memory, self._slot.emit_alignments = memory, bool(emit_alignments)
         try:
@@ -270,42 +450,88 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         finally:
             self._slot.memory, self._slot.emit_alignments = previous
 
+    def _memories(self, memory):
+        """The prepared memory as a list with one AttentionMemory per mechanism."""
+        memories = [memory] if isinstance(memory, AttentionMemory) else memory
+        if not isinstance(memories, (list, tuple)) or not all(
+            isinstance(m, AttentionMemory) for m in memories
+        ):
+            raise ValueError(
+                "`memory` must be the AttentionMemory returned by `prepare_memory` (a "
+                f"tuple of them with several mechanisms); got {type(memory).__name__}."
+            )
+        if len(memories) != len(self.mechanisms):
+            raise ValueError(
+                f"This AttentionCell has {len(self.mechanisms)} attention mechanism(s), "
+                f"each with its own memory; got {len(memories)} memories."
+            )
+        return list(memories)
+
     # ---- states ----------------------------------------------------------------------
-    def get_initial_state(self, batch_size=None):
+    def get_initial_state(self, batch_size=None, memory=None):
+        """Zero states, h~_0 = 0 and the attention states' initial values.
+
+        A stateful mechanism's first state (monotonic: one-hot at position 0, coverage:
+        zeros) needs the memory's length: from `memory`, the memory bound by
+        `attending` / `AttentiveRNN`, or the last `prepare_memory`'s static shape.
+        """
         init = getattr(self.cell, "get_initial_state", None)
         if init is not None:
             states = tree.flatten(init(batch_size=batch_size))
         else:
             states = [ops.zeros((batch_size, s), self.compute_dtype) for s in self._cell_sizes]
+        return self._extra_states(states, batch_size, memory)
+
+    def _extra_states(self, states, batch_size, memory):
         if self._feeds:
-            states.append(ops.zeros((batch_size, self._layer_size), self.compute_dtype))
+            states.append(ops.zeros((batch_size, self._attention_width()), self.compute_dtype))
+        memory = memory if memory is not None else self._slot.memory
+        memories = self._memories(memory) if memory is not None else None
+        for index, mechanism in enumerate(self.mechanisms):
+            if not mechanism.stateful_attention:
+                continue
+            if memories is not None:
+                length = ops.shape(memories[index].values)[1]
+            else:
+                length = self._memory_lengths()[index]
+                if length is None:
+                    raise ValueError(
+                        f"The first state of {type(mechanism).__name__} needs the memory's "
+                        "length: pass `memory=` (the prepared memory)."
+                    )
+            states.append(ops.cast(mechanism.initial_state_for(batch_size, length),
+                                   self.compute_dtype))
         return states
 
-    def initial_state_from(self, cell_states):
+    def initial_state_from(self, cell_states, memory=None):
         """The full state list from the wrapped cell's states (e.g. an encoder's final
-        states): appends h~_0 = 0 in Luong mode with input feeding, checks the widths."""
+        states): appends h~_0 = 0 in Luong mode with input feeding and the attention
+        states' initial values (see `get_initial_state`), checks the widths."""
         states = tree.flatten(cell_states)
-        if len(states) not in (len(self._cell_sizes), len(self.state_size)):
+        full = self.state_size
+        if len(states) not in (len(self._cell_sizes), len(full)):
             raise ValueError(
                 f"`initial_state` must hold the wrapped cell's {len(self._cell_sizes)} "
                 f"state tensor(s) of widths {self._cell_sizes}; got {len(states)}. "
                 "(For a bidirectional encoder, concatenate the forward and backward "
                 "states with `merge_bidirectional_states`, or use AttentiveRNN(bridge=True).)"
             )
-        for index, (state, size) in enumerate(zip(states, self.state_size)):
-            if len(state.shape) != 2 or state.shape[-1] not in (None, size):
+        for index, (state, size) in enumerate(zip(states, full)):
+            if len(state.shape) != 2 or (
+                size is not None and state.shape[-1] not in (None, size)
+            ):
                 raise ValueError(
                     f"`initial_state`[{index}] must have shape (batch, {size}); got "
                     f"{tuple(state.shape)}. Use AttentiveRNN(bridge=True) to map encoder "
                     "states of another width."
                 )
-        if len(states) < len(self.state_size):
+        if len(states) < len(full):
             batch = ops.shape(states[0])[0]
-            states.append(ops.zeros((batch, self._layer_size), states[0].dtype))
+            states = self._extra_states(list(states), batch, memory)
         return states
 
     # ---- one step ----------------------------------------------------------------------
-    def step(self, inputs, states, memory, training=False):
+    def step(self, inputs, states, memory, training=False, noise=None):
         """One decoder step against a prepared memory, with no binding.
 
         Args:
@@ -313,37 +539,78 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             states: the flat state list (`get_initial_state`, `initial_state_from`, or the
                 previous step's).
             memory: the `AttentionMemory` from `prepare_memory` (for beam search,
-                `memory.repeat(beam_width)` to line up with the beams).
+                `memory.repeat(beam_width)` to line up with the beams;
+                `kerasrnn.attention.repeat_memory` for several mechanisms).
+            noise: optional pre-drawn sigmoid noise, one `[batch, Tk]` per mechanism
+                (None entries where none), used while training.
 
         Returns:
             (output, new_states, alignments): `[batch, output_size]`, the flat list,
-            `[batch, Tk]`.
+            `[batch, Tk]` (a tuple of them with several mechanisms).
         """
-        _check_memory(memory)
+        memories = self._memories(memory)
         if not self.built:
             self.build(tuple(inputs.shape))
         states = tree.flatten(states)
         count = len(self._cell_sizes)
+        expected = count + int(self._feeds) + sum(
+            m.stateful_attention for m in self.mechanisms
+        )
+        if len(states) != expected:
+            raise ValueError(
+                f"AttentionCell.step needs {expected} state tensors (the wrapped cell's "
+                f"{count}{', h~' if self._feeds else ''}"
+                f"{', the attention states' if expected > count + self._feeds else ''}); "
+                f"got {len(states)}. Start from `get_initial_state` or `initial_state_from`."
+            )
         cell_states = self._pack(states[:count])
+        attention_states = iter(states[count + int(self._feeds):])
+        previous = [
+            next(attention_states) if m.stateful_attention else None for m in self.mechanisms
+        ]
+
+        noise = noise or [None] * len(memories)
+
+        def attend(query):
+            results = [
+                mechanism.step(query, mem, state, training=training, noise=draws)
+                for mechanism, mem, state, draws in zip(
+                    self.mechanisms, memories, previous, noise
+                )
+            ]
+            contexts = [ops.cast(context, query.dtype) for context, _, _ in results]
+            alignments = [a for _, a, _ in results]
+            next_states = [s for _, _, s in results if s is not None]
+            return contexts, alignments, next_states
+
         if self.mode == "bahdanau":
-            context, alignments = self.attention.attend(self._query(cell_states), memory)
+            contexts, alignments, next_attention = attend(self._query(cell_states))
             h, new_cell_states = self._run_cell(
-                ops.concatenate([inputs, ops.cast(context, inputs.dtype)], axis=-1),
+                ops.concatenate([inputs] + [ops.cast(c, inputs.dtype) for c in contexts],
+                                axis=-1),
                 cell_states,
                 training,
             )
-            if self.attention_kernel is None:
-                output = ops.concatenate([h, ops.cast(context, h.dtype)], axis=-1)
+            contexts = [ops.cast(c, h.dtype) for c in contexts]
+            if not self.output_attention:
+                output = h
+            elif self._kind == "context":
+                output = ops.concatenate([h] + contexts, axis=-1)
             else:
-                output = self._attentional(context, h)
-            return output, tree.flatten(new_cell_states), alignments
-        if self._feeds:
-            inputs = ops.concatenate([inputs, states[count]], axis=-1)
-        h, new_cell_states = self._run_cell(inputs, cell_states, training)
-        context, alignments = self.attention.attend(h, memory)
-        output = self._attentional(context, h)
-        new_states = tree.flatten(new_cell_states) + ([output] if self._feeds else [])
-        return output, new_states, alignments
+                output = self._attentional(contexts, h)
+            new_states = tree.flatten(new_cell_states)
+        else:
+            if self._feeds:
+                inputs = ops.concatenate([inputs, states[count]], axis=-1)
+            h, new_cell_states = self._run_cell(inputs, cell_states, training)
+            contexts, alignments, next_attention = attend(h)
+            attentional = self._attentional(contexts, h)
+            output = attentional if self.output_attention else h
+            new_states = tree.flatten(new_cell_states) + ([attentional] if self._feeds else [])
+        new_states = new_states + [
+            ops.cast(s, new_states[0].dtype) for s in next_attention
+        ]
+        return output, new_states, tuple(alignments) if self._multi else alignments[0]
 
     def call(self, inputs, states, training=False):
         memory = self._slot.memory
@@ -353,9 +620,24 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                 "bind one with `with cell.attending(cell.prepare_memory(keys, mask=m)):`, "
                 "or call `cell.step(inputs, states, memory)`."
             )
-        output, new_states, alignments = self.step(inputs, states, memory, training)
+        noise = None
+        if self._slot.noise_width:  # split off the noise AttentiveRNN drew for this step
+            width = self._slot.noise_width
+            inputs, draws = inputs[:, :-width], inputs[:, -width:]
+            noise, start = [], 0
+            for mechanism, mem in zip(self.mechanisms, self._memories(memory)):
+                if _noisy(mechanism):
+                    length = ops.shape(mem.values)[1]
+                    noise.append(draws[:, start : start + length])
+                    start = start + length
+                else:
+                    noise.append(None)
+        output, new_states, alignments = self.step(inputs, states, memory, training, noise)
         if self._slot.emit_alignments:
-            output = ops.concatenate([output, ops.cast(alignments, output.dtype)], axis=-1)
+            alignments = list(alignments) if self._multi else [alignments]
+            output = ops.concatenate(
+                [output] + [ops.cast(a, output.dtype) for a in alignments], axis=-1
+            )
         return output, new_states
 
     def _pack(self, flat):
@@ -377,15 +659,29 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             kwargs["training"] = training
         return self.cell(inputs, cell_states, **kwargs)
 
-    def _attentional(self, context, h):
-        """h~ = tanh(W_c [c; h])."""
-        joined = ops.concatenate([ops.cast(context, h.dtype), h], axis=-1)
-        return ops.tanh(ops.matmul(joined, self.attention_kernel))
+    def _attentional(self, contexts, h):
+        """The attention vectors, concatenated: f(W_c [c; h]) (or [h; c]), the
+        `attention_layer` on [h; c], or the contexts themselves (`raw_context`)."""
+        vectors = []
+        for index, context in enumerate(contexts):
+            if self._kind == "context":
+                vectors.append(context)
+            elif self._kind == "layer":
+                vectors.append(
+                    self._attention_layers[index](ops.concatenate([h, context], axis=-1))
+                )
+            else:
+                pair = [context, h] if self.context_first else [h, context]
+                projected = ops.matmul(
+                    ops.concatenate(pair, axis=-1), self.attention_kernels[index]
+                )
+                vectors.append(self._activation(projected))
+        return vectors[0] if len(vectors) == 1 else ops.concatenate(vectors, axis=-1)
 
     # ---- dropout: fixed masks for the wrapped cell -----------------------------------
     def get_dropout_mask(self, step_input):
         if isinstance(self.cell, DropoutRNNCell):
-            width = self._cell_input_dim(step_input.shape[-1])
+            width = self._cell_input_dim(step_input.shape[-1] - self._slot.noise_width)
             dummy = ops.zeros((ops.shape(step_input)[0], width), step_input.dtype)
             return self.cell.get_dropout_mask(dummy)
         return None
@@ -405,25 +701,83 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        serialize = keras.saving.serialize_keras_object
+        layers = self._attention_layers
         config.update(
             {
-                "cell": keras.saving.serialize_keras_object(self.cell),
-                "attention": keras.saving.serialize_keras_object(self.attention),
+                "cell": serialize(self.cell),
+                "attention": [serialize(m) for m in self.attention]
+                if self._multi
+                else serialize(self.attention),
                 "mode": self.mode,
                 "attention_layer_size": self.attention_layer_size,
                 "input_feeding": self.input_feeding,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "output_attention": self.output_attention,
+                "attention_activation": self.attention_activation,
+                "context_first": self.context_first,
+                "attention_layer": None
+                if layers is None
+                else (
+                    [serialize(layer) for layer in layers]
+                    if isinstance(self.attention_layer, (list, tuple))
+                    else serialize(layers[0])
+                ),
+                "raw_context": self.raw_context,
+                "alignment_history": self.alignment_history,
             }
         )
         return config
 
 
-def _check_memory(memory):
-    if not isinstance(memory, AttentionMemory):
+def _noisy(mechanism):
+    return bool(getattr(mechanism, "sigmoid_noise", 0))
+
+
+def _layer_sizes(size, count):
+    """`attention_layer_size` as a list with one int per mechanism ([] for None)."""
+    if size is None:
+        return []
+    sizes = list(size) if isinstance(size, (list, tuple)) else [size] * count
+    if len(sizes) != count or any(
+        isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in sizes
+    ):
         raise ValueError(
-            "`memory` must be the AttentionMemory returned by `prepare_memory`; got "
-            f"{type(memory).__name__}."
+            "`attention_layer_size` must be a positive integer, one per attention "
+            f"mechanism ({count}), or None; got attention_layer_size={size!r}."
         )
+    return sizes
+
+
+def _listed(value, count, name):
+    if count == 1 and not isinstance(value, (list, tuple)):
+        return [value]
+    if count == 1 and isinstance(value, (list, tuple)) and len(value) == 1:
+        return list(value)
+    if not isinstance(value, (list, tuple)) or len(value) != count:
+        raise ValueError(
+            f"This AttentionCell has {count} attention mechanisms: `{name}` must be a list "
+            f"with one entry per mechanism; got {type(value).__name__}"
+            f"{f' of length {len(value)}' if isinstance(value, (list, tuple)) else ''}."
+        )
+    return list(value)
+
+
+def _shape_list(shape, count, name):
+    """One shape per mechanism from a shape (one mechanism) or a list of shapes."""
+    shape = list(shape)
+    nested = len(shape) > 0 and not (shape[0] is None or isinstance(shape[0], int))
+    shapes = [tuple(s) for s in shape] if nested else [tuple(shape)]
+    if len(shapes) != count:
+        raise ValueError(
+            f"This AttentionCell has {count} attention mechanism(s), each with its own "
+            f"memory; got {len(shapes)} `{name}` shape(s)."
+        )
+    return shapes
+
+
+def _one(values):
+    return values[0] if len(values) == 1 else values
 
 
 def merge_bidirectional_states(states):
@@ -505,7 +859,7 @@ class AttentiveRNN(keras.layers.RNN):
         cell,
         return_sequences=True,
         return_state=False,
-        return_alignments=False,
+        return_alignments=None,
         bridge=False,
         go_backwards=False,
         stateful=False,
@@ -529,6 +883,8 @@ class AttentiveRNN(keras.layers.RNN):
                 "AttentiveRNN outputs zeros at padded target steps on every backend; "
                 "`zero_output_for_mask=False` is not supported."
             )
+        if return_alignments is None:
+            return_alignments = cell.alignment_history
         if return_alignments and not return_sequences:
             raise ValueError(
                 "`return_alignments=True` returns one row per target step and needs "
@@ -569,11 +925,13 @@ class AttentiveRNN(keras.layers.RNN):
         """`AttentionCell.prepare_memory`: the per-source part, once per source."""
         return self.cell.prepare_memory(memory, mask=mask)
 
-    def initial_state_from(self, encoder_states=None, batch_size=None):
+    def initial_state_from(self, encoder_states=None, batch_size=None, memory=None):
         """The decoder's flat initial states: zeros (give `batch_size`), or from the
-        encoder's final states through the bridge (if any) and `cell.initial_state_from`."""
+        encoder's final states through the bridge (if any) and `cell.initial_state_from`.
+        `memory` (the prepared memory) gives the length of monotonic / coverage
+        attention states when it is not static."""
         if encoder_states is None:
-            return self.cell.get_initial_state(batch_size=batch_size)
+            return self.cell.get_initial_state(batch_size=batch_size, memory=memory)
         states = tree.flatten(encoder_states)
         if self.bridge:
             if len(states) == 2 * len(self.bridges):
@@ -585,7 +943,7 @@ class AttentiveRNN(keras.layers.RNN):
                     f"bidirectional encoder); got {len(states)}."
                 )
             states = [layer(state) for layer, state in zip(self.bridges, states)]
-        return self.cell.initial_state_from(states)
+        return self.cell.initial_state_from(states, memory=memory)
 
     def step(self, inputs, states, memory, training=False):
         """`AttentionCell.step`: (output, new_states, alignments) for one step."""
@@ -604,33 +962,78 @@ class AttentiveRNN(keras.layers.RNN):
     ):
         if mask is None:
             mask = sequences_mask
+        if isinstance(memory_mask, (list, tuple)) and all(m is None for m in memory_mask):
+            memory_mask = None
         prepared = self.cell.prepare_memory(memory, mask=memory_mask)
         if initial_state is not None:
-            initial_state = self.initial_state_from(initial_state)
+            initial_state = self.initial_state_from(initial_state, memory=prepared)
+        noisy = [m for m in self.cell.mechanisms if _noisy(m)]
+        memories = self.cell._memories(prepared)
+        draws = []
+        static = all(mem.values.shape[1] is not None for mem in memories)
+        if training and noisy and static:
+            # the sigmoid noise of every step, drawn here: JAX cannot advance a seed
+            # generator inside its scan; the cell splits it off its step inputs. (A
+            # memory length unknown while tracing, TensorFlow only, draws in the loop.)
+            batch, steps = ops.shape(sequences)[0], ops.shape(sequences)[1]
+            for mechanism, mem in zip(self.cell.mechanisms, memories):
+                if _noisy(mechanism):
+                    shape = (batch, steps, ops.shape(mem.values)[1])
+                    draws.append(ops.cast(mechanism.draw_noise(shape), sequences.dtype))
+            sequences = ops.concatenate([sequences] + draws, axis=-1)
         with self.cell.attending(prepared, emit_alignments=self.return_alignments):
-            result = super().call(
-                sequences, initial_state=initial_state, mask=mask, training=training
-            )
+            self.cell._slot.noise_width = sum(int(d.shape[-1]) for d in draws)
+            try:
+                result = super().call(
+                    sequences, initial_state=initial_state, mask=mask, training=training
+                )
+            finally:
+                self.cell._slot.noise_width = 0
         if not self.return_alignments:
             return result
         output, states = (result[0], list(result[1:])) if self.return_state else (result, [])
         width = self.cell.output_size
         output, alignments = output[..., :width], output[..., width:]
+        if self.cell._multi:  # one [batch, Tq, Tk_k] block per mechanism, in order
+            blocks, start = [], 0
+            memories = self.cell._memories(prepared)
+            for index, mem in enumerate(memories):
+                if index == len(memories) - 1:
+                    blocks.append(alignments[..., start:])
+                else:
+                    length = ops.shape(mem.values)[1]
+                    blocks.append(alignments[..., start : start + length])
+                    start = start + length
+            alignments = blocks
         return (output, alignments, *states) if self.return_state else (output, alignments)
 
     def compute_output_shape(self, sequences_shape, memory_shape, initial_state_shape=None):
-        shapes = super().compute_output_shape(sequences_shape)
-        if not self.return_alignments:
-            return shapes
-        alignments = (sequences_shape[0], sequences_shape[1], memory_shape[1])
+        batch, length = sequences_shape[0], sequences_shape[1]
+        memory_shapes = _shape_list(memory_shape, len(self.cell.mechanisms), "memory")
+        self.cell.build_memory(memory_shapes if self.cell._multi else memory_shapes[0])
+        width = self.cell.output_size
+        output = (batch, length, width) if self.return_sequences else (batch, width)
+        states = [(batch, size) for size in self.cell.state_size]
+        # attention states are [batch, Tk] with this call's Tk
+        stateful = [m.stateful_attention for m in self.cell.mechanisms]
+        lengths = iter(shape[1] for shape, s in zip(memory_shapes, stateful) if s)
+        extra = len(states) - sum(stateful)
+        states = states[:extra] + [(batch, next(lengths)) for _ in range(sum(stateful))]
+        shapes = [output]
+        if self.return_alignments:
+            alignments = [(batch, length, shape[1]) for shape in memory_shapes]
+            shapes.append(alignments if self.cell._multi else alignments[0])
         if self.return_state:
-            return (shapes[0], alignments, *shapes[1:])
-        return shapes, alignments
+            shapes += states
+        return tuple(shapes) if len(shapes) > 1 else shapes[0]
 
     def compute_mask(self, inputs, previous_mask=None):
         mask = tree.flatten(previous_mask)[0] if previous_mask is not None else None
         output_mask = mask if self.return_sequences else None
-        masks = [output_mask] + ([output_mask] if self.return_alignments else [])
+        alignment_mask = (
+            [output_mask] * len(self.cell.mechanisms) if self.cell._multi else output_mask
+        )
+        masks = [output_mask] + ([alignment_mask] if self.return_alignments else [])
         if self.return_state:
             masks += [None] * len(self.state_size)
         return masks if len(masks) > 1 else masks[0]
