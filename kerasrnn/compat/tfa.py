@@ -149,9 +149,9 @@ def load_tfa_weights(model, path, mapping, check_options=True):
     >>> from kerasrnn.compat.tfa import load_tfa_weights
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "tfa.h5"
     >>> with h5py.File(path, "w") as f:  # what tf.keras 2 wrote for a Dense layer
-    ...     f.attrs["layer_names"] = ["out"]
-    ...     f["out"].attrs["weight_names"] = ["out/kernel:0", "out/bias:0"]
     ...     f["out/out/kernel:0"], f["out/out/bias:0"] = np.eye(2), np.ones(2)
+    ...     f["out"].attrs["weight_names"] = ["out/kernel:0", "out/bias:0"]
+    ...     f.attrs["layer_names"] = ["out"]
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="dense")])
     >>> load_tfa_weights(model, path, {"out": "dense"})
     >>> model.predict(np.array([[1.0, 2.0]]), verbose=0)
