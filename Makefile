@@ -20,7 +20,7 @@ demo: $(VENV)/.installed
 	$(PY) -m recipes.translator demo
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
-# decoding) again on JAX. Two pytest workers keep both cores busy.
+# decoding, the TFA parity tests) again on JAX. Two pytest workers keep both cores busy.
 CORE_TESTS := tests/cells tests/attention tests/decoding tests/compat
 
 test: test-tf test-jax docs
