@@ -34,7 +34,6 @@ _RENAMES = {
     ("state_norm", "gamma"): "cell_norm_gamma",
     ("state_norm", "beta"): "cell_norm_beta",
     ("layernorm", "gamma"): "norm_gamma",  # LayerNormSimpleRNNCell, in a checkpoint
-    ("layer_norm_simple_rnn_cell", "gamma"): "norm_gamma",  # ... and in an .h5 file
     ("input_gate_peephole_weights",): "peephole_i",
     ("forget_gate_peephole_weights",): "peephole_f",
     ("output_gate_peephole_weights",): "peephole_o",
@@ -127,6 +126,10 @@ def _kerasrnn_name(relative, targets):
         name = _RENAMES.get(parts[-size:])
         if name in targets:
             return name
+    if parts[-1] not in targets and f"norm_{parts[-1]}" in targets:
+        # LayerNormSimpleRNNCell's gain, saved as "<cell name>/gamma" in an .h5 file,
+        # whatever suffix Keras gave the cell's name
+        return f"norm_{parts[-1]}"
     return parts[-1]
 
 
@@ -138,7 +141,11 @@ def load_tfa_weights(model, path, mapping, check_options=True):
             layers named in `mapping` are looked up in it.
         path: the `.h5` file or TF checkpoint (see `read_tfa_weights`).
         mapping: {TFA layer key: kerasrnn layer or its name in `model`}; every mapped
-            layer must receive all its weights, with the same shapes.
+            layer must receive all its weights, with the same shapes. A key
+            "LAYER/SUBLAYER" takes the weights under one sublayer, e.g. the two
+            directions of a `Bidirectional` layer: {"encoder/forward_rnn":
+            bidirectional.forward_layer, "encoder/backward_rnn":
+            bidirectional.backward_layer} (in a checkpoint: ".../forward_layer").
         check_options: refuse a layer-normalised cell built without the option that
             reproduces TFA's equations (`carry_normalized_state=True` for the LSTM),
             since its outputs would differ.
@@ -159,14 +166,30 @@ def load_tfa_weights(model, path, mapping, check_options=True):
     """
     weights = read_tfa_weights(path)
     for key, layer in mapping.items():
-        if key not in weights:
-            raise ValueError(
-                f"`mapping`: {path} has no layer {key!r}; its layers with weights are "
-                f"{sorted(weights)}."
-            )
         if isinstance(layer, str):
             layer = model.get_layer(layer)
-        _load_layer(layer, weights[key], key, check_options)
+        _load_layer(layer, _select(weights, key, path), key, check_options)
+
+
+def _select(weights, key, path):
+    """The weights of mapping key "LAYER" or "LAYER/SUBLAYER" (relative to the sublayer)."""
+    layer, _, inner = key.partition("/")
+    if layer not in weights:
+        raise ValueError(
+            f"`mapping`: {path} has no layer {layer!r}; its layers with weights are "
+            f"{sorted(weights)}."
+        )
+    if not inner:
+        return weights[layer]
+    prefix = inner.rstrip("/") + "/"
+    chosen = {name[len(prefix):]: value for name, value in weights[layer].items()
+              if name.startswith(prefix)}
+    if not chosen:
+        raise ValueError(
+            f"`mapping`: layer {layer!r} of {path} has no weights under {inner!r}; it has "
+            f"{sorted(weights[layer])}."
+        )
+    return chosen
 
 
 def _load_layer(layer, source, key, check_options):

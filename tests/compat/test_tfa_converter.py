@@ -63,6 +63,34 @@ def test_checkpoint_weights_predict_as_tfa():
     assert read_tfa_weights(CHECKPOINT.parent).keys() == CHECKPOINT_MAPPING.keys()
 
 
+def test_bidirectional_peephole_and_nas_h5_predict_as_tfa():
+    """Embedding -> Bidirectional(RNN(PeepholeLSTMCell)) -> RNN(NASCell(projection, bias))
+    -> Dense: each direction mapped on its own; TFA's peephole and projection names."""
+    fixture = tfa_fixtures.load("model_bidirectional")
+    bidirectional = keras.layers.Bidirectional(
+        kerasrnn.RNN(kerasrnn.LSTMCell(8, peephole=True), return_sequences=True))
+    model = keras.Sequential([
+        keras.Input((None,), dtype="int32"),
+        keras.layers.Embedding(12, 6, mask_zero=True, name="embedding"),
+        bidirectional,
+        kerasrnn.RNN(kerasrnn.NASCell(5, projection=4, use_bias=True), name="nas"),
+        keras.layers.Dense(3, name="logits"),
+    ])
+    load_tfa_weights(model, tfa_fixtures.FIXTURES / "model_bidirectional.h5", {
+        "embed": "embedding", "encoder/forward_rnn": bidirectional.forward_layer,
+        "encoder/backward_rnn": bidirectional.backward_layer, "summary": "nas",
+        "classify": "logits",
+    })
+    got = model.predict(fixture["tokens"], verbose=0)
+    np.testing.assert_allclose(got, fixture["predictions"], atol=1e-5)
+    with pytest.raises(ValueError, match="two weights named 'kernel'"):
+        load_tfa_weights(model, tfa_fixtures.FIXTURES / "model_bidirectional.h5",
+                         {"encoder": bidirectional})
+    with pytest.raises(ValueError, match="no weights under 'sideways'"):
+        load_tfa_weights(model, tfa_fixtures.FIXTURES / "model_bidirectional.h5",
+                         {"encoder/sideways": bidirectional.forward_layer})
+
+
 def test_paper_form_does_not_predict_as_tfa():
     """With the paper's LSTM (raw c carried) the same weights predict differently."""
     fixture = tfa_fixtures.load("model")
