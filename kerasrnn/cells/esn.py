@@ -94,6 +94,13 @@ class ESNCell(RecurrentCell):
             )
         if "recurrent_activation" in kwargs:
             raise ValueError("ESNCell has no gates, so no `recurrent_activation`.")
+        for name in ("kernel", "recurrent", "bias"):
+            for kind in ("regularizer", "constraint"):
+                if kwargs.get(f"{name}_{kind}") is not None:
+                    raise ValueError(
+                        f"ESNCell's weights are never trained, so `{name}_{kind}` has "
+                        f"nothing to act on; got {name}_{kind}={kwargs[f'{name}_{kind}']!r}."
+                    )
         super().__init__(
             units, activation=activation, use_bias=use_bias,
             kernel_initializer=kernel_initializer,
