@@ -151,7 +151,7 @@ class LayerNormLSTMCell(_LayerNormWeights, LSTMCell):
     .. math::  c_t = \\mathrm{LN}_c(f_t \\odot c_{t-1} + i_t \\odot \\tilde c_t), \\qquad
         h_t = o_t \\odot \\phi(c_t)
 
-    Both agree on the first step from a zero state and drift apart after it. Extra weights:
+    From the same state both give the same first step and drift apart after it. Extra weights:
     `input_norm_gamma/beta`, `recurrent_norm_gamma/beta` (gates x units each: 4 units,
     3 for the coupled and the 1997 cell) and
     `cell_norm_gamma/beta` (units). The variants of `LSTMCell` (forget_gate, peephole,
