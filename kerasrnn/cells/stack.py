@@ -127,6 +127,12 @@ class RNNStack(keras.layers.Layer):
 
     def build(self, input_shape):
         shape = tuple(input_shape)
+        if len(shape) != 3:
+            raise ValueError(
+                f"{type(self).__name__} expects a sequence of vectors (batch, time, "
+                f"features); got shape {shape}. Embed token ids first "
+                "(keras.layers.Embedding), or add a feature axis with x[..., None]."
+            )
         for layer in self.rnn_layers:
             layer.build(shape)
             out = layer.compute_output_shape(shape)

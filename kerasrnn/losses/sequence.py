@@ -121,7 +121,9 @@ class SequenceCrossEntropy(keras.losses.Loss):
         loss = -ops.take_along_axis(log_p, y_true[..., None], axis=-1)[..., 0]
         if self.label_smoothing:
             eps = self.label_smoothing
-            loss = (1.0 - eps) * loss - eps * ops.mean(log_p, axis=-1)
+            # (a sum over V, not ops.mean, which runs in float32 on JAX)
+            vocab = ops.cast(ops.shape(log_p)[-1], log_p.dtype)
+            loss = (1.0 - eps) * loss - eps * ops.sum(log_p, axis=-1) / vocab
         return loss
 
     def weighted_losses(self, y_true, y_pred, sample_weight=None):

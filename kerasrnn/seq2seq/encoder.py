@@ -81,12 +81,6 @@ class RNNEncoder(RNNStack):
         return self.compute_output_shape((None, None, 1))[0][-1]
 
     def call(self, inputs, mask=None, training=False):
-        if len(inputs.shape) != 3:
-            raise ValueError(
-                "RNNEncoder expects a sequence of vectors (batch, time, features); got "
-                f"shape {tuple(inputs.shape)}. Embed token ids first "
-                "(keras.layers.Embedding), or add a feature axis with x[..., None]."
-            )
         output, *states = super().call(inputs, mask=mask, training=training)
         return output, states[-self.states_per_layer:]
 

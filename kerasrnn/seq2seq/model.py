@@ -493,7 +493,9 @@ class Seq2Seq(keras.Model):
         """The decoder as `kerasrnn.decoding`'s step function against `encoded`:
         ``step(tokens (rows,), states) -> (logits (rows, target_vocab_size), states,
         alignments (rows, source_length))``. For beam search over k beams pass
-        ``encoded.tile_memory(k)`` (`generate` does)."""
+        ``encoded.tile_memory(k)`` (`generate` does). The `pad_id` logit is set to
+        -1e9: padding is never generated, and the probabilities are renormalised over
+        the other ids."""
         memory = encoded.memory if isinstance(encoded, Encoded) else encoded
         if not isinstance(memory, AttentionMemory):
             raise ValueError(
@@ -501,10 +503,15 @@ class Seq2Seq(keras.Model):
                 f"{type(encoded).__name__}."
             )
 
+        never = ops.arange(self.target_vocab_size) == self.pad_id
+
         def step(tokens, states):
             y = self.target_embedding(ops.cast(tokens, "int32"))
             output, states, alignments = self.decoder.step(y, states, memory)
-            return self._logits(output), states, alignments
+            # [PAD] is never generated: a padding id inside an output would end it early
+            # for every reader that masks by it (and the loss never trains it).
+            logits = ops.where(never[None, :], -1e9, ops.cast(self._logits(output), "float32"))
+            return logits, states, alignments
 
         return step
 
