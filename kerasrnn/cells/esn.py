@@ -94,13 +94,6 @@ class ESNCell(RecurrentCell):
             )
         if "recurrent_activation" in kwargs:
             raise ValueError("ESNCell has no gates, so no `recurrent_activation`.")
-        for name in ("kernel", "recurrent", "bias"):
-            for kind in ("regularizer", "constraint"):
-                if kwargs.get(f"{name}_{kind}") is not None:
-                    raise ValueError(
-                        f"ESNCell's weights are never trained, so `{name}_{kind}` has "
-                        f"nothing to act on; got {name}_{kind}={kwargs[f'{name}_{kind}']!r}."
-                    )
         super().__init__(
             units, activation=activation, use_bias=use_bias,
             kernel_initializer=kernel_initializer,
@@ -131,16 +124,19 @@ class ESNCell(RecurrentCell):
             )
         self.kernel = self.add_weight(
             shape=(input_shape[-1], self.units), name="kernel",
-            initializer=self.kernel_initializer, trainable=False,
+            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint, trainable=False,
         )
         self.recurrent_kernel = self.add_weight(
             shape=(self.units, self.units), name="recurrent_kernel",
-            initializer=self._reservoir_initializer, trainable=False,
+            initializer=self._reservoir_initializer, regularizer=self.recurrent_regularizer,
+            constraint=self.recurrent_constraint, trainable=False,
         )
         self.bias = None
         if self.use_bias:
             self.bias = self.add_weight(
                 shape=(self.units,), name="bias", initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer, constraint=self.bias_constraint,
                 trainable=False,
             )
         self.built = True
@@ -153,8 +149,6 @@ class ESNCell(RecurrentCell):
     def get_config(self):
         config = super().get_config()
         del config["recurrent_activation"]
-        for name in ("kernel", "recurrent", "bias"):  # the weights are never trained
-            del config[f"{name}_regularizer"], config[f"{name}_constraint"]
         config.update(
             {
                 "connectivity": self.connectivity,
