@@ -1,8 +1,10 @@
 """Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
 from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirectional_states
+from kerasrnn.cells.esn import ESNCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.nas import NASCell
 from kerasrnn.cells.rnn import RNN
 from kerasrnn.cells.simple import SimpleRNNCell
 from kerasrnn.cells.stack import RNNStack
@@ -13,6 +15,8 @@ __all__ = [
     "GRUCell",
     "LayerNormLSTMCell",
     "LayerNormSimpleRNNCell",
+    "NASCell",
+    "ESNCell",
     "RNN",
     "RNNStack",
     "AttentionCell",

@@ -29,6 +29,11 @@ def blocks(array, names, units):
 
 def simple_step(w, cfg, x, states):
     (h,) = states
+    if cfg.get("bias_after_norm"):  # Ba et al.'s eq. 4: the bias is LN's shift
+        a = layer_norm(x @ w["kernel"] + h @ w["recurrent_kernel"], w["norm_gamma"], 0.0,
+                       cfg["norm_epsilon"])
+        h = np.tanh(a + w.get("bias", 0.0))
+        return h, [h]
     a = x @ w["kernel"] + h @ w["recurrent_kernel"] + w.get("bias", 0.0)
     if "norm_gamma" in w:
         a = layer_norm(a, w["norm_gamma"], w["norm_beta"], cfg["norm_epsilon"])
@@ -62,6 +67,8 @@ def lstm_step(w, cfg, x, states):
     if "cell_norm_gamma" in w:
         shown = layer_norm(c_new, w["cell_norm_gamma"], w["cell_norm_beta"], cfg["norm_epsilon"])
     h_new = o * np.tanh(shown)
+    if cfg.get("carry_normalized_state"):
+        c_new = shown
     return h_new, [h_new, c_new]
 
 
@@ -85,7 +92,37 @@ def gru_step(w, cfg, x, states):
     return h_new, [h_new]
 
 
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+def nas_step(w, cfg, x, states):
+    """Zoph & Le's NAS cell, block by block; states [h, c]."""
+    h, c = states
+    units = c.shape[-1]
+    xs = blocks(x @ w["kernel"], range(8), units)
+    ms = blocks(h @ w["recurrent_kernel"] + w.get("bias", 0.0), range(8), units)
+    a = [sigmoid(xs[0] + ms[0]), relu(xs[1] + ms[1]), sigmoid(xs[2] + ms[2]),
+         relu(xs[3] * ms[3]), np.tanh(xs[4] + ms[4]), sigmoid(xs[5] + ms[5]),
+         np.tanh(xs[6] + ms[6]), sigmoid(xs[7] + ms[7])]
+    c_new = np.tanh(np.tanh(a[0] * a[1]) + c) * np.tanh(a[2] + a[3])
+    h_new = np.tanh(c_new * np.tanh(np.tanh(a[4] * a[5]) + sigmoid(a[6] + a[7])))
+    if "projection_kernel" in w:
+        h_new = h_new @ w["projection_kernel"]
+    return h_new, [h_new, c_new]
+
+
+def esn_step(w, cfg, x, states):
+    (h,) = states
+    alpha = cfg["leaky"]
+    h_new = (1 - alpha) * h + alpha * np.tanh(
+        x @ w["kernel"] + h @ w["recurrent_kernel"] + w.get("bias", 0.0))
+    return h_new, [h_new]
+
+
 STEPS = {
+    "NASCell": nas_step,
+    "ESNCell": esn_step,
     "SimpleRNNCell": simple_step,
     "LayerNormSimpleRNNCell": simple_step,
     "LSTMCell": lstm_step,

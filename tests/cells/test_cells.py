@@ -22,6 +22,11 @@ VARIANTS = [
     (kerasrnn.LayerNormSimpleRNNCell, {}),
     (kerasrnn.LayerNormLSTMCell, {}),
     (kerasrnn.LayerNormLSTMCell, {"peephole": True}),
+    (kerasrnn.LayerNormSimpleRNNCell, {"bias_after_norm": True, "norm_epsilon": 1e-5}),
+    (kerasrnn.LayerNormLSTMCell, {"carry_normalized_state": True}),
+    (kerasrnn.NASCell, {}),
+    (kerasrnn.NASCell, {"projection": 3, "use_bias": True}),
+    (kerasrnn.ESNCell, {"leaky": 0.6, "connectivity": 0.5}),
 ]
 IDS = [f"{cls.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}"
        for cls, kw in VARIANTS]
