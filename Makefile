@@ -21,7 +21,7 @@ demo: $(VENV)/.installed
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
 # decoding) again on JAX. Two pytest workers keep both cores busy.
-CORE_TESTS := tests/cells tests/attention tests/decoding
+CORE_TESTS := tests/cells tests/attention tests/decoding tests/layers/test_crf.py tests/layers/test_scalar_mix.py
 
 test: test-tf test-jax docs
 
