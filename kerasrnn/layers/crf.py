@@ -8,6 +8,7 @@ functional model (`model.fit`, `.keras` files, SavedModels), and decoding a func
 the model's output. keras.ops only: TensorFlow and JAX.
 """
 import keras
+import numpy as np
 from keras import ops
 
 # A finite "minus infinity": exp() of it underflows to 0 in float32, sums of a few of
@@ -40,6 +41,37 @@ def _check_potentials(potentials):
 
 def _time_major(x):
     return ops.moveaxis(x, 1, 0)
+
+
+def _scan(step, init, sequences, reverse=False):
+    """`ops.scan` over several time-major sequences (time, batch, ...), all passed to
+    `step` as one tuple.
+
+    Keras' TensorFlow scan checks the static lengths of several sequences against each
+    other and fails when the length is unknown (a tf.function over variable-length
+    batches, e.g. a serving signature), so the sequences travel packed into one float
+    tensor and are unpacked, with their shapes and dtypes, at each step.
+    """
+    dtype = sequences[0].dtype
+    specs, flat = [], []
+    for x in sequences:
+        tail = tuple(x.shape[2:])
+        size = int(np.prod(tail)) if tail else 1
+        specs.append((tail, size, x.dtype))
+        shape = ops.shape(x)
+        flat.append(ops.reshape(ops.cast(x, dtype), (shape[0], shape[1], size)))
+    packed = ops.concatenate(flat, axis=-1)
+
+    def unpack(carry, row):
+        parts, offset = [], 0
+        for tail, size, x_dtype in specs:
+            part = row[:, offset:offset + size]
+            part = ops.reshape(part, (-1,) + tail) if tail else part[:, 0]
+            parts.append(ops.cast(part, x_dtype))
+            offset += size
+        return step(carry, tuple(parts))
+
+    return ops.scan(unpack, init, packed, reverse=reverse)
 
 
 def _start_state(potentials):
@@ -75,7 +107,7 @@ def crf_forward(potentials, mask=None):
         alpha = ops.where(real[:, None], new, alpha)
         return alpha, alpha
 
-    alpha, alphas = ops.scan(
+    alpha, alphas = _scan(
         step, _start_state(potentials), (_time_major(potentials), _time_major(mask))
     )
     return _time_major(alphas), ops.logsumexp(alpha, axis=-1)
@@ -104,7 +136,7 @@ def crf_sequence_score(potentials, tags, mask=None):
         return (score, previous), (score, previous)
 
     init = (ops.zeros_like(potentials[:, 0, 0, 0]), ops.zeros_like(tags[:, 0]))
-    (score, _), _ = ops.scan(
+    (score, _), _ = _scan(
         step, init, (_time_major(potentials), _time_major(tags), _time_major(mask))
     )
     return score
@@ -147,7 +179,7 @@ def crf_decode(potentials, mask=None):
         pointer = ops.where(real[:, None], pointer, stay)
         return (delta, pointer), (delta, pointer)
 
-    (delta, _), (_, pointers) = ops.scan(
+    (delta, _), (_, pointers) = _scan(
         forward, (_start_state(potentials), stay),
         (_time_major(potentials), _time_major(mask)),
     )
@@ -183,7 +215,7 @@ def crf_marginals(potentials, mask=None):
         earlier = ops.where(real[:, None], earlier, beta)
         return earlier, beta
 
-    _, betas = ops.scan(
+    _, betas = _scan(
         step, ops.zeros_like(potentials[:, 0, 0, :]),
         (_time_major(potentials), _time_major(mask)), reverse=True,
     )

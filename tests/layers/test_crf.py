@@ -284,3 +284,26 @@ def test_config_round_trip():
     layer = CRF(4, use_boundary=False, transition_initializer="orthogonal", name="c")
     clone = CRF.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
+
+
+def test_every_function_runs_in_a_graph_of_unknown_length():
+    """A serving signature sees (None, None, K, K) potentials."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.function input signatures are TensorFlow's")
+    import tensorflow as tf
+
+    rng = np.random.default_rng(6)
+    psi = rng.normal(size=(2, 7, K, K)).astype("float32")
+    mask = np.array([[1] * 7, [1] * 4 + [0] * 3], bool)
+    tags = rng.integers(0, K, (2, 7)).astype("int32")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, K, K]),
+                                  tf.TensorSpec([None, None], tf.bool),
+                                  tf.TensorSpec([None, None], tf.int32)])
+    def everything(p, m, y):
+        return (crf_decode(p, m)[0], crf_marginals(p, m), crf_log_likelihood(p, y, m))
+
+    for graph, eager in zip(everything(psi, mask, tags),
+                            (crf_decode(psi, mask)[0], crf_marginals(psi, mask),
+                             crf_log_likelihood(psi, tags, mask))):
+        np.testing.assert_allclose(np.asarray(graph), np.asarray(eager), rtol=1e-6)
