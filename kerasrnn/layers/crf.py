@@ -267,7 +267,7 @@ class CRF(keras.layers.Layer):
     >>> tags = np.array([[1, 2, 3, 0], [4, 1, 0, 0]])
     >>> _ = model.fit(words, tags, sample_weight=(words > 0).astype("float32"), verbose=0)
     >>> best, score = crf_decode(model.predict(words, verbose=0), mask=words > 0)
-    >>> best.shape
+    >>> tuple(best.shape)
     (2, 4)
     """
 
