@@ -39,7 +39,7 @@ docs: $(VENV)/.installed
 
 # The figures of docs/ (docs/figures/*.py), each script printing the numbers it plots.
 # About 20 minutes on 2 CPU cores; the speed chart times PyTorch too (the bench extra).
-FIGURES := vanishing_gradients long_term_dependency gradient_clipping attention_heatmap cell_speed
+FIGURES := vanishing_gradients long_term_dependency inert_distractors gradient_clipping attention_heatmap cell_speed
 
 figures: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'
