@@ -250,11 +250,13 @@ def baselines(train_split, split):
         x, y = set(x.lower().split()), set(y.lower().split())
         overlap.append(len(x & y) / max(len(x | y), 1))
     mean = float(np.mean(train_scores))
+    # the overlap is in [0, 1], not on the 1-5 scale: only its correlations mean anything
+    correlations = relatedness_scores(scores, overlap)
     return {
         "majority_judgment": majority,
         "majority_accuracy": float(np.mean([label == majority for label in labels])),
         "mean_score_mse": float(np.mean((np.asarray(scores) - mean) ** 2)),
-        "word_overlap": relatedness_scores(scores, overlap),
+        "word_overlap": {k: correlations[k] for k in ("pearson", "spearman")},
     }
 
 
