@@ -38,7 +38,11 @@ import numpy as np
 from keras import ops
 
 from recipes import common
-from recipes.classifier import MaskedPooling1D
+
+try:  # the library's masked pooling (kerasrnn.layers, from the seq2seq work) ...
+    from kerasrnn.layers import MaskedPooling1D
+except ImportError:  # ... or, before it, the classifier recipe's
+    from recipes.classifier import MaskedPooling1D
 
 DEFAULTS = dict(
     common.COMMON_DEFAULTS,
