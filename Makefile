@@ -20,10 +20,10 @@ demo: $(VENV)/.installed
 	$(PY) -m recipes.translator demo
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
-# decoding, seq2seq, losses, layers, the TFA parity tests) again on JAX. Two pytest
+# decoding, seq2seq, losses, layers incl. the CRF, the TFA parity tests) again on JAX. Two pytest
 # workers keep both cores busy.
 CORE_TESTS := tests/cells tests/attention tests/decoding tests/seq2seq tests/losses \
-              tests/layers/test_basic.py tests/compat
+              tests/layers tests/compat
 
 test: test-tf test-jax docs
 
@@ -41,7 +41,7 @@ docs: $(VENV)/.installed
 
 # The figures of docs/ (docs/figures/*.py), each script printing the numbers it plots.
 # About 20 minutes on 2 CPU cores; the speed chart times PyTorch too (the bench extra).
-FIGURES := vanishing_gradients long_term_dependency gradient_clipping attention_heatmap cell_speed
+FIGURES := vanishing_gradients long_term_dependency inert_distractors gradient_clipping attention_heatmap cell_speed
 
 figures: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'

@@ -71,6 +71,83 @@ def long_dependency_task(num_examples, distractors, num_classes=4, vocab_size=16
     tokens[:, 0] = labels + 1
     return tokens.astype(np.int32), labels
 
+def adding_problem(num_examples, length, seed=0):
+    """The adding problem (Hochreiter & Schmidhuber 1997, exp. 4; Arjovsky et al. 2016).
+
+    Each sequence has `length` (T) steps of two channels: a value drawn from U[0, 1] and
+    a marker, 1 at exactly two steps (one in the first half, one in the second) and 0
+    elsewhere. The target, asked for after the last step, is the sum of the two marked
+    values. Predicting the mean, 1, whatever the input gives a mean squared error of
+    1/6 (the variance of a sum of two U[0, 1]); beating it needs the first marked value
+    carried for up to T steps.
+
+    Returns:
+        inputs: float32 array [num_examples, length, 2] (value, marker).
+        targets: float32 array [num_examples], in [0, 2].
+
+    Example:
+
+    >>> from kerasrnn.tasks import adding_problem
+    >>> x, y = adding_problem(3, length=10, seed=0)
+    >>> x.shape, x[..., 1].sum(axis=1).tolist(), bool(abs((x[..., 0] * x[..., 1]).sum(1) - y).max() < 1e-6)
+    ((3, 10, 2), [2.0, 2.0, 2.0], True)
+    """
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 2:
+        raise ValueError(f"`length` must be an integer >= 2, got length={length!r}.")
+    if num_examples < 1:
+        raise ValueError(f"`num_examples` must be >= 1, got {num_examples}.")
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(0.0, 1.0, (num_examples, length))
+    half = length // 2
+    rows = np.arange(num_examples)
+    first = rng.integers(0, half, num_examples)
+    second = rng.integers(half, length, num_examples)
+    markers = np.zeros((num_examples, length))
+    markers[rows, first] = 1.0
+    markers[rows, second] = 1.0
+    targets = values[rows, first] + values[rows, second]
+    inputs = np.stack([values, markers], axis=-1).astype(np.float32)
+    return inputs, targets.astype(np.float32)
+
+
+def copy_task(num_examples, delay, copy_length=10, num_symbols=8, seed=0):
+    """The copy (delay-memory) task (Hochreiter & Schmidhuber 1997; Arjovsky et al. 2016).
+
+    Input: `copy_length` symbols drawn from 1..num_symbols, then `delay` - 1 blanks (0),
+    a delimiter (num_symbols + 1) and `copy_length` more blanks; total length
+    delay + 2 * copy_length. Target: blanks everywhere except the last `copy_length`
+    steps, which must repeat the first symbols in order (each held for `delay` +
+    `copy_length` steps). 0 is a symbol here (the blank), not padding. A memoryless
+    model that outputs blanks and then guesses gets a cross-entropy of
+    copy_length * log(num_symbols) / (delay + 2 * copy_length) per step and an accuracy
+    on the copied symbols of 1 / num_symbols.
+
+    Returns:
+        inputs: int32 array [num_examples, delay + 2 * copy_length], ids 0..num_symbols+1.
+        targets: int32 array of the same shape, ids 0..num_symbols.
+
+    Example:
+
+    >>> from kerasrnn.tasks import copy_task
+    >>> x, y = copy_task(2, delay=5, copy_length=3, num_symbols=4, seed=0)
+    >>> x.shape, bool((y[:, -3:] == x[:, :3]).all()), int(x[0, 7]), int(y[:, :-3].max())
+    ((2, 11), True, 5, 0)
+    """
+    for name, value, low in (("delay", delay, 1), ("copy_length", copy_length, 1),
+                             ("num_symbols", num_symbols, 2)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"`{name}` must be an integer >= {low}, got {name}={value!r}.")
+    rng = np.random.default_rng(seed)
+    total = delay + 2 * copy_length
+    symbols = rng.integers(1, num_symbols + 1, (num_examples, copy_length))
+    inputs = np.zeros((num_examples, total), np.int32)
+    inputs[:, :copy_length] = symbols
+    inputs[:, copy_length + delay - 1] = num_symbols + 1
+    targets = np.zeros((num_examples, total), np.int32)
+    targets[:, -copy_length:] = symbols
+    return inputs, targets
+
+
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -5,10 +5,16 @@ Model::
     words  -> word embedding ----------------------------------------.
     chars  -> char embedding -> BiRNN over each word's characters ---+-> concat -> dropout
            -> stacked BiRNN (any kerasrnn cell) -> dropout -> Dense + softmax per token
+                                                       (or, with --crf, a linear-chain CRF)
 
 The character BiRNN (its final states [h_fwd ; h_bwd] per word; `char_dim: 0` turns it
 off) gives unknown and rare words a representation built from their spelling. The loss
 and the accuracy are masked: padding tokens count in neither.
+
+With ``--crf true`` the output is `kerasrnn.layers.CRF` (Huang et al. 2015's BiLSTM-CRF):
+trained on the negative log-likelihood of whole tag paths, decoded with Viterbi (in
+`predict`, `evaluate` and the exported SavedModel); a tag's reported probability is then
+its posterior marginal (forward-backward).
 
 Evaluation reports token accuracy, per-tag precision/recall/F1 and, when the tags follow
 a BIO scheme (``B-X``, ``I-X``, ``O``), entity-level precision/recall/F1 (an entity is
@@ -61,6 +67,7 @@ DEFAULTS = dict(
     units=128,
     num_layers=1,
     dropout=0.33,
+    crf=False,  # a linear-chain CRF output layer (NLL training, Viterbi decoding)
     bucket_boundaries=[10, 20, 30, 50],
     batch_size=32,
     epochs=20,
@@ -221,6 +228,10 @@ def build_model(config, word_vocab_size, char_vocab_size, num_tags):
     x = common.rnn_stack(x, config["cell"], config["units"], config["num_layers"], True,
                          config["dropout"], config["cell_options"])
     x = keras.layers.Dropout(config["dropout"], name="output_dropout")(x)
+    if config["crf"]:
+        from kerasrnn.layers import CRF
+
+        return keras.Model(inputs, CRF(num_tags, name="crf")(x), name="tagger")
     probabilities = keras.layers.Dense(num_tags, activation="softmax", name="tags")(x)
     return keras.Model(inputs, probabilities, name="tagger")
 
@@ -291,6 +302,8 @@ class Tagger:
         self.model = model
         self.encoder = Encoder(words, chars, lowercase, max_chars)
         self.tags = list(tags)
+        # a CRF model outputs pairwise potentials (batch, time, tags, tags)
+        self.crf = len(model.outputs[0].shape) == 4
         self._word_lookup = words.lookup()
         self._char_lookup = chars.lookup() if chars is not None else None
         self._serve = tf.function(self.serve, input_signature=[
@@ -328,8 +341,26 @@ class Tagger:
         if self._char_lookup is not None:
             chars = tf.strings.substr(tokens, 0, self.encoder.max_chars, unit="UTF8_CHAR")
             inputs["char_ids"] = encode_chars(chars, self._char_lookup)
-        probabilities = self.model(inputs, training=False)
-        return sequence_outputs(probabilities, self.tags, lengths)
+        outputs = self.model(inputs, training=False)
+        if self.crf:
+            return self._crf_outputs(outputs, lengths)
+        return sequence_outputs(outputs, self.tags, lengths)
+
+    def _crf_outputs(self, potentials, lengths):
+        """Viterbi tags and their posterior marginals, in the serving graph."""
+        import tensorflow as tf
+
+        from kerasrnn.export import ids_to_strings
+        from kerasrnn.layers import crf_decode, crf_marginals
+
+        mask = tf.sequence_mask(lengths, tf.shape(potentials)[1])
+        best, _ = crf_decode(potentials, mask)
+        marginal = tf.gather(crf_marginals(potentials, mask), best, batch_dims=2)
+        return {
+            "tags": tf.where(mask, ids_to_strings(best, self.tags), ""),
+            "probability": tf.where(mask, marginal, 0.0),
+            "lengths": tf.cast(lengths, tf.int32),
+        }
 
     def serve_text(self, sentences):
         """Whitespace-tokenized sentences (batch,) -> the outputs of `serve`."""
@@ -421,8 +452,15 @@ def train(config, splits=None, callbacks=()):
     valid_data = dataset(splits["valid"], False) if splits.get("valid") else None
     with strategy.scope():
         model = build_model(config, len(words), len(chars) if chars else 0, len(tag_names))
-        model.compile(optimizer=common.optimizer(config),
-                      loss="sparse_categorical_crossentropy", weighted_metrics=["accuracy"])
+        if config["crf"]:
+            from kerasrnn.layers import CRFAccuracy, CRFLoss
+
+            # the per-token weights of the dataset mark the real steps of each path
+            loss, metric = CRFLoss(), CRFAccuracy(name="accuracy")
+        else:
+            loss, metric = "sparse_categorical_crossentropy", "accuracy"
+        model.compile(optimizer=common.optimizer(config), loss=loss,
+                      weighted_metrics=[metric])
     monitor = "val_accuracy" if valid_data is not None else "accuracy"
     history = common.fit(model, config, train_data, valid_data, monitor, "max", callbacks)
 

@@ -50,9 +50,17 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
             at every time step (Gal & Ghahramani 2016).
         recurrent_dropout: the same for the recurrent state h_{t-1}.
         seed: seed of the dropout masks.
+        learn_initial_state: learn the initial state(s) h_0 (and c_0) as trainable
+            vectors (`initial_h`, `initial_c`, one per state, shared by every sequence)
+            instead of starting from zeros; they are used whenever the RNN layer is
+            called without `initial_state`.
+        initial_state_initializer: initializer of those vectors (default zeros, so a
+            new cell starts as a zero-state one).
     """
 
     gate_count = 1
+    # names of the states, in `state_size` order (the learned initial states' names)
+    state_names = ("h",)
 
     def __init__(
         self,
@@ -72,6 +80,8 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
         dropout=0.0,
         recurrent_dropout=0.0,
         seed=None,
+        learn_initial_state=False,
+        initial_state_initializer="zeros",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -92,6 +102,9 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
         self.recurrent_dropout = check_rate("recurrent_dropout", recurrent_dropout)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed=seed)
+        self.learn_initial_state = bool(learn_initial_state)
+        self.initial_state_initializer = keras.initializers.get(initial_state_initializer)
+        self.initial_state_weights = []
 
     # ---- the cell contract -------------------------------------------------------
     @property
@@ -99,6 +112,13 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
         return self.units
 
     def get_initial_state(self, batch_size=None):
+        if self.learn_initial_state and self.initial_state_weights:
+            return [
+                ops.broadcast_to(
+                    ops.cast(weight, self.compute_dtype)[None], (batch_size, weight.shape[0])
+                )
+                for weight in self.initial_state_weights
+            ]
         return [
             ops.zeros((batch_size, size), dtype=self.compute_dtype)
             for size in _as_list(self.state_size)
@@ -143,6 +163,15 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
         else:
             self.bias = None
         self._build_extra(input_dim)
+        if self.learn_initial_state:
+            # after every other weight: the Keras-layout weights keep their positions
+            self.initial_state_weights = [
+                self.add_weight(
+                    shape=(size,), name=f"initial_{name}",
+                    initializer=self.initial_state_initializer,
+                )
+                for name, size in zip(self.state_names, _as_list(self.state_size))
+            ]
         self.built = True
 
     def bias_shape(self):
@@ -234,9 +263,53 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
                 "dropout": self.dropout,
                 "recurrent_dropout": self.recurrent_dropout,
                 "seed": self.seed,
+                "learn_initial_state": self.learn_initial_state,
+                "initial_state_initializer": keras.initializers.serialize(
+                    self.initial_state_initializer
+                ),
             }
         )
         return config
+
+
+def check_gate_bias_options(cell, forget_bias, chrono_init, gate, has_gate=True):
+    """Validates `forget_bias` / `chrono_init` of a gated cell (`gate` names the gate
+    they initialise); returns them as (float or None, float or None)."""
+    name = type(cell).__name__
+    for option, value in (("forget_bias", forget_bias), ("chrono_init", chrono_init)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"`{option}` must be a number or None, got {option}={value!r}.")
+        if not has_gate:
+            raise ValueError(
+                f"`{option}` initialises the {gate} gate's bias, but this {name} has no "
+                f"{gate} gate; got {option}={value!r}."
+            )
+        if not cell.use_bias:
+            raise ValueError(
+                f"`{option}` initialises a bias, but use_bias=False; got {option}={value!r}."
+            )
+    if forget_bias is not None and chrono_init is not None:
+        raise ValueError(
+            "`forget_bias` and `chrono_init` both set the gate bias: give one; got "
+            f"forget_bias={forget_bias!r}, chrono_init={chrono_init!r}."
+        )
+    if chrono_init is not None and chrono_init < 2:
+        raise ValueError(
+            "`chrono_init` is T_max, the longest dependency expected, and must be >= 2; "
+            f"got chrono_init={chrono_init!r}."
+        )
+    return (
+        None if forget_bias is None else float(forget_bias),
+        None if chrono_init is None else float(chrono_init),
+    )
+
+
+def chrono_bias(units, t_max, seed=None, dtype=None):
+    """Tallec & Ollivier's (2018) chrono gate bias: log(u), u ~ U[1, T_max - 1]."""
+    draw = keras.initializers.RandomUniform(1.0, t_max - 1.0, seed=seed)
+    return ops.log(draw((units,), dtype=dtype))
 
 
 def _as_list(x):

@@ -2,7 +2,7 @@
 import keras
 from keras import ops
 
-from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.cells.base import RecurrentCell, check_gate_bias_options, chrono_bias
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -35,6 +35,17 @@ class GRUCell(RecurrentCell):
         units: width of h_t.
         reset_after: where the reset gate acts: before the recurrent matmul (False) or
             after it (True, Keras' default, the cuDNN-compatible form).
+        forget_bias: a value added at initialisation to the bias b_z of the update
+            gate z, the GRU's analogue of the LSTM's forget gate: in Keras' convention
+            z_t is the share of h_{t-1} that is *kept*, so a positive value starts the
+            cell remembering longer (None: b_z from `bias_initializer`). With
+            `reset_after=True` it goes to the input bias (row 0).
+        chrono_init: T_max >= 2 for the chrono initialisation (Tallec & Ollivier
+            2018) of the same gate: b_z ~ log(U[1, T_max - 1]). The GRU has no
+            separate input gate (its input share is 1 - z_t), so there is no
+            b_i = -b_f counterpart. Excludes `forget_bias`.
+        learn_initial_state: learn h_0 (the weight `initial_h`); see
+            `kerasrnn.cells.base.RecurrentCell`.
         The other arguments are Keras' (see `kerasrnn.cells.base.RecurrentCell`).
 
     Example:
@@ -47,9 +58,31 @@ class GRUCell(RecurrentCell):
 
     gate_count = 3
 
-    def __init__(self, units, reset_after=True, **kwargs):
+    def __init__(self, units, reset_after=True, forget_bias=None, chrono_init=None,
+                 **kwargs):
         super().__init__(units, **kwargs)
         self.reset_after = bool(reset_after)
+        self.forget_bias, self.chrono_init = check_gate_bias_options(
+            self, forget_bias, chrono_init, "update"
+        )
+
+    def make_bias_initializer(self):
+        if self.chrono_init is None and self.forget_bias is None:
+            return self.bias_initializer
+        units, base, reset_after = self.units, self.bias_initializer, self.reset_after
+        chrono_init, forget_bias, seed = self.chrono_init, self.forget_bias, self.seed
+
+        def initializer(shape, dtype=None):
+            bias = base(shape, dtype=dtype)
+            row = bias[0] if reset_after else bias
+            if chrono_init is not None:
+                z = chrono_bias(units, chrono_init, seed, dtype)
+            else:
+                z = row[:units] + forget_bias
+            row = ops.concatenate([z, row[units:]])
+            return ops.stack([row, bias[1]]) if reset_after else row
+
+        return initializer
 
     @property
     def state_size(self):
@@ -90,4 +123,6 @@ class GRUCell(RecurrentCell):
     def get_config(self):
         config = super().get_config()
         config["reset_after"] = self.reset_after
+        config["forget_bias"] = self.forget_bias
+        config["chrono_init"] = self.chrono_init
         return config

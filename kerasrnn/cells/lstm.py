@@ -2,7 +2,7 @@
 import keras
 from keras import ops
 
-from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.cells.base import RecurrentCell, check_gate_bias_options, chrono_bias
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -47,6 +47,16 @@ class LSTMCell(RecurrentCell):
             Keras' own LSTM cell.
         peephole_initializer: initializer of the peephole vectors (default zeros, so a
             new peephole cell starts as the plain cell).
+        forget_bias: a value added to the forget-gate bias at initialisation,
+            b_f = forget_bias + (draw of `bias_initializer`); when given it replaces
+            `unit_forget_bias` (None: b_f from `unit_forget_bias`). Larger values start
+            the cell remembering longer (Gers et al. 2000; Jozefowicz et al. 2015).
+        chrono_init: T_max >= 2 for the "chrono" initialisation of Tallec & Ollivier
+            (2018): b_f ~ log(U[1, T_max - 1]) per unit and b_i = -b_f, so that the
+            cell's characteristic forgetting times spread over [1, T_max - 1]
+            (None: off). Excludes `forget_bias`.
+        learn_initial_state: learn h_0 and c_0 (the weights `initial_h`,
+            `initial_c`); see `kerasrnn.cells.base.RecurrentCell`.
         The other arguments are Keras' (see `kerasrnn.cells.base.RecurrentCell`).
 
     Example:
@@ -66,6 +76,8 @@ class LSTMCell(RecurrentCell):
         coupled=False,
         unit_forget_bias=True,
         peephole_initializer="zeros",
+        forget_bias=None,
+        chrono_init=None,
         **kwargs,
     ):
         if coupled and not forget_gate:
@@ -74,6 +86,9 @@ class LSTMCell(RecurrentCell):
                 "needs `forget_gate=True`; got coupled=True, forget_gate=False."
             )
         super().__init__(units, **kwargs)
+        self.forget_bias, self.chrono_init = check_gate_bias_options(
+            self, forget_bias, chrono_init, "forget", forget_gate
+        )
         self.forget_gate = bool(forget_gate)
         self.peephole = bool(peephole)
         self.coupled = bool(coupled)
@@ -93,19 +108,26 @@ class LSTMCell(RecurrentCell):
     def state_size(self):
         return [self.units, self.units]
 
+    state_names = ("h", "c")
+
     def make_bias_initializer(self):
-        if not (self.unit_forget_bias and self.forget_gate):
+        special = self.chrono_init is not None or self.forget_bias is not None
+        if not special and not (self.unit_forget_bias and self.forget_gate):
             return self.bias_initializer
         units, gates, base = self.units, self.gates, self.bias_initializer
+        chrono_init, forget_bias, seed = self.chrono_init, self.forget_bias, self.seed
 
         def initializer(shape, dtype=None):
-            blocks = [
-                ops.ones((units,), dtype=dtype)
-                if gate == "f"
-                else base((units,), dtype=dtype)
-                for gate in gates
-            ]
-            return ops.concatenate(blocks)
+            blocks = {gate: base((units,), dtype=dtype) for gate in gates}
+            if chrono_init is not None:
+                blocks["f"] = chrono_bias(units, chrono_init, seed, dtype)
+                if "i" in blocks:
+                    blocks["i"] = -blocks["f"]
+            elif forget_bias is not None:
+                blocks["f"] = blocks["f"] + forget_bias
+            else:
+                blocks["f"] = ops.ones((units,), dtype=dtype)
+            return ops.concatenate([blocks[gate] for gate in gates])
 
         return initializer
 
@@ -167,6 +189,8 @@ class LSTMCell(RecurrentCell):
                 "peephole_initializer": keras.initializers.serialize(
                     self.peephole_initializer
                 ),
+                "forget_bias": self.forget_bias,
+                "chrono_init": self.chrono_init,
             }
         )
         return config

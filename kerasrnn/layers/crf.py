@@ -1,0 +1,474 @@
+"""Linear-chain conditional random field: a layer, its loss, Viterbi and marginals.
+
+The layer turns per-step features into *pairwise potentials*: the score of tag j at step
+t after tag i at the previous real step, with the learned transition matrix (and the
+start and end transitions) already folded in. Everything a CRF needs then travels in
+one tensor, so the loss is an ordinary stateless Keras loss, the model an ordinary
+functional model (`model.fit`, `.keras` files, SavedModels), and decoding a function of
+the model's output. keras.ops only: TensorFlow and JAX.
+"""
+import keras
+import numpy as np
+from keras import ops
+
+# A finite "minus infinity": exp() of it underflows to 0 in float32, sums of a few of
+# them stay finite (no inf - inf = nan in the gradients).
+_NEG = -1e30
+
+
+def _float(x):
+    """CRF arithmetic in float32 (float64 kept): log-sum-exp over paths loses too much
+    in float16."""
+    x = ops.convert_to_tensor(x)
+    if keras.backend.standardize_dtype(x.dtype) == "float64":
+        return x
+    return ops.cast(x, "float32")
+
+
+def _mask_or_ones(potentials, mask):
+    if mask is None:
+        return ops.ones(ops.shape(potentials)[:2], dtype="bool")
+    return ops.cast(mask, "bool")
+
+
+def _check_potentials(potentials):
+    if len(potentials.shape) != 4 or potentials.shape[-1] != potentials.shape[-2]:
+        raise ValueError(
+            "CRF potentials must have shape (batch, time, num_tags, num_tags) (the "
+            f"output of kerasrnn.layers.CRF); got {tuple(potentials.shape)}."
+        )
+
+
+def _time_major(x):
+    return ops.moveaxis(x, 1, 0)
+
+
+def _scan(step, init, sequences, reverse=False):
+    """`ops.scan` over several time-major sequences (time, batch, ...), all passed to
+    `step` as one tuple.
+
+    Keras' TensorFlow scan checks the static lengths of several sequences against each
+    other and fails when the length is unknown (a tf.function over variable-length
+    batches, e.g. a serving signature), so the sequences travel packed into one float
+    tensor and are unpacked, with their shapes and dtypes, at each step.
+    """
+    dtype = sequences[0].dtype
+    specs, flat = [], []
+    for x in sequences:
+        tail = tuple(x.shape[2:])
+        size = int(np.prod(tail)) if tail else 1
+        specs.append((tail, size, x.dtype))
+        shape = ops.shape(x)
+        flat.append(ops.reshape(ops.cast(x, dtype), (shape[0], shape[1], size)))
+    packed = ops.concatenate(flat, axis=-1)
+
+    def unpack(carry, row):
+        parts, offset = [], 0
+        for tail, size, x_dtype in specs:
+            part = row[:, offset:offset + size]
+            part = ops.reshape(part, (-1,) + tail) if tail else part[:, 0]
+            parts.append(ops.cast(part, x_dtype))
+            offset += size
+        return step(carry, tuple(parts))
+
+    return ops.scan(unpack, init, packed, reverse=reverse)
+
+
+def _start_state(potentials):
+    """log-space indicator of a virtual start tag 0: [0, -inf, ..., -inf] per row. The
+    first real step's potentials do not depend on the previous tag, so the choice of 0
+    is arbitrary and exact."""
+    num_tags = potentials.shape[-1]
+    row = ops.where(ops.arange(num_tags) == 0, 0.0, _NEG)
+    row = ops.cast(row, potentials.dtype)
+    return ops.zeros_like(potentials[:, 0, 0, :]) + row
+
+
+def crf_forward(potentials, mask=None):
+    """The forward algorithm: log alpha_t(j) after every step, and log Z.
+
+    alpha_t(j) = logsumexp_i(alpha_{t'}(i) + psi_t(i, j)) over real steps (t' the previous
+    real step); a padded step leaves alpha unchanged.
+
+    Args:
+        potentials: (batch, time, num_tags, num_tags), the output of `CRF`.
+        mask: (batch, time) bool, True on real steps; None: all real.
+
+    Returns:
+        (log_alpha (batch, time, num_tags), log_z (batch,)).
+    """
+    potentials = _float(potentials)
+    _check_potentials(potentials)
+    mask = _mask_or_ones(potentials, mask)
+
+    def step(alpha, inputs):
+        psi, real = inputs
+        new = ops.logsumexp(alpha[:, :, None] + psi, axis=1)
+        alpha = ops.where(real[:, None], new, alpha)
+        return alpha, alpha
+
+    alpha, alphas = _scan(
+        step, _start_state(potentials), (_time_major(potentials), _time_major(mask))
+    )
+    return _time_major(alphas), ops.logsumexp(alpha, axis=-1)
+
+
+def crf_log_norm(potentials, mask=None):
+    """log Z: the log of the summed exp-scores of all tag paths, (batch,)."""
+    return crf_forward(potentials, mask)[1]
+
+
+def crf_sequence_score(potentials, tags, mask=None):
+    """The score of the given tag paths: the sum over real steps of psi_t(y_{t'}, y_t),
+    t' the previous real step. tags: (batch, time) int; returns (batch,)."""
+    potentials = _float(potentials)
+    _check_potentials(potentials)
+    mask = _mask_or_ones(potentials, mask)
+    tags = ops.cast(tags, "int32")
+
+    def step(carry, inputs):
+        score, previous = carry
+        psi, tag, real = inputs
+        row = ops.take_along_axis(psi, previous[:, None, None], axis=1)[:, 0, :]
+        value = ops.take_along_axis(row, tag[:, None], axis=1)[:, 0]
+        score = score + ops.where(real, value, ops.zeros_like(value))
+        previous = ops.where(real, tag, previous)
+        return (score, previous), (score, previous)
+
+    init = (ops.zeros_like(potentials[:, 0, 0, 0]), ops.zeros_like(tags[:, 0]))
+    (score, _), _ = _scan(
+        step, init, (_time_major(potentials), _time_major(tags), _time_major(mask))
+    )
+    return score
+
+
+def crf_log_likelihood(potentials, tags, mask=None):
+    """log p(tags | x) = score(tags) - log Z, (batch,)."""
+    return crf_sequence_score(potentials, tags, mask) - crf_log_norm(potentials, mask)
+
+
+def crf_decode(potentials, mask=None):
+    """Viterbi decoding: the highest-scoring tag path and its score.
+
+    delta_t(j) = max_i(delta_{t'}(i) + psi_t(i, j)) with back-pointers, then the path is
+    read backwards from argmax_j delta_T(j).
+
+    Args:
+        potentials: (batch, time, num_tags, num_tags), the output of `CRF`.
+        mask: (batch, time) bool, True on real steps; None: all real.
+
+    Returns:
+        (tags int32 (batch, time), 0 on padded steps; best_score (batch,)).
+    """
+    potentials = _float(potentials)
+    _check_potentials(potentials)
+    mask = _mask_or_ones(potentials, mask)
+    num_tags = potentials.shape[-1]
+    stay = ops.zeros_like(ops.cast(potentials[:, 0, 0, :], "int32")) + ops.arange(
+        num_tags, dtype="int32"
+    )
+
+    def forward(carry, inputs):
+        delta, _ = carry
+        psi, real = inputs
+        scores = delta[:, :, None] + psi
+        best = ops.max(scores, axis=1)
+        pointer = ops.cast(ops.argmax(scores, axis=1), "int32")
+        # a padded step keeps delta and points every tag to itself
+        delta = ops.where(real[:, None], best, delta)
+        pointer = ops.where(real[:, None], pointer, stay)
+        return (delta, pointer), (delta, pointer)
+
+    (delta, _), (_, pointers) = _scan(
+        forward, (_start_state(potentials), stay),
+        (_time_major(potentials), _time_major(mask)),
+    )
+    last = ops.cast(ops.argmax(delta, axis=-1), "int32")
+    best_score = ops.max(delta, axis=-1)
+
+    def backward(tag, pointer):
+        previous = ops.take_along_axis(pointer, tag[:, None], axis=1)[:, 0]
+        return previous, previous
+
+    # pointers[t] maps the tag at step t to the tag at t - 1: walk t = T-1 .. 1
+    _, earlier = ops.scan(backward, last, pointers[1:], reverse=True)
+    tags = ops.concatenate([earlier, last[None]], axis=0)
+    tags = ops.moveaxis(tags, 0, 1)
+    return ops.where(mask, tags, ops.zeros_like(tags)), best_score
+
+
+def crf_marginals(potentials, mask=None):
+    """Posterior marginals p(y_t = j | x) by the forward-backward algorithm.
+
+    p_t(j) = exp(log alpha_t(j) + log beta_t(j) - log Z), beta the backward messages
+    over the later real steps. Returns (batch, time, num_tags), 0 on padded steps.
+    """
+    potentials = _float(potentials)
+    mask = _mask_or_ones(potentials, mask)
+    alphas, log_z = crf_forward(potentials, mask)
+
+    def step(beta, inputs):
+        psi, real = inputs
+        # beta (the messages after step t) goes out first, then becomes the messages
+        # for step t - 1 through psi_t
+        earlier = ops.logsumexp(psi + beta[:, None, :], axis=2)
+        earlier = ops.where(real[:, None], earlier, beta)
+        return earlier, beta
+
+    _, betas = _scan(
+        step, ops.zeros_like(potentials[:, 0, 0, :]),
+        (_time_major(potentials), _time_major(mask)), reverse=True,
+    )
+    log_p = alphas + _time_major(betas) - log_z[:, None, None]
+    return ops.where(mask[:, :, None], ops.exp(log_p), ops.zeros_like(log_p))
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class CRF(keras.layers.Layer):
+    """Linear-chain CRF output layer: features -> pairwise potentials.
+
+    With emission scores e_t = W x_t + b (or the inputs themselves when
+    ``use_kernel=False``), transition matrix A, start and end transitions s and e':
+
+    .. math::
+
+        \\psi_t(i, j) &= A_{ij} + e_t(j)
+            \\qquad \\psi_{t_0}(i, j) = s_j + e_{t_0}(j) \\\\
+        \\psi_{t_n}(i, j) &\\mathrel{+}= e'_j \\\\
+        \\mathrm{score}(y) &= \\sum_{\\text{real } t} \\psi_t(y_{t'}, y_t),
+        \\qquad p(y \\mid x) = \\exp(\\mathrm{score}(y) - \\log Z)
+
+    t_0 and t_n are the first and last real (unmasked) steps of each row and t' the
+    real step before t; padded steps get potential 0 and are skipped by every CRF
+    function. The output, (batch, time, num_tags, num_tags), is what the loss
+    `CRFLoss`, the metric `CRFAccuracy` and the functions `crf_decode` (Viterbi),
+    `crf_marginals` (forward-backward), `crf_log_likelihood` and `crf_log_norm`
+    (forward algorithm) take; the Keras mask passes through.
+
+    Args:
+        num_tags: number of tags K.
+        use_kernel: project the inputs with a dense kernel (and bias) to the K emission
+            scores; False: the inputs already are the emission scores (last axis K).
+        use_boundary: learn the start and end transitions s and e'.
+        kernel_initializer, transition_initializer, boundary_initializer: initializers
+            of W (b starts at zeros), A, and s and e'.
+        kernel_regularizer, transition_regularizer: their regularizers.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from kerasrnn.layers import CRF, CRFLoss, crf_decode
+    >>> inputs = keras.Input((None,), dtype="int32")
+    >>> x = keras.layers.Embedding(20, 8, mask_zero=True)(inputs)
+    >>> potentials = CRF(5)(keras.layers.Bidirectional(keras.layers.LSTM(8, return_sequences=True))(x))
+    >>> model = keras.Model(inputs, potentials)
+    >>> model.compile("adam", CRFLoss())
+    >>> words = np.array([[3, 4, 5, 0], [6, 7, 0, 0]])
+    >>> tags = np.array([[1, 2, 3, 0], [4, 1, 0, 0]])
+    >>> _ = model.fit(words, tags, sample_weight=(words > 0).astype("float32"), verbose=0)
+    >>> best, score = crf_decode(model.predict(words, verbose=0), mask=words > 0)
+    >>> tuple(best.shape)
+    (2, 4)
+    """
+
+    def __init__(
+        self,
+        num_tags,
+        use_kernel=True,
+        use_boundary=True,
+        kernel_initializer="glorot_uniform",
+        transition_initializer="zeros",
+        boundary_initializer="zeros",
+        kernel_regularizer=None,
+        transition_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if isinstance(num_tags, bool) or not isinstance(num_tags, int) or num_tags < 1:
+            raise ValueError(
+                f"`num_tags` must be a positive integer, got num_tags={num_tags!r}."
+            )
+        self.num_tags = num_tags
+        self.use_kernel = bool(use_kernel)
+        self.use_boundary = bool(use_boundary)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.transition_initializer = keras.initializers.get(transition_initializer)
+        self.boundary_initializer = keras.initializers.get(boundary_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.transition_regularizer = keras.regularizers.get(transition_regularizer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if len(input_shape) != 3:
+            raise ValueError(
+                "CRF takes a sequence of shape (batch, time, features); got inputs of "
+                f"shape {tuple(input_shape)}."
+            )
+        features = input_shape[-1]
+        if self.use_kernel:
+            if features is None:
+                raise ValueError(
+                    f"CRF needs a known feature dimension; got inputs of shape "
+                    f"{tuple(input_shape)}."
+                )
+            self.kernel = self.add_weight(
+                shape=(features, self.num_tags), name="kernel",
+                initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+            )
+            self.bias = self.add_weight(
+                shape=(self.num_tags,), name="bias", initializer="zeros"
+            )
+        elif features not in (None, self.num_tags):
+            raise ValueError(
+                f"CRF(use_kernel=False) takes the emission scores themselves, last axis "
+                f"num_tags={self.num_tags}; got inputs of shape {tuple(input_shape)} "
+                "(use use_kernel=True to project features)."
+            )
+        self.transitions = self.add_weight(
+            shape=(self.num_tags, self.num_tags), name="transitions",
+            initializer=self.transition_initializer,
+            regularizer=self.transition_regularizer,
+        )
+        if self.use_boundary:
+            self.start_transitions = self.add_weight(
+                shape=(self.num_tags,), name="start_transitions",
+                initializer=self.boundary_initializer,
+            )
+            self.end_transitions = self.add_weight(
+                shape=(self.num_tags,), name="end_transitions",
+                initializer=self.boundary_initializer,
+            )
+        self.built = True
+
+    def emissions(self, inputs):
+        """e_t: (batch, time, num_tags)."""
+        if self.use_kernel:
+            return ops.matmul(inputs, self.kernel) + self.bias
+        return inputs
+
+    def call(self, inputs, mask=None):
+        emissions = self.emissions(inputs)
+        if mask is None:
+            real = ops.ones(ops.shape(emissions)[:2], dtype="bool")
+        else:
+            real = ops.cast(mask, "bool")
+        count = ops.cumsum(ops.cast(real, "int32"), axis=1)
+        first = ops.logical_and(real, count == 1)
+        last = ops.logical_and(real, count == count[:, -1:])
+        e = emissions[:, :, None, :]
+        transitions = ops.convert_to_tensor(self.transitions)
+        potentials = transitions + e
+        if self.use_boundary:
+            end = ops.where(
+                last[:, :, None, None], ops.convert_to_tensor(self.end_transitions), 0.0
+            )
+            entry = ops.convert_to_tensor(self.start_transitions) + e + end
+            potentials = potentials + end
+        else:
+            entry = e + ops.zeros_like(transitions)
+        potentials = ops.where(first[:, :, None, None], entry, potentials)
+        return ops.where(real[:, :, None, None], potentials, ops.zeros_like(potentials))
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:2]) + (self.num_tags, self.num_tags)
+
+    def decode(self, potentials, mask=None):
+        """Viterbi path and score of this layer's output (see `crf_decode`)."""
+        return crf_decode(potentials, mask)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_tags": self.num_tags,
+                "use_kernel": self.use_kernel,
+                "use_boundary": self.use_boundary,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "transition_initializer": keras.initializers.serialize(
+                    self.transition_initializer
+                ),
+                "boundary_initializer": keras.initializers.serialize(
+                    self.boundary_initializer
+                ),
+                "kernel_regularizer": keras.regularizers.serialize(
+                    self.kernel_regularizer
+                ),
+                "transition_regularizer": keras.regularizers.serialize(
+                    self.transition_regularizer
+                ),
+            }
+        )
+        return config
+
+
+def _sequence_mask(y_true, sample_weight):
+    """Real steps: y_true >= 0 (a negative label marks padding) and, for per-step
+    sample weights (batch, time), a weight > 0. Returns (mask, per-sequence weight or
+    None)."""
+    y_true = ops.convert_to_tensor(y_true)
+    mask = y_true >= 0
+    weight = None
+    if sample_weight is not None:
+        sample_weight = ops.convert_to_tensor(sample_weight)
+        if len(sample_weight.shape) == 2:
+            mask = ops.logical_and(mask, sample_weight > 0)
+        else:
+            weight = ops.reshape(sample_weight, (-1,))
+    return mask, weight
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class CRFLoss(keras.losses.Loss):
+    """Negative log-likelihood of the gold tag paths under a `CRF` layer's potentials.
+
+    loss = -(score(y) - log Z) per sequence (forward algorithm), averaged over the batch
+    (``reduction="sum_over_batch_size"``), summed (``"sum"``) or per sequence (None).
+
+    Padding: per-step sample weights (batch, time), as `kerasrnn.data.sequence_dataset`
+    yields them, mark the real steps (weight > 0); so do labels >= 0 (pad with -1 to do
+    without weights). Per-sequence weights (batch,) weight the sequences.
+    """
+
+    def __init__(self, reduction="sum_over_batch_size", name="crf_loss", dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        mask, _ = _sequence_mask(y_true, None)
+        tags = ops.where(mask, ops.cast(y_true, "int32"), 0)
+        return -crf_log_likelihood(y_pred, tags, mask)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        mask, weight = _sequence_mask(y_true, sample_weight)
+        tags = ops.where(mask, ops.cast(y_true, "int32"), 0)
+        losses = -crf_log_likelihood(y_pred, tags, mask)
+        if weight is not None:
+            losses = losses * ops.cast(weight, losses.dtype)
+        if self.reduction in (None, "none"):
+            return losses
+        total = ops.sum(losses)
+        if self.reduction == "sum":
+            return total
+        return total / ops.cast(ops.shape(losses)[0], losses.dtype)
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class CRFAccuracy(keras.metrics.Mean):
+    """Token accuracy of the Viterbi paths of a `CRF` layer's potentials (padding, as
+    in `CRFLoss`, counts neither way)."""
+
+    def __init__(self, name="crf_accuracy", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        mask, _ = _sequence_mask(y_true, sample_weight)
+        tags, _ = crf_decode(y_pred, mask)
+        correct = ops.cast(tags == ops.cast(y_true, "int32"), "float32")
+        return super().update_state(correct, sample_weight=ops.cast(mask, "float32"))
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype}

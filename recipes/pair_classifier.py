@@ -1,0 +1,489 @@
+"""Sentence pairs (entailment, relatedness) with a shared recurrent sentence encoder.
+
+Model (InferSent's classifier over a siamese encoder, Conneau et al. 2017)::
+
+    sentence A -> Embedding -> (Bi)RNN -> pooling -> u ---.
+    sentence B -> (the same layers, shared weights) -> v -+-> [u; v; |u - v|; u * v]
+        -> dropout -> Dense (hidden, tanh) -> dropout -> head
+
+`pooling` is the last state (bidirectional: [h_fwd_T ; h_bwd_1]), or the mean or the max
+of the unmasked states. Heads (`task`):
+
+* ``entailment``: softmax over the three judgments (ENTAILMENT, NEUTRAL,
+  CONTRADICTION); cross-entropy; reported as accuracy.
+* ``relatedness``: a score in [1, 5]. ``relatedness_target: score`` regresses
+  1 + 4 sigmoid(w . h) with the squared error; ``distribution`` is Tai et al.'s (2015)
+  target: the score y becomes a distribution p over 1..5 (p_floor(y) = floor(y) - y + 1,
+  p_floor(y)+1 = y - floor(y)), trained with KL(p || p_hat) and read as sum_i i p_hat_i.
+  Reported as Pearson r, Spearman rho and MSE.
+
+Command line::
+
+    python -m recipes.pair_classifier train --train SICK_train.txt.gz \\
+        --valid SICK_trial.txt.gz --test SICK_test_annotated.txt.gz --task relatedness
+    python -m recipes.pair_classifier evaluate --output-dir runs/pair --test other.txt
+    python -m recipes.pair_classifier predict --output-dir runs/pair \\
+        "A man is playing a guitar" "A person plays an instrument"
+    python -m recipes.pair_classifier export --output-dir runs/pair
+
+Data: SICK's tab-separated files (gzip read transparently) with the header
+``pair_ID sentence_A sentence_B relatedness_score entailment_judgment`` (extra columns
+are ignored; the column names are what is looked up).
+"""
+import os
+import sys
+
+import keras
+import numpy as np
+from keras import ops
+
+from recipes import common
+
+try:  # the library's masked pooling (kerasrnn.layers, from the seq2seq work) ...
+    from kerasrnn.layers import MaskedPooling1D
+except ImportError:  # ... or, before it, the classifier recipe's
+    from recipes.classifier import MaskedPooling1D
+
+DEFAULTS = dict(
+    common.COMMON_DEFAULTS,
+    output_dir="runs/pair",
+    train=None,
+    valid=None,
+    test=None,
+    encoding="utf-8",
+    task="entailment",  # entailment | relatedness
+    relatedness_target="score",  # score (regression) | distribution (Tai et al. 2015)
+    lowercase=True,
+    max_vocab=30000,
+    min_freq=1,
+    embedding_dim=100,
+    embedding_dropout=0.2,
+    cell="lstm",
+    cell_options={},
+    units=128,
+    num_layers=1,
+    bidirectional=True,
+    pooling="max",  # last | mean | max
+    hidden_units=128,
+    dropout=0.2,
+    max_length=100,  # longer sentences are cut
+)
+TASKS = ("entailment", "relatedness")
+TARGETS = ("score", "distribution")
+POOLINGS = ("last", "mean", "max")
+LABELS = ("CONTRADICTION", "ENTAILMENT", "NEUTRAL")
+COLUMNS = ("sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class PairFeatures(keras.layers.Layer):
+    """[u; v; |u - v|; u * v] of two sentence vectors (Conneau et al. 2017)."""
+
+    def call(self, inputs):
+        u, v = inputs
+        return ops.concatenate([u, v, ops.abs(u - v), u * v], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        shape = input_shape[0]
+        return tuple(shape[:-1]) + (4 * shape[-1],)
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class ExpectedScore(keras.layers.Layer):
+    """sum_i i p_i over the classes 1..K of a distribution (batch, K) -> (batch, 1)."""
+
+    def call(self, probabilities):
+        k = probabilities.shape[-1]
+        grades = ops.cast(ops.arange(1, k + 1), probabilities.dtype)
+        return ops.sum(probabilities * grades, axis=-1, keepdims=True)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (1,)
+
+
+# ------------------------------------------------------------------------------ data
+
+
+def load_pairs(path, encoding="utf-8"):
+    """A SICK-style file -> ``(sentences_a, sentences_b, scores, labels)``."""
+    from kerasrnn.data.loaders import DataFormatError, read_lines
+
+    rows = read_lines(path, encoding)
+    header = next(rows, None)
+    if header is None:
+        raise DataFormatError(path, None, "the file is empty")
+    names = header[1].split("\t")
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        raise DataFormatError(
+            path, 1, f"the header lacks column(s) {missing}; expected the SICK header "
+            f"with {list(COLUMNS)}, got {names}"
+        )
+    index = [names.index(c) for c in COLUMNS]
+    a, b, scores, labels = [], [], [], []
+    for number, line in rows:
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < len(names):
+            raise DataFormatError(
+                path, number, f"expected {len(names)} tab-separated fields, got {len(fields)}"
+            )
+        first, second, score, label = (fields[i].strip() for i in index)
+        try:
+            score = float(score)
+        except ValueError:
+            raise DataFormatError(
+                path, number, f"relatedness_score must be a number, got {score!r}"
+            ) from None
+        if not 1.0 <= score <= 5.0:
+            raise DataFormatError(
+                path, number, f"relatedness_score must be in [1, 5], got {score}"
+            )
+        if label not in LABELS:
+            raise DataFormatError(
+                path, number, f"entailment_judgment must be one of {list(LABELS)}, got "
+                f"{label!r}"
+            )
+        a.append(first)
+        b.append(second)
+        scores.append(score)
+        labels.append(label)
+    if not a:
+        raise DataFormatError(path, None, "no sentence pairs after the header")
+    return a, b, scores, labels
+
+
+def score_distribution(scores, classes=5):
+    """Tai et al.'s sparse target: y in [1, K] -> p over 1..K with sum_i i p_i = y."""
+    scores = np.asarray(scores, np.float64)
+    low = np.clip(np.floor(scores), 1, classes).astype(int)
+    p = np.zeros((len(scores), classes), np.float32)
+    rows = np.arange(len(scores))
+    upper = scores - low
+    p[rows, low - 1] = 1.0 - upper
+    p[rows[low < classes], low[low < classes]] = upper[low < classes]
+    return p
+
+
+def check_config(config):
+    for key, allowed in (("task", TASKS), ("relatedness_target", TARGETS),
+                         ("pooling", POOLINGS)):
+        if config[key] not in allowed:
+            raise common.ConfigError(f"`{key}` must be one of {allowed}, got {config[key]!r}.")
+    if config["max_length"] < 1:
+        raise common.ConfigError(f"`max_length` must be >= 1, got {config['max_length']}.")
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def build_model(config, vocab_size):
+    """``{"sentence_a": ids, "sentence_b": ids}`` (batch, time) int32 -> the head's
+    output: entailment probabilities (batch, 3), or the relatedness score (batch, 1) (with
+    ``relatedness_target: distribution``, also the distribution, as a dict)."""
+    check_config(config)
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    x = keras.layers.Embedding(vocab_size, config["embedding_dim"], mask_zero=True,
+                               name="embedding")(ids)
+    x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
+    last = config["pooling"] == "last"
+    x = common.rnn_stack(x, config["cell"], config["units"], config["num_layers"],
+                         config["bidirectional"], config["dropout"], config["cell_options"],
+                         return_sequences=not last)
+    if not last:
+        x = MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
+    encoder = keras.Model(ids, x, name="encoder")
+
+    a = keras.Input((None,), dtype="int32", name="sentence_a")
+    b = keras.Input((None,), dtype="int32", name="sentence_b")
+    h = PairFeatures(name="pair_features")([encoder(a), encoder(b)])
+    h = keras.layers.Dropout(config["dropout"], name="features_dropout")(h)
+    h = keras.layers.Dense(config["hidden_units"], activation="tanh", name="hidden")(h)
+    h = keras.layers.Dropout(config["dropout"], name="hidden_dropout")(h)
+    inputs = {"sentence_a": a, "sentence_b": b}
+    if config["task"] == "entailment":
+        out = keras.layers.Dense(len(LABELS), activation="softmax", name="judgment")(h)
+    elif config["relatedness_target"] == "score":
+        z = keras.layers.Dense(1, activation="sigmoid", name="unit_score")(h)
+        out = keras.layers.Rescaling(4.0, offset=1.0, name="score")(z)
+    else:
+        p = keras.layers.Dense(5, activation="softmax", name="distribution")(h)
+        out = {"distribution": p, "score": ExpectedScore(name="score")(p)}
+    return keras.Model(inputs, out, name="pair_classifier")
+
+
+def compile_model(model, config):
+    if config["task"] == "entailment":
+        model.compile(common.optimizer(config), "sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
+    elif config["relatedness_target"] == "score":
+        model.compile(common.optimizer(config), "mse")
+    else:
+        model.compile(common.optimizer(config),
+                      loss={"distribution": "kl_divergence", "score": None},
+                      metrics={"score": ["mse"]})
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def relatedness_scores(gold, predicted):
+    """Pearson r, Spearman rho (ties averaged) and the mean squared error."""
+    from scipy import stats
+
+    gold, predicted = np.asarray(gold, np.float64), np.asarray(predicted, np.float64)
+    constant = np.ptp(predicted) == 0
+    return {
+        "pairs": len(gold),
+        "pearson": 0.0 if constant else float(stats.pearsonr(gold, predicted)[0]),
+        "spearman": 0.0 if constant else float(stats.spearmanr(gold, predicted)[0]),
+        "mse": float(np.mean((gold - predicted) ** 2)),
+    }
+
+
+def baselines(train_split, split):
+    """Simple reference points on `split`: the majority judgment of the training data,
+    the training mean as the score, and the word overlap (Jaccard) of the two sentences
+    as a relatedness predictor (its correlations)."""
+    _, _, train_scores, train_labels = train_split
+    a, b, scores, labels = split
+    majority = max(LABELS, key=train_labels.count)
+    overlap = []
+    for x, y in zip(a, b):
+        x, y = set(x.lower().split()), set(y.lower().split())
+        overlap.append(len(x & y) / max(len(x | y), 1))
+    mean = float(np.mean(train_scores))
+    # the overlap is in [0, 1], not on the 1-5 scale: only its correlations mean anything
+    correlations = relatedness_scores(scores, overlap)
+    return {
+        "majority_judgment": majority,
+        "majority_accuracy": float(np.mean([label == majority for label in labels])),
+        "mean_score_mse": float(np.mean((np.asarray(scores) - mean) ** 2)),
+        "word_overlap": {k: correlations[k] for k in ("pearson", "spearman")},
+    }
+
+
+# --------------------------------------------------------------------------- pairs
+
+
+class PairClassifier:
+    """A trained pair model with its vocabulary: two strings in, a judgment or a score
+    out. `serve` is the exact function the SavedModel exports."""
+
+    def __init__(self, model, vocabulary, task, lowercase=True, max_length=100):
+        import tensorflow as tf
+
+        self.model, self.vocabulary, self.task = model, vocabulary, task
+        self.lowercase, self.max_length = lowercase, max_length
+        self._lookup = vocabulary.lookup()
+        spec = [tf.TensorSpec([None], tf.string, name="sentence_a"),
+                tf.TensorSpec([None], tf.string, name="sentence_b")]
+        self._signature = spec
+        self._serve = tf.function(self.serve, input_signature=spec)
+
+    @classmethod
+    def from_run(cls, config):
+        from kerasrnn.data import Vocabulary
+
+        return cls(common.load_best_model(config),
+                   Vocabulary.load(os.path.join(config["output_dir"], "vocab.txt")),
+                   config["task"], config["lowercase"], config["max_length"])
+
+    def encode(self, texts):
+        from kerasrnn.data.tokenizers import encode_tokens, split_words
+
+        ids = encode_tokens(split_words(texts, self.lowercase), self._lookup)
+        return ids[:, :self.max_length]
+
+    def serve(self, sentence_a, sentence_b):
+        """(batch,) strings twice -> entailment: label, probability, probabilities;
+        relatedness: score."""
+        from kerasrnn.export import class_outputs
+
+        inputs = {"sentence_a": self.encode(sentence_a), "sentence_b": self.encode(sentence_b)}
+        out = self.model(inputs, training=False)
+        if self.task == "entailment":
+            return class_outputs(out, LABELS)
+        score = out["score"] if isinstance(out, dict) else out
+        return {"score": ops.reshape(score, (-1,))}
+
+    def predict(self, sentences_a, sentences_b, batch_size=256):
+        if len(sentences_a) != len(sentences_b):
+            raise common.RecipeError(
+                f"pairs need as many first as second sentences; got {len(sentences_a)} "
+                f"and {len(sentences_b)}."
+            )
+        results = []
+        for start in range(0, len(sentences_a), batch_size):
+            out = self._serve(list(sentences_a[start:start + batch_size]),
+                              list(sentences_b[start:start + batch_size]))
+            if self.task == "relatedness":
+                results += [{"score": float(s)} for s in out["score"].numpy()]
+                continue
+            for label, prob, probs in zip(out["label"].numpy(), out["probability"].numpy(),
+                                          out["probabilities"].numpy()):
+                results.append({"label": label.decode("utf-8"), "probability": float(prob),
+                                "probabilities": dict(zip(LABELS, map(float, probs)))})
+        return results
+
+    def evaluate(self, sentences_a, sentences_b, scores, labels):
+        predicted = self.predict(sentences_a, sentences_b)
+        if self.task == "relatedness":
+            return relatedness_scores(scores, [p["score"] for p in predicted])
+        guessed = [p["label"] for p in predicted]
+        return {
+            "pairs": len(labels),
+            "accuracy": float(np.mean([g == p for g, p in zip(labels, guessed)])),
+            "per_class": common.per_class_scores(labels, guessed, LABELS),
+        }
+
+    def export(self, path):
+        """A SavedModel: ``serving_default(sentence_a, sentence_b: string[batch])``."""
+        from kerasrnn.export import export_saved_model
+
+        return export_saved_model(path, self.model, {
+            "serving_default": (self.serve, self._signature)}, track=[self._lookup])
+
+
+# -------------------------------------------------------------------------- commands
+
+
+def _dataset(vocab, split, config, shuffle):
+    import tensorflow as tf
+
+    from kerasrnn.data.tokenizers import tokenize
+
+    a, b, scores, labels = split
+
+    def ids(texts):
+        rows = [vocab.encode(t)[:config["max_length"]] or [0]
+                for t in tokenize(texts, config["lowercase"])]
+        return keras.utils.pad_sequences(rows, padding="post", dtype="int32")
+
+    inputs = {"sentence_a": ids(a), "sentence_b": ids(b)}
+    if config["task"] == "entailment":
+        targets = np.array([LABELS.index(label) for label in labels], np.int32)
+    elif config["relatedness_target"] == "score":
+        targets = np.array(scores, np.float32)[:, None]
+    else:
+        targets = {"distribution": score_distribution(scores),
+                   "score": np.array(scores, np.float32)[:, None]}
+    data = tf.data.Dataset.from_tensor_slices((inputs, targets))
+    if shuffle:
+        data = data.shuffle(len(a), seed=config["seed"], reshuffle_each_iteration=True)
+    return data.batch(config["batch_size"]).prefetch(tf.data.AUTOTUNE)
+
+
+def load_splits(config):
+    if config["train"] is None:
+        raise common.ConfigError("`train` is required: the training pairs (see --help).")
+    return {name: load_pairs(config[name], config["encoding"]) if config[name] else None
+            for name in ("train", "valid", "test")}
+
+
+def train(config, splits=None, callbacks=()):
+    """Trains as configured and writes to ``config["output_dir"]``: ``config.json``,
+    ``vocab.txt``, ``best.keras`` and ``results.json`` (history, valid and test scores
+    beside the simple baselines). Returns the results dict."""
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.data.tokenizers import tokenize
+
+    strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
+    check_config(config)
+    common.set_seed(config["seed"])
+    splits = splits or load_splits(config)
+    a, b = splits["train"][:2]
+    out = config["output_dir"]
+    os.makedirs(out, exist_ok=True)
+    common.write_json(os.path.join(out, "config.json"), config)
+    vocab = Vocabulary.build(tokenize(list(a) + list(b), config["lowercase"]),
+                             config["max_vocab"], config["min_freq"])
+    vocab.save(os.path.join(out, "vocab.txt"))
+    train_data = _dataset(vocab, splits["train"], config, shuffle=True)
+    valid_data = _dataset(vocab, splits["valid"], config, False) if splits.get("valid") else None
+    with strategy.scope():
+        model = build_model(config, len(vocab))
+        compile_model(model, config)
+    if config["task"] == "entailment":
+        monitor, mode = "accuracy", "max"
+    else:
+        monitor, mode = "loss", "min"
+    if valid_data is not None:
+        monitor = "val_" + monitor
+    history = common.fit(model, config, train_data, valid_data, monitor, mode, callbacks)
+
+    pairs = PairClassifier.from_run(config)
+    results = {"task": config["task"], "train_pairs": len(a), "vocabulary_size": len(vocab),
+               "replicas": strategy.num_replicas_in_sync, "history": history}
+    for name in ("valid", "test"):
+        if splits.get(name):
+            results[name] = pairs.evaluate(*splits[name])
+            results[name]["baselines"] = baselines(splits["train"], splits[name])
+    common.write_json(os.path.join(out, "results.json"), results)
+    return results
+
+
+def _run_train(config, args):
+    return train(config)
+
+
+def _run_evaluate(config, args):
+    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
+    if config["test"] is None:
+        raise common.ConfigError("evaluate needs `--test` (a file of scored pairs).")
+    results = PairClassifier.from_run(config).evaluate(
+        *load_pairs(config["test"], config["encoding"]))
+    common.write_json(os.path.join(config["output_dir"], "evaluation.json"), results)
+    return results
+
+
+def _predict_arguments(parser):
+    parser.add_argument("sentences", nargs="*",
+                        help="sentence pairs: first and second sentence, alternating")
+    parser.add_argument("--input", help="a file with one pair per line, the two "
+                        "sentences separated by a tab")
+
+
+def _run_predict(config, args):
+    from kerasrnn.data.loaders import DataFormatError, read_lines
+
+    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
+    texts = list(args.sentences)
+    if len(texts) % 2:
+        raise common.RecipeError(
+            f"predict takes sentences in pairs (first, second, first, second, ...); got "
+            f"{len(texts)}, an odd number."
+        )
+    pairs = list(zip(texts[::2], texts[1::2]))
+    if args.input:
+        for number, line in read_lines(args.input, config["encoding"]):
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise DataFormatError(args.input, number, "expected two tab-separated "
+                                      f"sentences, got {len(fields)} field(s)")
+            pairs.append(tuple(fields))
+    if not pairs:
+        return []
+    predictions = PairClassifier.from_run(config).predict(*zip(*pairs))
+    return [{"sentence_a": x, "sentence_b": y, **p} for (x, y), p in zip(pairs, predictions)]
+
+
+COMMANDS = {
+    "train": ("train a pair model and evaluate it", None, _run_train),
+    "evaluate": ("evaluate a trained pair model on --test", None, _run_evaluate),
+    "predict": ("judge or score sentence pairs", _predict_arguments, _run_predict),
+    "export": ("export a SavedModel taking two strings", common.export_arguments,
+               common.export_command(DEFAULTS, PairClassifier.from_run)),
+}
+
+
+def main(argv=None):
+    return common.main(argv, "recipes.pair_classifier", __doc__.splitlines()[0], DEFAULTS,
+                       COMMANDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
