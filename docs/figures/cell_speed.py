@@ -52,8 +52,7 @@ def main():
         for i, row in enumerate(chosen):
             ax.text(row["ratio_max"], i, f" {row['ratio']:.2f}x", va="center", fontsize=7)
         ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"step time relative to {chosen[0]['reference']} "
-                      "(median over rounds, min-max)")
+        ax.set_xlabel(f"step time / {chosen[0]['reference']}'s (median, min-max)")
         ax.set_title(kind.upper())
         ax.set_xlim(0, max(row["ratio_max"] for row in chosen) * 1.3)
     fig.tight_layout()
