@@ -10,7 +10,8 @@ first, then `--rounds` rounds each time `--steps` steps of every contender in tu
 order rotates from round to round), all in this one process; a contender's figure in a
 round is its median step, and its ratio in that round is that median over the
 reference's median in the same round. The table gives, per contender, the median ms/step
-over rounds and the ratio's median, interquartile range and min-max over rounds. PyTorch
+over rounds and the ratio's median, interquartile range and min-max over rounds, and the
+same ratio to keras.layers.LSTM / GRU (median and min-max). PyTorch
 and TensorFlow get the same thread count (`--threads`, default all cores).
 
     python bench/cells.py                      # LSTM and GRU, all contenders
@@ -29,6 +30,12 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# PyTorch's OpenMP threads spin while waiting by default; on a shared, oversubscribed
+# machine a descheduled spinner stalls every step (measured here: 0.9-9 s per LSTM step
+# instead of 0.2-0.7 s under load 10). Passive waiting keeps its figures sane under load,
+# at a small cost on an idle machine (which then favours the Keras rows slightly).
+# Set OMP_WAIT_POLICY=ACTIVE to measure PyTorch's default.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import keras  # noqa: E402
@@ -177,28 +184,38 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
                 times.append(time.perf_counter() - start)
             per_round[label].append(1000 * statistics.median(times))
     reference = built[-1][0]
+    keras_layer = next((label for label, _ in built if label.startswith("keras.layers.")
+                        and " in " not in label), reference)
     results = []
     for label, _ in built:
         ms = per_round[label]
         ratios = [a / b for a, b in zip(ms, per_round[reference])]
+        versus_keras = [a / b for a, b in zip(ms, per_round[keras_layer])]
         q1, median, q3 = quartiles(ratios)
         results.append({
             "kind": kind, "contender": label, "reference": reference,
             "ms_per_step": round(statistics.median(ms), 2),
             "ratio": round(median, 3), "ratio_q1": round(q1, 3), "ratio_q3": round(q3, 3),
             "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
+            "keras_layer": keras_layer,
+            "vs_keras_layer": round(statistics.median(versus_keras), 3),
+            "vs_keras_layer_min": round(min(versus_keras), 3),
+            "vs_keras_layer_max": round(max(versus_keras), 3),
             "round_ms": [round(v, 2) for v in ms],
         })
     return results
 
 
 def format_table(rows):
-    lines = [f"{'contender':<52} {'ms/step':>8} {'ratio':>6} {'IQR':>13} {'min-max':>13}"]
+    lines = [f"{'contender':<50} {'ms/step':>8} {'ratio':>6} {'IQR':>11} {'min-max':>11}"
+             f" {'vs Keras layer (min-max)':>25}"]
     for row in rows:
         lines.append(
-            f"{row['contender']:<52} {row['ms_per_step']:8.1f} {row['ratio']:6.2f} "
-            f"{row['ratio_q1']:6.2f}-{row['ratio_q3']:<6.2f} "
-            f"{row['ratio_min']:6.2f}-{row['ratio_max']:<6.2f}"
+            f"{row['contender']:<50} {row['ms_per_step']:8.1f} {row['ratio']:6.2f} "
+            f"{row['ratio_q1']:5.2f}-{row['ratio_q3']:<5.2f} "
+            f"{row['ratio_min']:5.2f}-{row['ratio_max']:<5.2f} "
+            f"{row['vs_keras_layer']:9.2f} ({row['vs_keras_layer_min']:.2f}-"
+            f"{row['vs_keras_layer_max']:.2f})"
         )
     return "\n".join(lines)
 
@@ -221,8 +238,8 @@ def set_threads(threads):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["lstm", "gru"], help="one cell family only")
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds")
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--steps", type=int, default=2, help="timed steps per round")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="intra-op threads for TensorFlow and torch (default: all cores)")
@@ -238,7 +255,8 @@ def main(argv=None):
         + f"; {args.threads} threads each\n"
         f"# batch {BATCH}, {STEPS} steps, {INPUTS} inputs, {UNITS} units, Adam, "
         f"train_on_batch; {args.rounds} interleaved rounds x {args.steps} steps after "
-        f"{args.warmup} warm-up; ratio = step time / reference's in the same round"
+        f"{args.warmup} warm-up; ratio = step time / reference's in the same round; "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
     )
     print(header, flush=True)
     rows = []
