@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: demo test test-tf test-jax docs figures install
+.PHONY: demo test test-tf test-jax test-torch docs figures install bench-gpu
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,18 +20,29 @@ demo: $(VENV)/.installed
 	$(PY) -m recipes.translator demo
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
-# decoding, seq2seq, losses, layers incl. the CRF, the TFA parity tests) again on JAX. Two pytest
-# workers keep both cores busy.
+# decoding, seq2seq, losses, layers incl. the CRF, the TFA parity tests) again on JAX, and a subset
+# on PyTorch (CPU). Two pytest workers keep both cores busy.
 CORE_TESTS := tests/cells tests/attention tests/decoding tests/seq2seq tests/losses \
               tests/layers tests/compat
 
-test: test-tf test-jax docs
+test: test-tf test-jax test-torch docs
 
 test-tf: $(VENV)/.installed
 	KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 tests
 
 test-jax: $(VENV)/.installed
 	KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 $(CORE_TESTS)
+
+# Keras' torch backend runs the core on PyTorch's CPU kernels (and its fused LSTM/GRU,
+# which kerasrnn.RNN's fast path reaches). A subset for now: tests/attention and
+# tests/cells/test_attentive.py read tensors with np.asarray, which torch refuses for
+# tensors that require grad; they join once they use keras.ops.convert_to_numpy.
+# Passive OpenMP waiting: two workers' spinning torch threads otherwise stall each other.
+TORCH_TESTS := tests/cells/test_cells.py tests/cells/test_fast_path.py \
+	tests/cells/test_training.py tests/decoding
+
+test-torch: $(VENV)/.installed
+	KERAS_BACKEND=torch OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 $(TORCH_TESTS)
 
 # The documentation site (mkdocs.yml) into site/, in strict mode: a broken link or anchor,
 # an unknown `::: name` or a docstring argument missing from its signature fails it.
@@ -46,3 +57,8 @@ FIGURES := vanishing_gradients long_term_dependency inert_distractors gradient_c
 figures: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'
 	for figure in $(FIGURES); do PYTHONPATH=. $(PY) docs/figures/$$figure.py || exit 1; done
+
+# The GPU benchmark (bench/gpu.sh): on a CUDA machine with JAX and/or PyTorch but no
+# TensorFlow, with Keras' wheels carried in .whl/ (the script says how to fetch them).
+bench-gpu:
+	bash bench/gpu.sh

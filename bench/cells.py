@@ -1,17 +1,25 @@
 """Training-step time of the recurrent cells against Keras' layers and PyTorch, one process.
 
-The workload (issue 2): batch 64, 100 time steps, 128 inputs, 256 units, Adam, a dense
-classifier head on the last state. Each contender runs `--steps` timed training steps
-after `--warmup` untimed ones (tracing, XLA compilation); the figure is the median
-ms/step, and every row is also given as a ratio to PyTorch's step time measured in the
-same process, because this machine is noisy and only ratios travel.
+The workload (issues 2 and 19): batch 64, 100 time steps, 128 inputs, 256 units, Adam, a
+dense classifier head on the last state, one `train_on_batch` step with Keras' default
+compile settings (the recipes': `jit_compile="auto"`, which is off on a TensorFlow CPU);
+PyTorch's `nn.LSTM` / `nn.GRU` with the same head, optimiser and inputs is the reference.
 
-    python bench/cells.py                 # all contenders
-    python bench/cells.py --only lstm     # LSTM rows only
-    python bench/cells.py --json out.json # also write the figures as JSON
+Method, because this machine is shared and noisy: every contender is built and warmed up
+first, then `--rounds` rounds each time `--steps` steps of every contender in turn (the
+order rotates from round to round), all in this one process; a contender's figure in a
+round is its median step, and its ratio in that round is that median over the
+reference's median in the same round. The table gives, per contender, the median ms/step
+over rounds and the ratio's median, interquartile range and min-max over rounds, and the
+same ratio to keras.layers.LSTM / GRU (median and min-max). PyTorch
+and TensorFlow get the same thread count (`--threads`, default all cores).
 
-PyTorch is optional (`pip install torch==2.13.0` takes the CPU wheel); without it the
-ratios are to keras.layers.LSTM / GRU instead.
+    python bench/cells.py                      # LSTM and GRU, all contenders
+    python bench/cells.py --only lstm          # LSTM rows only
+    python bench/cells.py --json out.json      # also write rows and raw rounds as JSON
+
+Without PyTorch (`pip install torch==2.13.0` takes the CPU wheel) the reference is
+keras.layers.LSTM / GRU.
 """
 import argparse
 import json
@@ -22,10 +30,18 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# PyTorch's OpenMP threads spin while waiting by default; on a shared, oversubscribed
+# machine a descheduled spinner stalls every step (measured here: 0.9-9 s per LSTM step
+# instead of 0.2-0.7 s under load 10). Passive waiting keeps its figures sane under load,
+# at a small cost on an idle machine (which then favours the Keras rows slightly).
+# Set OMP_WAIT_POLICY=ACTIVE to measure PyTorch's default.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from keras import ops  # noqa: E402
+from keras.src.backend import rnn as backend_rnn  # noqa: E402
 
 import kerasrnn  # noqa: E402
 
@@ -39,32 +55,46 @@ def data(seed=0):
     return x, y
 
 
-def keras_model(recurrent_layer):
+class OldRNN(kerasrnn.RNN):
+    """kerasrnn.RNN as it was before the fast path (commit 4a679ed), for the old rows:
+    the projection batch-major, so the time loop transposes the gates * units wide
+    projected sequence."""
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        cell = self.cell
+        states = cell.check_states(initial_state)
+        if training and cell.dropout > 0:
+            sequences = sequences * ops.expand_dims(
+                cell.get_dropout_mask(sequences[:, 0]), 1
+            )
+        projected = cell.input_projection(sequences)
+
+        def step(projected_t, states):
+            return cell.call_projected(projected_t, list(states), training=training)
+
+        return backend_rnn(
+            step, projected, states, go_backwards=self.go_backwards, mask=mask,
+            unroll=self.unroll, input_length=sequences.shape[1],
+            zero_output_for_mask=self.zero_output_for_mask,
+            return_all_outputs=self.return_sequences,
+        )
+
+
+def keras_step(make_layer, jit_compile="auto"):
+    """A compiled `train_on_batch` step (what `fit` runs) of layer -> Dense."""
     inputs = keras.Input((STEPS, INPUTS), batch_size=BATCH)
-    outputs = keras.layers.Dense(CLASSES)(recurrent_layer(inputs))
-    return keras.Model(inputs, outputs)
-
-
-def time_keras(make_layer, warmup, steps, jit_compile=False):
-    """Median ms per `train_on_batch` step (a compiled train function, like fit)."""
-    model = keras_model(make_layer())
+    outputs = keras.layers.Dense(CLASSES)(make_layer()(inputs))
+    model = keras.Model(inputs, outputs)
     model.compile(
         keras.optimizers.Adam(1e-3),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,
     )
     x, y = data()
-    for _ in range(warmup):
-        model.train_on_batch(x, y)
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        model.train_on_batch(x, y)
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+    return lambda: model.train_on_batch(x, y)
 
 
-def time_torch(kind, warmup, steps):
+def torch_step(kind):
     import torch
 
     class Net(torch.nn.Module):
@@ -86,91 +116,159 @@ def time_torch(kind, warmup, steps):
 
     def step():
         optimizer.zero_grad()
-        loss_fn(net(x), y).backward()
+        loss = loss_fn(net(x), y)
+        loss.backward()
         optimizer.step()
+        return float(loss)  # waits for the step, like train_on_batch's returned loss
 
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+    return step
 
 
-def contenders(kind):
+def contenders(kind, have_torch):
+    """(label, step factory) pairs; the reference comes last."""
     cell = {"lstm": kerasrnn.LSTMCell, "gru": kerasrnn.GRUCell}[kind]
+    keras_cell = {"lstm": keras.layers.LSTMCell, "gru": keras.layers.GRUCell}[kind]
     keras_layer = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[kind]
-    name = cell.__name__
-    return [
-        (f"kerasrnn.{name} in kerasrnn.RNN", lambda: kerasrnn.RNN(cell(UNITS)), False),
-        (f"kerasrnn.{name} in kerasrnn.RNN, jit_compile",
-         lambda: kerasrnn.RNN(cell(UNITS)), True),
+    name, tf = cell.__name__, keras.backend.backend() == "tensorflow"
+    rows = [
         (f"kerasrnn.{name} in keras.layers.RNN",
-         lambda: keras.layers.RNN(cell(UNITS)), False),
+         lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)))),
         (f"kerasrnn.{name} in keras.layers.RNN, jit_compile",
-         lambda: keras.layers.RNN(cell(UNITS)), True),
-        (f"keras.layers.{keras_layer.__name__}", lambda: keras_layer(UNITS), False),
-        (f"keras.layers.{keras_layer.__name__}, jit_compile",
-         lambda: keras_layer(UNITS), True),
+         lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)), True)),
+        (f"kerasrnn.RNN, old (4a679ed)", lambda: keras_step(lambda: OldRNN(cell(UNITS)))),
+        (f"kerasrnn.RNN, generic loop (fast_path=False)",
+         lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False))),
+        (f"kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
+        (f"kerasrnn.RNN, fast path, jit_compile",
+         lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True)),
+        (f"keras.layers.{keras_cell.__name__} in keras.layers.RNN",
+         lambda: keras_step(lambda: keras.layers.RNN(keras_cell(UNITS)))),
+        (f"keras.layers.{keras_layer.__name__}", lambda: keras_step(lambda: keras_layer(UNITS))),
     ]
+    if not tf:  # JAX always compiles with XLA: the jit_compile rows would repeat others
+        rows = [row for row in rows if "jit_compile" not in row[0]]
+    if have_torch:
+        rows.append((f"torch.nn.{kind.upper()}", lambda: torch_step(kind)))
+    else:
+        rows.append(rows.pop())  # keras.layers.LSTM / GRU as the reference
+    return rows
+
+
+def quartiles(values):
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return float(q1), float(median), float(q3)
+
+
+def measure(kind, have_torch, rounds, steps, warmup, skip=()):
+    """Interleaved rounds; returns one dict per contender (the reference last)."""
+    *others, reference = contenders(kind, have_torch)
+    chosen = [(label, make) for label, make in others
+              if not any(word in label for word in skip)] + [reference]
+    built = []
+    for label, make in chosen:
+        step = make()
+        start = time.perf_counter()
+        for _ in range(warmup):
+            step()
+        print(f"# built {label} ({time.perf_counter() - start:.1f} s warm-up)",
+              file=sys.stderr)
+        built.append((label, step))
+    per_round = {label: [] for label, _ in built}
+    for r in range(rounds):
+        order = built[r % len(built):] + built[: r % len(built)]
+        for label, step in order:
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                step()
+                times.append(time.perf_counter() - start)
+            per_round[label].append(1000 * statistics.median(times))
+    reference = built[-1][0]
+    keras_layer = next((label for label, _ in built if label.startswith("keras.layers.")
+                        and " in " not in label), reference)
+    results = []
+    for label, _ in built:
+        ms = per_round[label]
+        ratios = [a / b for a, b in zip(ms, per_round[reference])]
+        versus_keras = [a / b for a, b in zip(ms, per_round[keras_layer])]
+        q1, median, q3 = quartiles(ratios)
+        results.append({
+            "kind": kind, "contender": label, "reference": reference,
+            "ms_per_step": round(statistics.median(ms), 2),
+            "ratio": round(median, 3), "ratio_q1": round(q1, 3), "ratio_q3": round(q3, 3),
+            "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
+            "keras_layer": keras_layer,
+            "vs_keras_layer": round(statistics.median(versus_keras), 3),
+            "vs_keras_layer_min": round(min(versus_keras), 3),
+            "vs_keras_layer_max": round(max(versus_keras), 3),
+            "round_ms": [round(v, 2) for v in ms],
+        })
+    return results
+
+
+def format_table(rows):
+    lines = [f"{'contender':<50} {'ms/step':>8} {'ratio':>6} {'IQR':>11} {'min-max':>11}"
+             f" {'vs Keras layer (min-max)':>25}"]
+    for row in rows:
+        lines.append(
+            f"{row['contender']:<50} {row['ms_per_step']:8.1f} {row['ratio']:6.2f} "
+            f"{row['ratio_q1']:5.2f}-{row['ratio_q3']:<5.2f} "
+            f"{row['ratio_min']:5.2f}-{row['ratio_max']:<5.2f} "
+            f"{row['vs_keras_layer']:9.2f} ({row['vs_keras_layer_min']:.2f}-"
+            f"{row['vs_keras_layer_max']:.2f})"
+        )
+    return "\n".join(lines)
+
+
+def set_threads(threads):
+    """The same intra-op thread count for TensorFlow (when it is the backend) and torch."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    try:
+        import torch
+    except ImportError:
+        return False
+    torch.set_num_threads(threads)
+    return True
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["lstm", "gru"], help="one cell family only")
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="threads per framework (0: each framework's default)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--steps", type=int, default=2, help="timed steps per round")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help="intra-op threads for TensorFlow and torch (default: all cores)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        help="skip contenders whose label contains one of these words")
+                        help="leave out contenders whose label contains one of these words")
+    parser.add_argument("--json", help="also write the rows (with every round) to this file")
     args = parser.parse_args(argv)
-    if args.threads:
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
-
-    try:
-        import torch  # noqa: F401
-
-        have_torch = True
-    except ImportError:
-        have_torch = False
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"keras {keras.__version__} ({keras.backend.backend()})"
-          + (f", torch {torch.__version__}" if have_torch else ", no torch"))
-    print(f"# batch {BATCH}, {STEPS} steps, {INPUTS} inputs, {UNITS} units, Adam; "
-          f"median of {args.steps} steps after {args.warmup} warm-up; "
-          f"threads: {args.threads or 'default'}")
+    have_torch = set_threads(args.threads)
+    header = (
+        f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__} "
+        f"({keras.backend.backend()})"
+        + (f", torch {__import__('torch').__version__}" if have_torch else ", no torch")
+        + f"; {args.threads} threads each\n"
+        f"# batch {BATCH}, {STEPS} steps, {INPUTS} inputs, {UNITS} units, Adam, "
+        f"train_on_batch; {args.rounds} interleaved rounds x {args.steps} steps after "
+        f"{args.warmup} warm-up; ratio = step time / reference's in the same round; "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
+    )
+    print(header, flush=True)
     rows = []
     for kind in [args.only] if args.only else ["lstm", "gru"]:
-        results = []
-        for label, make, jit in contenders(kind):
-            if any(word in label for word in args.skip):
-                continue
-            results.append((label, time_keras(make, args.warmup, args.steps, jit)))
-        if have_torch:
-            reference_label = f"torch.nn.{kind.upper()} (CPU)"
-            if args.threads:
-                torch.set_num_threads(args.threads)
-            results.append((reference_label, time_torch(kind, args.warmup, args.steps)))
-        else:
-            reference_label = next(label for label, _ in results
-                                   if label.startswith("keras.layers"))
-        reference = dict(results)[reference_label]
-        print(f"\n{'contender':<52} {'ms/step':>9} {'ratio':>7}")
-        for label, ms in results:
-            ratio = ms / reference
-            print(f"{label:<52} {ms:9.1f} {ratio:7.2f}x")
-            rows.append({"kind": kind, "contender": label, "ms_per_step": round(ms, 2),
-                         "ratio": round(ratio, 3), "reference": reference_label})
+        results = measure(kind, have_torch, args.rounds, args.steps, args.warmup, args.skip)
+        print(f"\n{kind.upper()}\n" + format_table(results), flush=True)
+        rows.extend(results)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"header": header, "command": "python bench/cells.py "
+                       + " ".join(argv if argv is not None else sys.argv[1:]),
+                       "rows": rows}, f, indent=1)
     return rows
 
 

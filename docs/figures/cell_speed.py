@@ -1,9 +1,10 @@
 """Figure: training-step time of the cells against Keras' layers and PyTorch (bench/cells.py).
 
-Runs `bench/cells.py` (batch 64, 100 steps, 128 inputs, 256 units, Adam; PyTorch's CPU
-LSTM/GRU as the reference when torch is installed) and draws each contender's ms/step as
-a ratio to the reference measured in the same process. `--json FILE` plots an earlier
-run's figures instead of measuring again.
+Runs `bench/cells.py` (batch 64, 100 steps, 128 inputs, 256 units, Adam, interleaved
+rounds in one process; PyTorch's CPU LSTM/GRU as the reference when torch is installed)
+and draws each contender's step time as a ratio to the reference: the bar is the median
+over rounds, the whisker the min-max. `--json FILE` plots an earlier run's figures
+(`bench/cells.py --json FILE`) instead of measuring again.
 
     PYTHONPATH=. python docs/figures/cell_speed.py [--json docs/figures/cell_speed.json]
 """
@@ -22,32 +23,39 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="plot this bench/cells.py --json file, do not measure")
     args = parser.parse_args()
+    import cells  # bench/cells.py
+
     if args.json:
         with open(args.json) as f:
-            rows = json.load(f)
-        print(f"{'contender':<52} {'ms/step':>9} {'ratio':>7}")
-        for row in rows:
-            print(f"{row['contender']:<52} {row['ms_per_step']:9.1f} {row['ratio']:7.2f}x")
+            measured = json.load(f)
+        rows = measured["rows"]
+        print(measured["header"])
+        for kind in dict.fromkeys(row["kind"] for row in rows):
+            print(f"\n{kind.upper()}\n"
+                  + cells.format_table([row for row in rows if row["kind"] == kind]))
     else:
-        import cells  # bench/cells.py: prints its table as it measures
-
-        rows = cells.main(["--json", MEASURED])
+        rows = cells.main(["--json", MEASURED])  # prints its table as it measures
 
     kinds = list(dict.fromkeys(row["kind"] for row in rows))  # in the bench's order
-    fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.2), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         chosen = [row for row in rows if row["kind"] == kind][::-1]
         colors = ["tab:grey" if row["contender"] == row["reference"] else
                   "tab:blue" if row["contender"].startswith("kerasrnn") else "tab:orange"
                   for row in chosen]
-        ax.barh(range(len(chosen)), [row["ratio"] for row in chosen], color=colors)
-        ax.set_yticks(range(len(chosen)), [row["contender"] for row in chosen], fontsize=8)
+        ratios = [row["ratio"] for row in chosen]
+        spread = [[row["ratio"] - row["ratio_min"] for row in chosen],
+                  [row["ratio_max"] - row["ratio"] for row in chosen]]
+        ax.barh(range(len(chosen)), ratios, color=colors, xerr=spread, capsize=2,
+                error_kw={"linewidth": 0.8})
+        ax.set_yticks(range(len(chosen)), [row["contender"] for row in chosen], fontsize=7)
         for i, row in enumerate(chosen):
-            ax.text(row["ratio"], i, f" {row['ratio']:.2f}x", va="center", fontsize=8)
+            ax.text(row["ratio_max"], i, f" {row['ratio']:.2f}x", va="center", fontsize=7)
         ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"step time relative to {chosen[0]['reference']}")
+        ax.set_xlabel(f"step time / {chosen[0]['reference']}'s (median, min-max)")
         ax.set_title(kind.upper())
-        ax.set_xlim(0, max(row["ratio"] for row in chosen) * 1.25)
+        ax.set_xlim(0, max(row["ratio_max"] for row in chosen) * 1.3)
+    fig.tight_layout()
     save(fig, "cell_speed.png")
 
 

@@ -100,18 +100,23 @@ class GRUCell(RecurrentCell):
 
     def recurrent_step(self, projected, h_tm1, states):
         units = self.units
-        x_z, x_r, x_h = (projected[..., k * units : (k + 1) * units] for k in range(3))
+        # ops.split: one op per matrix where slicing takes one per gate (and TensorFlow's
+        # loop pays a fixed cost per op and step)
+        x_z, x_r, x_h = ops.split(projected, 3, axis=-1)
         if self.reset_after:
             recurrent = ops.matmul(h_tm1, self.recurrent_kernel)
             if self.use_bias:
                 recurrent = recurrent + self.bias[1]
+            r_z, r_r, r_h = ops.split(recurrent, 3, axis=-1)
         else:
             # the candidate's recurrent block must see r * h_{t-1}: multiply z, r first
-            recurrent = ops.matmul(h_tm1, self.recurrent_kernel[:, : 2 * units])
-        z = self.recurrent_activation(x_z + recurrent[:, :units])
-        r = self.recurrent_activation(x_r + recurrent[:, units : 2 * units])
+            r_z, r_r = ops.split(
+                ops.matmul(h_tm1, self.recurrent_kernel[:, : 2 * units]), 2, axis=-1
+            )
+        z = self.recurrent_activation(x_z + r_z)
+        r = self.recurrent_activation(x_r + r_r)
         if self.reset_after:
-            candidate = self.activation(x_h + r * recurrent[:, 2 * units :])
+            candidate = self.activation(x_h + r * r_h)
         else:
             candidate = self.activation(
                 x_h + ops.matmul(r * h_tm1, self.recurrent_kernel[:, 2 * units :])

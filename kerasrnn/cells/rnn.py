@@ -1,29 +1,115 @@
-"""`keras.layers.RNN` that projects the whole input sequence before the time loop."""
+"""`keras.layers.RNN` with a fast path: standard LSTM/GRU cells on Keras' fused kernels."""
 import keras
 from keras import ops
 
-# The per-backend time loop keras.layers.RNN itself runs on (tf.while_loop, lax.scan...);
-# Keras does not export it, and using it keeps masking and go_backwards identical.
+# The per-backend pieces keras.layers.RNN / LSTM / GRU themselves run on; Keras does not
+# export them. `rnn` is the generic time loop (tf.while_loop, lax.scan, a Python loop on
+# torch), so masking and go_backwards stay identical to keras.layers.RNN. `lstm` / `gru`
+# are the fused implementations keras.layers.LSTM / GRU try first: cuDNN on a GPU (TF,
+# JAX, torch), a loop with the input projection hoisted on torch's CPU; they raise
+# NotImplementedError for what they do not support (masks on some backends, a CPU on TF
+# and JAX, non-tanh/sigmoid activations for cuDNN). The public replacement would be a
+# `keras.ops.lstm`, which does not exist yet.
+from keras.src.backend import gru as backend_gru
+from keras.src.backend import lstm as backend_lstm
 from keras.src.backend import rnn as backend_rnn
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.cells.gru import GRUCell
+from kerasrnn.cells.lstm import LSTMCell
+
+# The config entries of LSTMCell / GRUCell that the fused kernels reproduce whatever their
+# value (initializers, regularizers and constraints act on the variables, not the step).
+# Any other option (peepholes, coupling, recurrent dropout, an option added later) must be
+# at its "off" value for the fast path; the checks in `fused_kind` name the known ones.
+_NEUTRAL_OPTIONS = {
+    "name", "trainable", "dtype", "units", "use_bias", "kernel_initializer",
+    "recurrent_initializer", "bias_initializer", "kernel_regularizer",
+    "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
+    "recurrent_constraint", "bias_constraint", "dropout", "seed", "unit_forget_bias",
+    "peephole_initializer", "reset_after", "activation", "recurrent_activation",
+    "forget_gate", "peephole", "coupled", "recurrent_dropout",
+}
+
+
+def fused_kind(cell):
+    """"lstm" or "gru" when `cell` computes exactly what keras.layers.LSTM / GRU does, else None.
+
+    That is a kerasrnn `LSTMCell` (not a subclass such as the layer-normalised cell) with a
+    forget gate, no peepholes, no coupling; or a kerasrnn `GRUCell` (either reset-gate
+    placement); in both cases tanh / sigmoid activations, no recurrent dropout (input
+    dropout is applied to the whole sequence first, as keras.layers.LSTM does) and every
+    other option off.
+    """
+    if type(cell) is LSTMCell:
+        if not cell.forget_gate or cell.peephole or cell.coupled:
+            return None
+        kind = "lstm"
+    elif type(cell) is GRUCell:
+        kind = "gru"
+    else:
+        return None
+    if cell.recurrent_dropout:
+        return None
+    if cell.activation is not keras.activations.tanh:
+        return None
+    if cell.recurrent_activation is not keras.activations.sigmoid:
+        return None
+    for key, value in cell.get_config().items():
+        if key not in _NEUTRAL_OPTIONS and value not in (None, False, 0, 0.0):
+            return None  # an option this module does not know is switched on
+    return kind
+
+
+def check_sequence_rank(layer, shape):
+    """kerasrnn.RNN reads (batch, time, features); a rank-2 input is the common slip."""
+    shape = tuple(shape)
+    if len(shape) == 2:
+        raise ValueError(
+            f"{layer.name} (kerasrnn.RNN) expects sequences of shape (batch, time, "
+            f"features); got shape {shape}. For one feature per step pass x[..., None]; "
+            f"for token ids put a keras.layers.Embedding first."
+        )
+    if len(shape) != 3:
+        raise ValueError(
+            f"{layer.name} (kerasrnn.RNN) expects sequences of shape (batch, time, "
+            f"features); got shape {shape}."
+        )
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class RNN(keras.layers.RNN):
-    """Drop-in `keras.layers.RNN` that keeps only the recurrent part inside the loop.
+    """Drop-in `keras.layers.RNN` that runs standard LSTM/GRU cells on fused kernels.
 
-    A recurrent step computes W x_t + U h_{t-1} + b, but only U h_{t-1} depends on the
-    previous step. For a kerasrnn cell this layer computes W x_t + b for all t as one
-    [batch * time, features] x [features, gates * units] matmul before the loop, so the
-    loop body keeps only the recurrent matmul and the gate arithmetic. The results are
-    the same as `keras.layers.RNN(cell)` (same equations, same dropout masks fixed across
-    time); any other cell (a Keras cell, `StackedRNNCells`) falls back to the plain loop.
-    Whether that is faster depends on the backend and device: on TensorFlow's CPU it
-    measured no faster than `keras.layers.RNN` (`bench/README.md`).
+    The time loop runs the first of these that applies:
 
-    Arguments, masking, `go_backwards`, `return_state`, `stateful` and serialisation are
-    `keras.layers.RNN`'s, and `keras.layers.Bidirectional` accepts it.
+    1. **Fused** (`fast_path=True`, the cell is a kerasrnn `LSTMCell` / `GRUCell` in the
+       configuration `keras.layers.LSTM` / `GRU` compute: tanh and sigmoid, a forget gate,
+       no peepholes or coupling, no recurrent dropout): the cell's own weights go to
+       Keras' fused LSTM/GRU implementation, the one `keras.layers.LSTM` / `GRU` use:
+       cuDNN on a GPU with TensorFlow, JAX or PyTorch; on PyTorch's CPU a loop with the
+       input projection hoisted. Where that implementation declines (a CPU with
+       TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
+    2. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
+       all t in one [time * batch, features] x [features, gates * units] matmul before
+       the loop, so the loop keeps only U h_{t-1} and the gate arithmetic. Off by
+       default: on TensorFlow's and JAX's CPU it measured slower than projecting step by
+       step (the projected sequence is gates times wider than the input and leaves the
+       cache; `bench/README.md`).
+    3. `keras.layers.RNN`'s own loop over the cell's `call`.
+
+    The results are those of `keras.layers.RNN(cell)` to float tolerance (same equations,
+    dropout masks fixed across time); the weights stay in the cell, so saved models
+    load either way. `bench/cells.py` measures the ways against each other and PyTorch.
+
+    Args:
+        cell: the recurrent cell.
+        fast_path: use the fused kernels when the cell allows (False: always a loop).
+        hoist_projection: for kerasrnn cells the fused kernels do not take, project the
+            whole input sequence before the loop (way 2 above).
+        **kwargs: `keras.layers.RNN`'s arguments (`return_sequences`, `return_state`,
+            `go_backwards`, `stateful`, `unroll`, `zero_output_for_mask`...).
+            `keras.layers.Bidirectional` accepts the layer.
 
     Example:
 
@@ -33,27 +119,104 @@ class RNN(keras.layers.RNN):
     (2, 5, 8)
     """
 
+    def __init__(self, cell, fast_path=True, hoist_projection=False, **kwargs):
+        super().__init__(cell, **kwargs)
+        self.fast_path = bool(fast_path)
+        self.hoist_projection = bool(hoist_projection)
+
+    def build(self, sequences_shape, initial_state_shape=None):
+        check_sequence_rank(self, sequences_shape)
+        super().build(sequences_shape, initial_state_shape)
+
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        check_sequence_rank(self, sequences.shape)
+        return super().call(
+            sequences, initial_state=initial_state, mask=mask, training=training
+        )
+
     def inner_loop(self, sequences, initial_state, mask, training=False):
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        if self.fast_path:
+            kind = fused_kind(self.cell)
+            if kind is not None:
+                result = self._fused_loop(kind, sequences, initial_state, mask, training)
+                if result is not None:
+                    return result
+        if self.hoist_projection and isinstance(self.cell, RecurrentCell):
+            return self._hoisted_loop(sequences, initial_state, mask, training)
+        return super().inner_loop(sequences, initial_state, mask, training=training)
+
+    def _dropped(self, sequences, training):
         cell = self.cell
-        if not isinstance(cell, RecurrentCell):
-            return super().inner_loop(sequences, initial_state, mask, training=training)
-        states = cell.check_states(initial_state)
         if training and cell.dropout > 0:
             # the mask is the same at every step, so it applies to the whole sequence
-            sequences = sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0]), 1)
+            return sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0]), 1)
+        return sequences
+
+    def _fused_loop(self, kind, sequences, initial_state, mask, training):
+        """Keras' fused LSTM/GRU on the cell's weights; None where the backend declines."""
+        cell = self.cell
+        states = cell.check_states(initial_state)
+        arguments = dict(
+            kernel=cell.kernel,
+            recurrent_kernel=cell.recurrent_kernel,
+            bias=cell.bias,
+            activation=cell.activation,
+            recurrent_activation=cell.recurrent_activation,
+            return_sequences=self.return_sequences,
+            go_backwards=self.go_backwards,
+            unroll=self.unroll,
+        )
+        try:
+            if kind == "lstm":
+                result = backend_lstm(
+                    self._dropped(sequences, training), states[0], states[1], mask,
+                    **arguments,
+                )
+            else:
+                result = backend_gru(
+                    self._dropped(sequences, training), states[0], mask,
+                    reset_after=cell.reset_after, **arguments,
+                )
+        except NotImplementedError:
+            return None
+        if keras.backend.backend() == "tensorflow":
+            self.supports_jit = False  # cuDNN ops do not compile with XLA (as in Keras)
+        last_output, outputs, new_states = result
+        if not isinstance(new_states, (list, tuple)):
+            new_states = [new_states]
+        return last_output, outputs, list(new_states)
+
+    def _hoisted_loop(self, sequences, initial_state, mask, training):
+        cell = self.cell
+        states = cell.check_states(initial_state)
+        # Time-major before projecting: transposing the narrow inputs costs less than
+        # transposing the gates * units wide projection the loop would otherwise need.
+        sequences = ops.transpose(self._dropped(sequences, training), (1, 0, 2))
         projected = cell.input_projection(sequences)
+        if mask is not None:
+            mask = ops.transpose(mask)
 
         def step(projected_t, states):
             return cell.call_projected(projected_t, list(states), training=training)
 
-        return backend_rnn(
+        last_output, outputs, new_states = backend_rnn(
             step,
             projected,
             states,
             go_backwards=self.go_backwards,
             mask=mask,
             unroll=self.unroll,
-            input_length=sequences.shape[1],
+            input_length=sequences.shape[0],
+            time_major=True,
             zero_output_for_mask=self.zero_output_for_mask,
             return_all_outputs=self.return_sequences,
         )
+        return last_output, ops.transpose(outputs, (1, 0, 2)), new_states
+
+    def get_config(self):
+        config = super().get_config()
+        config["fast_path"] = self.fast_path
+        config["hoist_projection"] = self.hoist_projection
+        return config

@@ -38,6 +38,13 @@ def gradients(layer, values, x, probe):
             return jnp.sum(out * probe)
 
         return [np.asarray(g) for g in jax.grad(loss)([jnp.asarray(v) for v in values])]
+    if backend == "torch":
+        import torch
+
+        values = [torch.tensor(v, requires_grad=True) for v in values]
+        out, _ = layer.stateless_call(values, frozen(layer), x)
+        torch.sum(out * torch.as_tensor(probe)).backward()
+        return [v.grad.numpy() for v in values]
     pytest.skip(f"no gradient helper for backend {backend}")
 
 
@@ -49,6 +56,7 @@ def gradients(layer, values, x, probe):
 FINITE_DIFFERENCE = {
     "tensorflow": ("float64", 1e-6, 1e-5, 1e-8),
     "jax": ("float32", 1e-2, 1e-2, 1e-4),
+    "torch": ("float64", 1e-6, 1e-5, 1e-8),
 }
 
 
@@ -76,10 +84,16 @@ def richardson(difference, eps):
 
 
 @pytest.mark.parametrize("cls,kwargs", VARIANTS, ids=IDS)
+@pytest.mark.xfail(
+    keras.backend.backend() == "torch", strict=False,
+    reason="open: on Keras' torch backend (2.13 CPU) autograd through keras.layers.RNN "
+    "disagrees with central differences (SimpleRNNCell kernel[1, 0]: 0.622 vs 0.405); "
+    "not yet traced to Keras' torch rnn loop or to this test's torch gradient helper",
+)
 def test_bptt_gradients_match_central_differences(cls, kwargs, finite_difference):
     rng = np.random.default_rng(0)
     layer = keras.layers.RNN(cls(3, **kwargs), return_sequences=True)
-    x = rng.normal(size=(2, 6, 2)).astype(layer.compute_dtype)
+    x = keras.ops.convert_to_tensor(rng.normal(size=(2, 6, 2)).astype(layer.compute_dtype))
     layer(x)
     values = [
         rng.normal(0, 0.5, w.shape).astype(w.dtype) for w in layer.trainable_weights

@@ -1,0 +1,85 @@
+"""bench/gpu.sh on this CPU: tiny sizes, the backends installed here, the table's format."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "bench", "gpu.sh")
+BACKENDS = [b for b in ("jax", "torch") if importlib.util.find_spec(b) is not None]
+COLUMNS = ["backend", "B x T x H", "precision", "contender", "ms", "ratio", "min-max", "finite"]
+
+
+def run(tmp_path, *args, python=sys.executable):
+    env = {**os.environ, "PYTHON": python, "OUT": str(tmp_path / "gpu.json"),
+           "WHEELS": str(tmp_path / "no-wheels")}
+    env.pop("KERAS_BACKEND", None)
+    return subprocess.run(["bash", SCRIPT, *args], env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.mark.skipif(not BACKENDS, reason="neither jax nor torch is installed")
+def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
+    result = run(tmp_path, "--cpu", "--only", "LSTMCell, fast", "beam")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    header = next(line for line in lines if not line.startswith("#"))
+    assert header.split() == "backend B x T x H precision contender ms ratio min-max finite".split()
+    with open(tmp_path / "gpu.json") as f:
+        table = json.load(f)
+    assert sorted(run["backend"] for run in table["runs"]) == sorted(BACKENDS)
+    rows = table["rows"]
+    expected = {"kerasrnn LSTMCell, fast path", "kerasrnn beam search (beam 5, 20 tokens)"}
+    if "torch" in BACKENDS:
+        expected.add("torch.nn.LSTM")
+    for backend in BACKENDS:
+        for precision in ("float32", "mixed_bfloat16"):
+            chosen = [r for r in rows if r["backend"] == backend and r["precision"] == precision]
+            assert {r["contender"] for r in chosen} == expected
+            for row in chosen:
+                assert (row["batch"], row["time"], row["units"]) == (4, 6, 8)
+                assert row["ms"] > 0 and row["finite"] is True and len(row["round_ms"]) == 1
+                if row["workload"] == "decode" or "torch" not in BACKENDS:
+                    assert row["ratio"] is None
+                else:
+                    assert row["ratio"] > 0 and row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
+                if row["contender"] == "torch.nn.LSTM":
+                    assert row["ratio"] == 1.0
+    # every row is in the printed table
+    assert len(lines) == len(table["runs"]) + 1 + len(rows)
+
+
+def test_missing_keras_and_wheels_says_how_to_fetch_them(tmp_path):
+    bare = tmp_path / "bare-python"
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")  # no site-packages
+    bare.chmod(0o755)
+    result = run(tmp_path, "--cpu", python=str(bare))
+    assert result.returncode == 2
+    assert "no Keras here and no wheels" in result.stderr
+    assert "pip download --dest .whl" in result.stderr and "keras==" in result.stderr
+
+
+def test_merge_of_two_runs_keeps_every_row(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import gpu
+    finally:
+        sys.path.pop(0)
+    row = {"backend": "jax", "batch": 1, "time": 2, "units": 3, "precision": "float32",
+           "contender": "x", "workload": "train", "ms": 1.5, "ratio": 1.2,
+           "ratio_min": 1.1, "ratio_max": 1.3, "finite": False, "round_ms": [1.5]}
+    paths = []
+    for backend in ("jax", "torch"):
+        path = tmp_path / f"{backend}.json"
+        path.write_text(json.dumps({"runs": [{"backend": backend, "device": "cpu",
+                                              "keras": "3", "rounds": 1, "steps": 1,
+                                              "warmup": 1}],
+                                    "rows": [{**row, "backend": backend}]}))
+        paths.append(str(path))
+    merged = gpu.main(["--merge", *paths, "--json", str(tmp_path / "all.json")])
+    assert [r["backend"] for r in merged["rows"]] == ["jax", "torch"]
+    text = gpu.format_table(merged["rows"])
+    assert "1.10-1.30" in text and text.splitlines()[1].rstrip().endswith("NO")
