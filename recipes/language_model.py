@@ -577,13 +577,13 @@ def decode(config, step, states, start, max_length, sampler=None):
 
     method = config["method"]
     if method == "greedy":
-        return decoding.greedy_search(step, start, states, max_length, end_token=END_ID).tokens
+        return decoding.greedy_search(step, start, states, max_length, end_token=END_ID).tokens[:, 0]
     if method == "sample":
         sampler = sampler or decoding.make_sampler(
             config["temperature"], config["top_k"] or None, config["top_p"] or None,
             seed=config["seed"],
         )
-        return decoding.decode_with_sampler(sampler, step, start, states, max_length, END_ID).tokens
+        return decoding.decode_with_sampler(sampler, step, start, states, max_length, END_ID).tokens[:, 0]
     if method == "beam":
         result = decoding.beam_search(
             step, start, states, max_length, end_token=END_ID, beam_size=config["beam_size"],

@@ -646,7 +646,7 @@ class Translator:
             return decoding.greedy_search(
                 self.step_function(memory), starts, states, config["max_decode_length"],
                 END_ID, **limits,
-            ).tokens
+            ).tokens[:, 0]
         result = decoding.beam_search(
             self.step_function(memory.repeat(beam_size)), starts, states,
             # n_best=k: stopping at the first complete hypothesis (n_best=1) would

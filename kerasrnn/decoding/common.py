@@ -1,5 +1,6 @@
-"""What greedy, sampling and beam search share: the result type, checks, length limits
-and the length penalties."""
+"""What greedy, sampling and beam search share: the result type, the step-function
+contract (and its checks), length limits, the constraints on the next token and the
+length and coverage penalties."""
 import collections
 
 import keras
@@ -10,22 +11,31 @@ NEG_INF = -1e9
 
 
 class DecodeResult(
-    collections.namedtuple("DecodeResult", ["tokens", "lengths", "scores", "log_probs"])
+    collections.namedtuple(
+        "DecodeResult",
+        ["tokens", "lengths", "scores", "log_probs", "alignments"],
+        defaults=(None,),
+    )
 ):
     """What a decoder returns (a namedtuple, so it passes through `tf.function`).
 
-    Greedy search and sampling give one sequence per example; beam search gives the
-    `n_best` best per example, best first, with one more leading axis of size `n_best`.
+    Greedy search, sampling and beam search share one layout: hypotheses along axis 1,
+    best first (`n_best = 1` for greedy search and sampling).
 
     Attributes:
-        tokens: int32 `(batch, [n_best,] max_length)`, the generated ids (the end token
+        tokens: int32 `(batch, n_best, max_length)`, the generated ids (the end token
             included when one was produced), `pad_token` after it.
-        lengths: int32 `(batch, [n_best])`, number of generated tokens, end token
+        lengths: int32 `(batch, n_best)`, number of generated tokens, end token
             included.
-        scores: float32 `(batch, [n_best])`, the ranking score: the log-probability
-            divided by the length penalty (equal to `log_probs` without normalisation).
-        log_probs: float32 `(batch, [n_best])`, sum_t log p(y_t | y_<t, x) under the
-            model's own (unscaled) distribution.
+        scores: float32 `(batch, n_best)`, the ranking score: the log-probability
+            divided by the length penalty, plus the coverage penalty (equal to
+            `log_probs` without either).
+        log_probs: float32 `(batch, n_best)`, sum_t log p(y_t | y_<t, x) under the
+            decoder's distribution.
+        alignments: float32 `(batch, n_best, max_length, source_length)`, the attention
+            weights the step function returned at each generated token of each kept
+            hypothesis (zeros after its end); None when the step function returns no
+            alignments.
     """
 
 
@@ -51,13 +61,132 @@ def check_step_inputs(start_tokens, max_length, end_token):
     return start_tokens
 
 
-def check_logits(logits, batch_size):
-    if len(logits.shape) != 2:
+def check_count(name, value, minimum=0):
+    """A Python int >= minimum (None allowed for 'off')."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(
-            f"`step_fn` must return logits of shape (batch, vocab_size); got shape "
-            f"{tuple(logits.shape)}."
+            f"`{name}` must be an integer >= {minimum} or None, got {name}={value!r}."
         )
-    return ops.cast(logits, "float32")
+    return value
+
+
+def describe_structure(structure):
+    """The nested structure of tensors as text: containers kept, leaves as
+    `<shape dtype>`, so a user sees their own states rather than a loop's internals."""
+    if isinstance(structure, dict):
+        inner = ", ".join(f"{k!r}: {describe_structure(v)}" for k, v in structure.items())
+        return "{" + inner + "}"
+    if isinstance(structure, (list, tuple)):
+        items = [describe_structure(v) for v in structure]
+        if isinstance(structure, tuple) and hasattr(structure, "_fields"):
+            return type(structure).__name__ + "(" + ", ".join(items) + ")"
+        if isinstance(structure, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
+    if structure is None:
+        return "None"
+    shape = getattr(structure, "shape", None)
+    dtype = getattr(structure, "dtype", None)
+    if shape is None:
+        return type(structure).__name__
+    dims = ", ".join("None" if d is None else str(d) for d in shape)
+    dtype = keras.backend.standardize_dtype(dtype) if dtype is not None else "?"
+    return f"<({dims}{',' if len(shape) == 1 else ''}) {dtype}>"
+
+
+class StepFunction:
+    """Calls a user's `step_fn` with the contract's checks.
+
+    `step_fn(tokens, states)` returns `(logits, states)` or `(logits, states,
+    alignments)`. Whether alignments come back, and their source length, is found by
+    one probing call on the start tokens before the loop (its results are used for
+    shapes only: in a `tf.function`, XLA or `jax.jit` graph the unused computation is
+    pruned; run eagerly it costs one extra step).
+    """
+
+    def __init__(self, step_fn, start_tokens, states):
+        if not callable(step_fn):
+            raise ValueError(f"`step_fn` must be callable, got {step_fn!r}.")
+        self.step_fn = step_fn
+        self.initial_structure = states
+        # A step function (e.g. an ensemble's) may declare that it returns
+        # log-probabilities; they are then used as they are, never renormalised.
+        self.outputs_log_probs = bool(getattr(step_fn, "outputs_log_probs", False))
+        logits, _, alignments = self(start_tokens, states)
+        self.vocab_size = logits.shape[-1]
+        self.has_alignments = alignments is not None
+        self.source_length = alignments.shape[-1] if self.has_alignments else None
+        if self.has_alignments and self.source_length is None:
+            raise ValueError(
+                "The alignments a `step_fn` returns need a static source length "
+                f"(last axis); got shape {tuple(alignments.shape)}."
+            )
+
+    def __call__(self, tokens, states):
+        out = self.step_fn(tokens, states)
+        if not isinstance(out, (tuple, list)) or len(out) not in (2, 3):
+            raise ValueError(
+                "`step_fn(tokens, states)` must return (logits, states) or (logits, "
+                f"states, alignments); got {describe_structure(out)}."
+            )
+        logits, new_states = out[0], out[1]
+        alignments = out[2] if len(out) == 3 else None
+        logits = ops.convert_to_tensor(logits)
+        if len(logits.shape) != 2:
+            raise ValueError(
+                f"`step_fn` must return logits of shape (batch, vocab_size); got shape "
+                f"{tuple(logits.shape)}."
+            )
+        new_states = self._check_states(new_states)
+        if alignments is not None:
+            alignments = ops.cast(ops.convert_to_tensor(alignments), "float32")
+            if len(alignments.shape) != 2:
+                raise ValueError(
+                    "The alignments a `step_fn` returns must have shape (batch, "
+                    f"source_length); got shape {tuple(alignments.shape)}."
+                )
+        return ops.cast(logits, "float32"), new_states, alignments
+
+    def _check_states(self, new_states):
+        expected = self.initial_structure
+        problem = None
+        if _skeleton(expected) != _skeleton(new_states):
+            problem = "structures"
+        if problem is None:
+            # Same nesting (list and tuple count as equal): hand the loop the
+            # containers it was given, then compare each state's shape and dtype.
+            new_states = keras.tree.pack_sequence_as(expected, keras.tree.flatten(new_states))
+            for old, new in zip(keras.tree.flatten(expected), keras.tree.flatten(new_states)):
+                old_shape, new_shape = tuple(old.shape), tuple(new.shape)
+                same_shape = len(old_shape) == len(new_shape) and all(
+                    a is None or b is None or a == b
+                    for a, b in zip(old_shape[1:], new_shape[1:])
+                )
+                if not same_shape:
+                    problem = "shapes"
+                elif keras.backend.standardize_dtype(
+                    old.dtype
+                ) != keras.backend.standardize_dtype(new.dtype):
+                    problem = "dtypes"
+        if problem is not None:
+            raise ValueError(
+                f"`step_fn` must return its states with the same structure, shapes and "
+                f"dtypes as it received them (the {problem} differ). Expected "
+                f"{describe_structure(expected)}, received "
+                f"{describe_structure(new_states)}."
+            )
+        return new_states
+
+
+def _skeleton(structure):
+    """The nesting of a structure, lists and tuples alike, leaves as None."""
+    if isinstance(structure, dict):
+        return {key: _skeleton(value) for key, value in structure.items()}
+    if isinstance(structure, (list, tuple)):
+        return tuple(_skeleton(value) for value in structure)
+    return None
 
 
 def length_limits(batch_size, max_length, source_lengths=None, max_length_ratio=None):
@@ -85,22 +214,25 @@ def length_limits(batch_size, max_length, source_lengths=None, max_length_ratio=
     return ops.clip(ratio_limits, 1, max_length)
 
 
+LENGTH_NORMALIZATIONS = (None, "average", "gnmt", "wu")
+
+
 def length_penalty(lengths, length_normalization, alpha=0.6):
     """The divisor lp(t) of the ranking score log p(y) / lp(t).
 
     * `None`: lp = 1, the raw log-probability (favours short outputs);
     * `"average"`: lp = t, the mean log-probability per token (1/t sum_i log p(y_i|...));
-    * `"gnmt"`: lp = ((5 + t) / 6) ** alpha (Wu et al. 2016, GNMT).
+    * `"gnmt"` or its alias `"wu"`: lp = ((5 + t) / 6) ** alpha (Wu et al. 2016, GNMT).
     """
     lengths = ops.cast(lengths, "float32")
     if length_normalization is None:
         return ops.ones_like(lengths)
     if length_normalization == "average":
         return ops.maximum(lengths, 1.0)
-    if length_normalization == "gnmt":
+    if length_normalization in ("gnmt", "wu"):
         return ops.power((5.0 + lengths) / 6.0, float(alpha))
     raise ValueError(
-        "`length_normalization` must be None, 'average' or 'gnmt', got "
+        "`length_normalization` must be None, 'average', 'gnmt' or 'wu' (the same), got "
         f"length_normalization={length_normalization!r}."
     )
 

@@ -11,10 +11,11 @@ from keras import ops
 
 from kerasrnn.decoding.common import (
     DecodeResult,
-    check_logits,
+    StepFunction,
     check_step_inputs,
     length_limits,
 )
+from kerasrnn.decoding.constraints import NextToken
 
 
 def make_sampler(temperature=1.0, top_k=None, top_p=None, seed=None):
@@ -49,33 +50,41 @@ def decode_with_sampler(
     pad_token=0,
     source_lengths=None,
     max_length_ratio=None,
+    min_length=None,
+    block_ngram_repeat=None,
+    logits_processor=None,
 ):
     """Generate with any keras-hub `Sampler`; see `greedy_search` for the arguments."""
     start_tokens = check_step_inputs(start_tokens, max_length, end_token)
     batch_size = ops.shape(start_tokens)[0]
     limits = length_limits(batch_size, max_length, source_lengths, max_length_ratio)
+    step = StepFunction(step_fn, start_tokens, initial_states)
+    next_token = NextToken(
+        end_token, min_length, block_ngram_repeat, logits_processor, step.outputs_log_probs
+    )
 
-    def cond(t, last, states, tokens, lengths, log_probs, finished):
+    def cond(t, last, states, tokens, lengths, log_probs, finished, *alignments):
         return ops.logical_not(ops.all(finished))
 
-    def body(t, last, states, tokens, lengths, log_probs, finished):
-        logits, states = step_fn(last, states)
-        logits = check_logits(logits, batch_size)
+    def body(t, last, states, tokens, lengths, log_probs, finished, *alignments):
+        logits, states, step_alignments = step(last, states)
+        log_p, logits = next_token(t, tokens, logits)
         chosen = sampler.get_next_token(sampler.compute_probabilities(logits))
         chosen = ops.cast(chosen, "int32")
-        # Scores are under the model's own distribution, whatever the temperature.
-        log_p = ops.take_along_axis(
-            ops.log_softmax(logits, axis=-1), chosen[:, None], axis=-1
-        )[:, 0]
+        # Scores are under the decoder's own distribution, whatever the temperature.
+        log_p = ops.take_along_axis(log_p, chosen[:, None], axis=-1)[:, 0]
         alive = ops.logical_not(finished)
         chosen = ops.where(alive, chosen, pad_token)
         tokens = ops.slice_update(tokens, [0, t], chosen[:, None])
         lengths = lengths + ops.cast(alive, "int32")
         log_probs = log_probs + ops.where(alive, log_p, 0.0)
+        if alignments:
+            written = ops.where(alive[:, None], step_alignments, 0.0)
+            alignments = (ops.slice_update(alignments[0], [0, t, 0], written[:, None, :]),)
         finished = ops.logical_or(finished, t + 1 >= limits)
         if end_token is not None:
             finished = ops.logical_or(finished, ops.equal(chosen, end_token))
-        return t + 1, chosen, states, tokens, lengths, log_probs, finished
+        return (t + 1, chosen, states, tokens, lengths, log_probs, finished, *alignments)
 
     loop_vars = (
         ops.convert_to_tensor(0, "int32"),
@@ -86,10 +95,14 @@ def decode_with_sampler(
         ops.zeros((batch_size,), "float32"),
         ops.zeros((batch_size,), "bool"),
     )
-    _, _, _, tokens, lengths, log_probs, _ = sampler.run_loop(
-        cond, body, loop_vars=loop_vars, maximum_iterations=max_length
+    if step.has_alignments:
+        loop_vars += (ops.zeros((batch_size, max_length, step.source_length), "float32"),)
+    outputs = sampler.run_loop(cond, body, loop_vars=loop_vars, maximum_iterations=max_length)
+    tokens, lengths, log_probs = outputs[3], outputs[4], outputs[5]
+    alignments = outputs[7][:, None] if step.has_alignments else None
+    return DecodeResult(
+        tokens[:, None], lengths[:, None], log_probs[:, None], log_probs[:, None], alignments
     )
-    return DecodeResult(tokens, lengths, log_probs, log_probs)
 
 
 def greedy_search(
@@ -101,13 +114,18 @@ def greedy_search(
     pad_token=0,
     source_lengths=None,
     max_length_ratio=None,
+    min_length=None,
+    block_ngram_repeat=None,
+    logits_processor=None,
 ):
     """Greedy decoding: y_t = argmax_y p(y | y_<t, x), until the end token or the limit.
 
     Args:
-        step_fn: `step_fn(tokens, states) -> (logits, states)`; `tokens` is int32
-            `(batch,)`, `logits` `(batch, vocab_size)` unnormalised scores, `states` any
-            nested structure of tensors with a leading batch axis (kept as given).
+        step_fn: `step_fn(tokens, states) -> (logits, states)` or `(logits, states,
+            alignments)`; `tokens` is int32 `(batch,)`, `logits` `(batch, vocab_size)`
+            unnormalised scores, `states` any nested structure of tensors with a
+            leading batch axis (returned in the structure it was given), `alignments`
+            `(batch, source_length)` attention weights, collected per output token.
         start_tokens: `(batch,)` ids fed at the first step (e.g. `[START]`, or the last
             prompt token for a language model whose states already saw the prompt).
         initial_states: the decoder states before the first step.
@@ -117,10 +135,20 @@ def greedy_search(
         pad_token: id written after a sequence has finished.
         source_lengths, max_length_ratio: optionally limit example b to
             ceil(max_length_ratio * source_lengths[b]) tokens (still at most max_length).
+        min_length: the end token is not allowed before `min_length` other tokens.
+        block_ngram_repeat: n; no n-gram occurs twice in an output (1: no token twice).
+        logits_processor: `logits_processor(step, tokens, logits) -> logits`, applied
+            to each step's logits before anything else; `step` is the number of tokens
+            generated so far, `tokens` the int32 `(batch, max_length)` buffer of them
+            (`pad_token` from position `step` on). For forbidden tokens, forced
+            prefixes and other constraints of your own.
 
     Returns:
-        A `DecodeResult` with tokens `(batch, max_length)`, lengths, and scores =
-        log_probs = sum_t log p(y_t | y_<t, x).
+        A `DecodeResult` with tokens `(batch, 1, max_length)`, lengths, scores =
+        log_probs = sum_t log p(y_t | y_<t, x) `(batch, 1)`, and alignments
+        `(batch, 1, max_length, source_length)` if the step function returns them.
+        Blocked tokens are masked without renormalising the rest, so the scores stay
+        the decoder's log-probabilities.
 
     The loop is a `keras.ops.while_loop` over tensors, so it runs batched inside
     `tf.function`/XLA, a SavedModel or `jax.jit`.
@@ -132,7 +160,7 @@ def greedy_search(
     ...     [[.1, .6, .3], [.1, .1, .8], [.7, .2, .1]], "float32")))
     >>> step = lambda tokens, states: (keras.ops.take(table, tokens, axis=0), states)
     >>> out = kerasrnn.decoding.greedy_search(step, [0], (), max_length=4, end_token=2)
-    >>> keras.ops.convert_to_numpy(out.tokens).tolist()
+    >>> keras.ops.convert_to_numpy(out.tokens[:, 0]).tolist()
     [[1, 2, 0, 0]]
     """
     from keras_hub.samplers import GreedySampler
@@ -147,6 +175,9 @@ def greedy_search(
         pad_token=pad_token,
         source_lengths=source_lengths,
         max_length_ratio=max_length_ratio,
+        min_length=min_length,
+        block_ngram_repeat=block_ngram_repeat,
+        logits_processor=logits_processor,
     )
 
 
@@ -163,6 +194,9 @@ def sample(
     pad_token=0,
     source_lengths=None,
     max_length_ratio=None,
+    min_length=None,
+    block_ngram_repeat=None,
+    logits_processor=None,
 ):
     """Ancestral sampling: y_t ~ softmax(logits_t / temperature), optionally restricted.
 
@@ -173,8 +207,9 @@ def sample(
       probability reaches p. With `top_k` too, the k most likely are kept first.
     * `seed`: an int makes the draw repeat exactly from call to call.
 
-    The other arguments and the result are as in `greedy_search`; scores are the
-    log-probabilities under the model's unscaled distribution.
+    The other arguments and the result are as in `greedy_search` (tokens
+    `(batch, 1, max_length)`); scores are the log-probabilities under the model's
+    unscaled distribution.
 
     Example:
 
@@ -196,4 +231,7 @@ def sample(
         pad_token=pad_token,
         source_lengths=source_lengths,
         max_length_ratio=max_length_ratio,
+        min_length=min_length,
+        block_ngram_repeat=block_ngram_repeat,
+        logits_processor=logits_processor,
     )

@@ -76,9 +76,12 @@ def brute_force(numpy_log_probs, h0, c0, vocab, max_length, normalise):
 def test_greedy_follows_argmax_and_stops_at_end():
     step = table_step([[0, .5, .2, .3], [0, .1, .6, .3], [0, .2, .1, .7], [0, .4, .3, .3]])
     out = decoding.greedy_search(step, [0, 1], (), max_length=5, end_token=END)
-    assert np_(out.tokens).tolist() == [[1, 2, 3, 0, 0], [2, 3, 0, 0, 0]]
-    assert np_(out.lengths).tolist() == [3, 2]
-    np.testing.assert_allclose(np_(out.log_probs), np.log([.5 * .6 * .7, .6 * .7]), rtol=1e-5)
+    assert np_(out.tokens).tolist() == [[[1, 2, 3, 0, 0]], [[2, 3, 0, 0, 0]]]
+    assert np_(out.lengths).tolist() == [[3], [2]]
+    np.testing.assert_allclose(
+        np_(out.log_probs)[:, 0], np.log([.5 * .6 * .7, .6 * .7]), rtol=1e-5
+    )
+    assert out.alignments is None
 
 
 @pytest.mark.parametrize("batch", [1, 3])
@@ -91,9 +94,9 @@ def test_beam_size_one_equals_greedy(batch):
     beam = decoding.beam_search(
         step, start, states, max_length=7, end_token=END, beam_size=1, n_best=1
     )
-    np.testing.assert_array_equal(np_(beam.tokens)[:, 0], np_(greedy.tokens))
-    np.testing.assert_array_equal(np_(beam.lengths)[:, 0], np_(greedy.lengths))
-    np.testing.assert_allclose(np_(beam.log_probs)[:, 0], np_(greedy.log_probs), rtol=1e-5)
+    np.testing.assert_array_equal(np_(beam.tokens), np_(greedy.tokens))
+    np.testing.assert_array_equal(np_(beam.lengths), np_(greedy.lengths))
+    np.testing.assert_allclose(np_(beam.log_probs), np_(greedy.log_probs), rtol=1e-5)
 
 
 def test_beam_finds_a_better_sequence_than_greedy():
@@ -102,11 +105,11 @@ def test_beam_finds_a_better_sequence_than_greedy():
     step = table_step([[0, .5, .4, .1], [0, .3, .3, .4], [0, .05, .05, .9], [.25] * 4])
     greedy = decoding.greedy_search(step, [0], (), max_length=4, end_token=END)
     beam = decoding.beam_search(step, [0], (), max_length=4, end_token=END, beam_size=2)
-    assert np_(greedy.tokens)[0].tolist() == [1, 3, 0, 0]
+    assert np_(greedy.tokens)[0, 0].tolist() == [1, 3, 0, 0]
     assert np_(beam.tokens)[0, 0].tolist() == [2, 3, 0, 0]
-    np.testing.assert_allclose(np_(greedy.log_probs)[0], np.log(.2), rtol=1e-5)
+    np.testing.assert_allclose(np_(greedy.log_probs)[0, 0], np.log(.2), rtol=1e-5)
     np.testing.assert_allclose(np_(beam.log_probs)[0, 0], np.log(.36), rtol=1e-5)
-    assert np_(beam.log_probs)[0, 0] > np_(greedy.log_probs)[0]
+    assert np_(beam.log_probs)[0, 0] > np_(greedy.log_probs)[0, 0]
 
 
 # p([END]) = .4 beats p([1, 2, END]) = .55 * .9 * .8 = .396 on raw log-probability,
@@ -196,9 +199,9 @@ def test_length_limit_from_source_ratio():
     kwargs = dict(max_length=8, end_token=END, source_lengths=[1, 3, 20], max_length_ratio=1.5)
     greedy = decoding.greedy_search(step, [0, 0, 0], (), **kwargs)
     beam = decoding.beam_search(step, [0, 0, 0], (), beam_size=2, **kwargs)
-    assert np_(greedy.lengths).tolist() == [2, 5, 8]
+    assert np_(greedy.lengths)[:, 0].tolist() == [2, 5, 8]
     assert np_(beam.lengths)[:, 0].tolist() == [2, 5, 8]
-    assert (np_(greedy.tokens)[0, 2:] == PAD).all()
+    assert (np_(greedy.tokens)[0, 0, 2:] == PAD).all()
 
 
 def test_top_k_never_leaves_the_k_most_likely():
@@ -242,11 +245,11 @@ def test_sample_scores_are_model_log_probs():
         temperature=0.7, seed=5,
     )
     for b in range(4):
-        seq = np_(out.tokens)[b, : np_(out.lengths)[b]]
+        seq = np_(out.tokens)[b, 0, : np_(out.lengths)[b, 0]]
         expected = sum(
             numpy_log_probs((0,) + tuple(seq[:i]), h0[b], c0[b])[seq[i]] for i in range(len(seq))
         )
-        np.testing.assert_allclose(np_(out.log_probs)[b], expected, rtol=1e-4)
+        np.testing.assert_allclose(np_(out.log_probs)[b, 0], expected, rtol=1e-4)
 
 
 @pytest.mark.parametrize(
