@@ -280,7 +280,10 @@ def export_seq2seq(
 
     def translate(text):
         ids, empty = encode(text)
-        result = model.generate(ids, method="greedy", max_length=max_length)
+        # (the served outputs hold no alignments; their buffer would need a static
+        # source length)
+        result = model.generate(ids, method="greedy", max_length=max_length,
+                                return_alignments=False)
         strings = to_strings(result.tokens[:, 0])
         return {
             "translation": tf.where(empty, tf.constant(""), strings),
@@ -291,7 +294,8 @@ def export_seq2seq(
         ids, empty = encode(text)
         result = model.generate(ids, method="beam", beam_size=beam_size, n_best=n_best,
                                 max_length=max_length,
-                                length_normalization=length_normalization)
+                                length_normalization=length_normalization,
+                                return_alignments=False)
         tokens = result.tokens
         strings = tf.reshape(to_strings(tf.reshape(tokens, (-1, tf.shape(tokens)[-1]))),
                              (-1, n_best))

@@ -253,3 +253,15 @@ def test_copy_bridge_width_mismatch():
     model = bahdanau_model(bridge="copy")  # encoder 2 x 6 wide, decoder 6
     with pytest.raises(ValueError, match=r"`bridge='copy'`.*widths \[12\].*\[6\]"):
         model.build()
+
+
+def test_generation_without_alignments_and_decoding_options():
+    model = bahdanau_model()
+    plain = model.generate(SOURCE, method="beam", beam_size=2, max_length=5,
+                           return_alignments=False)
+    assert plain.alignments is None and tuple(plain.tokens.shape) == (3, 2, 5)
+    with_them = model.generate(SOURCE, method="beam", beam_size=2, max_length=5)
+    np.testing.assert_array_equal(np_(plain.tokens), np_(with_them.tokens))
+    # options of kerasrnn.decoding pass through: no token before step 3 ends a sequence
+    forced = model.generate(SOURCE, max_length=5, min_length=3)
+    assert (np_(forced.lengths) >= 3).all()
