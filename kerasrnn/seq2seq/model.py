@@ -543,8 +543,9 @@ class Seq2Seq(keras.Model):
             max_length: the most tokens generated (default `max_target_length`).
             beam_size: beam search's k.
             n_best: beam search: how many hypotheses to return per source, best first
-                (1 <= n_best <= beam_size; default beam_size). Greedy and sampling
-                return one.
+                (1 <= n_best <= beam_size; default beam_size). The search always
+                completes beam_size hypotheses and returns the n_best best of them.
+                Greedy and sampling return one.
             length_normalization: beam search's ranking: None, "average" or "gnmt".
             alpha: GNMT's exponent.
             temperature: sampling temperature.
@@ -605,9 +606,17 @@ class Seq2Seq(keras.Model):
                                    seed=seed, **options)
         # beam search calls the step function on batch * beam_size rows
         step = self.step_fn(encoded.tile_memory(beam_size), return_alignments)
-        return decoding.beam_search(
-            step, starts, encoded.states, max_length, beam_size=beam_size, n_best=n_best,
-            length_normalization=length_normalization, alpha=alpha, **options,
+        # All k hypotheses are completed, then the n best kept: stopping once n_best
+        # are complete would return whichever end first, often too short ones.
+        result = decoding.beam_search(
+            step, starts, encoded.states, max_length, beam_size=beam_size,
+            n_best=beam_size, length_normalization=length_normalization, alpha=alpha,
+            **options,
+        )
+        if n_best == beam_size:
+            return result
+        return decoding.DecodeResult(
+            *(None if field is None else field[:, :n_best] for field in result)
         )
 
     # ---- training defaults -------------------------------------------------------------
