@@ -25,7 +25,7 @@ class WordDropout(keras.layers.Layer):
 
     >>> import numpy as np, kerasrnn
     >>> layer = kerasrnn.layers.WordDropout(0.5, seed=1)
-    >>> layer(np.array([[5, 6, 0]])).tolist()  # inference: unchanged
+    >>> np.asarray(layer(np.array([[5, 6, 0]]))).tolist()  # inference: unchanged
     [[5, 6, 0]]
     """
 

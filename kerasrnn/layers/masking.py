@@ -14,7 +14,7 @@ class NotPadding(keras.layers.Layer):
     Example:
 
     >>> import numpy as np, kerasrnn
-    >>> kerasrnn.layers.NotPadding()(np.array([[5, 7, 0]])).tolist()
+    >>> np.asarray(kerasrnn.layers.NotPadding()(np.array([[5, 7, 0]]))).tolist()
     [[True, True, False]]
     """
 
