@@ -106,8 +106,8 @@ print(type(model.layers[-1]).__name__)
 def test_recipe_files_load_with_kerasrnn_alone_and_names_do_not_clash(tmp_path):
     """A model saved while the recipes' own classes of the same registered names were
     imported (the previous layout) loads in a process with `import kerasrnn` alone, and
-    importing the recipes after kerasrnn raises nothing (Keras' registry keeps the last
-    class registered under a name)."""
+    the other way round too, whichever class Keras' registry (which keeps the last
+    class registered under a name) holds."""
     import recipes.classifier
     import recipes.tagger
     import recipes.translator  # noqa: F401
@@ -126,6 +126,13 @@ def test_recipe_files_load_with_kerasrnn_alone_and_names_do_not_clash(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-1] == "NotPadding"
+    # and a file written with kerasrnn's classes loads while the recipes' are registered
+    _model().save(tmp_path / "new.keras")
+    keras.saving.load_model(tmp_path / "new.keras")
+    metric = kerasrnn.metrics.MaskedAccuracy()
+    assert "pad_id" not in metric.get_config()
+    assert kerasrnn.metrics.MaskedAccuracy(pad_id=5).get_config()["pad_id"] == 5
+    assert WordDropout(0.1, unk_id=7).get_config()["unk_id"] == 7
 
 
 def test_naive_bayes_expert_matches_counting_by_hand(tmp_path):
