@@ -19,13 +19,21 @@ Typical use (what the classifier recipe does)::
     }, track=[lookup])
 
 Language models and translators export their generation function the same way (the
-function may run a decoding loop).
+function may run a decoding loop); `export_seq2seq` does it for a `kerasrnn.seq2seq.Seq2Seq`
+(greedy and n-best beam-search signatures, strings in and out).
 """
 import os
 
 import tensorflow as tf
 
-__all__ = ["export_saved_model", "class_outputs", "sequence_outputs", "ids_to_strings"]
+__all__ = [
+    "export_saved_model",
+    "export_seq2seq",
+    "class_outputs",
+    "sequence_outputs",
+    "ids_to_strings",
+]
+TOKENIZERS = ("words", "chars")
 
 
 def export_saved_model(path, model, endpoints, track=(), verbose=False):
@@ -117,3 +125,191 @@ def sequence_outputs(probabilities, tags, lengths):
         "probability": tf.where(mask, tf.reduce_max(probabilities, axis=-1), 0.0),
         "lengths": tf.cast(lengths, tf.int32),
     }
+
+
+def _tokenizer(tokenize, lowercase):
+    """strings (batch,) -> ragged tokens, as TensorFlow ops."""
+    if callable(tokenize):
+        return tokenize
+    if tokenize not in TOKENIZERS:
+        raise ValueError(
+            f"`tokenize` must be one of {TOKENIZERS} or a function (strings -> ragged "
+            f"tokens); got tokenize={tokenize!r}."
+        )
+
+    def split(texts):
+        if lowercase:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        if tokenize == "words":
+            return tf.strings.split(texts)
+        return tf.strings.unicode_split(tf.strings.strip(texts), "UTF-8", errors="replace")
+
+    return split
+
+
+def _detokenizer(detokenize, tokenize):
+    """ragged tokens -> strings (batch,), as TensorFlow ops."""
+    if callable(detokenize):
+        return detokenize
+    if detokenize is None:
+        detokenize = tokenize if tokenize in TOKENIZERS else "words"
+    if detokenize not in TOKENIZERS:
+        raise ValueError(
+            f"`detokenize` must be one of {TOKENIZERS}, a function (ragged tokens -> "
+            f"strings) or None; got detokenize={detokenize!r}."
+        )
+    separator = " " if detokenize == "words" else ""
+    return lambda tokens: tf.strings.reduce_join(tokens, axis=-1, separator=separator)
+
+
+def _vocabulary_tokens(vocabulary, name):
+    from kerasrnn.data import SPECIAL_TOKENS, Vocabulary
+
+    if isinstance(vocabulary, Vocabulary):
+        return vocabulary
+    tokens = list(vocabulary)
+    if tokens[: len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS):
+        raise ValueError(
+            f"`{name}` must be a kerasrnn.data.Vocabulary or its token list starting "
+            f"with {list(SPECIAL_TOKENS)}; got {tokens[:4]!r}..."
+        )
+    return Vocabulary(tokens)
+
+
+def export_seq2seq(
+    path,
+    model,
+    source_vocabulary,
+    target_vocabulary,
+    tokenize="words",
+    detokenize=None,
+    lowercase=False,
+    beam_size=4,
+    n_best=None,
+    max_length=None,
+    length_normalization="average",
+    verbose=False,
+):
+    """Exports a `kerasrnn.seq2seq.Seq2Seq` as a SavedModel that translates strings.
+
+    Signatures (plain TensorFlow: ``tf.saved_model.load(path)`` in a process without
+    kerasrnn or Keras):
+
+    * ``serving_default`` / ``translate``: ``text`` string `(batch,)` ->
+      ``translation`` string `(batch,)` (greedy search) and ``score`` float32
+      `(batch,)` (its log-probability);
+    * ``translate_n_best``: ``text`` -> ``translations`` string `(batch, n_best)` and
+      ``scores`` float32 `(batch, n_best)` (beam search, best first, the ranking
+      score).
+
+    An empty or blank text gives "" (score 0). A text longer than the model's
+    `max_source_length` is cut to it (not an error). Tokens the source vocabulary
+    lacks map to `[UNK]`.
+
+    Args:
+        path: the output folder.
+        model: a built `Seq2Seq`.
+        source_vocabulary: a `kerasrnn.data.Vocabulary` (or its token list) with the
+            model's source ids.
+        target_vocabulary: the same for the target ids.
+        tokenize: "words" (whitespace split), "chars" (Unicode characters of the
+            stripped text, spaces included), or a function of TensorFlow ops from a
+            string tensor `(batch,)` to a ragged token tensor `(batch, None)`.
+        detokenize: "words" (join with spaces), "chars" (join with nothing), a
+            function from ragged target tokens to strings `(batch,)`, or None (the
+            same kind as `tokenize`, "words" for a function).
+        lowercase: lower-case the text before the built-in tokenizers.
+        beam_size: beam search's k for ``translate_n_best``.
+        n_best: hypotheses per text in ``translate_n_best`` (default `beam_size`).
+        max_length: the most tokens generated (default the model's
+            `max_target_length`).
+        length_normalization: beam search's ranking (None, "average", "gnmt").
+        verbose: let Keras print the saved variables.
+
+    Returns:
+        `path`.
+    """
+    from kerasrnn.data import END_ID, PAD_ID, START_ID
+    from kerasrnn.data.tokenizers import encode_tokens
+    from kerasrnn.seq2seq import Seq2Seq
+
+    if not isinstance(model, Seq2Seq):
+        raise ValueError(f"`model` must be a kerasrnn.seq2seq.Seq2Seq; got {type(model).__name__}.")
+    source_vocabulary = _vocabulary_tokens(source_vocabulary, "source_vocabulary")
+    target_vocabulary = _vocabulary_tokens(target_vocabulary, "target_vocabulary")
+    for name, vocab, size in (
+        ("source_vocabulary", source_vocabulary, model.source_vocab_size),
+        ("target_vocabulary", target_vocabulary, model.target_vocab_size),
+    ):
+        if len(vocab) != size:
+            raise ValueError(
+                f"`{name}` has {len(vocab)} tokens but the model's "
+                f"{name.split('_')[0]}_vocab_size is {size}: export with the vocabulary "
+                "the model was trained with."
+            )
+    if (model.pad_id, model.start_id, model.end_id) != (PAD_ID, START_ID, END_ID):
+        raise ValueError(
+            "export_seq2seq uses kerasrnn.data's special ids ([PAD]=0, [START]=2, "
+            f"[END]=3); the model has pad_id={model.pad_id}, start_id={model.start_id}, "
+            f"end_id={model.end_id}."
+        )
+    n_best = beam_size if n_best is None else n_best
+    if isinstance(n_best, bool) or not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+        raise ValueError(
+            f"`n_best` must be an integer in [1, beam_size={beam_size}]; got n_best={n_best!r}."
+        )
+    max_length = model.max_target_length if max_length is None else max_length
+    split = _tokenizer(tokenize, lowercase)
+    join = _detokenizer(detokenize, tokenize)
+    lookup = source_vocabulary.lookup()
+    target_tokens = tf.constant(target_vocabulary.tokens, tf.string)
+    if not model.built:
+        model.build()
+
+    def encode(texts):
+        ids = encode_tokens(split(texts), lookup)
+        if model.max_source_length is not None:
+            ids = ids[:, : model.max_source_length]
+        empty = tf.reduce_all(tf.equal(ids, PAD_ID), axis=1)
+        return ids, empty
+
+    def to_strings(ids):
+        """(rows, length) ids -> (rows,) strings, special ids dropped."""
+        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
+        return join(tf.gather(target_tokens, tf.ragged.boolean_mask(ids, keep)))
+
+    def translate(text):
+        ids, empty = encode(text)
+        # (the served outputs hold no alignments; their buffer would need a static
+        # source length)
+        result = model.generate(ids, method="greedy", max_length=max_length,
+                                return_alignments=False)
+        strings = to_strings(result.tokens[:, 0])
+        return {
+            "translation": tf.where(empty, tf.constant(""), strings),
+            "score": tf.where(empty, 0.0, tf.cast(result.log_probs[:, 0], tf.float32)),
+        }
+
+    def translate_n_best(text):
+        ids, empty = encode(text)
+        result = model.generate(ids, method="beam", beam_size=beam_size, n_best=n_best,
+                                max_length=max_length,
+                                length_normalization=length_normalization,
+                                return_alignments=False)
+        tokens = result.tokens
+        strings = tf.reshape(to_strings(tf.reshape(tokens, (-1, tf.shape(tokens)[-1]))),
+                             (-1, n_best))
+        empty = tf.tile(empty[:, None], [1, n_best])
+        return {
+            "translations": tf.where(empty, tf.constant(""), strings),
+            "scores": tf.where(empty, 0.0, tf.cast(result.scores, tf.float32)),
+        }
+
+    signature = [tf.TensorSpec([None], tf.string, name="text")]
+    return export_saved_model(
+        path, model,
+        {"serving_default": (translate, signature),
+         "translate": (translate, signature),
+         "translate_n_best": (translate_n_best, signature)},
+        track=[lookup], verbose=verbose,
+    )

@@ -5,7 +5,9 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from kerasrnn.export import class_outputs, sequence_outputs
@@ -92,3 +94,102 @@ def test_cli_round_trip_with_mirrored_strategy(tmp_path):
     assert len(served["tags"][0]) == 3 and set(served["tags"][0]) <= tags
     assert served["tags"][1] == ["", "", ""]
     assert served["text_tags"][0] == served["tags"][0] and served["text_tags"][1] == [""] * 3
+
+
+# Loads a Seq2Seq SavedModel where kerasrnn cannot be imported at all.
+SEQ2SEQ_LOADER = r"""
+import json, sys
+sys.modules["kerasrnn"] = None  # any `import kerasrnn` now fails
+import tensorflow as tf
+loaded = tf.saved_model.load(sys.argv[1])
+texts = tf.constant(json.loads(sys.argv[2]))
+greedy = loaded.signatures["serving_default"](text=texts)
+n_best = loaded.signatures["translate_n_best"](text=texts)
+print(json.dumps({
+    "translation": [t.decode() for t in greedy["translation"].numpy()],
+    "score": greedy["score"].numpy().tolist(),
+    "translations": [[t.decode() for t in row] for row in n_best["translations"].numpy()],
+    "scores": n_best["scores"].numpy().tolist(),
+    "keras_imported": "keras" in sys.modules,
+}))
+"""
+
+
+def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
+    import kerasrnn
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.export import export_seq2seq
+
+    source_vocab = Vocabulary.build([["the", "cat", "sat"], ["a", "dog", "ran"]])
+    target_vocab = Vocabulary.build([list("le chat"), list("un chien")])
+    model = kerasrnn.seq2seq.Seq2Seq(len(source_vocab), len(target_vocab), embedding_dim=6,
+                                     units=8, max_source_length=4, max_target_length=7)
+    texts = ["the cat sat", "", "   ", "a dog ran the cat sat unknownword", "zebra"]
+    export_seq2seq(tmp_path / "sm", model, source_vocab, target_vocab, tokenize="words",
+                   detokenize="chars", beam_size=3, n_best=2)
+    result = subprocess.run(
+        [sys.executable, "-c", SEQ2SEQ_LOADER, str(tmp_path / "sm"), json.dumps(texts)],
+        env=ENV, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+
+    # the same as the in-process model: ids -> generate -> tokens joined
+    def local(method, **kwargs):
+        rows = [source_vocab.encode(t.split()[:4]) or [0] for t in texts]
+        ids = keras.utils.pad_sequences(rows, padding="post")
+        out = model.generate(ids, method=method, max_length=7, **kwargs)
+        tokens = keras.ops.convert_to_numpy(out.tokens)
+        strings = [["".join(target_vocab.decode(r, skip_special=True)) for r in row]
+                   for row in tokens]
+        return strings, keras.ops.convert_to_numpy(
+            out.log_probs if method == "greedy" else out.scores)
+
+    greedy, greedy_scores = local("greedy")
+    beam, beam_scores = local("beam", beam_size=3, n_best=2)
+    for i, text in enumerate(texts):
+        if text.strip():
+            assert served["translation"][i] == greedy[i][0]
+            assert served["translations"][i] == beam[i]
+            np.testing.assert_allclose(served["score"][i], greedy_scores[i, 0], atol=1e-4)
+            np.testing.assert_allclose(served["scores"][i], beam_scores[i], atol=1e-4)
+        else:  # empty or blank text: empty output, score 0
+            assert served["translation"][i] == "" and served["score"][i] == 0.0
+            assert served["translations"][i] == ["", ""]
+    assert len(served["translations"][0]) == 2
+
+
+def test_export_seq2seq_errors(tmp_path):
+    import kerasrnn
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.export import export_seq2seq
+
+    vocab = Vocabulary.build([["a", "b"]])
+    model = kerasrnn.seq2seq.Seq2Seq(len(vocab) + 1, len(vocab), embedding_dim=4, units=4)
+    with pytest.raises(ValueError, match="`source_vocabulary` has 6 tokens but the model's "
+                                         "source_vocab_size is 7"):
+        export_seq2seq(tmp_path / "x", model, vocab, vocab)
+    model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=4, units=4)
+    with pytest.raises(ValueError, match="`n_best` must be an integer in \\[1, beam_size=2\\]"):
+        export_seq2seq(tmp_path / "x", model, vocab, vocab, beam_size=2, n_best=3)
+    with pytest.raises(ValueError, match="`tokenize` must be one of"):
+        export_seq2seq(tmp_path / "x", model, vocab, vocab, tokenize="bpe")
+    with pytest.raises(ValueError, match="must be a kerasrnn.seq2seq.Seq2Seq"):
+        export_seq2seq(tmp_path / "x", keras.Sequential(), vocab, vocab)
+
+
+def test_import_kerasrnn_does_not_import_tensorflow_on_jax():
+    code = ("import sys, kerasrnn\n"
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
+            "import kerasrnn.tasks\n"
+            "print(kerasrnn.tasks.date_translation_task(1)[1][0][4], "
+            "kerasrnn.data.PAD_ID, callable(kerasrnn.seq2seq.Seq2Seq))\n"
+            "assert 'tensorflow' not in sys.modules\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**ENV, "KERAS_BACKEND": "jax"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["-", "0", "True"]
+    lazy = subprocess.run(
+        [sys.executable, "-c", "import kerasrnn; print(kerasrnn.export.export_seq2seq.__name__)"],
+        capture_output=True, text=True, env=ENV, timeout=300)
+    assert lazy.returncode == 0, lazy.stderr[-2000:]
+    assert lazy.stdout.split()[-1] == "export_seq2seq"

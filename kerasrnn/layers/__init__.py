@@ -1,5 +1,6 @@
 """Reusable Keras layers for sequence models: masking, pooling, word dropout, the
-batch/time reshapes of per-word networks, the linear-chain CRF and ELMo's scalar mix.
+batch/time reshapes of per-word networks, a Naive Bayes expert, the linear-chain CRF and
+ELMo's scalar mix.
 
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
@@ -17,6 +18,7 @@ from kerasrnn.layers.crf import (
 )
 from kerasrnn.layers.dropout import WordDropout
 from kerasrnn.layers.masking import NotPadding
+from kerasrnn.layers.naive_bayes import NaiveBayesExpert
 from kerasrnn.layers.pooling import MaskedPooling1D
 from kerasrnn.layers.reshape import MergeBatchTime, SplitBatchTime
 from kerasrnn.layers.scalar_mix import ScalarMix
@@ -27,6 +29,7 @@ __all__ = [
     "CRFLoss",
     "MaskedPooling1D",
     "MergeBatchTime",
+    "NaiveBayesExpert",
     "NotPadding",
     "ScalarMix",
     "SplitBatchTime",

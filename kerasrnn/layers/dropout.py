@@ -3,6 +3,9 @@ import keras
 from keras import ops
 
 
+_DEFAULT_IDS = {"unk_id": 1, "pad_id": 0}
+
+
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class WordDropout(keras.layers.Layer):
     """In training, replaces each real token id by `unk_id` with probability `rate`.
@@ -25,7 +28,7 @@ class WordDropout(keras.layers.Layer):
 
     >>> import numpy as np, kerasrnn
     >>> layer = kerasrnn.layers.WordDropout(0.5, seed=1)
-    >>> layer(np.array([[5, 6, 0]])).tolist()  # inference: unchanged
+    >>> np.asarray(layer(np.array([[5, 6, 0]]))).tolist()  # inference: unchanged
     [[5, 6, 0]]
     """
 
@@ -50,10 +53,11 @@ class WordDropout(keras.layers.Layer):
         return input_shape
 
     def get_config(self):
-        return {
-            **super().get_config(),
-            "rate": self.rate,
-            "unk_id": self.unk_id,
-            "pad_id": self.pad_id,
-            "seed": self.seed,
-        }
+        config = {**super().get_config(), "rate": self.rate, "seed": self.seed}
+        # The ids only when they differ from the defaults: the recipes' former
+        # `kerasrnn>WordDropout` (same registered name, no such arguments) then reads
+        # these files too, in whichever order the two classes were registered.
+        config.update({name: value for name, value in
+                       (("unk_id", self.unk_id), ("pad_id", self.pad_id))
+                       if value != _DEFAULT_IDS[name]})
+        return config

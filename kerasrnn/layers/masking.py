@@ -14,7 +14,7 @@ class NotPadding(keras.layers.Layer):
     Example:
 
     >>> import numpy as np, kerasrnn
-    >>> kerasrnn.layers.NotPadding()(np.array([[5, 7, 0]])).tolist()
+    >>> np.asarray(kerasrnn.layers.NotPadding()(np.array([[5, 7, 0]]))).tolist()
     [[True, True, False]]
     """
 
@@ -34,4 +34,9 @@ class NotPadding(keras.layers.Layer):
         return keras.KerasTensor(ids.shape, dtype="bool")
 
     def get_config(self):
-        return {**super().get_config(), "pad_id": self.pad_id}
+        config = super().get_config()
+        # `pad_id` only when not 0: the translator recipe's former `kerasrnn>NotPadding`
+        # (same registered name, no arguments) then reads these files too.
+        if self.pad_id != 0:
+            config["pad_id"] = self.pad_id
+        return config

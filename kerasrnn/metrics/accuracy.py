@@ -69,4 +69,10 @@ class MaskedAccuracy(keras.metrics.Metric):
         self.count.assign(0.0)
 
     def get_config(self):
-        return {**super().get_config(), "pad_id": self.pad_id}
+        config = super().get_config()
+        # `pad_id` only when not 0: the translator recipe's former
+        # `kerasrnn>MaskedAccuracy` (same registered name, no arguments) then reads
+        # these files too.
+        if self.pad_id != 0:
+            config["pad_id"] = self.pad_id
+        return config

@@ -8,14 +8,13 @@
 * `sampling_probability` -- the scheduled-sampling schedules.
 """
 from kerasrnn.seq2seq.encoder import RNNEncoder
-from kerasrnn.seq2seq.model import Encoded, GenerateResult, Seq2Seq
+from kerasrnn.seq2seq.model import Encoded, Seq2Seq
 from kerasrnn.seq2seq.sampling import SAMPLING_MODES, SCHEDULES, sampling_probability
 
 __all__ = [
     "RNNEncoder",
     "Seq2Seq",
     "Encoded",
-    "GenerateResult",
     "sampling_probability",
     "SCHEDULES",
     "SAMPLING_MODES",

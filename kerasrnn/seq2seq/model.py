@@ -489,13 +489,14 @@ class Seq2Seq(keras.Model):
         lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
         return Encoded(prepared, list(states), lengths)
 
-    def step_fn(self, encoded):
+    def step_fn(self, encoded, return_alignments=True):
         """The decoder as `kerasrnn.decoding`'s step function against `encoded`:
         ``step(tokens (rows,), states) -> (logits (rows, target_vocab_size), states,
         alignments (rows, source_length))``. For beam search over k beams pass
         ``encoded.tile_memory(k)`` (`generate` does). The `pad_id` logit is set to
         -1e9: padding is never generated, and the probabilities are renormalised over
-        the other ids."""
+        the other ids. With `return_alignments=False` the step returns
+        `(logits, states)` only."""
         memory = encoded.memory if isinstance(encoded, Encoded) else encoded
         if not isinstance(memory, AttentionMemory):
             raise ValueError(
@@ -511,6 +512,8 @@ class Seq2Seq(keras.Model):
             # [PAD] is never generated: a padding id inside an output would end it early
             # for every reader that masks by it (and the loss never trains it).
             logits = ops.where(never[None, :], -1e9, ops.cast(self._logits(output), "float32"))
+            if not return_alignments:
+                return logits, states
             return logits, states, alignments
 
         return step
@@ -529,6 +532,8 @@ class Seq2Seq(keras.Model):
         top_p=None,
         seed=None,
         max_length_ratio=None,
+        return_alignments=True,
+        **options,
     ):
         """Decodes a batch of sources.
 
@@ -538,8 +543,9 @@ class Seq2Seq(keras.Model):
             max_length: the most tokens generated (default `max_target_length`).
             beam_size: beam search's k.
             n_best: beam search: how many hypotheses to return per source, best first
-                (1 <= n_best <= beam_size; default beam_size). Greedy and sampling
-                return one.
+                (1 <= n_best <= beam_size; default beam_size). The search always
+                completes beam_size hypotheses and returns the n_best best of them.
+                Greedy and sampling return one.
             length_normalization: beam search's ranking: None, "average" or "gnmt".
             alpha: GNMT's exponent.
             temperature: sampling temperature.
@@ -548,13 +554,20 @@ class Seq2Seq(keras.Model):
             seed: sampling seed (an int repeats the draw).
             max_length_ratio: if set, source b gets at most
                 ceil(max_length_ratio * length_b) tokens.
+            return_alignments: collect the attention weights of every generated
+                token (the decoding loops need a static source length for them; in a
+                graph with a variable source length pass False).
+            **options: further arguments of the `kerasrnn.decoding` function
+                (`min_length`, `block_ngram_repeat`, `logits_processor`; for beam
+                search `coverage_penalty_weight`, `stop_rule`, ...).
 
         Returns:
             A `kerasrnn.decoding.DecodeResult` with tokens int32 `(batch, n, max_length)`
             (the end token included, `pad_id` after it), lengths and scores /
             log_probs `(batch, n)`, and alignments float32
             `(batch, n, max_length, source_length)` (zero rows after the end), where
-            n = n_best for beam search and 1 otherwise.
+            n = n_best for beam search and 1 otherwise (alignments None with
+            `return_alignments=False`).
         """
         if method not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got method={method!r}.")
@@ -578,59 +591,33 @@ class Seq2Seq(keras.Model):
         encoded = self.encode(source_ids)
         batch_size = ops.shape(source_ids)[0]
         starts = ops.full((batch_size,), self.start_id, "int32")
-        limits = {}
         if max_length_ratio is not None:
-            limits = {"source_lengths": ops.maximum(encoded.lengths, 1),
-                      "max_length_ratio": max_length_ratio}
-        native = "alignments" in decoding.DecodeResult._fields
-        tile = beam_size if method == "beam" else 1
-        step = self.step_fn(encoded.tile_memory(tile) if tile > 1 else encoded)
-        if not native:  # kerasrnn.decoding without alignments: (logits, states) only
-            full_step = step
-
-            def step(tokens, states):
-                logits, states, _ = full_step(tokens, states)
-                return logits, states
-
-        common = dict(end_token=self.end_id, pad_token=self.pad_id, **limits)
+            options.update(source_lengths=ops.maximum(encoded.lengths, 1),
+                           max_length_ratio=max_length_ratio)
+        options.update(end_token=self.end_id, pad_token=self.pad_id)
         if method == "greedy":
-            result = decoding.greedy_search(step, starts, encoded.states, max_length,
-                                            **common)
-        elif method == "sample":
-            result = decoding.sample(step, starts, encoded.states, max_length,
-                                     temperature=temperature, top_k=top_k, top_p=top_p,
-                                     seed=seed, **common)
-        else:
-            result = decoding.beam_search(
-                step, starts, encoded.states, max_length, beam_size=beam_size,
-                n_best=n_best, length_normalization=length_normalization, alpha=alpha,
-                **common,
-            )
-        tokens, lengths, scores, log_probs = result[:4]
-        if len(tokens.shape) == 2:  # (batch, length): one hypothesis per source
-            tokens, lengths = tokens[:, None], lengths[:, None]
-            scores, log_probs = scores[:, None], log_probs[:, None]
-        alignments = result.alignments if native else None
-        if alignments is None:
-            alignments = self._replayed_alignments(source_ids, tokens, lengths)
-        fields = dict(tokens=tokens, lengths=lengths, scores=scores, log_probs=log_probs)
-        if native:
-            fields["alignments"] = alignments
-            return decoding.DecodeResult(**fields)
-        return GenerateResult(**fields, alignments=alignments)
-
-    def _replayed_alignments(self, source_ids, tokens, lengths):
-        """Attention weights of generated hypotheses, by one teacher-forced pass over
-        [START] + their tokens (the same computation as during decoding)."""
-        batch_size, n, length = ops.shape(tokens)[0], tokens.shape[1], tokens.shape[2]
-        flat = ops.reshape(tokens, (-1, length))
-        starts = ops.full((ops.shape(flat)[0], 1), self.start_id, "int32")
-        target_in = ops.concatenate([starts, flat[:, :-1]], axis=1)
-        real = ops.arange(length)[None, :] < ops.reshape(lengths, (-1, 1))
-        target_in = ops.where(real, target_in, ops.full_like(target_in, self.pad_id))
-        source = ops.repeat(source_ids, n, axis=0)
-        alignments = self._teacher_forced(source, target_in)[1]
-        return ops.reshape(alignments, (batch_size, n, length, ops.shape(source_ids)[1]))
+            step = self.step_fn(encoded, return_alignments)
+            return decoding.greedy_search(step, starts, encoded.states, max_length,
+                                          **options)
+        if method == "sample":
+            step = self.step_fn(encoded, return_alignments)
+            return decoding.sample(step, starts, encoded.states, max_length,
+                                   temperature=temperature, top_k=top_k, top_p=top_p,
+                                   seed=seed, **options)
+        # beam search calls the step function on batch * beam_size rows
+        step = self.step_fn(encoded.tile_memory(beam_size), return_alignments)
+        # All k hypotheses are completed, then the n best kept: stopping once n_best
+        # are complete would return whichever end first, often too short ones.
+        result = decoding.beam_search(
+            step, starts, encoded.states, max_length, beam_size=beam_size,
+            n_best=beam_size, length_normalization=length_normalization, alpha=alpha,
+            **options,
+        )
+        if n_best == beam_size:
+            return result
+        return decoding.DecodeResult(
+            *(None if field is None else field[:, :n_best] for field in result)
+        )
 
     # ---- training defaults -------------------------------------------------------------
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
@@ -689,15 +676,6 @@ class Seq2Seq(keras.Model):
         for key in ("encoder", "decoder_cell"):
             config[key] = _deserialize(config.get(key))
         return cls(**config)
-
-
-class GenerateResult(
-    collections.namedtuple(
-        "GenerateResult", ["tokens", "lengths", "scores", "log_probs", "alignments"]
-    )
-):
-    """`DecodeResult`'s fields plus `alignments`, for a `kerasrnn.decoding` that does
-    not carry alignments itself."""
 
 
 def _check_ids(name, ids, vocab_size):

@@ -106,8 +106,8 @@ print(type(model.layers[-1]).__name__)
 def test_recipe_files_load_with_kerasrnn_alone_and_names_do_not_clash(tmp_path):
     """A model saved while the recipes' own classes of the same registered names were
     imported (the previous layout) loads in a process with `import kerasrnn` alone, and
-    importing the recipes after kerasrnn raises nothing (Keras' registry keeps the last
-    class registered under a name)."""
+    the other way round too, whichever class Keras' registry (which keeps the last
+    class registered under a name) holds."""
     import recipes.classifier
     import recipes.tagger
     import recipes.translator  # noqa: F401
@@ -126,3 +126,45 @@ def test_recipe_files_load_with_kerasrnn_alone_and_names_do_not_clash(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-1] == "NotPadding"
+    # and a file written with kerasrnn's classes loads while the recipes' are registered
+    _model().save(tmp_path / "new.keras")
+    keras.saving.load_model(tmp_path / "new.keras")
+    metric = kerasrnn.metrics.MaskedAccuracy()
+    assert "pad_id" not in metric.get_config()
+    assert kerasrnn.metrics.MaskedAccuracy(pad_id=5).get_config()["pad_id"] == 5
+    assert WordDropout(0.1, unk_id=7).get_config()["unk_id"] == 7
+
+
+def test_naive_bayes_expert_matches_counting_by_hand(tmp_path):
+    from kerasrnn.layers import NaiveBayesExpert
+
+    vocab, buckets = 6, 7
+    sentences = [[1, 2, 2], [2, 3], [4, 5, 1]]
+    classes = [0, 0, 1]
+    expert = NaiveBayesExpert(vocab, 2, order=2, buckets=buckets, scale=0.5)
+    expert.estimate(sentences, classes)
+
+    def grams(ids):  # unigrams and hashed bigrams, once per sentence
+        return set(ids) | {(a * vocab + b) % buckets + vocab for a, b in zip(ids, ids[1:])}
+
+    counts = np.zeros((vocab + buckets, 2))
+    for ids, c in zip(sentences, classes):
+        for g in grams(ids):
+            counts[g, c] += 1
+    seen = counts.sum(1) > 0
+    table = np.where(seen[:, None], np.log((counts + 1) / (counts + 1)[seen].sum(0)), 0.0)
+    np.testing.assert_allclose(np_(expert.log_likelihood), table, rtol=1e-5)
+    ids = np.array([[2, 3, 0], [5, 1, 1]])
+    model_probs = np.array([[0.3, 0.7], [0.6, 0.4]], "float32")
+    got = np_(expert([ids, model_probs]))
+    for row in range(2):
+        real = [i for i in ids[row] if i]
+        s = sum(table[g] for g in real) + sum(
+            table[(a * vocab + b) % buckets + vocab] for a, b in zip(real, real[1:]))
+        logits = np.log(model_probs[row]) + 0.5 * s
+        np.testing.assert_allclose(got[row], np.exp(logits) / np.exp(logits).sum(), rtol=1e-5)
+    inputs = [keras.Input((None,), dtype="int32"), keras.Input((2,))]
+    model = keras.Model(inputs, expert(inputs))
+    model.save(tmp_path / "nb.keras")
+    loaded = keras.saving.load_model(tmp_path / "nb.keras")
+    np.testing.assert_allclose(np_(loaded([ids, model_probs])), got, rtol=1e-6)

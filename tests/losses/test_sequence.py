@@ -149,13 +149,16 @@ def test_trains_in_fit_and_round_trips(tmp_path):
 
 
 def test_old_translator_loss_name_loads():
-    restored = keras.saving.deserialize_keras_object(
-        {"module": None, "class_name": "MaskedSequenceCrossEntropy",
-         "registered_name": "kerasrnn>MaskedSequenceCrossEntropy",
-         "config": {"name": "masked_cross_entropy", "reduction": "sum_over_batch_size",
-                    "dtype": None, "label_smoothing": 0.1}})
-    assert isinstance(restored, MaskedSequenceCrossEntropy)
-    assert restored.label_smoothing == pytest.approx(0.1)
+    """The recipe's former loss config (in old `.keras` compile configs) builds
+    kerasrnn's class of the same registered name."""
+    config = {"name": "masked_cross_entropy", "reduction": "sum_over_batch_size",
+              "dtype": None, "label_smoothing": 0.1}
+    restored = MaskedSequenceCrossEntropy.from_config(config)
+    assert restored.label_smoothing == pytest.approx(0.1) and restored.pad_id == 0
+    assert keras.saving.get_registered_name(MaskedSequenceCrossEntropy) == \
+        "kerasrnn>MaskedSequenceCrossEntropy"
+    targets, logits = np.array([[2, 0]]), np.zeros((1, 2, 4), "float32")
+    assert float(np_(restored(targets, logits))) == pytest.approx(np.log(4), rel=1e-5)
 
 
 @pytest.mark.parametrize(

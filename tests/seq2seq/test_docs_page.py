@@ -1,0 +1,23 @@
+"""The "Build your own encoder-decoder" page (docs/seq2seq.md) runs on every backend:
+tests/test_docs.py runs it on TensorFlow, this file in the JAX core run."""
+import keras
+import pytest
+
+from tests.test_docs import REPO, collect, run
+
+pytestmark = pytest.mark.core
+PAGE = REPO / "docs" / "seq2seq.md"
+EXAMPLES = collect(PAGE.read_text(encoding="utf-8"), PAGE.relative_to(REPO))
+
+
+@pytest.mark.skipif(keras.backend.backend() == "tensorflow",
+                    reason="tests/test_docs.py runs the page on TensorFlow")
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_page_runs_on_this_backend(example, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run(example)
+
+
+def test_page_has_the_worked_example():
+    assert len(EXAMPLES) >= 3 and all(e.output for e in EXAMPLES)
+    assert 'method="beam"' in EXAMPLES[0].code
