@@ -19,7 +19,9 @@ from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.lstm import LSTMCell
 
 # The config entries of LSTMCell / GRUCell that the fused kernels reproduce whatever their
-# value (initializers, regularizers and constraints act on the variables, not the step).
+# value (initializers, regularizers and constraints act on the variables, not the step;
+# forget_bias and chrono_init only choose the bias initializer; a learned h_0 / c_0 enters
+# the loop as its initial state, like any other).
 # Any other option (peepholes, coupling, recurrent dropout, an option added later) must be
 # at its "off" value for the fast path; the checks in `fused_kind` name the known ones.
 _NEUTRAL_OPTIONS = {
@@ -29,6 +31,7 @@ _NEUTRAL_OPTIONS = {
     "recurrent_constraint", "bias_constraint", "dropout", "seed", "unit_forget_bias",
     "peephole_initializer", "reset_after", "activation", "recurrent_activation",
     "forget_gate", "peephole", "coupled", "recurrent_dropout",
+    "forget_bias", "chrono_init", "learn_initial_state", "initial_state_initializer",
 }
 
 

@@ -68,13 +68,24 @@ def test_fused_kind(make_cell, kind):
 
 
 def test_an_unknown_option_switched_on_leaves_the_fast_path():
-    """A cell option added later (say a forget-gate bias offset) must opt in explicitly."""
+    """A cell option added later (say zoneout) must opt in explicitly."""
     cell = kerasrnn.LSTMCell(U)
     config = cell.get_config()
-    cell.get_config = lambda: {**config, "forget_bias": 1.0}
+    cell.get_config = lambda: {**config, "zoneout": 0.1}
     assert fused_kind(cell) is None
-    cell.get_config = lambda: {**config, "forget_bias": 0.0, "learn_initial_state": False}
+    cell.get_config = lambda: {**config, "zoneout": 0.0}
     assert fused_kind(cell) == "lstm"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"forget_bias": 1.0}, {"chrono_init": 50}, {"learn_initial_state": True}],
+    ids=["forget_bias", "chrono_init", "learn_initial_state"],
+)
+def test_initialisation_options_keep_the_fast_path(options):
+    """They choose initial values (biases, h_0 / c_0), not the step the kernel computes."""
+    assert fused_kind(kerasrnn.LSTMCell(U, **options)) == "lstm"
+    assert fused_kind(kerasrnn.GRUCell(U, **options)) == "gru"
 
 
 class Spy:
@@ -263,7 +274,8 @@ def test_rank_2_input_gets_a_clear_error():
 
 
 def test_fused_kernel_runs_where_the_backend_has_one(monkeypatch):
-    """torch has a CPU fused LSTM/GRU (and every backend cuDNN on a GPU); TF/JAX CPUs decline."""
+    """torch has a CPU fused LSTM/GRU, JAX a whole-sequence `lax.scan` GRU (reset_after,
+    no mask) on any device, and every backend cuDNN on a GPU; TensorFlow's CPU declines."""
     real, returned = rnn_module.backend_gru, []
 
     def wrapped(*args, **kwargs):
@@ -274,7 +286,7 @@ def test_fused_kernel_runs_where_the_backend_has_one(monkeypatch):
     monkeypatch.setattr(rnn_module, "backend_gru", wrapped)
     kerasrnn.RNN(kerasrnn.GRUCell(U))(inputs())
     on_gpu = any(d.startswith(("gpu", "cuda")) for d in _devices())
-    assert bool(returned) == (keras.backend.backend() == "torch" or on_gpu)
+    assert bool(returned) == (keras.backend.backend() in ("torch", "jax") or on_gpu)
 
 
 def _devices():
