@@ -44,51 +44,63 @@ import keras
 from keras import ops
 
 from recipes import common
+from recipes.common import Option
 
-DEFAULTS = dict(
-    common.COMMON_DEFAULTS,
-    output_dir="runs/translator",
-    train=None,  # [SOURCE_FILE, TARGET_FILE] or "tfds:NAME[:SPLIT]"
-    valid=None,
-    test=None,
-    encoding="utf-8",
-    tfds_data_dir=None,
-    valid_fraction=0.05,  # held out of `train` when `valid` is not given
-    source_tokenizer="word",  # word | char | wordpiece
-    target_tokenizer="word",
-    lowercase=False,
-    max_source_length=50,  # longer training pairs (in tokens) are dropped
-    max_target_length=50,
-    max_vocab=30000,  # word / char: per side, including the 4 special tokens
-    min_freq=1,  # word / char
-    wordpiece_vocab_size=8000,  # wordpiece: learned pieces per side, specials included
-    embedding_dim=256,
-    cell="gru",  # lstm | gru | simple | layer_norm_lstm | layer_norm_simple
-    cell_options={},
-    encoder_units=256,  # per direction
-    num_layers=1,  # encoder depth
-    decoder_units=512,
-    attention="bahdanau",  # bahdanau | luong
-    attention_units=256,  # Bahdanau's W_a width
-    luong_score="general",  # dot | general | concat
-    input_feeding=True,  # Luong only
-    attention_layer_size=None,  # width of tanh(W_c [c; h]); None: the mode's default
-    dropout=0.2,
-    label_smoothing=0.0,
-    # Scheduled sampling (two-pass, see `TranslatorModel`): p by training step.
-    scheduled_sampling="off",  # off | constant | linear | inverse_sigmoid
-    sampling_probability=0.25,  # the p the schedule grows to
-    sampling_steps=5000,  # linear: steps to reach it; inverse_sigmoid: to reach half
-    bucket_boundaries=[10, 20, 30, 40],  # source lengths; [] for plain batching
-    beam_size=5,
-    length_normalization="average",  # null | average | gnmt
-    max_decode_length=80,  # tokens generated at most
-    max_length_ratio=0.0,  # >0: at most ceil(ratio * source length) tokens
-    heatmaps=3,  # evaluate/demo: heatmap PNGs of the first N test sentences
-)
 TOKENIZERS = ("word", "char", "wordpiece")
 ATTENTIONS = ("bahdanau", "luong")
 SCHEDULES = ("off", "constant", "linear", "inverse_sigmoid")
+OPTIONS = common.data_options(
+    "runs/translator",
+    "[SOURCE_FILE, TARGET_FILE] (aligned line by line, plain or gzip) "
+    "or tfds:NAME[:SPLIT]",
+    holdouts=("valid",),
+    valid_fraction=Option(0.05, "part of `train` held out for validation when `valid` "
+                          "is not given"),
+    source_tokenizer=Option("word", "source tokens: words (punctuation split off), "
+                            "characters, or learned WordPiece subwords", TOKENIZERS),
+    target_tokenizer=Option("word", "target tokens, as `source_tokenizer`", TOKENIZERS),
+    lowercase=Option(False, "lower-case both sides (scores are then case-insensitive)"),
+    max_source_length=Option(50, "training pairs with a longer source (tokens) are "
+                             "dropped"),
+    max_target_length=Option(50, "training pairs with a longer target (tokens) are "
+                             "dropped"),
+    max_vocab=Option(30000, "word / char vocabulary size per side at most, the 4 "
+                     "special tokens included"),
+    min_freq=Option(1, "word / char tokens seen fewer times in training are [UNK]"),
+    wordpiece_vocab_size=Option(8000, "wordpiece: learned pieces per side, special "
+                                "tokens included"),
+    embedding_dim=Option(256, "source and target embedding width"),
+    **common.cell_options("gru"),
+    encoder_units=Option(256, "encoder units per direction"),
+    num_layers=Option(1, "encoder depth (bidirectional layers)"),
+    decoder_units=Option(512, "decoder cell units"),
+    attention=Option("bahdanau", "attention: Bahdanau (additive, s_{i-1}) or Luong "
+                     "(multiplicative, the current state)", ATTENTIONS),
+    attention_units=Option(256, "Bahdanau's W_a width"),
+    luong_score=Option("general", "Luong's score function", ("dot", "general", "concat")),
+    input_feeding=Option(True, "Luong: feed the previous attentional vector to the cell"),
+    attention_layer_size=Option(None, "width of the attentional vector tanh(W_c [c; h]); "
+                                "null: the mode's default"),
+    dropout=Option(0.2, "dropout rate on embeddings, between encoder layers and before "
+                   "the output layer"),
+    label_smoothing=Option(0.0, "label smoothing of the token cross-entropy, in [0, 1)"),
+    scheduled_sampling=Option("off", "scheduled sampling: the probability p of feeding "
+                              "the model's own prediction, by training step", SCHEDULES),
+    sampling_probability=Option(0.25, "the p the sampling schedule grows to"),
+    sampling_steps=Option(5000, "linear: steps to reach p; inverse_sigmoid: steps to "
+                          "reach p / 2"),
+    bucket_boundaries=Option([10, 20, 30, 40], "source lengths (tokens) where length "
+                             "buckets split; [] for plain batching"),
+    beam_size=Option(5, "beam width of translate, export and the scores (1: greedy)"),
+    length_normalization=Option("average", "beam search length normalisation (null: "
+                                "none, average: score / length, gnmt: Wu et al.'s "
+                                "penalty)", (None, "average", "gnmt")),
+    max_decode_length=Option(80, "tokens generated at most"),
+    max_length_ratio=Option(0.0, "> 0: at most ceil(ratio * source length) tokens"),
+    heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test "
+                    "sentences"),
+)
+DEFAULTS = common.defaults_of(OPTIONS)
 SPACE = "\u2581"  # the space, as a character token
 # Detokenisation of the "word" (and WordPiece) tokens, in this order: hyphens and
 # apostrophes between two letters or digits are rejoined ("t - shirt" -> "t-shirt",
@@ -238,12 +250,11 @@ def side_wordpieces(config, vocabs):
 def load_pairs(config, spec, split):
     """One data spec -> ``(sources, targets)``."""
     from kerasrnn.data import loaders
+    from kerasrnn.data.specs import tfds_spec
 
-    if isinstance(spec, str) and spec.startswith("tfds:"):
-        name, _, tfds_split = spec.removeprefix("tfds:").partition(":")
-        return loaders.load_tfds_translation(
-            name, tfds_split or split, data_dir=config["tfds_data_dir"]
-        )
+    tfds = tfds_spec(spec, "validation" if split == "valid" else split)
+    if tfds:
+        return loaders.load_tfds_translation(*tfds, data_dir=config["tfds_data_dir"])
     if not isinstance(spec, (list, tuple)) or len(spec) != 2:
         raise common.ConfigError(
             f"`{split}` must be [SOURCE_FILE, TARGET_FILE] or 'tfds:NAME[:SPLIT]'; got "
@@ -254,19 +265,7 @@ def load_pairs(config, spec, split):
 
 def load_splits(config):
     """The train / valid / test pairs the config describes (test may be None)."""
-    from recipes.classifier import holdout
-
-    if config["train"] is None:
-        raise common.ConfigError("`train` is required: [SOURCE_FILE, TARGET_FILE].")
-    splits = {"train": load_pairs(config, config["train"], "train")}
-    splits["test"] = load_pairs(config, config["test"], "test") if config["test"] else None
-    if config["valid"]:
-        splits["valid"] = load_pairs(config, config["valid"], "validation")
-    else:
-        splits["train"], splits["valid"] = holdout(
-            *splits["train"], config["valid_fraction"], config["seed"] + 2
-        )
-    return splits
+    return common.load_splits(config, load_pairs, holdouts=("valid",))
 
 
 def encode_pairs(config, source_vocab, target_vocab, sources, targets, filter_lengths):
@@ -600,13 +599,10 @@ class Translator:
 
     @classmethod
     def from_run(cls, config):
-        from kerasrnn.data import Vocabulary
-
-        out = config["output_dir"]
         return cls(
             common.load_best_model(config),
-            Vocabulary.load(os.path.join(out, "source_vocab.txt")),
-            Vocabulary.load(os.path.join(out, "target_vocab.txt")),
+            common.load_vocabulary(config, "source_vocab.txt"),
+            common.load_vocabulary(config, "target_vocab.txt"),
             config,
         )
 
@@ -792,111 +788,106 @@ def write_heatmaps(translator, sources, folder):
 # -------------------------------------------------------------------------- commands
 
 
-def train(config, splits=None, callbacks=()):
+class TranslatorRecipe(common.Recipe):
+    """The translator on the recipe skeleton (`common.Recipe`)."""
+
+    name = "translator"
+    options = OPTIONS
+    predictor = Translator
+    holdouts = ("valid",)
+    test_help = "[SOURCE_FILE, TARGET_FILE]"
+    predict_command = "translate"
+
+    def load_examples(self, config, spec, split):
+        return load_pairs(config, spec, split)
+
+    def prepare(self, config, splits):
+        """Source and target vocabularies (source_vocab.txt, target_vocab.txt) and the
+        teacher-forcing datasets."""
+        out = config["output_dir"]
+        sources, targets = splits["train"]
+        vocabs = []
+        for side, texts in (("source", sources), ("target", targets)):
+            vocab = build_vocabulary(config, side, texts)
+            vocab.save(os.path.join(out, f"{side}_vocab.txt"))
+            vocabs.append(vocab)
+        columns = encode_pairs(config, *vocabs, sources, targets, filter_lengths=True)
+        valid = None
+        if splits.get("valid"):
+            valid = make_dataset(
+                config, encode_pairs(config, *vocabs, *splits["valid"], filter_lengths=True),
+                shuffle=False)
+        return common.Prepared(
+            make_dataset(config, columns, shuffle=True), valid,
+            {"sizes": (len(vocabs[0]), len(vocabs[1]))},
+            {"train_pairs": len(sources), "train_pairs_used": len(columns[0]),
+             "source_vocabulary": len(vocabs[0]), "target_vocabulary": len(vocabs[1])},
+        )
+
+    def build(self, config, prepared):
+        model = build_model(config, *prepared.model["sizes"])
+        compile_model(model, config)
+        return model
+
+    def monitor(self, config, prepared):
+        return ("val_loss" if prepared.valid is not None else "loss"), "min"
+
+    def evaluate_splits(self, config, splits):
+        """BLEU on the test pairs (greedy and beam search) and attention heatmaps."""
+        if not splits.get("test"):
+            return {}
+        return self.evaluate_run(Translator.from_run(config), config, splits["test"],
+                                 nested=True)
+
+    def evaluate_run(self, trained, config, examples, nested=False):
+        scores = trained.evaluate(*examples)
+        heatmaps = write_heatmaps(trained, examples[0], config["output_dir"])
+        if nested:
+            return {"test": scores, "heatmaps": heatmaps}
+        return {**scores, "heatmaps": heatmaps}
+
+    def predict_arguments(self, parser):
+        parser.add_argument("texts", nargs="*", help="sentences to translate")
+        parser.add_argument("--input", help="a file with one sentence per line")
+
+    def predict_rows(self, trained, texts):
+        return [{"text": s, "translation": t}
+                for s, t in zip(texts, trained.translate(texts))]
+
+    def extra_commands(self):
+        return {
+            "heatmap": ("attention heatmap PNGs (source x translation tokens) of chosen "
+                        "sentences, written to the run folder", self.predict_arguments,
+                        _run_heatmap),
+            "demo": ("the self-contained demo: dates written many ways -> ISO dates",
+                     _demo_arguments, _run_demo),
+        }
+
+
+RECIPE = TranslatorRecipe()
+
+
+def train(config, splits=None, callbacks=(), continue_run=False):
     """Trains a translator as configured and writes to ``config["output_dir"]``:
-    ``config.json``, ``source_vocab.txt``, ``target_vocab.txt``, ``best.keras`` and
-    ``results.json`` (history; BLEU on the test set with greedy and beam search).
+    ``config.json``, ``source_vocab.txt``, ``target_vocab.txt``, ``best.keras``,
+    ``results.json`` (history; BLEU on the test set with greedy and beam search) and
+    ``training_curves.png``.
 
     Args:
+        config: a complete config (`common.load_config(OPTIONS, ...)`).
         splits: optional ``{"train": (sources, targets), "valid": ..., "test": ...}``
             instead of the config's data.
+        callbacks: extra Keras callbacks.
+        continue_run: extend the finished run from its last epoch to ``epochs``.
     """
-    # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
-    strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
-    common.set_seed(config["seed"])
-    for side in ("source", "target"):
-        if config[f"{side}_tokenizer"] not in TOKENIZERS:
-            raise common.ConfigError(
-                f"`{side}_tokenizer` must be one of {TOKENIZERS}, got "
-                f"{config[side + '_tokenizer']!r}."
-            )
-    splits = splits or load_splits(config)
-    out = config["output_dir"]
-    os.makedirs(out, exist_ok=True)
-    common.write_json(os.path.join(out, "config.json"), config)
-
-    sources, targets = splits["train"]
-    vocabs = []
-    for side, texts in (("source", sources), ("target", targets)):
-        vocab = build_vocabulary(config, side, texts)
-        vocab.save(os.path.join(out, f"{side}_vocab.txt"))
-        vocabs.append(vocab)
-    train_columns = encode_pairs(config, *vocabs, sources, targets, filter_lengths=True)
-    train_data = make_dataset(config, train_columns, shuffle=True)
-    valid_data = make_dataset(
-        config, encode_pairs(config, *vocabs, *splits["valid"], filter_lengths=True),
-        shuffle=False,
-    )
-    with strategy.scope():
-        model = build_model(config, len(vocabs[0]), len(vocabs[1]))
-        compile_model(model, config)
-    began = time.perf_counter()
-    history = common.fit(model, config, train_data, valid_data, "val_loss", "min",
-                         callbacks)
-    results = {
-        "train_pairs": len(sources),
-        "train_pairs_used": len(train_columns[0]),
-        "source_vocabulary": len(vocabs[0]),
-        "target_vocabulary": len(vocabs[1]),
-        "parameters": model.count_params(),
-        "replicas": strategy.num_replicas_in_sync,
-        "train_seconds": time.perf_counter() - began,
-        "history": history,
-    }
-    if splits.get("test"):
-        translator = Translator.from_run(config)
-        results["test"] = translator.evaluate(*splits["test"])
-        results["heatmaps"] = write_heatmaps(translator, splits["test"][0], out)
-    common.write_json(os.path.join(out, "results.json"), results)
-    return results
-
-
-def _run_train(config, args):
-    return train(config)
-
-
-def _run_evaluate(config, args):
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    if not config["test"]:
-        raise common.ConfigError("evaluate needs `--test` ([SOURCE_FILE, TARGET_FILE]).")
-    sources, references = load_pairs(config, config["test"], "test")
-    translator = Translator.from_run(config)
-    results = translator.evaluate(sources, references)
-    results["heatmaps"] = write_heatmaps(translator, sources, config["output_dir"])
-    common.write_json(os.path.join(config["output_dir"], "evaluation.json"), results)
-    return results
-
-
-def _translate_arguments(parser):
-    parser.add_argument("texts", nargs="*", help="sentences to translate")
-    parser.add_argument("--input", help="a file with one sentence per line")
-
-
-def _run_translate(config, args):
-    from kerasrnn.data.loaders import read_lines
-
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    texts = list(args.texts)
-    if args.input:
-        texts += [line for _, line in read_lines(args.input, config["encoding"])]
-    translations = Translator.from_run(config).translate(texts)
-    return [{"text": s, "translation": t} for s, t in zip(texts, translations)]
-
-
-def _heatmap_arguments(parser):
-    parser.add_argument("texts", nargs="*", help="source sentences to plot")
-    parser.add_argument("--input", help="a file with one source sentence per line")
+    return RECIPE.train(config, splits, callbacks, continue_run)
 
 
 def _run_heatmap(config, args):
     """One attention heatmap PNG per given sentence, ``heatmap_<i>.png`` in the run
     folder, from the translation `translate` gives (beam search, `beam_size`)."""
-    from kerasrnn.data.loaders import read_lines
-
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    texts = list(args.texts)
-    if args.input:
-        texts += [line for _, line in read_lines(args.input, config["encoding"])]
+    config = RECIPE.stored(config, args)
+    texts = RECIPE.inputs_of(config, args)
     if not texts:
         raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
     translator = Translator.from_run(config)
@@ -923,9 +914,8 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
     """The main job: trains on generated dates (or the `data` files), scores the
     held-out pairs, prints beam-search translations, writes an attention heatmap and
     exports the SavedModel. Returns the summary (also in ``demo.json``)."""
-    from recipes.classifier import holdout
-
     from kerasrnn.data import load_parallel_text
+    from kerasrnn.data.specs import holdout
     from kerasrnn.tasks import date_translation_task
 
     if data:
@@ -972,7 +962,7 @@ def _run_demo(config, args):
     overrides = dict(args.overrides)
     if not args.data:  # the generated task has its own tuned defaults
         overrides = {**DEMO_DEFAULTS, **overrides}
-    config = common.load_config(DEFAULTS, args.config, overrides)
+    config = common.load_config(OPTIONS, args.config, overrides)
     summary = demo(config, args.data, args.examples, args.test_examples,
                    log=lambda line: print(line, file=sys.stderr))
     return {
@@ -985,24 +975,8 @@ def _run_demo(config, args):
     }
 
 
-COMMANDS = {
-    "train": ("train a translator (and score it on --test)", None, _run_train),
-    "evaluate": ("BLEU of a trained translator on --test, greedy and beam search",
-                 None, _run_evaluate),
-    "translate": ("translate sentences", _translate_arguments, _run_translate),
-    "heatmap": ("attention heatmap PNGs (source x translation tokens) of chosen "
-                "sentences, written to the run folder", _heatmap_arguments, _run_heatmap),
-    "export": ("export a SavedModel: translate(text) -> translation",
-               common.export_arguments,
-               common.export_command(DEFAULTS, Translator.from_run)),
-    "demo": ("the self-contained demo: dates written many ways -> ISO dates",
-             _demo_arguments, _run_demo),
-}
-
-
 def main(argv=None):
-    return common.main(argv, "recipes.translator", __doc__.splitlines()[0], DEFAULTS,
-                       COMMANDS)
+    return RECIPE.main(argv)
 
 
 if __name__ == "__main__":

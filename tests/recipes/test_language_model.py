@@ -296,7 +296,7 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
         "--units", "8", "--num-layers", "1", "--batch-size", "4", "--steps", "10",
         "--epochs", "2", "--verbose", "0")
     assert code == 0
-    trained = json.loads(stdout[stdout.index("\n{") + 1:])
+    trained = json.loads(stdout)  # stdout holds the result alone (logs go to stderr)
     code, stdout, _ = _cli(capsys, "evaluate", "--output-dir", out, "--split", "test")
     assert code == 0
     result = json.loads(stdout)["test"]
@@ -332,7 +332,7 @@ def test_mirrored_strategy_trains_per_sentence_batches(tmp_path):
         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"), cwd=REPO,
         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    results = json.loads(run.stdout[run.stdout.index("\n{") + 1:])
+    results = json.loads(run.stdout)  # stdout holds the result alone
     assert results["replicas"] == 2
     # Both replicas' gradients reached the weights: better than uniform guessing.
     assert results["test"]["perplexity"] < results["vocabulary_size"] / 2
