@@ -336,3 +336,19 @@ def test_mirrored_strategy_trains_per_sentence_batches(tmp_path):
     assert results["replicas"] == 2
     # Both replicas' gradients reached the weights: better than uniform guessing.
     assert results["test"]["perplexity"] < results["vocabulary_size"] / 2
+
+
+def test_runs_of_the_previous_layout_still_load(tmp_path):
+    """A run folder from before best.keras (best.weights.h5) loads and scores the same;
+    one with neither says to train."""
+    config = tiny_config(tmp_path, epochs=1, num_layers=1)
+    results = language_model.train(config)
+    run = tmp_path / "run"
+    trained = language_model.LanguageModel.from_run(config)
+    trained.model.save_weights(run / "best.weights.h5")  # the old layout's file
+    os.remove(run / "best.keras")
+    old = language_model.evaluate(config)
+    assert old["test"]["perplexity"] == pytest.approx(results["test"]["perplexity"], rel=1e-5)
+    os.remove(run / "best.weights.h5")
+    with pytest.raises(FileNotFoundError, match="best.keras; run `train` first"):
+        language_model.LanguageModel.from_run(config)
