@@ -20,8 +20,9 @@ demo: $(VENV)/.installed
 	$(PY) -m recipes.translator demo
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
-# decoding) again on JAX. Two pytest workers keep both cores busy.
-CORE_TESTS := tests/cells tests/attention tests/decoding
+# decoding, seq2seq, losses, layers) again on JAX. Two pytest workers keep both cores busy.
+CORE_TESTS := tests/cells tests/attention tests/decoding tests/seq2seq tests/losses \
+              tests/layers/test_basic.py
 
 test: test-tf test-jax docs
 

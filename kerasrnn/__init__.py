@@ -1,20 +1,35 @@
 """kerasrnn: textbook-exact recurrent cells, attention and decoding for Keras 3.
 
-The core (cells, attention, decoding) uses `keras.ops` only and runs on every Keras
-backend. `kerasrnn.data` and `kerasrnn.export` are TensorFlow-specific and are not
-imported here.
+The core (cells, attention, decoding, seq2seq, layers, losses, metrics) uses
+`keras.ops` only and runs on every Keras backend. `kerasrnn.data`, `kerasrnn.export`
+and `kerasrnn.tasks` are reachable as attributes too, but imported on first use, so
+``import kerasrnn`` never imports TensorFlow itself.
 """
-from kerasrnn import attention, decoding, metrics
+import importlib
+
+from kerasrnn import attention, decoding, layers, losses, metrics, seq2seq
 from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention
 from kerasrnn.cells import *  # noqa: F401,F403
 from kerasrnn.cells import __all__ as _cells_all
 
 __version__ = "0.1.0"
+_LAZY = ("data", "export", "tasks")
 __all__ = list(_cells_all) + [
     "attention",
     "decoding",
+    "layers",
+    "losses",
     "metrics",
+    "seq2seq",
     "Attention",
     "BahdanauAttention",
     "LuongAttention",
+    *_LAZY,
 ]
+
+
+def __getattr__(name):
+    # TensorFlow-specific (data, export) or NumPy-only (tasks) modules, loaded on use.
+    if name in _LAZY:
+        return importlib.import_module(f"kerasrnn.{name}")
+    raise AttributeError(f"module 'kerasrnn' has no attribute {name!r}")

@@ -1,0 +1,134 @@
+"""Scheduled sampling: the schedules, which tokens get fed (against a NumPy reference of
+the step-wise rule), and training through `fit`."""
+import math
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from kerasrnn.seq2seq import Seq2Seq, sampling_probability
+
+pytestmark = pytest.mark.core
+
+SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8], [3, 3, 0, 0, 0]],
+                  "int32")
+TARGET_IN = np.array([[2, 4, 5, 6, 7, 8], [2, 7, 0, 0, 0, 0], [2, 8, 9, 4, 4, 4],
+                      [2, 1, 1, 5, 0, 0]], "int32")
+
+
+def np_(x):
+    return ops.convert_to_numpy(x)
+
+
+def test_schedules():
+    assert float(np_(sampling_probability(123, "off", 0.5, 100))) == 0.0
+    assert float(np_(sampling_probability(0, "constant", 0.3, 100))) == pytest.approx(0.3)
+    for step, expected in [(0, 0.0), (50, 0.25), (100, 0.5), (400, 0.5)]:
+        assert float(np_(sampling_probability(step, "linear", 0.5, 100))) == pytest.approx(
+            expected)
+    # Bengio et al.'s inverse sigmoid eps_i = k / (k + exp(i / k)), with k ln k = S
+    steps = 1000
+    k = [k for k in np.linspace(1.5, 1000, 2_000_000) if k * math.log(k) >= steps][0]
+    for step in (0, 500, 1000, 3000):
+        eps = k / (k + math.exp(step / k))
+        got = float(np_(sampling_probability(step, "inverse_sigmoid", 0.8, steps)))
+        assert got == pytest.approx(0.8 * (1 - eps), abs=1e-4)
+    assert float(np_(sampling_probability(steps, "inverse_sigmoid", 0.8, steps))) == \
+        pytest.approx(0.4, abs=1e-5)
+    with pytest.raises(ValueError, match="`sampling_steps` must be an integer >= 1"):
+        sampling_probability(0, "linear", 0.5, 0)
+    with pytest.raises(ValueError, match="`sampling_probability` must be in"):
+        sampling_probability(0, "linear", 1.5, 10)
+
+
+def reference_fed_tokens(logits, gold, coin, uniform, p, mode, pad_id=0):
+    """The step-wise rule in NumPy: x_0 = y_0; for t > 0, x_t = own token from the
+    logits of step t-1 where coin_t < p and y_t is not padding, else y_t."""
+    batch, steps, vocab = logits.shape
+    fed = gold.copy()
+    for b in range(batch):
+        for t in range(1, steps):
+            if coin[b, t] < p and gold[b, t] != pad_id:
+                z = logits[b, t - 1].astype("float64").copy()
+                z[pad_id] = -np.inf
+                if mode == "argmax":
+                    fed[b, t] = int(np.argmax(z))
+                else:
+                    probs = np.exp(z - z.max())
+                    probs /= probs.sum()
+                    fed[b, t] = int(np.searchsorted(np.cumsum(probs), uniform[b, t],
+                                                    side="right"))
+    return fed
+
+
+@pytest.mark.parametrize("mode", ["sample", "argmax"])
+def test_fed_tokens_match_a_numpy_reference(mode):
+    model = Seq2Seq(12, 10, embedding_dim=5, units=6, scheduled_sampling="constant",
+                    sampling_probability=0.6, sampling_mode=mode)
+    rng = np.random.default_rng(0)
+    coin = rng.uniform(size=TARGET_IN.shape).astype("float32")
+    uniform = rng.uniform(size=TARGET_IN.shape).astype("float32")
+    logits, fed, alignments = model.scheduled_pass(SOURCE, TARGET_IN, probability=0.6,
+                                                   noise=(coin, uniform))
+    logits, fed = np_(logits), np_(fed)
+    expected = reference_fed_tokens(logits, TARGET_IN, coin, uniform, 0.6, mode)
+    np.testing.assert_array_equal(fed, expected)
+    changed = (fed != TARGET_IN).sum()
+    assert changed >= 3, "the draws above replace several gold tokens"
+    # step-wise: each step's logits are the model's given the tokens actually fed
+    teacher_forced = np_(model({"source": SOURCE, "target_in": fed}))
+    real = TARGET_IN != 0
+    np.testing.assert_allclose(logits[real], teacher_forced[real], atol=1e-5)
+    np.testing.assert_allclose(
+        np_(alignments)[real],
+        np_(model.alignments({"source": SOURCE, "target_in": fed}))[real], atol=1e-6)
+
+
+def test_probability_zero_is_teacher_forcing_and_one_feeds_own_tokens():
+    model = Seq2Seq(12, 10, embedding_dim=5, units=6, scheduled_sampling="constant",
+                    sampling_mode="argmax")
+    logits, fed, _ = model.scheduled_pass(SOURCE, TARGET_IN, probability=0.0)
+    np.testing.assert_array_equal(np_(fed), TARGET_IN)
+    teacher_forced = np_(model({"source": SOURCE, "target_in": TARGET_IN}))
+    real = TARGET_IN != 0
+    np.testing.assert_allclose(np_(logits)[real], teacher_forced[real], atol=1e-5)
+    logits, fed, _ = model.scheduled_pass(SOURCE, TARGET_IN, probability=1.0)
+    logits, fed = np_(logits), np_(fed)
+    own = logits[:, :-1, 1:].argmax(-1) + 1
+    np.testing.assert_array_equal(fed[:, 0], TARGET_IN[:, 0])
+    np.testing.assert_array_equal(fed[:, 1:][real[:, 1:]], own[real[:, 1:]])
+    np.testing.assert_array_equal(fed[~real], 0)
+
+
+def test_sampled_tokens_follow_the_model_distribution():
+    """Over many draws, the own tokens fed at step 1 are distributed as softmax(logits_0)
+    (without [PAD])."""
+    model = Seq2Seq(12, 6, embedding_dim=4, units=4, scheduled_sampling="constant",
+                    sampling_probability=1.0)
+    source = np.repeat(SOURCE[:1], 4000, axis=0)
+    target_in = np.repeat(TARGET_IN[:1, :2], 4000, axis=0)
+    logits, fed, _ = model.scheduled_pass(source, target_in, probability=1.0)
+    z = np_(logits)[0, 0].astype("float64")
+    z[0] = -np.inf
+    probs = np.exp(z - z.max())
+    probs /= probs.sum()
+    counts = np.bincount(np_(fed)[:, 1], minlength=6) / 4000
+    np.testing.assert_allclose(counts, probs, atol=0.03)
+
+
+def test_fit_follows_the_schedule_and_saves_its_step(tmp_path):
+    model = Seq2Seq(12, 10, embedding_dim=5, units=6, dropout=0.1,
+                    scheduled_sampling="linear", sampling_probability=0.5,
+                    sampling_steps=4, seed=1)
+    model.compile()
+    target_out = np.concatenate([TARGET_IN[:, 1:], np.zeros((4, 1), "int32")], 1)
+    history = model.fit({"source": SOURCE, "target_in": TARGET_IN}, target_out,
+                        batch_size=2, epochs=3, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert int(np_(model.sampling_step)) == 6
+    assert float(np_(model.current_sampling_probability())) == pytest.approx(0.5)
+    model.save(tmp_path / "s.keras")
+    loaded = keras.saving.load_model(tmp_path / "s.keras")
+    assert int(np_(loaded.sampling_step)) == 6
+    assert (loaded.scheduled_sampling, loaded.sampling_steps) == ("linear", 4)
