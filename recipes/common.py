@@ -105,9 +105,20 @@ def data_options(output_dir, train, holdouts=(), **more):
     }
 
 
+class Defaults(dict):
+    """``{name: default}`` of an options table, which remembers the table (`options`),
+    so that `load_config` given the defaults still checks the allowed values."""
+
+    def __init__(self, options):
+        super().__init__((k, v.default if isinstance(v, Option) else v)
+                         for k, v in options.items())
+        self.options = options
+
+
 def defaults_of(options):
-    """``{name: default}`` of an options table (plain values pass through)."""
-    return {k: v.default if isinstance(v, Option) else v for k, v in options.items()}
+    """``{name: default}`` of an options table (plain values pass through): a
+    `Defaults`."""
+    return Defaults(options)
 
 
 COMMON_DEFAULTS = defaults_of(COMMON_OPTIONS)
@@ -203,7 +214,8 @@ def load_config(defaults, path=None, overrides=None):
         ConfigError: an unknown key (the message lists the valid ones), a bad type or a
             value outside the allowed ones (the message lists them).
     """
-    plain = defaults_of(defaults)
+    defaults = getattr(defaults, "options", defaults)
+    plain = dict(defaults_of(defaults))
     config = dict(plain)
     for source, values in (
         (path, _read_config_file(path) if path else {}),
@@ -605,14 +617,30 @@ def load_vocabulary(config, filename):
     return Vocabulary.load(os.path.join(config["output_dir"], filename))
 
 
-def load_best_model(config):
-    """The best checkpoint of a run (custom kerasrnn layers are registered)."""
-    import keras
-
+def load_best_model(config, former=()):
+    """The best checkpoint of a run (custom kerasrnn layers are registered). A file that
+    does not load and was saved from a model class in `former` (a recipe's earlier
+    layout) is a `RecipeError` that says to retrain."""
     path = run_files(config)["best"]
     if not os.path.exists(path):
         raise FileNotFoundError(f"no trained model at {path}; run `train` first.")
-    return keras.saving.load_model(path)
+    try:
+        return keras.saving.load_model(path)
+    except Exception:
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as archive:
+                saved = json.loads(archive.read("config.json")).get("class_name")
+        except Exception:
+            saved = None
+        if saved not in former:
+            raise
+    raise RecipeError(
+        f"{path} was saved by an earlier version of this recipe (a {saved}) and cannot "
+        f"be loaded by this one: retrain it with the same options, e.g. `train --config "
+        f"{run_files(config)['config']} --output-dir NEW_FOLDER`."
+    )
 
 
 def set_seed(seed):

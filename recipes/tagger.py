@@ -32,6 +32,7 @@ import sys
 import keras
 from keras import ops
 
+from kerasrnn.layers import MergeBatchTime, SplitBatchTime, WordDropout
 from recipes import common
 from recipes.common import Option
 
@@ -64,66 +65,6 @@ OPTIONS = common.data_options(
     epochs=Option(20, common.COMMON_OPTIONS["epochs"].help),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class MergeBatchTime(keras.layers.Layer):
-    """(batch, time, ...) -> (batch * time, ...): runs a per-word network (e.g. the
-    character RNN) on all words of all sentences at once. Undo with `SplitBatchTime`."""
-
-    def call(self, inputs):
-        shape = ops.shape(inputs)
-        return ops.reshape(inputs, (-1,) + tuple(shape[2:]))
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        return (None,) + tuple(input_shape[2:])
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class SplitBatchTime(keras.layers.Layer):
-    """``[values (batch * time, ...), reference (batch, time, ...)]`` ->
-    (batch, time, ...): the inverse of `MergeBatchTime`."""
-
-    def call(self, inputs):
-        values, reference = inputs
-        shape = ops.shape(reference)
-        return ops.reshape(values, (shape[0], shape[1]) + tuple(ops.shape(values)[1:]))
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        values, reference = input_shape
-        return (reference[0], reference[1]) + tuple(values[1:])
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class WordDropout(keras.layers.Layer):
-    """In training, replaces each real word id by [UNK] (id 1) with probability `rate`
-    (padding, id 0, stays), so that the [UNK] embedding is trained on words in context
-    and the model learns to lean on the character features for unknown words."""
-
-    def __init__(self, rate=0.1, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        if not 0 <= rate < 1:
-            raise ValueError(f"`rate` must be in [0, 1), got {rate}.")
-        self.rate, self.seed = rate, seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-
-    def call(self, ids, training=False):
-        if not training or not self.rate:
-            return ids
-        drop = keras.random.uniform(ops.shape(ids), seed=self.seed_generator) < self.rate
-        return ops.where(ops.logical_and(drop, ids != 0), ops.ones_like(ids), ids)
-
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
-    def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
 
 
 # ------------------------------------------------------------------------------ data

@@ -93,3 +93,92 @@ def tokenize_texts(texts, kind, lowercase=False, wordpiece=None, batch=4096):
                                 wordpiece)
         rows += [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
     return rows
+
+
+class TextSide:
+    """One side of a translation model: its tokeniser `kind`, lower-casing and
+    vocabulary, converting strings to ids and ids back to strings, in Python for
+    training data and as TensorFlow ops (`encode_graph`, `decode_graph`) for a
+    SavedModel.
+
+    Args:
+        vocabulary: a `kerasrnn.data.Vocabulary` (for "wordpiece": the WordPiece
+            vocabulary, e.g. from `build`).
+        kind: "word", "char" or "wordpiece".
+        lowercase: lower-case the text first (WordPiece case-folds itself).
+
+    Example:
+
+    >>> side = TextSide.build(["A man, a plan.", "a dog"], kind="word", lowercase=True)
+    >>> side.tokenize(["A dog."])
+    [['a', 'dog', '.']]
+    >>> side.encode(["a dog"])[0] == side.vocabulary.encode(["a", "dog"])
+    True
+    """
+
+    def __init__(self, vocabulary, kind="word", lowercase=False):
+        if kind not in TOKENIZERS:
+            raise ValueError(f"`kind` must be one of {TOKENIZERS}, got {kind!r}.")
+        self.vocabulary, self.kind, self.lowercase = vocabulary, kind, lowercase
+        self.wordpiece = None
+        if kind == "wordpiece":
+            from kerasrnn.data.tokenizers import wordpiece_tokenizer
+
+            self.wordpiece = wordpiece_tokenizer(vocabulary, lowercase)
+        self._lookup = self._names = None
+
+    @classmethod
+    def build(cls, texts, kind="word", lowercase=False, max_vocab=30000, min_freq=1,
+              wordpiece_vocab_size=8000):
+        """The side of training sentences `texts`: counted word / char tokens
+        (`max_vocab`, `min_freq`, the 4 special tokens included) or a learned
+        WordPiece vocabulary of `wordpiece_vocab_size` pieces."""
+        from kerasrnn.data import Vocabulary
+        from kerasrnn.data.tokenizers import learn_wordpiece_vocabulary
+
+        if kind == "wordpiece":
+            vocabulary = learn_wordpiece_vocabulary(texts, wordpiece_vocab_size, lowercase)
+        else:
+            tokens = tokenize_texts(texts, kind, lowercase)
+            vocabulary = Vocabulary.build(tokens, max_vocab, min_freq)
+        return cls(vocabulary, kind, lowercase)
+
+    @property
+    def lookup(self):
+        """The vocabulary's string -> id lookup layer (made once)."""
+        if self._lookup is None:
+            import tensorflow as tf
+
+            with tf.init_scope():  # eagerly, even when first used inside a tf.function
+                self._lookup = self.vocabulary.lookup()
+        return self._lookup
+
+    def tokenize(self, texts):
+        """Python strings -> token lists."""
+        return tokenize_texts(texts, self.kind, self.lowercase, self.wordpiece)
+
+    def encode(self, texts):
+        """Python strings -> id lists ([UNK] for unknown tokens; an empty text is
+        ``[PAD]`` alone, so that no row has length 0)."""
+        return [self.vocabulary.encode(tokens) or [0] for tokens in self.tokenize(texts)]
+
+    def encode_graph(self, texts):
+        """Strings (batch,) -> int32 ids (batch, length), padded with 0 (TF ops)."""
+        from kerasrnn.data.tokenizers import encode_tokens
+
+        tokens = tokenize_graph(texts, self.kind, self.lowercase, self.wordpiece)
+        return encode_tokens(tokens, self.lookup)
+
+    def decode_graph(self, ids):
+        """Ids (batch, length) -> strings (batch,): [PAD], [START] and [END] dropped,
+        the tokens joined back into text (TF ops)."""
+        import tensorflow as tf
+
+        from kerasrnn.data.vocabulary import END_ID, PAD_ID, START_ID
+
+        if self._names is None:
+            with tf.init_scope():  # eagerly: every traced function shares the constant
+                self._names = tf.constant(self.vocabulary.tokens, tf.string)
+        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
+        tokens = tf.gather(self._names, tf.ragged.boolean_mask(ids, keep))
+        return detokenize_graph(tokens, self.kind)

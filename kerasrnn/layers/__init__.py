@@ -6,12 +6,14 @@ after ``import kerasrnn``.
 """
 from kerasrnn.layers.dropout import WordDropout
 from kerasrnn.layers.masking import NotPadding
+from kerasrnn.layers.naive_bayes import NaiveBayesExpert
 from kerasrnn.layers.pooling import MaskedPooling1D
 from kerasrnn.layers.reshape import MergeBatchTime, SplitBatchTime
 
 __all__ = [
     "MaskedPooling1D",
     "MergeBatchTime",
+    "NaiveBayesExpert",
     "NotPadding",
     "SplitBatchTime",
     "WordDropout",
