@@ -403,12 +403,13 @@ def main(argv, prog, description, defaults, commands):
     args = parser.parse_args(argv)
     overrides = {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_")}
     args.overrides = overrides
+    from kerasrnn.data.download import CorpusError
     from kerasrnn.data.loaders import DataFormatError, DatasetUnavailableError
 
     try:
         config = load_config(defaults, args.config, overrides)
         result = commands[args.command][2](config, args)
-    except (ConfigError, RecipeError, DataFormatError, DatasetUnavailableError,
+    except (ConfigError, RecipeError, DataFormatError, DatasetUnavailableError, CorpusError,
             FileNotFoundError, IsADirectoryError) as error:
         print(f"{prog} {args.command}: error: {error}", file=sys.stderr)
         return 2

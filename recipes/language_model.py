@@ -48,16 +48,16 @@ from recipes.common import (  # noqa: E402
     write_json,
 )
 
-PTB = os.path.join("..", "shared", "data", "ptb")
+PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
 
 DEFAULTS = dict(COMMON_DEFAULTS)
 DEFAULTS.update(
     {
         "output_dir": "runs/language_model",
         # data
-        "train_file": os.path.join(PTB, "ptb.train.txt.gz"),
-        "valid_file": os.path.join(PTB, "ptb.valid.txt.gz"),
-        "test_file": os.path.join(PTB, "ptb.test.txt.gz"),
+        "train_file": f"{PTB}/ptb.train.txt",
+        "valid_file": f"{PTB}/ptb.valid.txt",
+        "test_file": f"{PTB}/ptb.test.txt",
         "level": "word",  # "word" or "char"
         "unk_token": "<unk>",  # the corpus' own rare-word marker, mapped to [UNK]
         "max_vocab": 0,  # 0: every training token (with min_freq)
