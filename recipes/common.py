@@ -26,6 +26,7 @@ Common options every recipe should include via ``COMMON_DEFAULTS``: `output_dir`
 `strategy`, `mirrored_cpus`, `verbose`.
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -144,19 +145,118 @@ def load_config(defaults, path=None, overrides=None):
 
 
 def write_json(path, data):
-    """Writes `data` as indented JSON (creating the folder)."""
+    """Writes `data` as indented JSON (creating the folder), atomically: a reader (or a
+    re-run after a kill) sees the old file or the new one, never half of one."""
     folder = os.path.dirname(os.fspath(path))
     if folder:
         os.makedirs(folder, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False, default=_jsonable)
-        f.write("\n")
+    with atomic_path(path) as partial:
+        with open(partial, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, ensure_ascii=False, default=_jsonable)
+            f.write("\n")
 
 
 def _jsonable(value):
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+# ------------------------------------------------------------------- atomic writes
+# A run killed at any moment (SIGKILL, a pre-empted machine) must leave every file it had
+# written loadable: each is written under a temporary name in the same folder and renamed
+# over the old one (os.replace is atomic on POSIX and Windows). tests/recipes/test_crash.py
+# kills training inside these writes.
+
+
+def _partial_name(path):
+    """`path` with ``.partial`` before its Keras suffix (Keras picks the format by
+    suffix: ``best.keras`` -> ``best.partial.keras``, ``x.weights.h5`` ->
+    ``x.partial.weights.h5``)."""
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    for suffix in (".weights.h5", ".keras", ".json", ".h5"):
+        if name.endswith(suffix):
+            return os.path.join(folder, name[: -len(suffix)] + ".partial" + suffix)
+    return path + ".partial"
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yields a temporary path beside `path`; when the block finishes, the file written
+    there replaces `path` in one step (on an error it is removed, `path` untouched)."""
+    partial = _partial_name(path)
+    if os.path.exists(partial):  # left by a killed process: never let it through
+        os.remove(partial)
+    try:
+        yield partial
+        if os.path.exists(partial):
+            os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def save_model(model, path):
+    """`model.save(path)` (a ``.keras`` file), atomically."""
+    with atomic_path(path) as partial:
+        model.save(partial)
+
+
+def _atomic_callbacks():
+    """Keras' checkpoint callbacks, made atomic (built on first use: keras is imported
+    lazily so that `--help` stays fast)."""
+    import keras
+
+    class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
+        """`keras.callbacks.ModelCheckpoint` that never leaves a half-written file:
+        Keras writes to the path in place, so the file is written under a temporary
+        name (by pointing the public `filepath` there) and renamed after the save."""
+
+        def _save_atomically(self, hook, *args):
+            final = self.filepath
+            with atomic_path(final) as partial:
+                self.filepath = partial
+                try:
+                    hook(*args)
+                finally:
+                    self.filepath = final
+
+        def on_epoch_end(self, epoch, logs=None):
+            self._save_atomically(super().on_epoch_end, epoch, logs)
+
+        def on_train_batch_end(self, batch, logs=None):
+            if self.save_freq == "epoch":  # nothing to save; skip the file checks
+                return super().on_train_batch_end(batch, logs)
+            self._save_atomically(super().on_train_batch_end, batch, logs)
+
+    class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
+        """`keras.callbacks.BackupAndRestore` whose backup (weights + optimizer state,
+        and the epoch reached) is replaced atomically. Keras overwrites
+        ``latest.weights.h5`` and ``training_metadata.json`` in place, so a kill during
+        the write leaves a file the re-run cannot load. The two private paths are the
+        only Keras internals used (no public API names them); the weights are renamed
+        into place first, so a kill between the two renames resumes one epoch early
+        with the newer weights, never with unreadable ones."""
+
+        def _save_model(self):
+            os.makedirs(self.backup_dir, exist_ok=True)
+            with atomic_path(self._weights_path) as weights:
+                self.model.save_weights(weights, overwrite=True)
+            write_json(self._training_metadata_path,
+                       {"epoch": self._current_epoch, "batch": self._last_batch_seen})
+
+    return AtomicModelCheckpoint, AtomicBackupAndRestore
+
+
+def AtomicModelCheckpoint(*args, **kwargs):
+    """`keras.callbacks.ModelCheckpoint` (same arguments) writing its file atomically."""
+    return _atomic_callbacks()[0](*args, **kwargs)
+
+
+def AtomicBackupAndRestore(*args, **kwargs):
+    """`keras.callbacks.BackupAndRestore` (same arguments) writing its backup atomically."""
+    return _atomic_callbacks()[1](*args, **kwargs)
 
 
 def read_json(path):
@@ -294,8 +394,8 @@ def training_callbacks(config, monitor="val_loss", mode="min", extra=()):
 
     out = config["output_dir"]
     callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(out, "backup")),
-        keras.callbacks.ModelCheckpoint(
+        AtomicBackupAndRestore(os.path.join(out, "backup")),
+        AtomicModelCheckpoint(
             os.path.join(out, "best.keras"), monitor=monitor, mode=mode,
             save_best_only=True,
         ),

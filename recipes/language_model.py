@@ -37,8 +37,11 @@ import numpy as np  # noqa: E402
 
 from recipes.common import (  # noqa: E402
     COMMON_DEFAULTS,
+    AtomicBackupAndRestore,
+    AtomicModelCheckpoint,
     ConfigError,
     RecipeError,
+    atomic_path,
     distribution_strategy,
     main as run_cli,
     make_cell,
@@ -440,7 +443,7 @@ def train(config, callbacks=()):
     ]
     checkpoint = None
     if eval_data:
-        checkpoint = keras.callbacks.ModelCheckpoint(
+        checkpoint = AtomicModelCheckpoint(
             files["best"], monitor="valid_perplexity", mode="min", save_best_only=True,
             save_weights_only=True, initial_value_threshold=best,
         )
@@ -452,7 +455,7 @@ def train(config, callbacks=()):
             ))
     fit_callbacks += [
         ResumeState(files["resume_state"], evaluation, checkpoint),
-        keras.callbacks.BackupAndRestore(files["backup"]),
+        AtomicBackupAndRestore(files["backup"]),
         keras.callbacks.TerminateOnNaN(),
     ]
     if config["tensorboard"]:
@@ -469,7 +472,8 @@ def train(config, callbacks=()):
                   verbose=config["verbose"])
         train_tokens = sum(len(s) + 1 for s in splits["train"])
     wall_seconds = time.time() - started
-    model.save_weights(files["weights"])
+    with atomic_path(files["weights"]) as partial:
+        model.save_weights(partial)
     train_seconds = sum(row["train_seconds"] for row in evaluation.rows)
     results = {
         "epochs": evaluation.rows,
