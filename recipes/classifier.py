@@ -421,6 +421,7 @@ def train(config, splits=None, callbacks=()):
 
     # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
     strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
+    config = common.for_worker(config, strategy)  # multi_worker: a folder per worker
     common.set_seed(config["seed"])
     splits = splits or load_splits(config)
     texts, labels = splits["train"]

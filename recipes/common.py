@@ -7,9 +7,11 @@ A recipe declares its options once, as a dict of defaults, and gets from here:
   is an error that lists the valid ones) and converted to the default's type;
 * **a command line** -- `main(...)`: ``python -m recipes.X {train,evaluate,predict,export}``
   with ``--config FILE`` and one ``--some-key VALUE`` flag per option;
-* **distribution** -- `distribution_strategy(name)`: the default strategy or
+* **distribution** -- `distribution_strategy(name)`: the default strategy,
   ``mirrored`` (`tf.distribute.MirroredStrategy`; on a machine without GPUs the CPU is
-  split into logical devices so the replicas are real);
+  split into logical devices so the replicas are real) or ``multi_worker``
+  (`tf.distribute.MultiWorkerMirroredStrategy`, one process per machine, configured by
+  ``TF_CONFIG``; `for_worker` gives the non-chief workers their own output folder);
 * **model parts** -- `make_cell` (a kerasrnn cell by name) and `rnn_stack` (stacked,
   optionally bidirectional `keras.layers.RNN` layers);
 * **training** -- `optimizer` (Adam + `clipnorm`), `training_callbacks`: best-model
@@ -42,7 +44,7 @@ COMMON_DEFAULTS = {
     "clipnorm": 5.0,  # gradient-norm clipping; 0 disables it
     "patience": 3,  # early stopping on the validation metric; 0 disables it
     "tensorboard": False,  # write TensorBoard logs to <output_dir>/logs
-    "strategy": "default",  # "default" or "mirrored"
+    "strategy": "default",  # "default", "mirrored" or "multi_worker" (TF_CONFIG)
     "mirrored_cpus": 2,  # logical CPU devices for "mirrored" on a machine without GPUs
     "verbose": 1,  # Keras progress bar (0: silent, 1: bar, 2: one line per epoch)
 }
@@ -278,20 +280,35 @@ def saved_config(defaults, output_dir, overrides=None):
 # ---------------------------------------------------------------------- distribution
 
 
+STRATEGIES = ("default", "mirrored", "multi_worker")
+
+
 def distribution_strategy(name="default", mirrored_cpus=2):
-    """Returns a `tf.distribute.Strategy`: ``"default"`` or ``"mirrored"``.
+    """Returns a `tf.distribute.Strategy`: ``"default"``, ``"mirrored"`` or
+    ``"multi_worker"``.
 
     ``"mirrored"`` mirrors the model over all GPUs; without GPUs it first splits the CPU
     into `mirrored_cpus` logical devices (which is only possible before TensorFlow has
     initialised its devices, i.e. before the first op runs: call this at the start of
     the program, as the recipes' `train` does).
+
+    ``"multi_worker"`` is `tf.distribute.MultiWorkerMirroredStrategy`: synchronous
+    data-parallel training over several machines (one process per machine, each on all
+    its GPUs or its CPU), configured as TensorFlow documents by the ``TF_CONFIG``
+    environment variable of each process, e.g. ``{"cluster": {"worker": ["host1:12345",
+    "host2:12345"]}, "task": {"type": "worker", "index": 0}}``. Every worker runs the
+    same command; ``batch_size`` is the global batch, split over all replicas. Worker 0
+    (the chief) writes the run to `output_dir`, the others to
+    ``output_dir/workers/<index>`` (see `for_worker`).
     """
     import tensorflow as tf
 
     if name == "default":
         return tf.distribute.get_strategy()
+    if name == "multi_worker":
+        return _multi_worker_strategy()
     if name != "mirrored":
-        raise ConfigError(f"`strategy` must be 'default' or 'mirrored', got {name!r}.")
+        raise ConfigError(f"`strategy` must be one of {list(STRATEGIES)}, got {name!r}.")
     if tf.config.list_physical_devices("GPU"):
         return tf.distribute.MirroredStrategy()
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -309,6 +326,108 @@ def distribution_strategy(name="default", mirrored_cpus=2):
             ) from None
     devices = [d.name for d in tf.config.list_logical_devices("CPU")]
     return tf.distribute.MirroredStrategy(devices)
+
+
+_MULTI_WORKER = None
+
+
+def _multi_worker_strategy():
+    import tensorflow as tf
+
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise ConfigError(
+            "--strategy multi_worker needs the TF_CONFIG environment variable (the "
+            "cluster's workers and this process' task), e.g. TF_CONFIG='{\"cluster\": "
+            "{\"worker\": [\"host1:12345\", \"host2:12345\"]}, \"task\": {\"type\": "
+            "\"worker\", \"index\": 0}}'."
+        )
+    try:
+        tf_config = json.loads(raw)
+        workers = tf_config["cluster"]["worker"]
+        task = tf_config["task"]
+        index = int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ConfigError(
+            f"TF_CONFIG is not a valid cluster spec ({error}): need "
+            '{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}, '
+            f"got {raw!r}."
+        ) from None
+    if task.get("type") not in ("worker", "chief") or not 0 <= index < len(workers):
+        raise ConfigError(
+            f"TF_CONFIG task {task} does not name one of the {len(workers)} workers."
+        )
+    global _MULTI_WORKER
+    if _MULTI_WORKER is not None:  # one per process: TensorFlow's collectives are global
+        return _MULTI_WORKER
+    try:
+        strategy = _MULTI_WORKER = tf.distribute.MultiWorkerMirroredStrategy()
+    except RuntimeError as error:  # devices initialised already, as for "mirrored"
+        raise RecipeError(f"--strategy multi_worker: {error}; start a fresh process.") from None
+    _fix_keras_multi_worker_fit()
+    return strategy
+
+
+def _fix_keras_multi_worker_fit():
+    """Makes Keras 3's `model.fit` work under `MultiWorkerMirroredStrategy`.
+
+    Keras 3 (up to at least 3.15; keras-team/keras#20585) fails there twice: building the
+    model from the first batch reduces the per-replica batch with
+    ``strategy.reduce("MEAN", batch, axis=None)``, and the per-step logs (scalars) are
+    reduced with ``axis=0``; both raise with more than one worker. This replaces the two
+    Keras internals, only for the multi-worker case: the first batch is taken from the
+    local replica (only its shapes matter), and scalar logs are averaged over replicas
+    with ``axis=None``. The only keras.src use of the recipes; no public API exists.
+    Remove it when Keras' own multi-worker test passes."""
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    if getattr(tf_trainer, "_kerasrnn_multi_worker_fix", False):
+        return
+    multi_worker = tf_trainer._collective_all_reduce_multi_worker
+    reduce_per_replica = tf_trainer.reduce_per_replica
+
+    def reduce_logs(values, strategy, reduction):
+        if reduction in ("auto", "mean") and multi_worker(strategy):
+            return tf.nest.map_structure(
+                lambda v: strategy.reduce("MEAN", v, axis=None)
+                if isinstance(v, tf.distribute.DistributedValues) else v,
+                values,
+            )
+        return reduce_per_replica(values, strategy, reduction)
+
+    symbolic_build = tf_trainer.TensorFlowTrainer._maybe_symbolic_build
+
+    def build_from_local_batch(self, iterator=None, data_batch=None):
+        strategy = self._distribute_strategy
+        if iterator is None or strategy is None or not multi_worker(strategy):
+            return symbolic_build(self, iterator, data_batch)
+        for _, _, batches in iterator:
+            data_batch = tf.nest.map_structure(
+                lambda v: strategy.experimental_local_results(v)[0], next(batches)
+            )
+            break
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    tf_trainer.reduce_per_replica = reduce_logs
+    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = build_from_local_batch
+    tf_trainer._kerasrnn_multi_worker_fix = True
+
+
+def for_worker(config, strategy):
+    """`config` for this process of a multi-worker run: unchanged on the chief (and for
+    the other strategies); on the other workers `output_dir` becomes
+    ``<output_dir>/workers/<task index>``, so that workers sharing a file system never
+    write the same checkpoint (every worker saves, as TensorFlow requires)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(strategy.extended, "_in_multi_worker_mode", lambda: False)():
+        return config
+    if resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
+                                         and "chief" not in resolver.cluster_spec().jobs):
+        return config
+    folder = os.path.join(config["output_dir"], "workers", str(resolver.task_id))
+    return {**config, "output_dir": folder}
 
 
 # ----------------------------------------------------------------------- model parts

@@ -43,6 +43,7 @@ from recipes.common import (  # noqa: E402
     RecipeError,
     atomic_path,
     distribution_strategy,
+    for_worker,
     main as run_cli,
     make_cell,
     saved_config,
@@ -400,17 +401,18 @@ def train(config, callbacks=()):
     `fit`, per-epoch evaluation included."""
     import keras
 
-    if config["strategy"] == "mirrored" and config["batching"] == "stream":
+    if config["strategy"] in ("mirrored", "multi_worker") and config["batching"] == "stream":
         # A stateful RNN carries each row's state into the next window of the same row;
         # split over replicas, its fixed-batch state variables would be mirrored, not
         # kept per row.
         raise ConfigError(
-            "`strategy: mirrored` does not work with `batching: stream` (stateful "
+            f"`strategy: {config['strategy']}` does not work with `batching: stream` (stateful "
             "windows carry each row's RNN state, which replicas cannot share); use "
             "`batching: sentences` or `strategy: default`."
         )
     set_seed(config["seed"])
     strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
+    config = for_worker(config, strategy)  # multi_worker: a folder per worker
     splits, vocabulary = load_data(config)
     files = paths(config)
     os.makedirs(config["output_dir"], exist_ok=True)

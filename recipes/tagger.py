@@ -385,6 +385,7 @@ def train(config, splits=None, callbacks=()):
     from kerasrnn.data import Vocabulary, sequence_dataset
 
     strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
+    config = common.for_worker(config, strategy)  # multi_worker: a folder per worker
     common.set_seed(config["seed"])
     splits = splits or load_splits(config)
     sentences, tags = splits["train"]

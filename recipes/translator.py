@@ -803,6 +803,7 @@ def train(config, splits=None, callbacks=()):
     """
     # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
     strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
+    config = common.for_worker(config, strategy)  # multi_worker: a folder per worker
     common.set_seed(config["seed"])
     for side in ("source", "target"):
         if config[f"{side}_tokenizer"] not in TOKENIZERS:
