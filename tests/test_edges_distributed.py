@@ -129,3 +129,52 @@ def test_multi_worker_needs_tf_config(monkeypatch):
         common.distribution_strategy("multi_worker")
     with pytest.raises(common.ConfigError, match="multi_worker"):
         common.distribution_strategy("parameter_server")
+
+
+JAX_DATA_PARALLEL = """
+import json
+import keras
+import jax
+import numpy as np
+import kerasrnn
+
+assert keras.backend.backend() == "jax" and len(jax.devices("cpu")) == 2
+
+def model():
+    keras.utils.set_random_seed(7)
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(20, 8, mask_zero=True)(ids)
+    x = kerasrnn.RNN(kerasrnn.LSTMCell(8))(x)
+    return keras.Model(ids, keras.layers.Dense(3, activation="softmax")(x))
+
+rng = np.random.default_rng(0)
+x = rng.integers(1, 20, size=(64, 6)).astype("int32")
+x[::3, 4:] = 0  # padded rows
+y = (x[:, 0] % 3).astype("int32")
+losses = {}
+for name in ("single", "data_parallel"):
+    if name == "data_parallel":
+        keras.distribution.set_distribution(
+            keras.distribution.DataParallel(devices=jax.devices("cpu")))
+    m = model()
+    m.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy")
+    history = m.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    losses[name] = history.history["loss"]
+    kernel = m.layers[-1].kernel.value
+    losses[name + "_devices"] = len(kernel.sharding.device_set)
+print(json.dumps(losses))
+"""
+
+
+def test_jax_data_parallel_trains_a_core_model_on_two_cpu_devices(tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO, KERAS_BACKEND="jax", CUDA_VISIBLE_DEVICES="",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", JAX_DATA_PARALLEL], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    losses = json.loads(done.stdout.strip().splitlines()[-1])
+    assert losses["single_devices"] == 1 and losses["data_parallel_devices"] == 2
+    # Each device holds half of every batch; the gradient is the whole batch's.
+    np_losses = losses["data_parallel"], losses["single"]
+    assert np_losses[0] == pytest.approx(np_losses[1], rel=1e-5)
+    assert np_losses[1][1] < np_losses[1][0]  # it learns
