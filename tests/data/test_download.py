@@ -212,3 +212,19 @@ def test_cache_location(env, monkeypatch):
     monkeypatch.delenv("KERASRNN_CACHE")
     monkeypatch.setenv("KERAS_HOME", "/somewhere/keras")
     assert datasets.default_cache_dir() == "/somewhere/keras/datasets/kerasrnn"
+
+
+def test_recipes_read_corpus_specs(monkeypatch):
+    # The tests' KERASRNN_DATA is the shared folder: the specs resolve to it.
+    from recipes import classifier, common, tagger
+
+    monkeypatch.setenv("KERASRNN_DATA", str(require_data()))
+    config = common.load_config(classifier.DEFAULTS, overrides={
+        "train": "[corpus:sentence_polarity/rt-polarity.pos, "
+                 "corpus:sentence_polarity/rt-polarity.neg]", "encoding": "cp1252"})
+    texts, labels = classifier.load_examples(config, config["train"], "train")
+    assert len(texts) == 10662 and sorted(set(labels)) == ["neg", "pos"]
+    config = common.load_config(tagger.DEFAULTS, overrides={
+        "valid": "corpus:ud_en_ewt/en_ewt-ud-dev.conllu"})
+    sentences, tags = tagger.load_examples(config, config["valid"], "valid")
+    assert len(sentences) == 2001
