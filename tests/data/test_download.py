@@ -2,7 +2,6 @@
 import dataclasses
 import gzip
 import hashlib
-import os
 import pathlib
 import tarfile
 
@@ -190,18 +189,16 @@ def test_bad_specs_are_one_line_errors(env):
     assert datasets.resolve({"pos": "a.pos"}) == {"pos": "a.pos"}
 
 
-def test_recipe_command_line_reports_a_checksum_error_in_one_line(env, tmp_path, capsys):
+def test_recipe_command_line_reports_a_checksum_error_in_one_line(env, tmp_path, capsys,
+                                                                  monkeypatch):
     from recipes import language_model
 
     local = tmp_path / "local" / "ptb"
     local.mkdir(parents=True)
     for split in ("train", "valid", "test"):
         (local / f"ptb.{split}.txt").write_text("a b c\n")
-    os.environ["KERASRNN_DATA"] = str(tmp_path / "local")
-    try:
-        code = language_model.main(["train", "--output-dir", str(tmp_path / "run")])
-    finally:
-        del os.environ["KERASRNN_DATA"]
+    monkeypatch.setenv("KERASRNN_DATA", str(tmp_path / "local"))
+    code = language_model.main(["train", "--output-dir", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert "ptb/ptb.train.txt" in err[-1] and "SHA-256" in err[-1]
