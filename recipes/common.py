@@ -224,6 +224,14 @@ def _atomic_callbacks():
                 finally:
                     self.filepath = final
 
+        def on_train_begin(self, logs=None):
+            # A previous process killed mid-write left its temporary file: remove it
+            # now, even if this run never saves (no epoch improves on the best).
+            stale = _partial_name(self.filepath)
+            if os.path.exists(stale):
+                os.remove(stale)
+            super().on_train_begin(logs)
+
         def on_epoch_end(self, epoch, logs=None):
             self._save_atomically(super().on_epoch_end, epoch, logs)
 
