@@ -331,7 +331,7 @@ def _add_naive_bayes(config, vocab, label_names, counted):
                     [label_names.index(y) for _, labels in counted for y in labels])
     ids = model.inputs[0]
     combined = keras.Model(ids, expert([ids, model.output]), name="classifier")
-    combined.save(os.path.join(config["output_dir"], "best.keras"))
+    common.save_model(combined, os.path.join(config["output_dir"], "best.keras"))
 
 
 RECIPE = ClassifierRecipe()

@@ -14,9 +14,11 @@ it the same flow and command line as every other recipe:
   is JSON on stdout, logs and progress on stderr (`main`);
 * **the training flow** -- `Recipe.train`: strategy, seed, data, vocabularies, model,
   `fit`, evaluation, ``results.json`` and ``training_curves.png``;
-* **distribution** -- `distribution_strategy(name)`: the default strategy or
+* **distribution** -- `distribution_strategy(name)`: the default strategy,
   ``mirrored`` (`tf.distribute.MirroredStrategy`; on a machine without GPUs the CPU is
-  split into logical devices so the replicas are real);
+  split into logical devices so the replicas are real) or ``multi_worker``
+  (`tf.distribute.MultiWorkerMirroredStrategy`, one process per machine, configured by
+  ``TF_CONFIG``; `for_worker` gives the non-chief workers their own output folder);
 * **model parts** -- `make_cell` (a kerasrnn cell by name) and `rnn_stack` (stacked,
   optionally bidirectional `keras.layers.RNN` layers);
 * **training** -- `optimizer` (Adam + `clipnorm`), `training_callbacks`: best-model
@@ -58,7 +60,7 @@ class Option(NamedTuple):
     choices: tuple = None
 
 
-STRATEGIES = ("default", "mirrored")
+STRATEGIES = ("default", "mirrored", "multi_worker")
 
 COMMON_OPTIONS = {
     "output_dir": Option("runs/model", "folder of the run: config, vocabularies, "
@@ -73,8 +75,10 @@ COMMON_OPTIONS = {
                        "metric before training stops (the best weights are kept); 0 "
                        "disables it"),
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
-    "strategy": Option("default", "tf.distribute strategy: default (one device) or "
-                       "mirrored (all GPUs; without GPUs, `mirrored_cpus` CPU replicas)",
+    "strategy": Option("default", "tf.distribute strategy: default (one device), "
+                       "mirrored (all GPUs; without GPUs, `mirrored_cpus` CPU replicas) "
+                       "or multi_worker (MultiWorkerMirroredStrategy over the workers of "
+                       "the TF_CONFIG environment variable; see docs/distributed.md)",
                        STRATEGIES),
     "mirrored_cpus": Option(2, "logical CPU devices for `strategy: mirrored` on a machine "
                             "without GPUs"),
@@ -96,7 +100,8 @@ def data_options(output_dir, train, holdouts=(), **more):
     return {
         **COMMON_OPTIONS,
         "output_dir": Option(output_dir, COMMON_OPTIONS["output_dir"].help),
-        "train": Option(None, f"training data: {train}"),
+        "train": Option(None, f"training data: {train}; any file may be a "
+                        "corpus:NAME/FILE of kerasrnn.datasets (fetched on first use)"),
         "valid": other("valid", "validation"),
         "test": other("test", "test"),
         "encoding": Option("utf-8", "text encoding of local files"),
@@ -255,21 +260,113 @@ def tidy(value, digits=8):
 
 def write_json(path, data):
     """Writes `data` as indented JSON (creating the folder; numbers through `tidy`),
-    to a temporary name first, then renamed: a reader never sees half a file."""
+    atomically (`atomic_path`): a reader, or a re-run after a kill, sees the old file or
+    the new one, never half of one."""
     path = os.fspath(path)
     folder = os.path.dirname(path)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(tidy(data), f, indent=2, ensure_ascii=False, default=_jsonable)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
+    with atomic_path(path) as partial:
+        with open(partial, "w", encoding="utf-8") as f:
+            json.dump(tidy(data), f, indent=2, ensure_ascii=False, default=_jsonable)
+            f.write("\n")
 
 
 def _jsonable(value):
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+# ------------------------------------------------------------------- atomic writes
+# A run killed at any moment (SIGKILL, a pre-empted machine) must leave every file it had
+# written loadable: each is written under a temporary name in the same folder and renamed
+# over the old one (os.replace is atomic on POSIX and Windows). tests/recipes/test_crash.py
+# kills training inside these writes.
+
+
+def _partial_name(path):
+    """`path` with ``.partial`` before its Keras suffix (Keras picks the format by
+    suffix: ``best.keras`` -> ``best.partial.keras``, ``x.weights.h5`` ->
+    ``x.partial.weights.h5``)."""
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    for suffix in (".weights.h5", ".keras", ".json", ".h5"):
+        if name.endswith(suffix):
+            return os.path.join(folder, name[: -len(suffix)] + ".partial" + suffix)
+    return path + ".partial"
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yields a temporary path beside `path`; when the block finishes, the file written
+    there replaces `path` in one step (on an error it is removed, `path` untouched)."""
+    partial = _partial_name(path)
+    if os.path.exists(partial):  # left by a killed process: never let it through
+        os.remove(partial)
+    try:
+        yield partial
+        if os.path.exists(partial):
+            os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def save_model(model, path):
+    """`model.save(path)` (a ``.keras`` file), atomically."""
+    with atomic_path(path) as partial:
+        model.save(partial)
+
+
+class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """`keras.callbacks.ModelCheckpoint` (same arguments) that never leaves a
+    half-written file: Keras writes to the path in place, so the file is written under
+    a temporary name (by pointing the public `filepath` there) and renamed after the
+    save. Both checkpoints of `training_callbacks` (``best.keras`` and
+    ``last.weights.h5``) are these."""
+
+    def _save_atomically(self, hook, *args):
+        final = self.filepath
+        with atomic_path(final) as partial:
+            self.filepath = partial
+            try:
+                hook(*args)
+            finally:
+                self.filepath = final
+
+    def on_train_begin(self, logs=None):
+        # A previous process killed mid-write left its temporary file: remove it now,
+        # even if this run never saves (no epoch improves on the best).
+        stale = _partial_name(self.filepath)
+        if os.path.exists(stale):
+            os.remove(stale)
+        super().on_train_begin(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._save_atomically(super().on_epoch_end, epoch, logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.save_freq == "epoch":  # nothing to save; skip the file checks
+            return super().on_train_batch_end(batch, logs)
+        self._save_atomically(super().on_train_batch_end, batch, logs)
+
+
+class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
+    """`keras.callbacks.BackupAndRestore` (same arguments) whose backup (weights +
+    optimizer state, and the epoch reached) is replaced atomically. Keras overwrites
+    ``latest.weights.h5`` and ``training_metadata.json`` in place, so a kill during the
+    write leaves a file the re-run cannot load. The two private paths are the only
+    Keras internals used (no public API names them); the weights are renamed into
+    place first, so a kill between the two renames resumes one epoch early with the
+    newer weights, never with unreadable ones."""
+
+    def _save_model(self):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        with atomic_path(self._weights_path) as weights:
+            self.model.save_weights(weights, overwrite=True)
+        write_json(self._training_metadata_path,
+                   {"epoch": self._current_epoch, "batch": self._last_batch_seen})
 
 
 def read_json(path):
@@ -292,19 +389,31 @@ def saved_config(defaults, output_dir, overrides=None):
 
 
 def distribution_strategy(name="default", mirrored_cpus=2):
-    """Returns a `tf.distribute.Strategy`: ``"default"`` or ``"mirrored"``.
+    """Returns a `tf.distribute.Strategy`: ``"default"``, ``"mirrored"`` or
+    ``"multi_worker"``.
 
     ``"mirrored"`` mirrors the model over all GPUs; without GPUs it first splits the CPU
     into `mirrored_cpus` logical devices (which is only possible before TensorFlow has
     initialised its devices, i.e. before the first op runs: call this at the start of
     the program, as the recipes' `train` does).
+
+    ``"multi_worker"`` is `tf.distribute.MultiWorkerMirroredStrategy`: synchronous
+    data-parallel training over several machines (one process per machine, each on all
+    its GPUs or its CPU), configured as TensorFlow documents by the ``TF_CONFIG``
+    environment variable of each process, e.g. ``{"cluster": {"worker": ["host1:12345",
+    "host2:12345"]}, "task": {"type": "worker", "index": 0}}``. Every worker runs the
+    same command; ``batch_size`` is the global batch, split over all replicas. Worker 0
+    (the chief) writes the run to `output_dir`, the others to
+    ``output_dir/workers/<index>`` (see `for_worker`).
     """
     import tensorflow as tf
 
     if name == "default":
         return tf.distribute.get_strategy()
+    if name == "multi_worker":
+        return _multi_worker_strategy()
     if name != "mirrored":
-        raise ConfigError(f"`strategy` must be 'default' or 'mirrored', got {name!r}.")
+        raise ConfigError(f"`strategy` must be one of {list(STRATEGIES)}, got {name!r}.")
     if tf.config.list_physical_devices("GPU"):
         return tf.distribute.MirroredStrategy()
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -322,6 +431,108 @@ def distribution_strategy(name="default", mirrored_cpus=2):
             ) from None
     devices = [d.name for d in tf.config.list_logical_devices("CPU")]
     return tf.distribute.MirroredStrategy(devices)
+
+
+_MULTI_WORKER = None
+
+
+def _multi_worker_strategy():
+    import tensorflow as tf
+
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise ConfigError(
+            "--strategy multi_worker needs the TF_CONFIG environment variable (the "
+            "cluster's workers and this process' task), e.g. TF_CONFIG='{\"cluster\": "
+            "{\"worker\": [\"host1:12345\", \"host2:12345\"]}, \"task\": {\"type\": "
+            "\"worker\", \"index\": 0}}'."
+        )
+    try:
+        tf_config = json.loads(raw)
+        workers = tf_config["cluster"]["worker"]
+        task = tf_config["task"]
+        index = int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ConfigError(
+            f"TF_CONFIG is not a valid cluster spec ({error}): need "
+            '{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}, '
+            f"got {raw!r}."
+        ) from None
+    if task.get("type") not in ("worker", "chief") or not 0 <= index < len(workers):
+        raise ConfigError(
+            f"TF_CONFIG task {task} does not name one of the {len(workers)} workers."
+        )
+    global _MULTI_WORKER
+    if _MULTI_WORKER is not None:  # one per process: TensorFlow's collectives are global
+        return _MULTI_WORKER
+    try:
+        strategy = _MULTI_WORKER = tf.distribute.MultiWorkerMirroredStrategy()
+    except RuntimeError as error:  # devices initialised already, as for "mirrored"
+        raise RecipeError(f"--strategy multi_worker: {error}; start a fresh process.") from None
+    _fix_keras_multi_worker_fit()
+    return strategy
+
+
+def _fix_keras_multi_worker_fit():
+    """Makes Keras 3's `model.fit` work under `MultiWorkerMirroredStrategy`.
+
+    Keras 3 (up to at least 3.15; keras-team/keras#20585) fails there twice: building the
+    model from the first batch reduces the per-replica batch with
+    ``strategy.reduce("MEAN", batch, axis=None)``, and the per-step logs (scalars) are
+    reduced with ``axis=0``; both raise with more than one worker. This replaces the two
+    Keras internals, only for the multi-worker case: the first batch is taken from the
+    local replica (only its shapes matter), and scalar logs are averaged over replicas
+    with ``axis=None``. The only keras.src use of the recipes; no public API exists.
+    Remove it when Keras' own multi-worker test passes."""
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    if getattr(tf_trainer, "_kerasrnn_multi_worker_fix", False):
+        return
+    multi_worker = tf_trainer._collective_all_reduce_multi_worker
+    reduce_per_replica = tf_trainer.reduce_per_replica
+
+    def reduce_logs(values, strategy, reduction):
+        if reduction in ("auto", "mean") and multi_worker(strategy):
+            return tf.nest.map_structure(
+                lambda v: strategy.reduce("MEAN", v, axis=None)
+                if isinstance(v, tf.distribute.DistributedValues) else v,
+                values,
+            )
+        return reduce_per_replica(values, strategy, reduction)
+
+    symbolic_build = tf_trainer.TensorFlowTrainer._maybe_symbolic_build
+
+    def build_from_local_batch(self, iterator=None, data_batch=None):
+        strategy = self._distribute_strategy
+        if iterator is None or strategy is None or not multi_worker(strategy):
+            return symbolic_build(self, iterator, data_batch)
+        for _, _, batches in iterator:
+            data_batch = tf.nest.map_structure(
+                lambda v: strategy.experimental_local_results(v)[0], next(batches)
+            )
+            break
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    tf_trainer.reduce_per_replica = reduce_logs
+    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = build_from_local_batch
+    tf_trainer._kerasrnn_multi_worker_fix = True
+
+
+def for_worker(config, strategy):
+    """`config` for this process of a multi-worker run: unchanged on the chief (and for
+    the other strategies); on the other workers `output_dir` becomes
+    ``<output_dir>/workers/<task index>``, so that workers sharing a file system never
+    write the same checkpoint (every worker saves, as TensorFlow requires)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(strategy.extended, "_in_multi_worker_mode", lambda: False)():
+        return config
+    if resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
+                                         and "chief" not in resolver.cluster_spec().jobs):
+        return config
+    folder = os.path.join(config["output_dir"], "workers", str(resolver.task_id))
+    return {**config, "output_dir": folder}
 
 
 # ----------------------------------------------------------------------- model parts
@@ -470,11 +681,11 @@ def training_callbacks(config, monitor="val_loss", mode="min", extra=(), best=No
     files = run_files(config)
     callbacks = list(before)
     if save_best:
-        callbacks.append(keras.callbacks.ModelCheckpoint(
+        callbacks.append(AtomicModelCheckpoint(
             files["best"], monitor=monitor, mode=mode, save_best_only=True,
             initial_value_threshold=best,
         ))
-    callbacks.append(keras.callbacks.ModelCheckpoint(files["last"], save_weights_only=True))
+    callbacks.append(AtomicModelCheckpoint(files["last"], save_weights_only=True))
     if config["patience"]:
         callbacks.append(keras.callbacks.EarlyStopping(
             monitor=monitor, mode=mode, patience=config["patience"],
@@ -482,7 +693,7 @@ def training_callbacks(config, monitor="val_loss", mode="min", extra=(), best=No
         ))
     callbacks += [
         EpochLog(files["epochs"], rows),
-        keras.callbacks.BackupAndRestore(files["backup"]),
+        AtomicBackupAndRestore(files["backup"]),
         keras.callbacks.TerminateOnNaN(),
     ]
     if config["tensorboard"]:
@@ -801,6 +1012,7 @@ def main(argv, prog, description, options, commands):
     args = parser.parse_args(argv)
     overrides = {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_")}
     args.overrides = overrides
+    from kerasrnn.data.download import CorpusError
     from kerasrnn.data.loaders import DataFormatError, DatasetUnavailableError
 
     stdout = sys.stdout
@@ -808,7 +1020,7 @@ def main(argv, prog, description, options, commands):
         with _stdout_to_stderr():
             config = load_config(options, args.config, overrides)
             result = commands[args.command][2](config, args)
-    except (ConfigError, RecipeError, DataFormatError, DatasetUnavailableError,
+    except (ConfigError, RecipeError, DataFormatError, DatasetUnavailableError, CorpusError,
             FileNotFoundError, IsADirectoryError) as error:
         print(f"{prog} {args.command}: error: {error}", file=sys.stderr)
         return 2
@@ -956,6 +1168,7 @@ class Recipe:
         self.check_config(config)
         # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
         strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
+        config = for_worker(config, strategy)  # multi_worker: a folder per worker
         set_seed(config["seed"])
         splits = splits or self.load_splits(config)
         self.check_data(config, splits)

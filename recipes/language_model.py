@@ -38,17 +38,16 @@ import numpy as np  # noqa: E402
 from recipes import common  # noqa: E402
 from recipes.common import ConfigError, Option, RecipeError, write_json  # noqa: E402
 
-PTB = os.path.join("..", "shared", "data", "ptb")
+PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
 
 OPTIONS = dict(
     common.COMMON_OPTIONS,
     output_dir=Option("runs/language_model", common.COMMON_OPTIONS["output_dir"].help),
     # data
-    train_file=Option(os.path.join(PTB, "ptb.train.txt.gz"), "training text, one "
-                      "sentence per line (plain or gzip)"),
-    valid_file=Option(os.path.join(PTB, "ptb.valid.txt.gz"), "validation text; "
-                      "empty: none"),
-    test_file=Option(os.path.join(PTB, "ptb.test.txt.gz"), "test text; empty: none"),
+    train_file=Option(f"{PTB}/ptb.train.txt", "training text, one sentence per line "
+                      "(plain or gzip; corpus:NAME/FILE: a kerasrnn.datasets corpus)"),
+    valid_file=Option(f"{PTB}/ptb.valid.txt", "validation text; empty: none"),
+    test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
     level=Option("word", "tokens: whitespace-separated words or characters",
                  ("word", "char")),
     unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
@@ -455,13 +454,14 @@ class LanguageModelRecipe(common.Recipe):
     predict_command = "generate"
 
     def check_config(self, config):
-        if config["strategy"] == "mirrored" and config["batching"] == "stream":
+        if config["strategy"] in ("mirrored", "multi_worker") and config["batching"] == "stream":
             # A stateful RNN carries each row's state into the next window of the same
             # row; split over replicas, its fixed-batch state variables would be
             # mirrored, not kept per row.
             raise ConfigError(
-                "`strategy: mirrored` does not work with `batching: stream` (stateful "
-                "windows carry each row's RNN state, which replicas cannot share); use "
+                f"`strategy: {config['strategy']}` does not work with `batching: stream` "
+                "(stateful windows carry each row's RNN state, which replicas cannot "
+                "share); use "
                 "`batching: sentences` or `strategy: default`."
             )
 

@@ -2,7 +2,7 @@
 
 A *spec* names where a split's examples come from: ``tfds:NAME[:SPLIT]`` for a
 tensorflow-datasets dataset, otherwise files (one path, a list, or a mapping, as each
-loader accepts). `tfds_spec` reads the first form; `holdout` splits a seeded random part
+loader accepts; a path may be a ``corpus:NAME/FILE`` of `kerasrnn.datasets`). `tfds_spec` reads the first form; `holdout` splits a seeded random part
 off a training set when no validation (or test) data is given.
 
 Neither needs TensorFlow.
