@@ -100,14 +100,15 @@ def _check_loadable(run):
     if (run / "best.keras").exists():
         model = keras.saving.load_model(run / "best.keras")
         assert model.output.shape[-1] == 2
-    for name in ("config.json", "results.json"):
+    for name in ("last.weights.h5", os.path.join("backup", "latest.weights.h5")):
+        if (run / name).exists():  # the --continue checkpoint and the backup
+            import h5py
+
+            with h5py.File(run / name, "r") as f:
+                assert len(f.keys()) > 0
+    for name in ("config.json", "results.json", os.path.join("backup", "epochs.json")):
         if (run / name).exists():
             json.loads((run / name).read_text())
-    if (run / "backup" / "latest.weights.h5").exists():
-        import h5py
-
-        with h5py.File(run / "backup" / "latest.weights.h5", "r") as f:
-            assert len(f.keys()) > 0
 
 
 def test_sigkill_anywhere_resumes_from_the_last_completed_epoch(tmp_path):
@@ -115,18 +116,20 @@ def test_sigkill_anywhere_resumes_from_the_last_completed_epoch(tmp_path):
     run = tmp_path / "run"
 
     # 1. Killed while writing best.keras at the end of epoch 1 (the first epoch always
-    #    improves on nothing): the backup of epoch 1 was written before it
-    #    (BackupAndRestore comes first); no half-written best.keras may be left.
+    #    improves on nothing): the checkpoints come before the backup (a backup never
+    #    claims an epoch whose best.keras or last.weights.h5 was not written), so there
+    #    is no backup yet; no half-written best.keras may be left.
     code, output = _finish(_start(tmp_path, 5, kill_in="best", kill_at=1))
     assert code == -signal.SIGKILL, output
     assert _epochs_run(output) == [1]
     _check_loadable(run)
-    assert _backup_epoch(run) == 1
+    assert not (run / "best.keras").exists()
+    assert _backup_epoch(run) == 0
 
-    # 2. Re-run, killed while writing the backup at the end of epoch 2.
-    code, output = _finish(_start(tmp_path, 5, kill_in="latest", kill_at=1))
+    # 2. Re-run (from the start), killed while writing the backup at the end of epoch 2.
+    code, output = _finish(_start(tmp_path, 5, kill_in="latest", kill_at=2))
     assert code == -signal.SIGKILL, output
-    assert _epochs_run(output) == [2]  # resumed after epoch 1
+    assert _epochs_run(output) == [1, 2]
     _check_loadable(run)
     assert _backup_epoch(run) == 1  # the interrupted backup never replaced epoch 1's
 
