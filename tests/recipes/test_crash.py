@@ -164,6 +164,32 @@ def test_sigkill_anywhere_resumes_from_the_last_completed_epoch(tmp_path):
     assert not list(run.rglob("*.partial*"))
 
 
+def test_sigkill_in_the_last_epoch_checkpoint_keeps_continue_working(tmp_path):
+    # last.weights.h5 (what `train --continue` extends) goes through the same atomic
+    # checkpoint as best.keras: killed inside its write at epoch 2, the epoch-1 file is
+    # intact; the re-run finishes, and --continue extends the finished run.
+    _data(tmp_path)
+    run = tmp_path / "run"
+    code, output = _finish(_start(tmp_path, 2, kill_in="last", kill_at=2))
+    assert code == -signal.SIGKILL, output
+    assert _epochs_run(output) == [1, 2]
+    assert (run / "last.partial.weights.h5").exists()  # the half-written one
+    _check_loadable(run)
+    assert _backup_epoch(run) == 1
+    code, output = _finish(_start(tmp_path, 2))
+    assert code == 0 and _epochs_run(output) == [2], output
+    process = subprocess.Popen(
+        [sys.executable, "-m", "recipes.classifier", "train", "--continue", "--output-dir",
+         str(run), "--epochs", "3", "--verbose", "2"], cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    code, output = _finish(process)
+    assert code == 0 and _epochs_run(output) == [3], output
+    _check_loadable(run)
+    assert len(json.loads((run / "history.json").read_text())["rows"]) == 3
+    assert not list(run.rglob("*.partial*"))
+
+
 def test_write_json_and_save_model_never_leave_half_a_file(tmp_path, monkeypatch):
     path = tmp_path / "results.json"
     common.write_json(path, {"accuracy": 0.5})
