@@ -199,9 +199,12 @@ def test_recipe_command_line_reports_a_checksum_error_in_one_line(env, tmp_path,
         (local / f"ptb.{split}.txt").write_text("a b c\n")
     monkeypatch.setenv("KERASRNN_DATA", str(tmp_path / "local"))
     code = language_model.main(["train", "--output-dir", str(tmp_path / "run")])
-    err = capsys.readouterr().err.strip().splitlines()
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
     assert code == 2
     assert "ptb/ptb.train.txt" in err[-1] and "SHA-256" in err[-1]
+    assert err[-1].startswith("recipes.language_model train: error: ")
+    assert captured.out == ""  # stdout holds only a result's JSON: none on an error
 
 
 def test_cache_location(env, monkeypatch):
