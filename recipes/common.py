@@ -291,7 +291,7 @@ def _partial_name(path):
     ``x.partial.weights.h5``)."""
     path = os.fspath(path)
     folder, name = os.path.split(path)
-    for suffix in (".weights.h5", ".keras", ".json", ".h5"):
+    for suffix in (".weights.h5", ".keras", ".json", ".h5", ".png"):
         if name.endswith(suffix):
             return os.path.join(folder, name[: -len(suffix)] + ".partial" + suffix)
     return path + ".partial"
@@ -815,9 +815,9 @@ def plot_training_curves(rows, path, metric="accuracy"):
             ax.legend()
     fig.tight_layout()
     path = os.fspath(path)
-    fig.savefig(path + ".tmp.png", dpi=80)
+    with atomic_path(path) as partial:
+        fig.savefig(partial, dpi=80)
     plt.close(fig)
-    os.replace(path + ".tmp.png", path)
     return path
 
 
