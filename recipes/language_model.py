@@ -35,85 +35,96 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from recipes.common import (  # noqa: E402
-    COMMON_DEFAULTS,
-    ConfigError,
-    RecipeError,
-    distribution_strategy,
-    main as run_cli,
-    make_cell,
-    saved_config,
-    set_seed,
-    read_json,
-    write_json,
-)
+from recipes import common  # noqa: E402
+from recipes.common import ConfigError, Option, RecipeError, write_json  # noqa: E402
 
-PTB = os.path.join("..", "shared", "data", "ptb")
+PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
 
-DEFAULTS = dict(COMMON_DEFAULTS)
-DEFAULTS.update(
-    {
-        "output_dir": "runs/language_model",
-        # data
-        "train_file": os.path.join(PTB, "ptb.train.txt.gz"),
-        "valid_file": os.path.join(PTB, "ptb.valid.txt.gz"),
-        "test_file": os.path.join(PTB, "ptb.test.txt.gz"),
-        "level": "word",  # "word" or "char"
-        "unk_token": "<unk>",  # the corpus' own rare-word marker, mapped to [UNK]
-        "max_vocab": 0,  # 0: every training token (with min_freq)
-        "min_freq": 1,
-        "batching": "stream",  # "stream" (stateful truncated BPTT) or "sentences"
-        "batch_size": 20,
-        "steps": 20,  # unrolled steps per window ("stream")
-        "max_sentence_length": 0,  # cut longer sentences ("sentences"); 0: no limit
-        # model (Zaremba et al.'s "small" configuration by default)
-        "cell": "lstm",
-        "units": 200,
-        "num_layers": 2,
-        "embedding_dim": 0,  # 0: the same as units
-        "dropout": 0.0,
-        "tie_embeddings": False,
-        "init_scale": 0.1,  # weights uniform in [-s, s]; 0: Keras' initializers
-        "cell_options": {},
-        "unroll": False,
-        "jit_compile": False,
-        # training
-        "optimizer": "sgd",  # "sgd" or "adam"
-        "learning_rate": 1.0,
-        "lr_decay": 0.5,
-        "lr_decay_after": 4,  # epochs at the initial rate before decaying
-        "clipnorm": 5.0,  # global gradient norm; 0 disables clipping
-        "loss_reduction": "sum_over_time",  # as the paper: sum over steps, mean over batch
-        "epochs": 13,
-        "patience": 0,
-        "evaluate_test_each_epoch": False,
-        # generation and export
-        "prompt": "",
-        "method": "greedy",  # "greedy", "sample" or "beam"
-        "gen_length": 30,
-        "temperature": 1.0,
-        "top_k": 0,
-        "top_p": 0.0,
-        "beam_size": 5,
-        "length_normalization": "average",
-    }
+OPTIONS = dict(
+    common.COMMON_OPTIONS,
+    output_dir=Option("runs/language_model", common.COMMON_OPTIONS["output_dir"].help),
+    # data
+    train_file=Option(f"{PTB}/ptb.train.txt", "training text, one sentence per line "
+                      "(plain or gzip; corpus:NAME/FILE: a kerasrnn.datasets corpus)"),
+    valid_file=Option(f"{PTB}/ptb.valid.txt", "validation text; empty: none"),
+    test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
+    level=Option("word", "tokens: whitespace-separated words or characters",
+                 ("word", "char")),
+    unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
+    max_vocab=Option(0, "vocabulary size at most; 0: every training token (with "
+                     "min_freq)"),
+    min_freq=Option(1, "tokens seen fewer times in training are [UNK]"),
+    batching=Option("stream", "stream: the corpus as one stream in stateful truncated-"
+                    "BPTT windows; sentences: padded sentence batches",
+                    ("stream", "sentences")),
+    batch_size=Option(20, common.COMMON_OPTIONS["batch_size"].help),
+    steps=Option(20, "unrolled steps per window (stream)"),
+    max_sentence_length=Option(0, "cut longer sentences (sentences); 0: no limit"),
+    # model (Zaremba et al.'s "small" configuration by default)
+    **common.cell_options("lstm"),
+    units=Option(200, "cell units per layer"),
+    num_layers=Option(2, "stacked recurrent layers"),
+    embedding_dim=Option(0, "embedding width; 0: the same as units"),
+    dropout=Option(0.0, "dropout rate on the non-recurrent connections"),
+    tie_embeddings=Option(False, "the output layer reuses the embedding matrix (needs "
+                          "embedding_dim == units)"),
+    init_scale=Option(0.1, "weights uniform in [-s, s]; 0: Keras' initializers"),
+    unroll=Option(False, "unroll the RNN time loop (short windows only)"),
+    jit_compile=Option(False, "compile the training step with XLA"),
+    # training
+    optimizer=Option("sgd", "the training optimizer: SGD or Adam", ("sgd", "adam")),
+    learning_rate=Option(1.0, common.COMMON_OPTIONS["learning_rate"].help),
+    lr_decay=Option(0.5, "after `lr_decay_after` epochs the rate is multiplied by this "
+                    "every epoch"),
+    lr_decay_after=Option(4, "epochs at the initial rate before decaying"),
+    clipnorm=Option(5.0, "clip the global gradient norm to this; 0 disables clipping"),
+    loss_reduction=Option("sum_over_time", "sum_over_time: the paper's loss (summed over "
+                          "the unrolled steps, averaged over the batch); mean: per token",
+                          ("sum_over_time", "mean")),
+    epochs=Option(13, common.COMMON_OPTIONS["epochs"].help),
+    patience=Option(0, common.COMMON_OPTIONS["patience"].help),
+    evaluate_test_each_epoch=Option(False, "also measure the test perplexity after "
+                                    "every epoch"),
+    # generation and export
+    prompt=Option("", "generate: the prompt when none is given as an argument"),
+    method=Option("greedy", "generate / export decoding (export: greedy or beam)",
+                  ("greedy", "sample", "beam")),
+    gen_length=Option(30, "tokens generated at most"),
+    temperature=Option(1.0, "sampling: divide the logits by this (< 1 sharper, > 1 flatter)"),
+    top_k=Option(0, "sampling: only the k most likely tokens; 0: all"),
+    top_p=Option(0.0, "sampling: the smallest set of tokens with this much probability; "
+                 "0: all"),
+    beam_size=Option(5, "beam width of beam search"),
+    length_normalization=Option("average", "beam search length normalisation",
+                                (None, "average", "gnmt")),
 )
+DEFAULTS = common.defaults_of(OPTIONS)
 
 
 # ------------------------------------------------------------------------------ data
 
 
-def load_data(config, vocabulary=None):
-    """Reads the corpora and builds (or reuses) the vocabulary."""
-    from kerasrnn.data.language_model import build_vocabulary, read_corpus
+def read_splits(config):
+    """``{"train", "valid", "test"}``: the corpora's sentences as token lists (valid and
+    test None when their file option is empty)."""
+    from kerasrnn.data.language_model import read_corpus
 
     if config["level"] not in ("word", "char"):
         raise ConfigError(f"`level` must be 'word' or 'char', got {config['level']!r}.")
-    read = lambda path: read_corpus(path, config["level"], config["unk_token"])  # noqa: E731
-    splits = {"train": read(config["train_file"])}
+    splits = {"train": read_corpus(config["train_file"], config["level"], config["unk_token"])}
     for split in ("valid", "test"):
+        splits[split] = None
         if config[f"{split}_file"]:
-            splits[split] = read(config[f"{split}_file"])
+            splits[split] = read_corpus(config[f"{split}_file"], config["level"],
+                                        config["unk_token"])
+    return splits
+
+
+def load_data(config, vocabulary=None):
+    """Reads the corpora and builds (or reuses) the vocabulary."""
+    from kerasrnn.data.language_model import build_vocabulary
+
+    splits = read_splits(config)
     if vocabulary is None:
         vocabulary = build_vocabulary(
             splits["train"], max_size=config["max_vocab"] or None, min_freq=config["min_freq"]
@@ -215,7 +226,7 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
     x = embedding(inputs)
     x = keras.layers.Dropout(config["dropout"], name="dropout_in")(x)
     for i in range(config["num_layers"]):
-        cell = make_cell(config["cell"], units, **cell_options)
+        cell = common.make_cell(config["cell"], units, **cell_options)
         x = keras.layers.RNN(
             cell, return_sequences=True, stateful=stateful, unroll=config["unroll"],
             name=f"rnn_{i}",
@@ -308,16 +319,16 @@ def perplexity(model, data, config):
 class EpochEvaluation(keras.callbacks.Callback):
     """Resets the RNN states at every epoch start (stream mode: each epoch reads the
     stream from its beginning) and, after every epoch, measures the perplexity of each
-    split in `splits` with `eval_model` (given the current weights), into `logs` as
-    `<split>_perplexity`; prints one line per epoch and keeps them in `rows` (`rows`
-    given: those of the epochs before a resume). `train_seconds` of a row is the
-    training pass only; the evaluation that follows is `eval_seconds`."""
+    split in `splits` with `eval_model` (given the current weights), into the logs as
+    `<split>_perplexity` (which the best-model checkpoint monitors), with the epoch's
+    `learning_rate`, `train_perplexity`, `train_seconds` (the training pass only) and
+    `eval_seconds` (the evaluation that follows); prints one line per epoch on stderr.
+    `common.EpochLog` keeps the rows."""
 
-    def __init__(self, config, eval_model, splits, rows=()):
+    def __init__(self, config, eval_model, splits):
         super().__init__()
         self.config, self.eval_model, self.splits = config, eval_model, splits
         self.started = None
-        self.rows = list(rows)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.started = time.time()
@@ -328,7 +339,6 @@ class EpochEvaluation(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
         row = {
-            "epoch": epoch + 1,
             "learning_rate": learning_rate(self.config, epoch),
             "train_perplexity": float(logs.get("perplexity", float("nan"))),
             "train_seconds": time.time() - self.started,
@@ -337,188 +347,233 @@ class EpochEvaluation(keras.callbacks.Callback):
         self.eval_model.set_weights(self.model.get_weights())
         for split, data in self.splits.items():
             row[f"{split}_perplexity"] = perplexity(self.eval_model, data, self.config)["perplexity"]
-            logs[f"{split}_perplexity"] = row[f"{split}_perplexity"]
         row["eval_seconds"] = time.time() - evaluation_started
-        # An epoch re-run after a resume replaces its row (and any stale later one).
-        self.rows = [r for r in self.rows if r["epoch"] < row["epoch"]] + [row]
-        print("epoch " + " ".join(
+        logs.update(row)
+        print(f"epoch={epoch + 1} " + " ".join(
             f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
-        ), flush=True)
+        ), file=sys.stderr, flush=True)
 
 
-class ResumeState(keras.callbacks.Callback):
-    """Saves, after every epoch, what `BackupAndRestore` does not restore: the epoch rows
-    of `evaluation` and the best validation perplexity of `checkpoint` (else a resumed
-    run would forget earlier epochs, and a worse epoch could overwrite the best
-    weights). It lives in the backup folder, so it goes when training completes; place
-    it after the checkpoint and before `BackupAndRestore`."""
-
-    def __init__(self, path, evaluation, checkpoint=None):
-        super().__init__()
-        self.path, self.evaluation, self.checkpoint = path, evaluation, checkpoint
-
-    def on_epoch_end(self, epoch, logs=None):
-        best = self.checkpoint.best if self.checkpoint is not None else None
-        write_json(self.path + ".tmp", {
-            "rows": self.evaluation.rows, "best": None if best is None else float(best),
-        })
-        os.replace(self.path + ".tmp", self.path)  # never a half-written file
-
-    @staticmethod
-    def load(path):
-        """`(rows, best)` of an interrupted run; `([], None)` when there is none."""
-        if not os.path.exists(path):
-            return [], None
-        state = read_json(path)
-        return state["rows"], state["best"]
+# -------------------------------------------------------------------------- the model
 
 
-def paths(config):
-    out = config["output_dir"]
-    return {
-        "vocabulary": os.path.join(out, "vocabulary.txt"),
-        "weights": os.path.join(out, "model.weights.h5"),
-        "best": os.path.join(out, "best.weights.h5"),
-        "config": os.path.join(out, "config.json"),
-        "results": os.path.join(out, "results.json"),
-        "backup": os.path.join(out, "backup"),
-        "resume_state": os.path.join(out, "backup", "epochs.json"),
-    }
+class LanguageModel:
+    """A trained language model with its vocabulary: perplexity, generation, export.
 
+    `model` is the trained network (any variant: `build_model` rebuilds the one a use
+    needs, stateful or not, and copies the weights)."""
 
-def train(config, callbacks=()):
-    """Trains, evaluates valid/test perplexity after each epoch, saves the vocabulary,
-    the weights (final and best by validation perplexity) and `results.json`.
-    Re-running an interrupted run with the same config resumes it (`BackupAndRestore`),
-    epoch rows and best score included. `callbacks` are added to the standard ones.
+    def __init__(self, model, vocabulary, config):
+        self.model, self.vocabulary, self.config = model, vocabulary, config
 
-    `results["train_seconds"]` and `tokens_per_second` count the training passes only
-    (summed over the epochs, before a resume too); `wall_seconds` is this call's
-    `fit`, per-epoch evaluation included."""
-    import keras
+    @classmethod
+    def from_run(cls, config):
+        """The vocabulary and best model of a `train` run: ``best.keras``; a run of
+        the previous layout (``best.weights.h5`` / ``model.weights.h5``) loads too."""
+        from kerasrnn.data.vocabulary import Vocabulary
 
-    if config["strategy"] == "mirrored" and config["batching"] == "stream":
-        # A stateful RNN carries each row's state into the next window of the same row;
-        # split over replicas, its fixed-batch state variables would be mirrored, not
-        # kept per row.
-        raise ConfigError(
-            "`strategy: mirrored` does not work with `batching: stream` (stateful "
-            "windows carry each row's RNN state, which replicas cannot share); use "
-            "`batching: sentences` or `strategy: default`."
-        )
-    set_seed(config["seed"])
-    strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
-    splits, vocabulary = load_data(config)
-    files = paths(config)
-    os.makedirs(config["output_dir"], exist_ok=True)
-    vocabulary.save(files["vocabulary"])
-    write_json(files["config"], config)
-    batch = config["batch_size"]
-    stream = config["batching"] == "stream"
-    train_data = batches(config, splits["train"], vocabulary, batch, shuffle=True,
-                         source=config["train_file"])
-    eval_splits = {"valid": splits["valid"]} if "valid" in splits else {}
-    if config["evaluate_test_each_epoch"] and "test" in splits:
-        eval_splits["test"] = splits["test"]
-    eval_data = {
-        k: batches(config, v, vocabulary, batch, source=config[f"{k}_file"])
-        for k, v in eval_splits.items()
-    }
+        out = config["output_dir"]
+        vocabulary = Vocabulary.load(os.path.join(out, "vocabulary.txt"))
+        best = os.path.join(out, "best.keras")
+        if os.path.exists(best):
+            import keras_hub  # noqa: F401 (registers ReversibleEmbedding)
 
-    with strategy.scope():
-        model = compile_model(
-            build_model(config, len(vocabulary), batch if stream else None, stream), config
-        )
-    eval_model = build_model(config, len(vocabulary), batch if stream else None, stream)
-    rows, best = ResumeState.load(files["resume_state"])
-    evaluation = EpochEvaluation(config, eval_model, eval_data, rows)
-    # Order matters at each epoch end: the evaluation puts valid_perplexity in the logs
-    # for the checkpoint, and the resume state is written before the backup.
-    fit_callbacks = [
-        evaluation,
-        keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch)),
-    ]
-    checkpoint = None
-    if eval_data:
-        checkpoint = keras.callbacks.ModelCheckpoint(
-            files["best"], monitor="valid_perplexity", mode="min", save_best_only=True,
-            save_weights_only=True, initial_value_threshold=best,
-        )
-        fit_callbacks.append(checkpoint)
-        if config["patience"]:
-            fit_callbacks.append(keras.callbacks.EarlyStopping(
-                monitor="valid_perplexity", mode="min", patience=config["patience"],
-                restore_best_weights=True,
-            ))
-    fit_callbacks += [
-        ResumeState(files["resume_state"], evaluation, checkpoint),
-        keras.callbacks.BackupAndRestore(files["backup"]),
-        keras.callbacks.TerminateOnNaN(),
-    ]
-    if config["tensorboard"]:
-        fit_callbacks.append(keras.callbacks.TensorBoard(os.path.join(config["output_dir"], "logs")))
-    fit_callbacks += list(callbacks)
-    started = time.time()
-    if stream:
-        x, y = train_data
-        model.fit(x, y, batch_size=batch, shuffle=False, epochs=config["epochs"],
-                  callbacks=fit_callbacks, verbose=config["verbose"])
-        train_tokens = int((y != 0).sum())
-    else:
-        model.fit(train_data, epochs=config["epochs"], callbacks=fit_callbacks, shuffle=False,
-                  verbose=config["verbose"])
-        train_tokens = sum(len(s) + 1 for s in splits["train"])
-    wall_seconds = time.time() - started
-    model.save_weights(files["weights"])
-    train_seconds = sum(row["train_seconds"] for row in evaluation.rows)
-    results = {
-        "epochs": evaluation.rows,
-        "train_seconds": train_seconds,
-        "tokens_per_second": (
-            train_tokens * len(evaluation.rows) / train_seconds if train_seconds else None
-        ),
-        "wall_seconds": wall_seconds,
-        "replicas": int(strategy.num_replicas_in_sync),
-        "vocabulary_size": len(vocabulary),
-        "parameters": int(model.count_params()),
-    }
-    results.update(evaluate(config, splits=splits, vocabulary=vocabulary))
-    write_json(files["results"], results)
-    return results
+            trained = keras.saving.load_model(best, compile=False)
+            model = build_model(config, len(vocabulary))
+            model.set_weights(trained.get_weights())
+            return cls(model, vocabulary, config)
+        model = build_model(config, len(vocabulary))
+        for old in ("best.weights.h5", "model.weights.h5"):  # the layout before best.keras
+            if os.path.exists(os.path.join(out, old)):
+                model.load_weights(os.path.join(out, old))
+                return cls(model, vocabulary, config)
+        raise FileNotFoundError(f"no trained model at {best}; run `train` first.")
+
+    def variant(self, batch_size=None, stateful=False):
+        """The trained weights in a model with a fixed batch size / stateful RNNs."""
+        if batch_size is None and not stateful:
+            return self.model
+        model = build_model(self.config, len(self.vocabulary), batch_size, stateful)
+        model.set_weights(self.model.get_weights())
+        return model
+
+    def evaluate(self, splits, names=("valid", "test")):
+        """Perplexity (and bits per character at character level) of each split in
+        `names` of `splits` (``{split: sentences}``), over each whole stream."""
+        config = self.config
+        stream = config["batching"] == "stream"
+        batch = config["batch_size"]
+        model = self.variant(batch if stream else None, stream)
+        results = {}
+        for split in names:
+            if splits.get(split):
+                data = batches(config, splits[split], self.vocabulary, batch,
+                               source=config[f"{split}_file"])
+                result = perplexity(model, data, config)
+                if config["level"] == "char":
+                    result["bits_per_character"] = result.pop("bits_per_token")
+                results[split] = result
+        return results
+
+    def generate(self, prompts=None):
+        """Continuations of `prompts` (see the module function `generate`)."""
+        return generate(self.config, prompts, self.vocabulary, self.model)
+
+    def export(self, path):
+        """The SavedModel of the module function `export`."""
+        return export(self.config, path, self)
 
 
 def load_trained(config, batch_size=None, stateful=False):
-    """The vocabulary and a model with the trained weights (best if there is one)."""
-    from kerasrnn.data.vocabulary import Vocabulary
-
-    files = paths(config)
-    vocabulary = Vocabulary.load(files["vocabulary"])
-    model = build_model(config, len(vocabulary), batch_size, stateful)
-    weights = files["best"] if os.path.exists(files["best"]) else files["weights"]
-    if not os.path.exists(weights):
-        raise FileNotFoundError(f"no trained weights in {config['output_dir']}; run `train` first.")
-    model.load_weights(weights)
-    return vocabulary, model
+    """The vocabulary and a model with the trained (best) weights."""
+    trained = LanguageModel.from_run(config)
+    return trained.vocabulary, trained.variant(batch_size, stateful)
 
 
 def evaluate(config, splits=None, vocabulary=None, names=("valid", "test")):
     """Valid and test perplexity (and bits per character at character level) of the
     trained model, over each whole stream."""
-    stream = config["batching"] == "stream"
-    batch = config["batch_size"]
-    vocabulary, model = load_trained(config, batch if stream else None, stream)
+    trained = LanguageModel.from_run(config)
     if splits is None:
-        splits, _ = load_data(config, vocabulary)
-    results = {}
-    for split in names:
-        if split in splits:
-            data = batches(config, splits[split], vocabulary, batch,
-                           source=config[f"{split}_file"])
-            result = perplexity(model, data, config)
-            if config["level"] == "char":
-                result["bits_per_character"] = result.pop("bits_per_token")
-            results[split] = result
-    return results
+        splits, _ = load_data(config, trained.vocabulary)
+    return trained.evaluate(splits, names)
+
+
+# ----------------------------------------------------------------------------- train
+
+
+class LanguageModelRecipe(common.Recipe):
+    """The language model on the recipe skeleton (`common.Recipe`): its data are
+    sentence lists (`load_data`), its validation the per-epoch perplexity
+    (`EpochEvaluation`), its trained-model object `LanguageModel`."""
+
+    name = "language_model"
+    options = OPTIONS
+    predictor = LanguageModel
+    metric = "perplexity"
+    predict_command = "generate"
+
+    def check_config(self, config):
+        if config["strategy"] in ("mirrored", "multi_worker") and config["batching"] == "stream":
+            # A stateful RNN carries each row's state into the next window of the same
+            # row; split over replicas, its fixed-batch state variables would be
+            # mirrored, not kept per row.
+            raise ConfigError(
+                f"`strategy: {config['strategy']}` does not work with `batching: stream` "
+                "(stateful windows carry each row's RNN state, which replicas cannot "
+                "share); use "
+                "`batching: sentences` or `strategy: default`."
+            )
+
+    def load_splits(self, config):
+        return read_splits(config)
+
+    def prepare(self, config, splits):
+        """The vocabulary (vocabulary.txt) and the training windows or batches."""
+        from kerasrnn.data.language_model import build_vocabulary
+
+        vocabulary = build_vocabulary(
+            splits["train"], max_size=config["max_vocab"] or None, min_freq=config["min_freq"]
+        )
+        vocabulary.save(os.path.join(config["output_dir"], "vocabulary.txt"))
+        batch = config["batch_size"]
+        train_data = batches(config, splits["train"], vocabulary, batch, shuffle=True,
+                             source=config["train_file"])
+        eval_splits = {"valid": splits["valid"]} if splits.get("valid") else {}
+        if config["evaluate_test_each_epoch"] and splits.get("test"):
+            eval_splits["test"] = splits["test"]
+        eval_data = {
+            k: batches(config, v, vocabulary, batch, source=config[f"{k}_file"])
+            for k, v in eval_splits.items()
+        }
+        if config["batching"] == "stream":
+            tokens = int((train_data[1] != 0).sum())
+        else:
+            tokens = sum(len(s) + 1 for s in splits["train"])
+        return common.Prepared(train_data, None,
+                               {"vocabulary": vocabulary, "eval_data": eval_data,
+                                "tokens": tokens},
+                               {"vocabulary_size": len(vocabulary)})
+
+    def build(self, config, prepared):
+        stream = config["batching"] == "stream"
+        batch = config["batch_size"] if stream else None
+        size = len(prepared.model["vocabulary"])
+        return compile_model(build_model(config, size, batch, stream), config)
+
+    def fit_callbacks(self, config, prepared):
+        stream = config["batching"] == "stream"
+        # The per-epoch evaluation's copy of the weights, outside the strategy's scope:
+        # it runs predict on whole batches.
+        eval_model = build_model(config, len(prepared.model["vocabulary"]),
+                                 config["batch_size"] if stream else None, stream)
+        # Order matters at each epoch end: the evaluation puts valid_perplexity in the
+        # logs for the checkpoint.
+        return [
+            EpochEvaluation(config, eval_model, prepared.model["eval_data"]),
+            keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch)),
+        ]
+
+    def monitor(self, config, prepared):
+        if prepared.model["eval_data"].get("valid") is not None:
+            return "valid_perplexity", "min"
+        return "perplexity", "min"
+
+    def summarize(self, config, prepared, results, rows):
+        """`epochs` (one row per epoch), `train_seconds` and `tokens_per_second` of the
+        training passes only (summed over the epochs, before a resume too),
+        `wall_seconds` (this call's `fit`, per-epoch evaluation included)."""
+        results.pop("history")
+        results["wall_seconds"] = results.pop("train_seconds")
+        train_seconds = sum(row["train_seconds"] for row in rows)
+        results["epochs"] = rows
+        results["train_seconds"] = train_seconds
+        results["tokens_per_second"] = (
+            prepared.model["tokens"] * len(rows) / train_seconds if train_seconds else None)
+        return results
+
+    def evaluate_splits(self, config, splits):
+        return LanguageModel.from_run(config).evaluate(splits)
+
+    def predict_arguments(self, parser):
+        parser.add_argument("texts", nargs="*", metavar="prompts",
+                            help="prompts (default: --prompt)")
+        parser.add_argument("--input", help="a file with one prompt per line")
+
+    def predict_rows(self, trained, texts):
+        return trained.generate(texts or None)
+
+    def extra_commands(self):
+        def evaluate_arguments(parser):
+            parser.add_argument("--split", choices=["valid", "test"],
+                                help="only this split (default: both)")
+
+        def run_evaluate(config, args):
+            config = self.stored(config, args)
+            return evaluate(config, names=(args.split,) if args.split else ("valid", "test"))
+
+        return {"evaluate": ("perplexity of a trained model on the valid/test streams",
+                             evaluate_arguments, run_evaluate)}
+
+
+RECIPE = LanguageModelRecipe()
+
+
+def train(config, splits=None, callbacks=(), continue_run=False):
+    """Trains, evaluates valid/test perplexity after each epoch, saves the vocabulary,
+    the best model by validation perplexity (``best.keras``), the last epoch's weights
+    and optimizer state, ``results.json`` and ``training_curves.png``. Re-running an
+    interrupted run with the same config resumes it (`BackupAndRestore`), epoch rows and
+    best score included; `continue_run` extends a finished one.
+
+    Args:
+        config: a complete config (`common.load_config(OPTIONS, ...)`).
+        splits: optional ``{"train": sentences, "valid": ..., "test": ...}`` (token
+            lists) instead of the config's files.
+        callbacks: extra Keras callbacks.
+        continue_run: extend the finished run from its last epoch to ``epochs``.
+    """
+    return RECIPE.train(config, splits, callbacks, continue_run)
 
 
 # ------------------------------------------------------------------------ generation
@@ -643,10 +698,11 @@ def generate(config, prompts=None, vocabulary=None, model=None):
 # ---------------------------------------------------------------------------- export
 
 
-def export(config, export_dir):
+def export(config, export_dir, trained=None):
     """A SavedModel with `serving_default(prompt: tf.string[batch]) ->
     {"continuation": tf.string[batch]}`: tokenisation, the prompt pass, decoding
-    (`method`: greedy or beam; sampling is not exported) and detokenisation in the graph."""
+    (`method`: greedy or beam; sampling is not exported) and detokenisation in the graph.
+    `trained`: the `LanguageModel` (default: the run's, loaded)."""
     import tensorflow as tf
 
     from kerasrnn.data.vocabulary import END_ID, PAD_ID
@@ -654,7 +710,8 @@ def export(config, export_dir):
 
     if config["method"] not in ("greedy", "beam"):
         raise ConfigError(f"export supports method 'greedy' or 'beam', got {config['method']!r}.")
-    vocabulary, model = load_trained(config)
+    trained = trained or LanguageModel.from_run(config)
+    vocabulary, model = trained.vocabulary, trained.model
     lookup = vocabulary.lookup()
     step, initial_states = step_function(model)
     names = vocabulary.tokens
@@ -685,50 +742,8 @@ def export(config, export_dir):
 # ------------------------------------------------------------------------------- CLI
 
 
-def _stored(config, args):
-    return saved_config(DEFAULTS, config["output_dir"], args.overrides)
-
-
-def _evaluate_command(config, args):
-    config = _stored(config, args)
-    return evaluate(config, names=(args.split,) if args.split else ("valid", "test"))
-
-
-def _generate_command(config, args):
-    config = _stored(config, args)
-    return generate(config, args.prompts or None)
-
-
-def _export_command(config, args):
-    config = _stored(config, args)
-    return export(config, args.export_dir or os.path.join(config["output_dir"], "saved_model"))
-
-
-COMMANDS = {
-    "train": ("train a language model", None, lambda config, args: train(config)),
-    "evaluate": (
-        "perplexity of a trained model on the valid/test streams",
-        lambda p: p.add_argument("--split", choices=["valid", "test"]),
-        _evaluate_command,
-    ),
-    "generate": (
-        "continue prompts (--prompt, or several positional prompts)",
-        lambda p: p.add_argument("prompts", nargs="*", help="prompts (default: --prompt)"),
-        _generate_command,
-    ),
-    "export": (
-        "export a string-in/string-out SavedModel",
-        lambda p: p.add_argument("--export-dir", help="default: <output_dir>/saved_model"),
-        _export_command,
-    ),
-}
-
-
 def main(argv=None):
-    return run_cli(
-        sys.argv[1:] if argv is None else argv, "python -m recipes.language_model",
-        __doc__.splitlines()[0], DEFAULTS, COMMANDS,
-    )
+    return RECIPE.main(argv)
 
 
 if __name__ == "__main__":

@@ -38,102 +38,41 @@ import sys
 import keras
 from keras import ops
 
+from kerasrnn.layers import MergeBatchTime, SplitBatchTime, WordDropout
 from recipes import common
+from recipes.common import Option
 
-DEFAULTS = dict(
-    common.COMMON_DEFAULTS,
-    output_dir="runs/tagger",
-    train=None,
-    valid=None,
-    test=None,
-    format="auto",  # auto (by extension: .conllu -> conllu, else columns) | conllu | columns | tfds
-    column="upos",  # CoNLL-U: upos or xpos
-    token_column=0,  # column files
-    tag_column=-1,
-    encoding="utf-8",
-    tfds_data_dir=None,
-    tfds_tags_key="ner",
-    lowercase=True,  # of the word-embedding input; characters keep their case
-    max_vocab=50000,
-    min_freq=1,
-    embedding_dim=100,
-    word_dropout=0.1,  # training: replace words by [UNK] with this probability
-    embedding_dropout=0.25,
-    char_dim=32,  # 0: no character features
-    char_units=32,
-    max_chars=50,  # longer words are cut (keeps batches of URLs small)
-    cell="lstm",
-    cell_options={},
-    units=128,
-    num_layers=1,
-    dropout=0.33,
-    crf=False,  # a linear-chain CRF output layer (NLL training, Viterbi decoding)
-    bucket_boundaries=[10, 20, 30, 50],
-    batch_size=32,
-    epochs=20,
-    patience=3,
-)
 FORMATS = ("auto", "conllu", "columns", "tfds")
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class MergeBatchTime(keras.layers.Layer):
-    """(batch, time, ...) -> (batch * time, ...): runs a per-word network (e.g. the
-    character RNN) on all words of all sentences at once. Undo with `SplitBatchTime`."""
-
-    def call(self, inputs):
-        shape = ops.shape(inputs)
-        return ops.reshape(inputs, (-1,) + tuple(shape[2:]))
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        return (None,) + tuple(input_shape[2:])
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class SplitBatchTime(keras.layers.Layer):
-    """``[values (batch * time, ...), reference (batch, time, ...)]`` ->
-    (batch, time, ...): the inverse of `MergeBatchTime`."""
-
-    def call(self, inputs):
-        values, reference = inputs
-        shape = ops.shape(reference)
-        return ops.reshape(values, (shape[0], shape[1]) + tuple(ops.shape(values)[1:]))
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        values, reference = input_shape
-        return (reference[0], reference[1]) + tuple(values[1:])
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class WordDropout(keras.layers.Layer):
-    """In training, replaces each real word id by [UNK] (id 1) with probability `rate`
-    (padding, id 0, stays), so that the [UNK] embedding is trained on words in context
-    and the model learns to lean on the character features for unknown words."""
-
-    def __init__(self, rate=0.1, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        if not 0 <= rate < 1:
-            raise ValueError(f"`rate` must be in [0, 1), got {rate}.")
-        self.rate, self.seed = rate, seed
-        self.seed_generator = keras.random.SeedGenerator(seed)
-
-    def call(self, ids, training=False):
-        if not training or not self.rate:
-            return ids
-        drop = keras.random.uniform(ops.shape(ids), seed=self.seed_generator) < self.rate
-        return ops.where(ops.logical_and(drop, ids != 0), ops.ones_like(ids), ids)
-
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
-    def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+OPTIONS = common.data_options(
+    "runs/tagger", "a CoNLL-U file, a CoNLL-2003-style column file, or tfds:NAME[:SPLIT]",
+    format=Option("auto", "how to read the data (auto: tfds: prefix, .conllu in the "
+                  "name -> conllu, else columns)", FORMATS),
+    column=Option("upos", "CoNLL-U tag column", ("upos", "xpos")),
+    token_column=Option(0, "column files: the token's column"),
+    tag_column=Option(-1, "column files: the tag's column (negative: from the right)"),
+    tfds_tags_key=Option("ner", "tensorflow-datasets feature holding the tags (e.g. "
+                         "ner, pos, chunks)"),
+    lowercase=Option(True, "lower-case the word-embedding input (characters keep "
+                     "their case)"),
+    max_vocab=Option(50000, "word vocabulary size at most, the 4 special tokens included"),
+    min_freq=Option(1, "words seen fewer times in training are [UNK]"),
+    embedding_dim=Option(100, "word embedding width"),
+    word_dropout=Option(0.1, "training: replace words by [UNK] with this probability"),
+    embedding_dropout=Option(0.25, "dropout rate on the word (and character) features"),
+    char_dim=Option(32, "character embedding width; 0: no character features"),
+    char_units=Option(32, "units of the character BiRNN (per direction)"),
+    max_chars=Option(50, "characters of a word at most (longer words are cut)"),
+    **common.cell_options("lstm"),
+    units=Option(128, "cell units of the sentence BiRNN (per direction)"),
+    num_layers=Option(1, "stacked sentence BiRNN layers"),
+    dropout=Option(0.33, "dropout rate between recurrent layers and before the output"),
+    crf=Option(False, "a linear-chain CRF output layer (NLL training, Viterbi decoding, "
+               "marginal probabilities per tag)"),
+    bucket_boundaries=Option([10, 20, 30, 50], "sentence lengths (tokens) where length "
+                             "buckets split; [] for plain batching"),
+    epochs=Option(20, common.COMMON_OPTIONS["epochs"].help),
+)
+DEFAULTS = common.defaults_of(OPTIONS)
 
 
 # ------------------------------------------------------------------------------ data
@@ -142,16 +81,17 @@ class WordDropout(keras.layers.Layer):
 def load_examples(config, spec, split):
     """One data spec -> ``(sentences, tags)``."""
     from kerasrnn.data import loaders
+    from kerasrnn.data.specs import tfds_spec
 
     fmt = config["format"]
     if fmt not in FORMATS:
         raise common.ConfigError(f"`format` must be one of {FORMATS}, got {fmt!r}.")
-    if fmt == "tfds" or (fmt == "auto" and str(spec).startswith("tfds:")):
-        name, _, tfds_split = str(spec).removeprefix("tfds:").partition(":")
-        return loaders.load_tfds_tagging(
-            name, tfds_split or split, data_dir=config["tfds_data_dir"],
-            tags_key=config["tfds_tags_key"],
-        )
+    tfds = tfds_spec(str(spec), split)
+    if fmt == "tfds" and tfds is None:
+        tfds = tfds_spec(f"tfds:{spec}", split)
+    if fmt in ("auto", "tfds") and tfds:
+        return loaders.load_tfds_tagging(*tfds, data_dir=config["tfds_data_dir"],
+                                         tags_key=config["tfds_tags_key"])
     path = os.fspath(spec)
     conllu = fmt == "conllu" or (fmt == "auto" and ".conllu" in os.path.basename(path))
     if conllu:
@@ -162,12 +102,8 @@ def load_examples(config, spec, split):
 
 
 def load_splits(config):
-    if config["train"] is None:
-        raise common.ConfigError("`train` is required: the training data (see --help).")
-    return {
-        name: load_examples(config, config[name], name) if config[name] else None
-        for name in ("train", "valid", "test")
-    }
+    """The train / valid / test examples the config describes (None where absent)."""
+    return common.load_splits(config, load_examples)
 
 
 def lowercase_tokens(sentences):
@@ -311,17 +247,14 @@ class Tagger:
 
     @classmethod
     def from_run(cls, config):
-        from kerasrnn.data import Vocabulary
-
-        out = config["output_dir"]
         chars = None
         if config["char_dim"]:
-            chars = Vocabulary.load(os.path.join(out, "chars.txt"))
+            chars = common.load_vocabulary(config, "chars.txt")
         return cls(
             common.load_best_model(config),
-            Vocabulary.load(os.path.join(out, "vocab.txt")),
+            common.load_vocabulary(config, "vocab.txt"),
             chars,
-            Vocabulary.load(os.path.join(out, "tags.txt")).tokens[4:],
+            common.load_vocabulary(config, "tags.txt").tokens[4:],
             config["lowercase"],
             config["max_chars"],
         )
@@ -409,49 +342,65 @@ class Tagger:
 # -------------------------------------------------------------------------- commands
 
 
-def train(config, splits=None, callbacks=()):
-    """Trains a tagger as configured and writes to ``config["output_dir"]``:
-    ``config.json``, ``vocab.txt``, ``chars.txt``, ``tags.txt``, ``best.keras`` and
-    ``results.json`` (history, valid and test scores). Returns the results dict."""
-    from kerasrnn.data import Vocabulary, sequence_dataset
+class TaggerRecipe(common.Recipe):
+    """The tagger on the recipe skeleton (`common.Recipe`)."""
 
-    strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
-    common.set_seed(config["seed"])
-    splits = splits or load_splits(config)
-    sentences, tags = splits["train"]
-    for name in ("valid", "test"):
-        if splits.get(name):
-            common.check_labels([t for s in tags for t in s],
-                                [t for s in splits[name][1] for t in s], name, config[name])
+    name = "tagger"
+    options = OPTIONS
+    predictor = Tagger
+    test_help = "the tagged data"
 
-    out = config["output_dir"]
-    os.makedirs(out, exist_ok=True)
-    common.write_json(os.path.join(out, "config.json"), config)
-    keys = lowercase_tokens(sentences) if config["lowercase"] else sentences
-    words = Vocabulary.build(keys, config["max_vocab"], config["min_freq"])
-    words.save(os.path.join(out, "vocab.txt"))
-    chars = None
-    if config["char_dim"]:
-        chars = Vocabulary.build(t for s in sentences for t in s)
-        chars.save(os.path.join(out, "chars.txt"))
-    # Sorted tags after the special ids, so that tag id = Vocabulary id - 4.
-    tag_vocab = Vocabulary(sorted({t for s in tags for t in s}))
-    tag_vocab.save(os.path.join(out, "tags.txt"))
-    tag_names = tag_vocab.tokens[4:]
-    tag_index = {t: i for i, t in enumerate(tag_names)}
-    encoder = Encoder(words, chars, config["lowercase"], config["max_chars"])
+    def load_examples(self, config, spec, split):
+        return load_examples(config, spec, split)
 
-    def dataset(split, shuffle):
-        return sequence_dataset(
-            encoder.inputs(split[0]), [[tag_index[t] for t in s] for s in split[1]],
-            batch_size=config["batch_size"], shuffle=shuffle, seed=config["seed"],
-            bucket_boundaries=config["bucket_boundaries"] or None, length_key="word_ids",
+    def check_data(self, config, splits):
+        tags = [t for s in splits["train"][1] for t in s]
+        for name in ("valid", "test"):
+            if splits.get(name):
+                common.check_labels(tags, [t for s in splits[name][1] for t in s], name,
+                                    config[name])
+
+    def prepare(self, config, splits):
+        """Word and character vocabularies (vocab.txt, chars.txt) and the tag set
+        (tags.txt)."""
+        from kerasrnn.data import Vocabulary, sequence_dataset
+
+        out = config["output_dir"]
+        sentences, tags = splits["train"]
+        keys = lowercase_tokens(sentences) if config["lowercase"] else sentences
+        words = Vocabulary.build(keys, config["max_vocab"], config["min_freq"])
+        words.save(os.path.join(out, "vocab.txt"))
+        chars = None
+        if config["char_dim"]:
+            chars = Vocabulary.build(t for s in sentences for t in s)
+            chars.save(os.path.join(out, "chars.txt"))
+        # Sorted tags after the special ids, so that tag id = Vocabulary id - 4.
+        tag_vocab = Vocabulary(sorted({t for s in tags for t in s}))
+        tag_vocab.save(os.path.join(out, "tags.txt"))
+        tag_names = tag_vocab.tokens[4:]
+        tag_index = {t: i for i, t in enumerate(tag_names)}
+        encoder = Encoder(words, chars, config["lowercase"], config["max_chars"])
+
+        def dataset(split, shuffle):
+            return sequence_dataset(
+                encoder.inputs(split[0]), [[tag_index[t] for t in s] for s in split[1]],
+                batch_size=config["batch_size"], shuffle=shuffle, seed=config["seed"],
+                bucket_boundaries=config["bucket_boundaries"] or None,
+                length_key="word_ids",
+            )
+
+        return common.Prepared(
+            dataset(splits["train"], True),
+            dataset(splits["valid"], False) if splits.get("valid") else None,
+            {"words": len(words), "chars": len(chars) if chars else 0,
+             "tags": len(tag_names)},
+            {"train_sentences": len(sentences), "vocabulary_size": len(words),
+             "tags": tag_names},
         )
 
-    train_data = dataset(splits["train"], True)
-    valid_data = dataset(splits["valid"], False) if splits.get("valid") else None
-    with strategy.scope():
-        model = build_model(config, len(words), len(chars) if chars else 0, len(tag_names))
+    def build(self, config, prepared):
+        sizes = prepared.model
+        model = build_model(config, sizes["words"], sizes["chars"], sizes["tags"])
         if config["crf"]:
             from kerasrnn.layers import CRFAccuracy, CRFLoss
 
@@ -461,67 +410,34 @@ def train(config, splits=None, callbacks=()):
             loss, metric = "sparse_categorical_crossentropy", "accuracy"
         model.compile(optimizer=common.optimizer(config), loss=loss,
                       weighted_metrics=[metric])
-    monitor = "val_accuracy" if valid_data is not None else "accuracy"
-    history = common.fit(model, config, train_data, valid_data, monitor, "max", callbacks)
+        return model
 
-    tagger = Tagger.from_run(config)
-    results = {
-        "train_sentences": len(sentences),
-        "vocabulary_size": len(words),
-        "tags": tag_names,
-        "replicas": strategy.num_replicas_in_sync,
-        "history": history,
-    }
-    for name in ("valid", "test"):
-        if splits.get(name):
-            results[name] = tagger.evaluate(*splits[name])
-    common.write_json(os.path.join(out, "results.json"), results)
-    return results
+    def monitor(self, config, prepared):
+        return ("val_accuracy" if prepared.valid is not None else "accuracy"), "max"
+
+    def predict_arguments(self, parser):
+        parser.add_argument("texts", nargs="*", help="whitespace-tokenized sentences to tag")
+        parser.add_argument("--input", help="a file with one whitespace-tokenized "
+                            "sentence per line")
+
+    def predict_rows(self, trained, texts):
+        sentences = [text.split() for text in texts]
+        return [{"tokens": s, **p} for s, p in zip(sentences, trained.predict(sentences))]
 
 
-def _run_train(config, args):
-    return train(config)
+RECIPE = TaggerRecipe()
 
 
-def _run_evaluate(config, args):
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    if config["test"] is None:
-        raise common.ConfigError("evaluate needs `--test` (the tagged data).")
-    results = Tagger.from_run(config).evaluate(*load_examples(config, config["test"], "test"))
-    common.write_json(os.path.join(config["output_dir"], "evaluation.json"), results)
-    return results
-
-
-def _predict_arguments(parser):
-    parser.add_argument("sentences", nargs="*",
-                        help="whitespace-tokenized sentences to tag")
-    parser.add_argument("--input", help="a file with one whitespace-tokenized sentence "
-                        "per line")
-
-
-def _run_predict(config, args):
-    from kerasrnn.data.loaders import read_lines
-
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    texts = list(args.sentences)
-    if args.input:
-        texts += [line for _, line in read_lines(args.input, config["encoding"])]
-    sentences = [text.split() for text in texts]
-    predictions = Tagger.from_run(config).predict(sentences)
-    return [{"tokens": s, **p} for s, p in zip(sentences, predictions)]
-
-
-COMMANDS = {
-    "train": ("train a tagger and evaluate it", None, _run_train),
-    "evaluate": ("evaluate a trained tagger on --test", None, _run_evaluate),
-    "predict": ("tag sentences", _predict_arguments, _run_predict),
-    "export": ("export a SavedModel taking tokens", common.export_arguments,
-               common.export_command(DEFAULTS, Tagger.from_run)),
-}
+def train(config, splits=None, callbacks=(), continue_run=False):
+    """Trains a tagger as configured and writes to ``config["output_dir"]``:
+    ``config.json``, ``vocab.txt``, ``chars.txt``, ``tags.txt``, ``best.keras``,
+    ``results.json`` (history, valid and test scores) and ``training_curves.png``.
+    Returns the results dict (see `common.Recipe.train` for the arguments)."""
+    return RECIPE.train(config, splits, callbacks, continue_run)
 
 
 def main(argv=None):
-    return common.main(argv, "recipes.tagger", __doc__.splitlines()[0], DEFAULTS, COMMANDS)
+    return RECIPE.main(argv)
 
 
 if __name__ == "__main__":

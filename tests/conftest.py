@@ -13,6 +13,9 @@ DATA_DIR = pathlib.Path(
     os.environ.get("KERASRNN_DATA_DIR", REPO.parent / "shared" / "data")
 )
 
+# `corpus:NAME/FILE` data specs (kerasrnn.datasets) read the shared copy: tests never download.
+os.environ.setdefault("KERASRNN_DATA", str(DATA_DIR))
+
 
 def require_data(*parts):
     """Path to a file or folder under ../shared/data.

@@ -4,7 +4,9 @@ Each block runs in a fresh namespace, in a temporary working directory. A block 
 by `<!-- output -->` and a ```text block must print exactly that text (trailing spaces
 ignored). A block preceded by `<!-- no-run: REASON -->` is skipped with that reason:
 only for examples that need a trained run directory or ../shared/data, which the test
-suite cannot produce in seconds.
+suite cannot produce in seconds, or a process started with another backend (the JAX
+data-parallel example of docs/distributed.md, which tests/test_edges_distributed.py runs
+in a subprocess).
 """
 import contextlib
 import io
@@ -112,7 +114,7 @@ def test_docs_have_examples():
     runnable = [e for e in EXAMPLES if not e.skip]
     assert len(runnable) >= 15, [e.name for e in EXAMPLES]
     # Exceptions stay few: every skipped block is listed in the module docstring's terms.
-    assert len(EXAMPLES) - len(runnable) <= 4, [e.name for e in EXAMPLES if e.skip]
+    assert len(EXAMPLES) - len(runnable) <= 5, [e.name for e in EXAMPLES if e.skip]
 
 
 BROKEN = """

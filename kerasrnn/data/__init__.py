@@ -8,7 +8,9 @@
   `join_wordpieces`);
 * `pipeline` -- `sequence_dataset`: shuffled, padded, masked, length-bucketed batches;
 * `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, word vectors,
-  tensorflow-datasets; gzip is read transparently.
+  tensorflow-datasets; gzip is read transparently;
+* `specs` -- the recipes' data specs (``tfds:NAME[:SPLIT]``, `tfds_spec`) and seeded
+  held-out splits (`holdout`).
 
 `Vocabulary` needs neither TensorFlow nor Keras until its `lookup()` layers are made;
 the other names are imported on first use so that ``import kerasrnn.data`` stays cheap.
@@ -53,6 +55,8 @@ _LAZY = {
     "load_tfds_tagging": "loaders",
     "load_parallel_text": "loaders",
     "load_tfds_translation": "loaders",
+    "tfds_spec": "specs",
+    "holdout": "specs",
 }
 
 __all__ = [

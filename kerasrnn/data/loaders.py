@@ -50,12 +50,16 @@ class DatasetUnavailableError(RuntimeError):
 def open_text(path, encoding="utf-8"):
     """Opens a text file for reading, decompressing it when it is gzip-compressed.
 
-    Compression is recognised by the gzip magic bytes, not by the file name. Lines are
+    `path` may also be a ``corpus:NAME/FILE`` spec of a standard corpus
+    (`kerasrnn.datasets`), fetched on first use. Compression is recognised by the gzip
+    magic bytes, not by the file name. Lines are
     split on ``\\n`` (and ``\\r\\n``) only: the Windows-1252 files of the sentence
     polarity corpus contain byte 0x85, which `str.splitlines` would take for a line
     break (NEL) if it were decoded as latin-1.
     """
-    path = os.fspath(path)
+    from kerasrnn.data.download import resolve
+
+    path = os.fspath(resolve(path))  # a ``corpus:NAME/FILE`` spec -> its checked local copy
     if not os.path.exists(path):
         raise FileNotFoundError(f"data file not found: {path}")
     if os.path.isdir(path):

@@ -120,6 +120,16 @@ def sequence_dataset(inputs, targets=None, batch_size=32, shuffle=False, seed=No
             bucket_boundaries=boundaries,
             bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
         )
+        # Bucketing hides the number of batches from tf.data; without it Keras cannot
+        # show the epoch's length and warns "ran out of data" at the end of each first
+        # pass. Every bucket ends with one partial batch, so the count is known
+        # (assert_cardinality checks it while iterating).
+        bucket_sizes = np.bincount(
+            np.searchsorted(boundaries, _lengths_of(columns[key], "inputs"), side="right"),
+            minlength=len(boundaries) + 1,
+        )
+        batches = int(sum(-(-int(n) // batch_size) for n in bucket_sizes))
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
     else:
         dataset = dataset.padded_batch(batch_size)
 

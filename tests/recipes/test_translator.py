@@ -82,6 +82,7 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
     from keras import ops
 
     from kerasrnn.data import Vocabulary
+    from kerasrnn.losses import SequenceCrossEntropy
     from recipes import translator
 
     config = _small_config(attention=attention, cell=cell, num_layers=2,
@@ -89,6 +90,9 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
     source_vocab = Vocabulary([*Vocabulary([]).tokens, *"abcdefgh"])
     target_vocab = Vocabulary([*Vocabulary([]).tokens, *"ABCDEFGHIJ"])
     model = translator.build_model(config, len(source_vocab), len(target_vocab))
+    # Seq2Seq's fresh logits are nearly uniform; a larger readout makes them tell
+    # tokens apart (the check at the end needs that).
+    model.readout.kernel.assign(model.readout.kernel * 100.0)
     rng = np.random.default_rng(0)
     source = rng.integers(4, len(source_vocab), (3, 6)).astype("int32")
     source[0, 4:] = 0  # padded sources
@@ -101,17 +105,20 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
     target_out[2, 2:] = 0
     target_in[1, 4:] = 0
     target_in[2, 2:] = 0
-    loss_fn = translator.MaskedSequenceCrossEntropy(smoothing)
+    loss_fn = SequenceCrossEntropy(label_smoothing=smoothing)
     logits = model({"source": source, "target_in": target_in}, training=False)
     teacher_forced = float(loss_fn(target_out, logits))
 
     # The decoder run one step at a time on the gold previous tokens, as decoding does.
-    tr = translator.Translator(model, source_vocab, target_vocab, config)
-    memory, states, _ = tr.start(source)
-    step = tr.step_function(memory)
+    # (Seq2Seq.step_fn also sets the [PAD] logit to -1e9 for decoding; the readout's
+    # own logits are what the loss sees.)
+    encoded = model.encode(source)
+    states = encoded.states
     total, count = 0.0, 0
     for t in range(target_in.shape[1]):
-        step_logits, states = step(ops.convert_to_tensor(target_in[:, t]), states)
+        y = model.target_embedding(ops.convert_to_tensor(target_in[:, t]))
+        output, states, _ = model.decoder.step(y, states, encoded.memory)
+        step_logits = model.readout(output)
         log_p = ops.convert_to_numpy(ops.log_softmax(step_logits, axis=-1))
         for b in range(3):
             if target_out[b, t]:
@@ -166,48 +173,83 @@ def _sampling_batch():
 
 
 def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
+    """The translator trains kerasrnn.seq2seq.Seq2Seq's step-wise scheduled sampling
+    (the recipe's former two-pass approximation is gone; tests/seq2seq checks the
+    sampler against a NumPy reference): p = 0 is teacher forcing, p = 1 (argmax) feeds
+    the model its own previous predictions, and the training loss is the loss of the
+    tokens actually fed."""
     import keras
+    from keras import ops
 
+    from kerasrnn.losses import SequenceCrossEntropy
     from recipes import translator
 
-    config = _small_config()
+    config = _small_config(scheduled_sampling="constant", sampling_mode="argmax")
     x, y = _sampling_batch()
     model = translator.build_model(config, 12, 14)
-    loss_fn = translator.MaskedSequenceCrossEntropy()
+    loss_fn = SequenceCrossEntropy()
 
-    def train_loss(schedule, probability):
-        model.set_scheduled_sampling(schedule, probability, seed=7)
-        # Learning rate 0: the weights, hence the first pass, stay the same. Eager:
-        # tracing the two-pass step would cost more than running it once.
+    def train_loss(probability):
+        model.sampling_probability = probability
+        # Learning rate 0: the weights stay the same. Eager: tracing the step-wise
+        # pass would cost more than running it once.
         model.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss_fn, run_eagerly=True)
         return model.train_on_batch(x, y, return_dict=True)["loss"]
 
     logits = model(x, training=False)
     teacher_forced = float(loss_fn(y, logits))
-    assert train_loss("constant", 0.0) == pytest.approx(teacher_forced, rel=1e-6)
+    assert train_loss(0.0) == pytest.approx(teacher_forced, rel=1e-6)
 
     # p = 1: every input after [START] (except [PAD]) is the previous step's argmax
-    # over the non-[PAD] ids, computed here directly.
-    predicted = np.argmax(np.asarray(logits)[..., 1:], axis=-1) + 1
+    # over the non-[PAD] ids, given the tokens fed before it: computed here step by step.
+    encoded = model.encode(x["source"])
+    states, step = encoded.states, model.step_fn(encoded)
     expected = x["target_in"].copy()
-    real = expected != 0
-    real[:, 0] = False
-    shifted = np.concatenate([expected[:, :1], predicted[:, :-1]], axis=1)
-    expected[real] = shifted[real]
+    for t in range(expected.shape[1] - 1):
+        step_logits, new_states, _ = step(ops.convert_to_tensor(expected[:, t]), states)
+        real = expected[:, t] != 0
+        states = [np.where(real[:, None], ops.convert_to_numpy(n), ops.convert_to_numpy(o))
+                  for n, o in zip(new_states, states)]
+        own = np.argmax(ops.convert_to_numpy(step_logits)[:, 1:], axis=-1) + 1
+        expected[:, t + 1] = np.where(expected[:, t + 1] != 0, own, 0)
     assert (expected != x["target_in"]).any()
-    mixed = model.sampled_inputs(x, 1.0, np.array([7, 0], "int32"))
-    np.testing.assert_array_equal(np.asarray(mixed["target_in"]), expected)
-    np.testing.assert_array_equal(np.asarray(mixed["source"]), x["source"])
+    _, fed, _ = model.scheduled_pass(x["source"], x["target_in"], probability=1.0)
+    np.testing.assert_array_equal(ops.convert_to_numpy(fed), expected)
     own = float(loss_fn(y, model({**x, "target_in": expected}, training=False)))
     assert own != pytest.approx(teacher_forced, rel=1e-4)
-    assert train_loss("constant", 1.0) == pytest.approx(own, rel=1e-5)
-    # 0 < p < 1 replaces a part of them.
-    half = np.asarray(model.sampled_inputs(x, 0.5, np.array([7, 0], "int32"))["target_in"])
+    assert train_loss(1.0) == pytest.approx(own, rel=1e-5)
+    # 0 < p < 1 replaces a part of them; the loss is that of the tokens fed.
+    noise = tuple(np.random.default_rng(7).uniform(size=(2,) + x["target_in"].shape))
+    logits_half, half, _ = model.scheduled_pass(x["source"], x["target_in"], 0.5, noise)
+    half = ops.convert_to_numpy(half)
+    real = x["target_in"] != 0
+    real[:, 0] = False
     changed = half != x["target_in"]
-    assert changed.any() and (half[changed] == expected[changed]).all()
-    assert (half[real] == x["target_in"][real]).any()
+    assert changed.any() and (half[real] == x["target_in"][real]).any()
+    np.testing.assert_allclose(
+        float(loss_fn(y, logits_half)),
+        float(loss_fn(y, model({**x, "target_in": half}, training=False))), rtol=1e-5)
     with pytest.raises(ValueError, match="scheduled_sampling"):
-        model.set_scheduled_sampling("sometimes")
+        _small_config(scheduled_sampling="sometimes")
+
+
+def test_a_run_of_the_previous_layout_says_how_to_retrain(tmp_path):
+    """A best.keras of the recipe's former functional TranslatorModel cannot load into
+    the Seq2Seq recipe: the error names the file and how to retrain."""
+    import zipfile
+
+    from recipes import common, translator
+
+    with zipfile.ZipFile(tmp_path / "best.keras", "w") as archive:
+        archive.writestr("metadata.json", json.dumps({"keras_version": "3.15.0"}))
+        archive.writestr("config.json", json.dumps({
+            "module": None, "class_name": "TranslatorModel",
+            "registered_name": "kerasrnn>TranslatorModel",
+            "config": {"name": "translator", "layers": [], "input_layers": [],
+                       "output_layers": []}}))
+    with pytest.raises(common.RecipeError, match=r"best.keras was saved by an earlier "
+                       r"version of this recipe \(a TranslatorModel\).* retrain it"):
+        translator.load_model(_small_config(output_dir=str(tmp_path)))
 
 
 # ------------------------------------------------------------------------------ data
