@@ -17,9 +17,10 @@ PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 def recipes():
     """The recipes' skeleton objects, in the order the page lists them."""
-    from recipes import classifier, language_model, tagger, translator
+    from recipes import classifier, language_model, pair_classifier, tagger, translator
 
-    return [classifier.RECIPE, tagger.RECIPE, language_model.RECIPE, translator.RECIPE]
+    return [classifier.RECIPE, tagger.RECIPE, language_model.RECIPE, translator.RECIPE,
+            pair_classifier.RECIPE]
 
 
 def options_section():

@@ -1071,7 +1071,7 @@ class Recipe:
 
     Hooks: `check_config`, `load_examples` (one data spec -> examples), `load_splits`,
     `check_data`, `prepare` (vocabularies -> `Prepared`), `build` (the compiled
-    model), `monitor`, `fit_callbacks`, `summarize`,
+    model), `monitor`, `curve_metric`, `fit_callbacks`, `summarize`,
     `after_fit`, `evaluate_splits`, `evaluate_run`, `predict_arguments`, `predict_rows`,
     `extra_commands`.
     """
@@ -1123,6 +1123,11 @@ class Recipe:
     def monitor(self, config, prepared):
         """``(logged value, "min" | "max")`` that picks the best epoch."""
         return "val_loss", "min"
+
+    def curve_metric(self, config):
+        """The logged metric that ``training_curves.png`` plots beside the loss (where
+        it depends on the options; default: `metric`)."""
+        return self.metric
 
     def fit_callbacks(self, config, prepared):
         """Callbacks that run before the checkpoints at each epoch end (e.g. one that
@@ -1184,7 +1189,8 @@ class Recipe:
         began = time.perf_counter()
         history = fit(model, config, prepared.train, prepared.valid, monitor, mode,
                       callbacks, continue_run=continue_run,
-                      before=self.fit_callbacks(config, prepared), metric=self.metric)
+                      before=self.fit_callbacks(config, prepared),
+                      metric=self.curve_metric(config))
         results = dict(prepared.info)
         results.update(
             parameters=int(model.count_params()),

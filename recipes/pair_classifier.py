@@ -21,14 +21,16 @@ Command line::
 
     python -m recipes.pair_classifier train --train SICK_train.txt.gz \\
         --valid SICK_trial.txt.gz --test SICK_test_annotated.txt.gz --task relatedness
+    python -m recipes.pair_classifier train --continue --output-dir runs/pair --epochs 20
     python -m recipes.pair_classifier evaluate --output-dir runs/pair --test other.txt
     python -m recipes.pair_classifier predict --output-dir runs/pair \\
         "A man is playing a guitar" "A person plays an instrument"
     python -m recipes.pair_classifier export --output-dir runs/pair
 
-Data: SICK's tab-separated files (gzip read transparently) with the header
-``pair_ID sentence_A sentence_B relatedness_score entailment_judgment`` (extra columns
-are ignored; the column names are what is looked up).
+Data: SICK's tab-separated files (gzip read transparently; ``corpus:sick/SICK_train.txt``
+fetches the release) with the header ``pair_ID sentence_A sentence_B relatedness_score
+entailment_judgment`` (extra columns are ignored; the column names are what is looked
+up).
 """
 import os
 import sys
@@ -37,42 +39,45 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasrnn.layers import MaskedPooling1D
 from recipes import common
+from recipes.common import Option
 
-try:  # the library's masked pooling (kerasrnn.layers, from the seq2seq work) ...
-    from kerasrnn.layers import MaskedPooling1D
-except ImportError:  # ... or, before it, the classifier recipe's
-    from recipes.classifier import MaskedPooling1D
-
-DEFAULTS = dict(
-    common.COMMON_DEFAULTS,
-    output_dir="runs/pair",
-    train=None,
-    valid=None,
-    test=None,
-    encoding="utf-8",
-    task="entailment",  # entailment | relatedness
-    relatedness_target="score",  # score (regression) | distribution (Tai et al. 2015)
-    lowercase=True,
-    max_vocab=30000,
-    min_freq=1,
-    embedding_dim=100,
-    embedding_dropout=0.2,
-    cell="lstm",
-    cell_options={},
-    units=128,
-    num_layers=1,
-    bidirectional=True,
-    pooling="max",  # last | mean | max
-    hidden_units=128,
-    dropout=0.2,
-    max_length=100,  # longer sentences are cut
-)
 TASKS = ("entailment", "relatedness")
 TARGETS = ("score", "distribution")
 POOLINGS = ("last", "mean", "max")
 LABELS = ("CONTRADICTION", "ENTAILMENT", "NEUTRAL")
 COLUMNS = ("sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
+OPTIONS = {
+    key: option for key, option in common.data_options(
+        "runs/pair",
+        "a SICK-style tab-separated file whose header names the columns sentence_A, "
+        "sentence_B, relatedness_score and entailment_judgment (others are ignored)",
+        task=Option("entailment", "the head: entailment (one of three judgments) or "
+                    "relatedness (a score in [1, 5])", TASKS),
+        relatedness_target=Option(
+            "score", "what the relatedness head learns: score (1 + 4 sigmoid, squared "
+            "error) or distribution (Tai et al. 2015: a distribution over 1..5, KL "
+            "divergence, read as its expected value)", TARGETS),
+        lowercase=Option(True, "lower-case the sentences before tokenising"),
+        max_vocab=Option(30000, "vocabulary size at most, the 4 special tokens included"),
+        min_freq=Option(1, "words seen fewer times in training are [UNK]"),
+        embedding_dim=Option(100, "word embedding width"),
+        embedding_dropout=Option(0.2, "dropout rate on the word embeddings"),
+        **common.cell_options("lstm"),
+        units=Option(128, "cell units of the sentence encoder (per direction)"),
+        num_layers=Option(1, "stacked recurrent layers of the encoder"),
+        bidirectional=Option(True, "read each sentence in both directions"),
+        pooling=Option("max", "sentence vector: the last states, or the mean or max of "
+                       "the unmasked states of the last layer", POOLINGS),
+        hidden_units=Option(128, "width of the tanh layer over the pair features"),
+        dropout=Option(0.2, "dropout rate between recurrent layers, on the pair "
+                       "features and on the hidden layer"),
+        max_length=Option(100, "tokens kept of each sentence (longer ones are cut)"),
+    ).items()
+    if key != "tfds_data_dir"  # SICK comes as files only
+}
+DEFAULTS = common.defaults_of(OPTIONS)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -167,10 +172,8 @@ def score_distribution(scores, classes=5):
 
 
 def check_config(config):
-    for key, allowed in (("task", TASKS), ("relatedness_target", TARGETS),
-                         ("pooling", POOLINGS)):
-        if config[key] not in allowed:
-            raise common.ConfigError(f"`{key}` must be one of {allowed}, got {config[key]!r}.")
+    """Errors of the options that their table cannot express (the allowed values of
+    `task`, `relatedness_target` and `pooling` are checked by `common.load_config`)."""
     if config["max_length"] < 1:
         raise common.ConfigError(f"`max_length` must be >= 1, got {config['max_length']}.")
 
@@ -284,10 +287,8 @@ class PairClassifier:
 
     @classmethod
     def from_run(cls, config):
-        from kerasrnn.data import Vocabulary
-
-        return cls(common.load_best_model(config),
-                   Vocabulary.load(os.path.join(config["output_dir"], "vocab.txt")),
+        """Loads the best checkpoint and the vocabulary of a `train` run."""
+        return cls(common.load_best_model(config), common.load_vocabulary(config, "vocab.txt"),
                    config["task"], config["lowercase"], config["max_length"])
 
     def encode(self, texts):
@@ -375,114 +376,115 @@ def _dataset(vocab, split, config, shuffle):
     return data.batch(config["batch_size"]).prefetch(tf.data.AUTOTUNE)
 
 
-def load_splits(config):
-    if config["train"] is None:
-        raise common.ConfigError("`train` is required: the training pairs (see --help).")
-    return {name: load_pairs(config[name], config["encoding"]) if config[name] else None
-            for name in ("train", "valid", "test")}
-
-
-def train(config, splits=None, callbacks=()):
-    """Trains as configured and writes to ``config["output_dir"]``: ``config.json``,
-    ``vocab.txt``, ``best.keras`` and ``results.json`` (history, valid and test scores
-    beside the simple baselines). Returns the results dict."""
-    from kerasrnn.data import Vocabulary
-    from kerasrnn.data.tokenizers import tokenize
-
-    strategy = common.distribution_strategy(config["strategy"], config["mirrored_cpus"])
-    check_config(config)
-    common.set_seed(config["seed"])
-    splits = splits or load_splits(config)
-    a, b = splits["train"][:2]
-    out = config["output_dir"]
-    os.makedirs(out, exist_ok=True)
-    common.write_json(os.path.join(out, "config.json"), config)
-    vocab = Vocabulary.build(tokenize(list(a) + list(b), config["lowercase"]),
-                             config["max_vocab"], config["min_freq"])
-    vocab.save(os.path.join(out, "vocab.txt"))
-    train_data = _dataset(vocab, splits["train"], config, shuffle=True)
-    valid_data = _dataset(vocab, splits["valid"], config, False) if splits.get("valid") else None
-    with strategy.scope():
-        model = build_model(config, len(vocab))
-        compile_model(model, config)
-    if config["task"] == "entailment":
-        monitor, mode = "accuracy", "max"
-    else:
-        monitor, mode = "loss", "min"
-    if valid_data is not None:
-        monitor = "val_" + monitor
-    history = common.fit(model, config, train_data, valid_data, monitor, mode, callbacks)
-
-    pairs = PairClassifier.from_run(config)
-    results = {"task": config["task"], "train_pairs": len(a), "vocabulary_size": len(vocab),
-               "replicas": strategy.num_replicas_in_sync, "history": history}
-    for name in ("valid", "test"):
-        if splits.get(name):
-            results[name] = pairs.evaluate(*splits[name])
-            results[name]["baselines"] = baselines(splits["train"], splits[name])
-    common.write_json(os.path.join(out, "results.json"), results)
-    return results
-
-
-def _run_train(config, args):
-    return train(config)
-
-
-def _run_evaluate(config, args):
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    if config["test"] is None:
-        raise common.ConfigError("evaluate needs `--test` (a file of scored pairs).")
-    results = PairClassifier.from_run(config).evaluate(
-        *load_pairs(config["test"], config["encoding"]))
-    common.write_json(os.path.join(config["output_dir"], "evaluation.json"), results)
-    return results
-
-
-def _predict_arguments(parser):
-    parser.add_argument("sentences", nargs="*",
-                        help="sentence pairs: first and second sentence, alternating")
-    parser.add_argument("--input", help="a file with one pair per line, the two "
-                        "sentences separated by a tab")
-
-
-def _run_predict(config, args):
+def read_pair_lines(path, encoding="utf-8"):
+    """A file of one pair per line, the two sentences separated by a tab (blank lines
+    skipped) -> ``[(sentence_a, sentence_b), ...]``."""
     from kerasrnn.data.loaders import DataFormatError, read_lines
 
-    config = common.saved_config(DEFAULTS, config["output_dir"], args.overrides)
-    texts = list(args.sentences)
-    if len(texts) % 2:
-        raise common.RecipeError(
-            f"predict takes sentences in pairs (first, second, first, second, ...); got "
-            f"{len(texts)}, an odd number."
+    pairs = []
+    for number, line in read_lines(path, encoding):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataFormatError(path, number, "expected two tab-separated sentences, "
+                                  f"got {len(fields)} field(s)")
+        pairs.append(tuple(fields))
+    return pairs
+
+
+class PairRecipe(common.Recipe):
+    """The sentence-pair model on the recipe skeleton (`common.Recipe`)."""
+
+    name = "pair_classifier"
+    options = OPTIONS
+    predictor = PairClassifier
+    test_help = "a file of scored and judged pairs"
+
+    def check_config(self, config):
+        check_config(config)
+
+    def load_examples(self, config, spec, split):
+        return load_pairs(spec, config["encoding"])
+
+    def prepare(self, config, splits):
+        """The vocabulary of both sentences of the training pairs (vocab.txt)."""
+        from kerasrnn.data import Vocabulary
+        from kerasrnn.data.tokenizers import tokenize
+
+        a, b = splits["train"][:2]
+        vocab = Vocabulary.build(tokenize(list(a) + list(b), config["lowercase"]),
+                                 config["max_vocab"], config["min_freq"])
+        vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
+        valid = splits.get("valid")
+        return common.Prepared(
+            _dataset(vocab, splits["train"], config, shuffle=True),
+            _dataset(vocab, valid, config, shuffle=False) if valid else None,
+            {"vocabulary_size": len(vocab)},
+            {"task": config["task"], "train_pairs": len(a), "vocabulary_size": len(vocab)},
         )
-    pairs = list(zip(texts[::2], texts[1::2]))
-    if args.input:
-        for number, line in read_lines(args.input, config["encoding"]):
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 2:
-                raise DataFormatError(args.input, number, "expected two tab-separated "
-                                      f"sentences, got {len(fields)} field(s)")
-            pairs.append(tuple(fields))
-    if not pairs:
-        return []
-    predictions = PairClassifier.from_run(config).predict(*zip(*pairs))
-    return [{"sentence_a": x, "sentence_b": y, **p} for (x, y), p in zip(pairs, predictions)]
+
+    def build(self, config, prepared):
+        model = build_model(config, prepared.model["vocabulary_size"])
+        compile_model(model, config)
+        return model
+
+    def monitor(self, config, prepared):
+        monitor, mode = ("accuracy", "max") if config["task"] == "entailment" else ("loss", "min")
+        return ("val_" + monitor if prepared.valid is not None else monitor), mode
+
+    def curve_metric(self, config):
+        if config["task"] == "entailment":
+            return "accuracy"
+        # the squared error of the score: the loss itself, or beside the KL loss
+        return "loss" if config["relatedness_target"] == "score" else "score_mse"
+
+    def evaluate_splits(self, config, splits):
+        """The scores of the best model, each beside the simple `baselines`."""
+        results = super().evaluate_splits(config, splits)
+        for name, scores in results.items():
+            scores["baselines"] = baselines(splits["train"], splits[name])
+        return results
+
+    def predict_arguments(self, parser):
+        parser.add_argument("texts", nargs="*", metavar="sentences",
+                            help="sentence pairs: first and second sentence, alternating")
+        parser.add_argument("--input", help="a file with one pair per line, the two "
+                            "sentences separated by a tab")
+
+    def inputs_of(self, config, args):
+        """The pairs of the positional sentences, then those of ``--input``."""
+        texts = list(args.texts)
+        if len(texts) % 2:
+            raise common.RecipeError(
+                f"predict takes sentences in pairs (first, second, first, second, ...); "
+                f"got {len(texts)}, an odd number."
+            )
+        pairs = list(zip(texts[::2], texts[1::2]))
+        if args.input:
+            pairs += read_pair_lines(args.input, config["encoding"])
+        return pairs
+
+    def predict_rows(self, trained, pairs):
+        if not pairs:
+            return []
+        predictions = trained.predict(*zip(*pairs))
+        return [{"sentence_a": a, "sentence_b": b, **p} for (a, b), p in zip(pairs, predictions)]
 
 
-COMMANDS = {
-    "train": ("train a pair model and evaluate it", None, _run_train),
-    "evaluate": ("evaluate a trained pair model on --test", None, _run_evaluate),
-    "predict": ("judge or score sentence pairs", _predict_arguments, _run_predict),
-    "export": ("export a SavedModel taking two strings", common.export_arguments,
-               common.export_command(DEFAULTS, PairClassifier.from_run)),
-}
+RECIPE = PairRecipe()
+
+
+def train(config, splits=None, callbacks=(), continue_run=False):
+    """Trains as configured and writes to ``config["output_dir"]``: ``config.json``,
+    ``vocab.txt``, ``best.keras``, ``results.json`` (history, valid and test scores
+    beside the simple baselines) and ``training_curves.png``. Returns the results dict
+    (see `common.Recipe.train` for the arguments)."""
+    return RECIPE.train(config, splits, callbacks, continue_run)
 
 
 def main(argv=None):
-    return common.main(argv, "recipes.pair_classifier", __doc__.splitlines()[0], DEFAULTS,
-                       COMMANDS)
+    return RECIPE.main(argv)
 
 
 if __name__ == "__main__":

@@ -119,7 +119,16 @@ def test_bad_input_errors(tmp_path, capsys):
     assert "the header lacks column(s)" in capsys.readouterr().err
     good = tmp_path / "good.txt"
     good.write_text(HEADER + "1\tA dog\tA cat\t3.0\tNEUTRAL\n", encoding="utf-8")
-    assert pc.main(["train", "--train", str(good), "--task", "similarity"]) == 2
+    # Options with fixed values: a config file's value is checked before any data is read
+    # (a flag's at parse time, by argparse, naming the allowed values).
+    config = tmp_path / "c.yaml"
+    config.write_text("task: similarity\n")
+    assert pc.main(["train", "--config", str(config), "--train", str(good)]) == 2
     assert "`task` must be one of" in capsys.readouterr().err
-    assert pc.main(["train", "--train", str(good), "--pooling", "sum"]) == 2
+    config.write_text("pooling: sum\n")
+    assert pc.main(["train", "--config", str(config), "--train", str(good)]) == 2
     assert "`pooling` must be one of" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        pc.main(["train", "--train", str(good), "--relatedness-target", "ranks"])
+    assert exit_.value.code == 2
+    assert "invalid choice 'ranks' (choose from score, distribution)" in capsys.readouterr().err
