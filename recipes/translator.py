@@ -100,6 +100,11 @@ OPTIONS = common.data_options(
                                 "penalty)", (None, "average", "gnmt")),
     max_decode_length=Option(80, "tokens generated at most"),
     max_length_ratio=Option(0.0, "> 0: at most ceil(ratio * source length) tokens"),
+    n_best=Option(None, "hypotheses per input of the SavedModel's translate_n_best "
+                  "signature (null: beam_size); given to `translate`, it prints the K "
+                  "best of each input with their scores (beam search widens to K)"),
+    replace_unk=Option(False, "an output [UNK] becomes the source token with the highest "
+                       "attention weight at that step (translate, evaluate, SavedModel)"),
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test "
                     "sentences"),
 )
@@ -288,42 +293,102 @@ class Translator:
         return cls(load_model(config), *load_sides(config), config)
 
     # ---- decoding ----------------------------------------------------------------
-    def decode_ids(self, source_ids, beam_size=1):
-        """Source ids (batch, Tx) -> output ids (batch, max_decode_length), the end
-        token included, [PAD] after it: the best hypothesis of greedy (beam_size 1) or
-        beam search."""
+    def encode(self, texts):
+        """Strings (batch,) -> source ids (batch, <= max_source_length), the source
+        tokens (batch, same length; for replace_unk) and which texts are blank (TF ops).
+        A longer text is cut at `max_source_length` tokens."""
+        import tensorflow as tf
+
+        from kerasrnn.data.tokenizers import encode_tokens
+        from kerasrnn.data.text import tokenize_graph
+
+        limit = self.config["max_source_length"]
+        side = self.source
+        tokens = tokenize_graph(texts, side.kind, side.lowercase, side.wordpiece)
+        ids = encode_tokens(tokens, side.lookup)[:, :limit]
+        blank = tf.equal(tf.strings.strip(texts), "") | tf.reduce_all(ids == 0, axis=1)
+        words = tokens.to_tensor("")[:, :limit]
+        words = tf.pad(words, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(words)[1]]])
+        if self.config["replace_unk"]:  # alignments out of decoding need a static width
+            pad = [[0, 0], [0, limit - tf.shape(ids)[1]]]
+            ids = tf.ensure_shape(tf.pad(ids, pad), [None, limit])
+            words = tf.ensure_shape(tf.pad(words, pad), [None, limit])
+        return ids, words, blank
+
+    def decode(self, texts, beam_size=None, n_best=1):
+        """Strings (batch,) -> translations (batch, n_best) strings and their scores
+        (batch, n_best) float32, best first: greedy (log-probability) for beam size 1,
+        else beam search (its ranking score). Blank texts give "" (score 0); with
+        `replace_unk` an output [UNK] becomes the source token it attends to most."""
+        import tensorflow as tf
+
+        from kerasrnn.data.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
+        from kerasrnn.decoding import replace_unk
+
         config = self.config
+        beam_size = max(config["beam_size"] if beam_size is None else beam_size, n_best)
+        ids, words, blank = self.encode(texts)
         options = dict(max_length=config["max_decode_length"],
-                       max_length_ratio=config["max_length_ratio"] or None)
+                       max_length_ratio=config["max_length_ratio"] or None,
+                       return_alignments=bool(config["replace_unk"]))
         if beam_size <= 1:
-            return self.model.generate(source_ids, "greedy", **options).tokens[:, 0]
-        # n_best=k: stopping at the first complete hypothesis (n_best=1) would return
-        # whichever ends first, often a short one.
-        return self.model.generate(
-            source_ids, "beam", beam_size=beam_size, n_best=beam_size,
-            length_normalization=config["length_normalization"], **options,
-        ).tokens[:, 0]
+            result = self.model.generate(ids, "greedy", **options)
+        else:
+            # n_best=k: stopping at the first complete hypothesis (n_best=1) would
+            # return whichever ends first, often a short one.
+            result = self.model.generate(
+                ids, "beam", beam_size=beam_size, n_best=beam_size,
+                length_normalization=config["length_normalization"], **options)
+        tokens = tf.convert_to_tensor(result.tokens)
+        names = tf.gather(tf.constant(self.target.vocabulary.tokens), tokens)
+        if config["replace_unk"]:
+            names = replace_unk(result, words, names, unk_id=UNK_ID)
+        tokens, names = tokens[:, :n_best], names[:, :n_best]
+        length = tf.shape(tokens)[-1]
+        keep = (tokens != PAD_ID) & (tokens != START_ID) & (tokens != END_ID)
+        strings = detokenize_graph(
+            tf.ragged.boolean_mask(tf.reshape(names, (-1, length)),
+                                   tf.reshape(keep, (-1, length))), self.target.kind)
+        strings = tf.reshape(strings, (-1, n_best))
+        blank = tf.tile(blank[:, None], [1, n_best])
+        scores = tf.cast(tf.convert_to_tensor(result.scores)[:, :n_best], tf.float32)
+        return tf.where(blank, "", strings), tf.where(blank, 0.0, scores)
 
     def serve(self, texts, beam_size=None):
         """Strings (batch,) -> {"translation": strings (batch,)} (TensorFlow ops)."""
-        beam_size = self.config["beam_size"] if beam_size is None else beam_size
-        ids = self.decode_ids(self.source.encode_graph(texts), beam_size)
-        return {"translation": self.target.decode_graph(ids)}
+        return {"translation": self.decode(texts, beam_size)[0][:, 0]}
 
-    def translate(self, texts, beam_size=None, batch_size=64):
-        """Python strings -> translations (list of str)."""
+    def serve_n_best(self, texts, n_best=None):
+        """Strings (batch,) -> {"translations": (batch, K) strings, "scores": (batch, K)
+        float32}, K = `n_best` (default the `n_best` option, else `beam_size`)."""
+        translations, scores = self.decode(texts, n_best=self.n_best(n_best))
+        return {"translations": translations, "scores": scores}
+
+    def n_best(self, k=None):
+        k = k or self.config["n_best"] or self.config["beam_size"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
+        return k
+
+    def translate(self, texts, beam_size=None, batch_size=64, n_best=None):
+        """Python strings -> translations (list of str); with `n_best` K, per text
+        the K best as ``[{"translation", "score"}, ...]``."""
         import tensorflow as tf
 
         beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        if beam_size not in self._functions:
-            self._functions[beam_size] = tf.function(
-                lambda t: self.serve(t, beam_size),
+        key = (beam_size, n_best and self.n_best(n_best))
+        if key not in self._functions:
+            self._functions[key] = tf.function(
+                lambda t: self.decode(t, beam_size, key[1] or 1),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
-        fn, results = self._functions[beam_size], []
+        fn, results = self._functions[key], []
         for start in range(0, len(texts), batch_size):
-            out = fn(tf.constant(list(texts[start:start + batch_size]), tf.string))
-            results += [t.decode("utf-8") for t in out["translation"].numpy()]
+            strings, scores = fn(tf.constant(list(texts[start:start + batch_size]), tf.string))
+            for row, row_scores in zip(strings.numpy(), scores.numpy()):
+                hypotheses = [{"translation": t.decode("utf-8"), "score": float(s)}
+                              for t, s in zip(row, row_scores)]
+                results.append(hypotheses if n_best else hypotheses[0]["translation"])
         return results
 
     # ---- evaluation ----------------------------------------------------------------
@@ -397,14 +462,18 @@ class Translator:
 
     def export(self, path):
         """A SavedModel with ``translate(text: string[batch]) -> {"translation":
-        string[batch]}`` (beam search with the configured beam size)."""
+        string[batch]}`` (beam search with the configured beam size; also
+        ``serving_default``) and ``translate_n_best(text) -> {"translations":
+        string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
         import tensorflow as tf
 
         from kerasrnn.export import export_saved_model
 
         signature = [tf.TensorSpec([None], tf.string, name="text")]
         return export_saved_model(
-            path, self.model, {"translate": (lambda t: self.serve(t), signature)},
+            path, self.model,
+            {"translate": (lambda t: self.serve(t), signature),
+             "translate_n_best": (lambda t: self.serve_n_best(t), signature)},
             track=[self.source.lookup],
         )
 
@@ -482,9 +551,20 @@ class TranslatorRecipe(common.Recipe):
         parser.add_argument("texts", nargs="*", help="sentences to translate")
         parser.add_argument("--input", help="a file with one sentence per line")
 
-    def predict_rows(self, trained, texts):
+    def predict_rows(self, trained, texts, n_best=None):
+        if n_best:
+            return [{"text": s, "hypotheses": h}
+                    for s, h in zip(texts, trained.translate(texts, n_best=n_best))]
         return [{"text": s, "translation": t}
                 for s, t in zip(texts, trained.translate(texts))]
+
+    def _predict(self, config, args):
+        """``translate``; with ``--n-best K`` given, the K best of each input with
+        their scores."""
+        config = self.stored(config, args)
+        translator = Translator.from_run(config)
+        n_best = translator.n_best() if "n_best" in args.overrides else None
+        return self.predict_rows(translator, self.inputs_of(config, args), n_best)
 
     def extra_commands(self):
         return {
