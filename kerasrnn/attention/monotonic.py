@@ -106,7 +106,8 @@ class _Monotonic:
     def stateful_attention(self):
         return True
 
-    def _build_monotonic(self):
+    def build(self, query_shape, keys_shape, values_shape=None):
+        super().build(query_shape, keys_shape, values_shape)
         self.attention_score_bias = self.add_weight(
             name="attention_score_bias",
             shape=(),
@@ -138,8 +139,12 @@ class _Monotonic:
         weights = monotonic_attention(p_choose, ops.cast(previous, p_choose.dtype), self.mode)
         return weights[:, None, :], ops.cast(weights, previous.dtype)
 
-    def _monotonic_config(self):
+    def get_config(self):
+        config = super().get_config()
+        # the probability is the monotonic recurrence's, and the score has no coverage
+        del config["coverage"], config["probability_fn"]
         return {
+            **config,
             "sigmoid_noise": self.sigmoid_noise,
             "sigmoid_noise_seed": self.sigmoid_noise_seed,
             "score_bias_init": self.score_bias_init,
@@ -197,15 +202,6 @@ class BahdanauMonotonicAttention(_Monotonic, BahdanauAttention):
         super().__init__(units, normalize=normalize, **kwargs)
         self._init_monotonic(sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode)
 
-    def build(self, query_shape, keys_shape, values_shape=None):
-        super().build(query_shape, keys_shape, values_shape)
-        self._build_monotonic()
-
-    def get_config(self):
-        config = super().get_config()
-        del config["coverage"], config["probability_fn"]
-        return {**config, **self._monotonic_config()}
-
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class LuongMonotonicAttention(_Monotonic, LuongAttention):
@@ -256,12 +252,3 @@ class LuongMonotonicAttention(_Monotonic, LuongAttention):
         kwargs.pop("probability_fn", None)
         super().__init__(score, scale=scale, **kwargs)
         self._init_monotonic(sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode)
-
-    def build(self, query_shape, keys_shape, values_shape=None):
-        super().build(query_shape, keys_shape, values_shape)
-        self._build_monotonic()
-
-    def get_config(self):
-        config = super().get_config()
-        del config["coverage"], config["probability_fn"]
-        return {**config, **self._monotonic_config()}
