@@ -2,9 +2,9 @@
 
 The core (cells, attention, decoding, seq2seq, layers, losses, metrics) uses
 `keras.ops` only and runs on every Keras backend. `kerasrnn.compat`, `kerasrnn.data`,
-`kerasrnn.export`, `kerasrnn.tasks` and `kerasrnn.visualize` are reachable as attributes
-too, but imported on first use, so
-``import kerasrnn`` never imports TensorFlow itself.
+`kerasrnn.datasets`, `kerasrnn.export`, `kerasrnn.tasks` and `kerasrnn.visualize` are
+reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
+imports TensorFlow itself.
 """
 import importlib
 
@@ -14,7 +14,7 @@ from kerasrnn.cells import *  # noqa: F401,F403
 from kerasrnn.cells import __all__ as _cells_all
 
 __version__ = "0.1.0"
-_LAZY = ("compat", "data", "export", "tasks", "visualize")
+_LAZY = ("compat", "data", "datasets", "export", "tasks", "visualize")
 __all__ = list(_cells_all) + [
     "attention",
     "decoding",
@@ -30,8 +30,8 @@ __all__ = list(_cells_all) + [
 
 
 def __getattr__(name):
-    # TensorFlow-specific (compat, data, export), NumPy-only (tasks) or matplotlib
-    # (visualize) modules, loaded on use.
+    # TensorFlow-specific (compat, data, export), standard-library (datasets), NumPy-only
+    # (tasks) or matplotlib (visualize) modules, loaded on use.
     if name in _LAZY:
         return importlib.import_module(f"kerasrnn.{name}")
     raise AttributeError(f"module 'kerasrnn' has no attribute {name!r}")
