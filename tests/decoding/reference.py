@@ -37,6 +37,7 @@ class RecurrentDecoder:
 
     def __call__(self, tokens, states):
         h, memory = states
+        memory = ops.convert_to_tensor(memory)  # NumPy * torch tensor is no torch op
         h = ops.tanh(ops.matmul(h, self.w) + ops.take(self.emb, tokens, axis=0))
         a = ops.softmax(ops.sum(memory * h[:, None, :], axis=-1), axis=-1)
         logits = ops.matmul(h + ops.sum(a[:, :, None] * memory, axis=1), self.out)

@@ -27,6 +27,7 @@ class AttentiveStep:
 
     def __call__(self, tokens, states):
         h, memory, mask = states
+        memory = ops.convert_to_tensor(memory)  # NumPy * torch tensor is no torch op
         h = ops.tanh(ops.matmul(h, self.w) + ops.take(self.emb, tokens, axis=0))
         scores = ops.sum(memory * h[:, None, :], axis=-1)
         scores = ops.where(mask > 0, scores, -1e9)
