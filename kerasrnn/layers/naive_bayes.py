@@ -63,7 +63,9 @@ class NaiveBayesExpert(keras.layers.Layer):
 
     def scores(self, ids):
         """s_c(x) for token ids `(batch, time)`: `(batch, num_classes)`."""
-        ids = ops.cast(ids, "int64")  # a * vocab_size + b overflows int32 past 46,340 ids
+        # a * vocab_size + b overflows int32 past 46,340 ids; below that int32 suffices
+        # (and is all JAX has without its x64 mode)
+        ids = ops.cast(ids, "int64" if self.vocab_size > 46_340 else "int32")
         grams, present = [ids], [ops.not_equal(ids, 0)]
         if self.order == 2:
             left, right = ids[:, :-1], ids[:, 1:]

@@ -32,6 +32,7 @@ def recurrent_step(vocab=4, units=5, seed=0):
 
     def step(tokens, states):
         h, (c,) = states
+        c = ops.convert_to_tensor(c)  # NumPy + torch tensor is no torch op
         h = ops.tanh(ops.matmul(h, w) + ops.take(emb, tokens, axis=0) + c)
         return ops.matmul(h, out), (h, (c * 0.5,))
 
