@@ -184,23 +184,7 @@ def pairs_dataset(config, sides, sources, targets, shuffle):
         bucket_boundaries=config["bucket_boundaries"] or None, length_key="source",
         target_weights=False,
     )
-    if config["scheduled_sampling"] != "off":
-        dataset = dataset.map(_static_target_length(config["max_target_length"] + 1))
     return dataset, len(columns[0])
-
-
-def _static_target_length(length):
-    """Pads a batch's targets to `length` steps, a static shape: scheduled sampling
-    runs the decoder with `ops.scan`, which on TensorFlow (Keras 3.15) fails in a
-    traced `fit` when the number of steps is unknown."""
-    import tensorflow as tf
-
-    def fixed(ids):
-        ids = tf.pad(ids, [[0, 0], [0, length - tf.shape(ids)[1]]])
-        return tf.ensure_shape(ids, [None, length])
-
-    return lambda inputs, target: ({**inputs, "target_in": fixed(inputs["target_in"])},
-                                   fixed(target))
 
 
 # ----------------------------------------------------------------------------- model
