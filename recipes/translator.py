@@ -262,91 +262,29 @@ def load_model(config):
 
 
 class Translator:
-    """A trained translator with its two `TextSide`: raw strings in, translations out.
-
-    `serve(texts, beam_size)` is the exact graph the SavedModel exports: tokenising,
-    `Seq2Seq.generate` (greedy for beam_size 1, else beam search), detokenising."""
+    """A trained translator: `kerasrnn.export.TextTranslator` (raw strings in,
+    translations out, the graph the SavedModel serves) between the run's two
+    `TextSide`, with the run's decoding options, scores and heatmaps."""
 
     def __init__(self, model, source, target, config):
+        from kerasrnn.export import TextTranslator
+
         self.model, self.config = model, config
         self.source, self.target = source, target
-        self._functions = {}
+        self.texts = TextTranslator(model, source, target,
+                                    max_source_length=config["max_source_length"])
 
     @classmethod
     def from_run(cls, config):
         return cls(load_model(config), *load_sides(config), config)
 
-    # ---- decoding ----------------------------------------------------------------
-    def encode(self, texts):
-        """Strings (batch,) -> source ids (batch, <= max_source_length), the source
-        tokens (batch, same length; for replace_unk) and which texts are blank (TF ops).
-        A longer text is cut at `max_source_length` tokens."""
-        import tensorflow as tf
-
-        from kerasrnn.data.tokenizers import encode_tokens
-        from kerasrnn.data.text import tokenize_graph
-
-        limit = self.config["max_source_length"]
-        side = self.source
-        tokens = tokenize_graph(texts, side.kind, side.lowercase, side.wordpiece)
-        ids = encode_tokens(tokens, side.lookup)[:, :limit]
-        blank = tf.equal(tf.strings.strip(texts), "") | tf.reduce_all(ids == 0, axis=1)
-        words = tokens.to_tensor("")[:, :limit]
-        words = tf.pad(words, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(words)[1]]])
-        if self.config["replace_unk"]:  # alignments out of decoding need a static width
-            pad = [[0, 0], [0, limit - tf.shape(ids)[1]]]
-            ids = tf.ensure_shape(tf.pad(ids, pad), [None, limit])
-            words = tf.ensure_shape(tf.pad(words, pad), [None, limit])
-        return ids, words, blank
-
-    def decode(self, texts, beam_size=None, n_best=1):
-        """Strings (batch,) -> translations (batch, n_best) strings and their scores
-        (batch, n_best) float32, best first: greedy (log-probability) for beam size 1,
-        else beam search (its ranking score). Blank texts give "" (score 0); with
-        `replace_unk` an output [UNK] becomes the source token it attends to most."""
-        import tensorflow as tf
-
-        from kerasrnn.data.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
-        from kerasrnn.decoding import replace_unk
-
+    def options(self):
+        """The run's options of `TextTranslator.decode` (but the beam size)."""
         config = self.config
-        beam_size = max(config["beam_size"] if beam_size is None else beam_size, n_best)
-        ids, words, blank = self.encode(texts)
-        options = dict(max_length=config["max_decode_length"],
-                       max_length_ratio=config["max_length_ratio"] or None,
-                       return_alignments=bool(config["replace_unk"]))
-        if beam_size <= 1:
-            result = self.model.generate(ids, "greedy", **options)
-        else:
-            # n_best=k: stopping at the first complete hypothesis (n_best=1) would
-            # return whichever ends first, often a short one.
-            result = self.model.generate(
-                ids, "beam", beam_size=beam_size, n_best=beam_size,
-                length_normalization=config["length_normalization"], **options)
-        tokens = tf.convert_to_tensor(result.tokens)
-        names = tf.gather(tf.constant(self.target.vocabulary.tokens), tokens)
-        if config["replace_unk"]:
-            names = replace_unk(result, words, names, unk_id=UNK_ID)
-        tokens, names = tokens[:, :n_best], names[:, :n_best]
-        length = tf.shape(tokens)[-1]
-        keep = (tokens != PAD_ID) & (tokens != START_ID) & (tokens != END_ID)
-        strings = detokenize_graph(
-            tf.ragged.boolean_mask(tf.reshape(names, (-1, length)),
-                                   tf.reshape(keep, (-1, length))), self.target.kind)
-        strings = tf.reshape(strings, (-1, n_best))
-        blank = tf.tile(blank[:, None], [1, n_best])
-        scores = tf.cast(tf.convert_to_tensor(result.scores)[:, :n_best], tf.float32)
-        return tf.where(blank, "", strings), tf.where(blank, 0.0, scores)
-
-    def serve(self, texts, beam_size=None):
-        """Strings (batch,) -> {"translation": strings (batch,)} (TensorFlow ops)."""
-        return {"translation": self.decode(texts, beam_size)[0][:, 0]}
-
-    def serve_n_best(self, texts, n_best=None):
-        """Strings (batch,) -> {"translations": (batch, K) strings, "scores": (batch, K)
-        float32}, K = `n_best` (default the `n_best` option, else `beam_size`)."""
-        translations, scores = self.decode(texts, n_best=self.n_best(n_best))
-        return {"translations": translations, "scores": scores}
+        return dict(max_length=config["max_decode_length"],
+                    max_length_ratio=config["max_length_ratio"] or None,
+                    length_normalization=config["length_normalization"],
+                    replace_unk=bool(config["replace_unk"]))
 
     def n_best(self, k=None):
         k = k or self.config["n_best"] or self.config["beam_size"]
@@ -356,24 +294,11 @@ class Translator:
 
     def translate(self, texts, beam_size=None, batch_size=64, n_best=None):
         """Python strings -> translations (list of str); with `n_best` K, per text
-        the K best as ``[{"translation", "score"}, ...]``."""
-        import tensorflow as tf
-
+        the K best as ``[{"translation", "score"}, ...]``. Greedy for beam size 1,
+        else beam search (widened to K beams)."""
         beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        key = (beam_size, n_best and self.n_best(n_best))
-        if key not in self._functions:
-            self._functions[key] = tf.function(
-                lambda t: self.decode(t, beam_size, key[1] or 1),
-                input_signature=[tf.TensorSpec([None], tf.string)],
-            )
-        fn, results = self._functions[key], []
-        for start in range(0, len(texts), batch_size):
-            strings, scores = fn(tf.constant(list(texts[start:start + batch_size]), tf.string))
-            for row, row_scores in zip(strings.numpy(), scores.numpy()):
-                hypotheses = [{"translation": t.decode("utf-8"), "score": float(s)}
-                              for t, s in zip(row, row_scores)]
-                results.append(hypotheses if n_best else hypotheses[0]["translation"])
-        return results
+        return self.texts.translate(texts, beam_size, n_best and self.n_best(n_best),
+                                    batch_size, **self.options())
 
     # ---- evaluation ----------------------------------------------------------------
     def evaluate(self, sources, references, beam_sizes=None):
@@ -407,66 +332,51 @@ class Translator:
             }
         return results
 
-    def alignments(self, text, translation):
-        """Attention weights (target tokens + [END]) x (source tokens) for a source
-        and its translation, with both token lists."""
-        import numpy as np
-
-        src, tgt = self.source.tokenize([text])[0], self.target.tokenize([translation])[0]
-        inputs = {"source": np.array(self.source.encode([text]), "int32"),
-                  "target_in": np.array([self.target.vocabulary.encode(tgt, add_start=True)],
-                                        "int32")}
-        weights = ops.convert_to_numpy(self.model.alignments(inputs))[0]
-        return weights[:, : max(len(src), 1)], src, tgt + ["[END]"]
-
-    def heatmap(self, text, path, beam_size=None, translation=None):
-        """Writes the alignment matrix of `text` and its translation (decoded with
-        `beam_size` unless given) as a PNG: source tokens x translation tokens."""
+    def heatmap(self, text, path, beam_size=None):
+        """Writes the attention weights that decoding `text` returned (beam search of
+        `beam_size` beams, default the run's; greedy for 1) as a PNG: one column per
+        source token, one row per token of the best hypothesis, its end included
+        (`kerasrnn.visualize.plot_alignments`). Returns the drawn matplotlib Axes."""
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        if translation is None:
-            translation = self.translate([text], beam_size)[0]
-        weights, src, tgt = self.alignments(text, translation)
-        fig, ax = plt.subplots(figsize=(1 + 0.45 * len(src), 1 + 0.35 * len(tgt)))
-        ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_xticks(range(len(src)), src, rotation=60, ha="right")
-        ax.set_yticks(range(len(tgt)), tgt)
-        ax.set_xlabel("source")
-        ax.set_ylabel("translation")
-        fig.tight_layout()
+        from kerasrnn.visualize import plot_alignments
+
+        if not text.strip():
+            raise common.ConfigError("heatmap: a blank sentence has no alignments.")
+        beam_size = self.config["beam_size"] if beam_size is None else beam_size
+        ax = plot_alignments(*self.texts.alignments(text, beam_size, **self.options()))
         folder = os.path.dirname(os.fspath(path))
         if folder:
             os.makedirs(folder, exist_ok=True)
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
+        ax.figure.savefig(path, dpi=100)
+        plt.close(ax.figure)
+        return ax
 
     def export(self, path):
-        """A SavedModel with ``translate(text: string[batch]) -> {"translation":
-        string[batch]}`` (beam search with the configured beam size; also
+        """A SavedModel (`kerasrnn.export.export_seq2seq`) with ``translate(text:
+        string[batch]) -> {"translation", "score"}`` (the configured beam size; also
         ``serving_default``) and ``translate_n_best(text) -> {"translations":
         string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
-        import tensorflow as tf
+        from kerasrnn.export import export_seq2seq
 
-        from kerasrnn.export import export_saved_model
-
-        signature = [tf.TensorSpec([None], tf.string, name="text")]
-        return export_saved_model(
-            path, self.model,
-            {"translate": (lambda t: self.serve(t), signature),
-             "translate_n_best": (lambda t: self.serve_n_best(t), signature)},
-            track=[self.source.lookup],
-        )
+        k = self.n_best()
+        return export_seq2seq(
+            path, self.model, self.source, self.target,
+            beam_size=max(self.config["beam_size"], k), n_best=k,
+            translate_beam_size=self.config["beam_size"],
+            max_source_length=self.config["max_source_length"], **self.options())
 
 
 def write_heatmaps(translator, sources, folder):
-    return [
-        translator.heatmap(text, os.path.join(folder, f"attention_{i}.png"))
-        for i, text in enumerate(sources[: translator.config["heatmaps"]])
-    ]
+    """Heatmaps of the first `heatmaps` non-blank `sources`: attention_<i>.png."""
+    chosen = [text for text in sources if text.strip()][: translator.config["heatmaps"]]
+    paths = [os.path.join(folder, f"attention_{i}.png") for i in range(len(chosen))]
+    for text, path in zip(chosen, paths):
+        translator.heatmap(text, path)
+    return paths
 
 
 # -------------------------------------------------------------------------- commands
@@ -573,20 +483,19 @@ def train(config, splits=None, callbacks=(), continue_run=False):
 
 def _run_heatmap(config, args):
     """One attention heatmap PNG per given sentence, ``heatmap_<i>.png`` in the run
-    folder, from the translation `translate` gives (beam search, `beam_size`)."""
+    folder: the alignments of the translation `translate` gives (beam search,
+    `beam_size`), as decoding returned them."""
     config = RECIPE.stored(config, args)
     texts = RECIPE.inputs_of(config, args)
     if not texts:
         raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
     translator = Translator.from_run(config)
-    translations = translator.translate(texts)
-    return [
-        {"text": text, "translation": translation,
-         "heatmap": translator.heatmap(
-             text, os.path.join(config["output_dir"], f"heatmap_{i}.png"),
-             translation=translation)}
-        for i, (text, translation) in enumerate(zip(texts, translations))
-    ]
+    rows = []
+    for i, (text, translation) in enumerate(zip(texts, translator.translate(texts))):
+        path = os.path.join(config["output_dir"], f"heatmap_{i}.png")
+        translator.heatmap(text, path)
+        rows.append({"text": text, "translation": translation, "heatmap": path})
+    return rows
 
 
 def _demo_arguments(parser):
