@@ -192,8 +192,9 @@ def _side(side, name, tokenize, detokenize, lowercase):
 class TextTranslator:
     """A `kerasrnn.seq2seq.Seq2Seq` between strings: tokenising, `Seq2Seq.generate` and
     detokenising as TensorFlow ops (`decode`, the graph a SavedModel serves), batched
-    translation of Python strings (`translate`) and the alignments decoding returned
-    (`alignments`, for `kerasrnn.visualize.plot_alignments`).
+    translation of Python strings (`translate`), BLEU (`evaluate`), the alignments
+    decoding returned (`alignments`, for `kerasrnn.visualize.plot_alignments`) and a
+    SavedModel (`export`).
 
     An empty or blank text gives "" (score 0), not the model's answer for an all-padding
     source. A text longer than `max_source_length` tokens is cut to them (not an error).
@@ -213,6 +214,10 @@ class TextTranslator:
         lowercase: lower-case the text before the built-in `tokenize`.
         max_source_length: source tokens read at most (default the model's
             `max_source_length`; `replace_unk` needs one).
+        replace_unk: an output ``[UNK]`` becomes the source token it attended to most
+            (`kerasrnn.decoding.replace_unk`).
+        **options: `Seq2Seq.generate` arguments for every decoding (`max_length`,
+            `length_normalization`, `max_length_ratio`, `min_length`, ...).
 
     Example:
 
@@ -221,14 +226,14 @@ class TextTranslator:
     >>> from kerasrnn.export import TextTranslator
     >>> vocab = Vocabulary.build([["a", "b", "c"]])
     >>> model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=4, units=4)
-    >>> texts = TextTranslator(model, vocab, vocab, max_source_length=5)
+    >>> texts = TextTranslator(model, vocab, vocab, max_source_length=5, max_length=4)
     >>> rows = texts.translate(["a b", " "], beam_size=2, n_best=2)
     >>> [len(row) for row in rows], rows[1][0]
     ([2, 2], {'translation': '', 'score': 0.0})
     """
 
     def __init__(self, model, source, target, tokenize="words", detokenize=None,
-                 lowercase=False, max_source_length=None):
+                 lowercase=False, max_source_length=None, replace_unk=False, **options):
         from kerasrnn.data import END_ID, PAD_ID, START_ID
         from kerasrnn.seq2seq import Seq2Seq
 
@@ -259,6 +264,10 @@ class TextTranslator:
             model.build()
         self.model = model
         self.max_source_length = max_source_length or model.max_source_length
+        if replace_unk and self.max_source_length is None:
+            raise ValueError("`replace_unk` needs `max_source_length` (the alignments "
+                             "decoding collects need a static source width).")
+        self.replace_unk, self.options = bool(replace_unk), options
         with tf.init_scope():  # eagerly, even when first made inside a tf.function
             # (a TextSide's own lookup layer, so that a SavedModel tracks just one)
             self.lookup = getattr(source, "lookup", None)
@@ -285,48 +294,42 @@ class TextTranslator:
         words = tf.pad(words, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(words)[1]]])
         blank = tf.equal(tf.strings.strip(texts), "") | tf.reduce_all(ids == PAD_ID, axis=1)
         if static_width:
-            if limit is None:
-                raise ValueError("a static source width needs `max_source_length`.")
             pad = [[0, 0], [0, limit - tf.shape(ids)[1]]]
             ids = tf.ensure_shape(tf.pad(ids, pad), [None, limit])
             words = tf.ensure_shape(tf.pad(words, pad), [None, limit])
         return ids, words, blank
 
-    def generate(self, texts, beam_size=1, n_best=1, replace_unk=False,
-                 return_alignments=False, **options):
+    def generate(self, texts, beam_size=1, n_best=1, return_alignments=False):
         """Strings `(batch,)` -> the `DecodeResult` of `Seq2Seq.generate` (greedy for
         `beam_size` 1, else beam search widened to `n_best` beams), its output tokens
-        as strings `(batch, n, length)` (with `replace_unk`, an output ``[UNK]`` is
-        the source token it attended to most), the source tokens and the blank mask.
-        `options` go to `Seq2Seq.generate` (`max_length`, `length_normalization`,
-        `max_length_ratio`, ...)."""
+        as strings `(batch, n, length)` (``[UNK]`` replaced with `replace_unk`), the
+        source tokens and the blank mask (TensorFlow ops)."""
         from kerasrnn.data import UNK_ID
-        from kerasrnn.decoding import replace_unk as copy_unknown
+        from kerasrnn.decoding import replace_unk
 
         beam_size = max(beam_size, n_best)
-        alignments = bool(replace_unk or return_alignments)
+        alignments = self.replace_unk or return_alignments
         ids, words, blank = self.encode(texts, static_width=alignments and not
                                         tf.executing_eagerly())
         if beam_size <= 1:
             result = self.model.generate(ids, "greedy", return_alignments=alignments,
-                                         **options)
+                                         **self.options)
         else:
             result = self.model.generate(ids, "beam", beam_size=beam_size, n_best=n_best,
-                                         return_alignments=alignments, **options)
+                                         return_alignments=alignments, **self.options)
         names = tf.gather(self._target_tokens, tf.convert_to_tensor(result.tokens))
-        if replace_unk:
-            names = copy_unknown(result, words, names, unk_id=UNK_ID)
+        if self.replace_unk:
+            names = replace_unk(result, words, names, unk_id=UNK_ID)
         return result, names, words, blank
 
-    def decode(self, texts, beam_size=1, n_best=1, replace_unk=False, **options):
+    def decode(self, texts, beam_size=1, n_best=1):
         """Strings `(batch,)` -> translations `(batch, n_best)` strings and their
         scores `(batch, n_best)` float32, best first (TensorFlow ops): greedy search
-        (the log-probability) for `beam_size` 1, else beam search (its ranking score).
-        Arguments as `generate`."""
+        (the log-probability) for `beam_size` 1, else beam search (its ranking
+        score)."""
         from kerasrnn.data import END_ID, PAD_ID, START_ID
 
-        result, names, _, blank = self.generate(texts, beam_size, n_best, replace_unk,
-                                                **options)
+        result, names, _, blank = self.generate(texts, beam_size, n_best)
         tokens = tf.convert_to_tensor(result.tokens)
         length = tf.shape(tokens)[-1]
         keep = (tokens != PAD_ID) & (tokens != START_ID) & (tokens != END_ID)
@@ -337,14 +340,14 @@ class TextTranslator:
         scores = tf.cast(tf.convert_to_tensor(result.scores), tf.float32)
         return tf.where(blank, "", strings), tf.where(blank, 0.0, scores)
 
-    def translate(self, texts, beam_size=1, n_best=None, batch_size=64, **options):
+    def translate(self, texts, beam_size=1, n_best=None, batch_size=64):
         """Python strings -> their translations (a list of str); with `n_best` K, per
         text the K best as ``[{"translation", "score"}, ...]``. Runs `decode` as one
         traced function per setting, `batch_size` texts at a time."""
-        key = (beam_size, n_best, tuple(sorted(options.items())))
+        key = (beam_size, n_best)
         if key not in self._functions:
             self._functions[key] = tf.function(
-                lambda t: self.decode(t, beam_size, n_best or 1, **options),
+                lambda t: self.decode(t, beam_size, n_best or 1),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
         results = []
@@ -357,18 +360,79 @@ class TextTranslator:
                 results.append(hypotheses if n_best else hypotheses[0]["translation"])
         return results
 
-    def alignments(self, text, beam_size=1, replace_unk=False, **options):
+    def evaluate(self, sources, references, beam_sizes=(1,), lowercase=False):
+        """Corpus BLEU (sacreBLEU's, `kerasrnn.metrics.corpus_bleu`), exact match,
+        speed and 5 samples of `translate` per beam size (1: "greedy", k: "beam<k>").
+
+        `lowercase`: a target side that lower-cases can only write lower-case, so the
+        references are lower-cased first as its tokenizer does (a kind of
+        `kerasrnn.data.text.TOKENIZERS`, or True for "word"): the scores are then
+        case-insensitive (``"cased": false`` in the results)."""
+        import time
+
+        from kerasrnn.data.text import lower_graph
+        from kerasrnn.metrics import corpus_bleu
+
+        if lowercase:
+            kind = "word" if lowercase is True else lowercase
+            references = [r.decode("utf-8") for r in
+                          lower_graph(list(references), kind).numpy()]
+        results = {"examples": len(sources), "cased": not lowercase}
+        for beam in beam_sizes:
+            self.translate(sources[:2], beam)  # trace outside the timing
+            began = time.perf_counter()
+            hypotheses = self.translate(sources, beam)
+            seconds = time.perf_counter() - began
+            results["greedy" if beam == 1 else f"beam{beam}"] = {
+                "bleu": corpus_bleu(hypotheses, references).score,
+                "exact_match": sum(h == r for h, r in zip(hypotheses, references))
+                / max(len(references), 1),
+                "sentences_per_second": len(sources) / seconds,
+                "samples": [{"source": s, "reference": r, "translation": h}
+                            for s, r, h in list(zip(sources, references, hypotheses))[:5]],
+            }
+        return results
+
+    def alignments(self, text, beam_size=1):
         """What decoding one text attended to (eagerly): ``(result, source_tokens,
         output_tokens)``, the `DecodeResult` with its alignments, the source tokens
         read (a list of str) and the best hypothesis' output tokens up to its length,
         the end token included; ``plot_alignments(result, source_tokens,
         output_tokens)`` draws them."""
-        result, names, words, _ = self.generate([text], beam_size, 1, replace_unk,
-                                                return_alignments=True, **options)
+        result, names, words, _ = self.generate([text], beam_size, 1, True)
         length = int(tf.convert_to_tensor(result.lengths)[0, 0])
         source = [w.decode("utf-8") for w in words.numpy()[0] if w]
         output = [w.decode("utf-8") for w in names.numpy()[0, 0, :length]]
         return result, source, output
+
+    def export(self, path, beam_size=4, n_best=None, translate_beam_size=1,
+               verbose=False):
+        """Writes a SavedModel serving `decode` (see `export_seq2seq`): ``translate``
+        (and ``serving_default``) with `translate_beam_size` beams (1: greedy), and
+        ``translate_n_best`` with `beam_size` beams and `n_best` (default
+        `beam_size`) hypotheses. Returns `path`."""
+        n_best = beam_size if n_best is None else n_best
+        if (isinstance(n_best, bool) or not isinstance(n_best, int)
+                or not 1 <= n_best <= beam_size):
+            raise ValueError(f"`n_best` must be an integer in [1, beam_size={beam_size}]; "
+                             f"got n_best={n_best!r}.")
+
+        def translate(text):
+            strings, scores = self.decode(text, translate_beam_size, 1)
+            return {"translation": strings[:, 0], "score": scores[:, 0]}
+
+        def translate_n_best(text):
+            strings, scores = self.decode(text, beam_size, n_best)
+            return {"translations": strings, "scores": scores}
+
+        signature = [tf.TensorSpec([None], tf.string, name="text")]
+        return export_saved_model(
+            path, self.model,
+            {"serving_default": (translate, signature),
+             "translate": (translate, signature),
+             "translate_n_best": (translate_n_best, signature)},
+            track=[self.lookup], verbose=verbose,
+        )
 
 
 def export_seq2seq(
@@ -426,34 +490,14 @@ def export_seq2seq(
         translate_beam_size: the ``translate`` signature's search: 1 greedy, k > 1
             beam search with k beams.
         max_source_length: source tokens read at most (default the model's).
-        **options: further `TextTranslator.decode` arguments for both signatures
+        **options: further `TextTranslator` arguments for both signatures
             (`replace_unk`, `max_length_ratio`, `min_length`, ...).
 
     Returns:
         `path`.
     """
-    n_best = beam_size if n_best is None else n_best
-    if isinstance(n_best, bool) or not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
-        raise ValueError(
-            f"`n_best` must be an integer in [1, beam_size={beam_size}]; got n_best={n_best!r}."
-        )
-    texts = TextTranslator(model, source_vocabulary, target_vocabulary, tokenize,
-                           detokenize, lowercase, max_source_length)
-    options.update(max_length=max_length, length_normalization=length_normalization)
-
-    def translate(text):
-        strings, scores = texts.decode(text, translate_beam_size, 1, **options)
-        return {"translation": strings[:, 0], "score": scores[:, 0]}
-
-    def translate_n_best(text):
-        strings, scores = texts.decode(text, beam_size, n_best, **options)
-        return {"translations": strings, "scores": scores}
-
-    signature = [tf.TensorSpec([None], tf.string, name="text")]
-    return export_saved_model(
-        path, model,
-        {"serving_default": (translate, signature),
-         "translate": (translate, signature),
-         "translate_n_best": (translate_n_best, signature)},
-        track=[texts.lookup], verbose=verbose,
-    )
+    translator = TextTranslator(
+        model, source_vocabulary, target_vocabulary, tokenize, detokenize, lowercase,
+        max_source_length, max_length=max_length,
+        length_normalization=length_normalization, **options)
+    return translator.export(path, beam_size, n_best, translate_beam_size, verbose)

@@ -31,10 +31,6 @@ per side.
 """
 import os
 import sys
-import time
-
-import keras
-from keras import ops
 
 from kerasrnn.data.text import (  # noqa: F401 (the tokenisers, as the recipe's API)
     TOKENIZERS,
@@ -42,9 +38,15 @@ from kerasrnn.data.text import (  # noqa: F401 (the tokenisers, as the recipe's 
     detokenize_graph,
     lower_graph,
     tokenize_texts as tokenize,
+    translation_dataset,
 )
+from kerasrnn.export import TextTranslator
 from kerasrnn.layers import NotPadding  # noqa: F401 (the recipe's former layer, now kerasrnn's)
-from kerasrnn.seq2seq import SCHEDULES, sampling_probability  # noqa: F401 (the schedules)
+from kerasrnn.seq2seq import (  # noqa: F401 (the schedules, as the recipe's API)
+    SCHEDULES,
+    SamplingProbabilityLog,
+    sampling_probability,
+)
 from recipes import common
 from recipes.common import Option
 
@@ -159,32 +161,15 @@ def load_pairs(config, spec, split):
 
 
 def pairs_dataset(config, sides, sources, targets, shuffle):
-    """The teacher-forcing dataset ``{"source", "target_in": [START] y} -> y [END]`` of
-    the pairs whose source has 1 to `max_source_length` tokens and whose target has at
-    most `max_target_length`; returns it with the number of pairs kept."""
-    from kerasrnn.data import sequence_dataset
-
-    source, target = sides
-    columns = ([], [], [])
-    for src, tgt in zip(source.tokenize(sources), target.tokenize(targets)):
-        if (1 <= len(src) <= config["max_source_length"]
-                and len(tgt) <= config["max_target_length"]):
-            ids = target.vocabulary.encode(tgt)
-            columns[0].append(source.vocabulary.encode(src))
-            columns[1].append(target.vocabulary.encode(tgt, add_start=True))
-            columns[2].append(ids + target.vocabulary.encode([], add_end=True))
-    if not columns[0]:
-        raise common.RecipeError(
-            "no sentence pair is left after length filtering (max_source_length="
-            f"{config['max_source_length']}, max_target_length="
-            f"{config['max_target_length']}).")
-    dataset = sequence_dataset(
-        {"source": columns[0], "target_in": columns[1]}, columns[2],
-        batch_size=config["batch_size"], shuffle=shuffle, seed=config["seed"],
-        bucket_boundaries=config["bucket_boundaries"] or None, length_key="source",
-        target_weights=False,
-    )
-    return dataset, len(columns[0])
+    """The teacher-forcing dataset of the pairs within the length limits
+    (`kerasrnn.data.text.translation_dataset`) and the number of pairs kept."""
+    try:
+        return translation_dataset(
+            *sides, sources, targets, config["batch_size"], config["max_source_length"],
+            config["max_target_length"], shuffle, config["seed"],
+            config["bucket_boundaries"])
+    except ValueError as error:  # no pair within the limits
+        raise common.RecipeError(str(error)) from None
 
 
 # ----------------------------------------------------------------------------- model
@@ -243,15 +228,6 @@ def compile_model(model, config):
     )
 
 
-class SamplingProbabilityLog(keras.callbacks.Callback):
-    """Logs scheduled sampling's p after each epoch (``sampling_probability``)."""
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["sampling_probability"] = float(
-                ops.convert_to_numpy(self.model.current_sampling_probability()))
-
-
 def load_model(config):
     """The best `Seq2Seq` of a run. A ``best.keras`` of the recipe's earlier layout (a
     functional ``TranslatorModel``) cannot load: the error says how to retrain."""
@@ -261,30 +237,22 @@ def load_model(config):
 # ------------------------------------------------------------------------ translator
 
 
-class Translator:
+class Translator(TextTranslator):
     """A trained translator: `kerasrnn.export.TextTranslator` (raw strings in,
     translations out, the graph the SavedModel serves) between the run's two
-    `TextSide`, with the run's decoding options, scores and heatmaps."""
+    `TextSide`, with the run's decoding options, n-best, scores and heatmaps."""
 
     def __init__(self, model, source, target, config):
-        from kerasrnn.export import TextTranslator
-
-        self.model, self.config = model, config
-        self.source, self.target = source, target
-        self.texts = TextTranslator(model, source, target,
-                                    max_source_length=config["max_source_length"])
+        super().__init__(
+            model, source, target, max_source_length=config["max_source_length"],
+            replace_unk=config["replace_unk"], max_length=config["max_decode_length"],
+            max_length_ratio=config["max_length_ratio"] or None,
+            length_normalization=config["length_normalization"])
+        self.config, self.source, self.target = config, source, target
 
     @classmethod
     def from_run(cls, config):
         return cls(load_model(config), *load_sides(config), config)
-
-    def options(self):
-        """The run's options of `TextTranslator.decode` (but the beam size)."""
-        config = self.config
-        return dict(max_length=config["max_decode_length"],
-                    max_length_ratio=config["max_length_ratio"] or None,
-                    length_normalization=config["length_normalization"],
-                    replace_unk=bool(config["replace_unk"]))
 
     def n_best(self, k=None):
         k = k or self.config["n_best"] or self.config["beam_size"]
@@ -297,77 +265,39 @@ class Translator:
         the K best as ``[{"translation", "score"}, ...]``. Greedy for beam size 1,
         else beam search (widened to K beams)."""
         beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        return self.texts.translate(texts, beam_size, n_best and self.n_best(n_best),
-                                    batch_size, **self.options())
+        return super().translate(texts, beam_size, n_best and self.n_best(n_best),
+                                 batch_size)
 
-    # ---- evaluation ----------------------------------------------------------------
     def evaluate(self, sources, references, beam_sizes=None):
         """BLEU (sacreBLEU's corpus BLEU), exact match and speed, per beam size.
 
         With `lowercase` the translations can only be lower-case, so the references
         are lower-cased too: the scores are then case-insensitive (``"cased": false``
         in the results)."""
-        from kerasrnn.metrics import corpus_bleu
-
-        beam_sizes = beam_sizes or sorted({1, self.config["beam_size"]})
-        cased = not self.config["lowercase"]
-        if not cased:
-            # As the target tokeniser lower-cases, which is not quite str.lower.
-            lowered = lower_graph(list(references), self.config["target_tokenizer"])
-            references = [r.decode("utf-8") for r in lowered.numpy()]
-        results = {"examples": len(sources), "cased": cased}
-        for beam in beam_sizes:
-            self.translate(sources[:2], beam)  # trace outside the timing
-            began = time.perf_counter()
-            hypotheses = self.translate(sources, beam)
-            seconds = time.perf_counter() - began
-            name = "greedy" if beam == 1 else f"beam{beam}"
-            results[name] = {
-                "bleu": corpus_bleu(hypotheses, references).score,
-                "exact_match": sum(h == r for h, r in zip(hypotheses, references))
-                / max(len(references), 1),
-                "sentences_per_second": len(sources) / seconds,
-                "samples": [{"source": s, "reference": r, "translation": h}
-                            for s, r, h in list(zip(sources, references, hypotheses))[:5]],
-            }
-        return results
+        config = self.config
+        return super().evaluate(sources, references,
+                                beam_sizes or sorted({1, config["beam_size"]}),
+                                config["lowercase"] and config["target_tokenizer"])
 
     def heatmap(self, text, path, beam_size=None):
         """Writes the attention weights that decoding `text` returned (beam search of
         `beam_size` beams, default the run's; greedy for 1) as a PNG: one column per
         source token, one row per token of the best hypothesis, its end included
         (`kerasrnn.visualize.plot_alignments`). Returns the drawn matplotlib Axes."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
         from kerasrnn.visualize import plot_alignments
 
         if not text.strip():
             raise common.ConfigError("heatmap: a blank sentence has no alignments.")
         beam_size = self.config["beam_size"] if beam_size is None else beam_size
-        ax = plot_alignments(*self.texts.alignments(text, beam_size, **self.options()))
-        folder = os.path.dirname(os.fspath(path))
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-        ax.figure.savefig(path, dpi=100)
-        plt.close(ax.figure)
-        return ax
+        return plot_alignments(*self.alignments(text, beam_size), path=path)
 
     def export(self, path):
-        """A SavedModel (`kerasrnn.export.export_seq2seq`) with ``translate(text:
+        """A SavedModel (`TextTranslator.export`) with ``translate(text:
         string[batch]) -> {"translation", "score"}`` (the configured beam size; also
         ``serving_default``) and ``translate_n_best(text) -> {"translations":
         string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
-        from kerasrnn.export import export_seq2seq
-
-        k = self.n_best()
-        return export_seq2seq(
-            path, self.model, self.source, self.target,
-            beam_size=max(self.config["beam_size"], k), n_best=k,
-            translate_beam_size=self.config["beam_size"],
-            max_source_length=self.config["max_source_length"], **self.options())
+        k, beam_size = self.n_best(), self.config["beam_size"]
+        return super().export(path, max(beam_size, k), k, beam_size)
 
 
 def write_heatmaps(translator, sources, folder):
@@ -431,15 +361,12 @@ class TranslatorRecipe(common.Recipe):
         """BLEU on the test pairs (greedy and beam search) and attention heatmaps."""
         if not splits.get("test"):
             return {}
-        return self.evaluate_run(Translator.from_run(config), config, splits["test"],
-                                 nested=True)
+        scores = self.evaluate_run(Translator.from_run(config), config, splits["test"])
+        return {"test": scores, "heatmaps": scores.pop("heatmaps")}
 
-    def evaluate_run(self, trained, config, examples, nested=False):
-        scores = trained.evaluate(*examples)
+    def evaluate_run(self, trained, config, examples):
         heatmaps = write_heatmaps(trained, examples[0], config["output_dir"])
-        if nested:
-            return {"test": scores, "heatmaps": heatmaps}
-        return {**scores, "heatmaps": heatmaps}
+        return {**trained.evaluate(*examples), "heatmaps": heatmaps}
 
     def predict_arguments(self, parser):
         parser.add_argument("texts", nargs="*", help="sentences to translate")
@@ -509,7 +436,7 @@ def _demo_arguments(parser):
 
 def demo(config, data=None, examples=30000, test_examples=1000, log=print):
     """The main job: trains on generated dates (or the `data` files), scores the
-    held-out pairs, prints beam-search translations, writes an attention heatmap and
+    held-out pairs, prints beam-search translations, writes attention heatmaps and
     exports the SavedModel. Returns the summary (also in ``demo.json``)."""
     from kerasrnn.data import load_parallel_text
     from kerasrnn.data.specs import holdout
@@ -523,17 +450,16 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
         raise common.RecipeError(f"the demo needs at least 3 sentence pairs, got {len(sources)}.")
     fraction = min(0.5, test_examples / len(sources))
     train_pairs, test_pairs = holdout(sources, targets, fraction, config["seed"] + 1)
-    splits = {"train": train_pairs, "test": None}
+    splits = {"test": test_pairs}
     splits["train"], splits["valid"] = holdout(
         *train_pairs, min(0.5, config["valid_fraction"]), config["seed"] + 2
     )
     log(f"training on {len(splits['train'][0])} pairs "
         f"({'generated dates' if not data else ' / '.join(data)}), "
         f"validating on {len(splits['valid'][0])}, testing on {len(test_pairs[0])}")
-    results = train(config, splits)
-    translator = Translator.from_run(config)
-    scores = translator.evaluate(*test_pairs)
-    beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"
+    results = train(config, splits)  # and scores the test pairs, draws the heatmaps
+    scores, beam = results["test"], f"beam{config['beam_size']}"
+    beam = beam if beam in scores else "greedy"
     log(f"held-out exact match: greedy {scores['greedy']['exact_match']:.2%}, "
         f"beam search {scores[beam]['exact_match']:.2%}; BLEU greedy "
         f"{scores['greedy']['bleu']:.2f}, beam {scores[beam]['bleu']:.2f}")
@@ -541,14 +467,13 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
         log(f"  {sample['source']!r:40} -> {sample['translation']!r}"
             f"   (reference {sample['reference']!r})")
     out = config["output_dir"]
-    heatmaps = write_heatmaps(translator, test_pairs[0], out)
-    saved_model = translator.export(os.path.join(out, "saved_model"))
-    log(f"attention heatmaps: {', '.join(heatmaps)}; SavedModel: {saved_model}")
+    saved_model = Translator.from_run(config).export(os.path.join(out, "saved_model"))
+    log(f"attention heatmaps: {', '.join(results['heatmaps'])}; SavedModel: {saved_model}")
     summary = {
         "train_seconds": results["train_seconds"],
         "epochs_run": results["history"]["epochs_run"],
-        "test": {k: v for k, v in scores.items()},
-        "heatmaps": heatmaps,
+        "test": scores,
+        "heatmaps": results["heatmaps"],
         "saved_model": saved_model,
     }
     common.write_json(os.path.join(out, "demo.json"), summary)
