@@ -175,29 +175,24 @@ def pairs_dataset(config, sides, sources, targets, shuffle):
 # ----------------------------------------------------------------------------- model
 
 
-def _attention_cell(config):
-    import kerasrnn
-
-    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
-    if config["attention"] == "bahdanau":
-        attention = kerasrnn.BahdanauAttention(config["attention_units"])
-    else:
-        attention = kerasrnn.LuongAttention(config["luong_score"])
-    return kerasrnn.AttentionCell(
-        cell, attention, mode=config["attention"],
-        attention_layer_size=config["attention_layer_size"],
-        input_feeding=config["input_feeding"],
-    )
-
-
 def build_model(config, source_vocab_size, target_vocab_size):
     """The translator as a `kerasrnn.seq2seq.Seq2Seq`: a bidirectional `RNNEncoder` of
     `num_layers` layers, the learned bridge, the attentive decoder (`attention`), dropout
     on the embeddings, between encoder layers and before the readout, and scheduled
     sampling as configured. It trains on ``{"source", "target_in"}`` -> ``target_out``
     and decodes with `generate`."""
+    import kerasrnn
     from kerasrnn.seq2seq import RNNEncoder, Seq2Seq
 
+    if config["attention"] == "bahdanau":
+        attention = kerasrnn.BahdanauAttention(config["attention_units"])
+    else:
+        attention = kerasrnn.LuongAttention(config["luong_score"])
+    decoder_cell = kerasrnn.AttentionCell(
+        common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"]),
+        attention, mode=config["attention"], input_feeding=config["input_feeding"],
+        attention_layer_size=config["attention_layer_size"],
+    )
     encoder = RNNEncoder(
         common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
         num_layers=config["num_layers"], bidirectional=True, dropout=config["dropout"],
@@ -205,7 +200,7 @@ def build_model(config, source_vocab_size, target_vocab_size):
     )
     model = Seq2Seq(
         source_vocab_size, target_vocab_size, encoder=encoder,
-        decoder_cell=_attention_cell(config), embedding_dim=config["embedding_dim"],
+        decoder_cell=decoder_cell, embedding_dim=config["embedding_dim"],
         bridge="dense", dropout=config["dropout"],
         max_target_length=config["max_decode_length"],
         scheduled_sampling=config["scheduled_sampling"],
@@ -215,17 +210,6 @@ def build_model(config, source_vocab_size, target_vocab_size):
     )
     model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
     return model
-
-
-def compile_model(model, config):
-    from kerasrnn.losses import SequenceCrossEntropy
-    from kerasrnn.metrics import MaskedAccuracy
-
-    model.compile(
-        optimizer=common.optimizer(config),
-        loss=SequenceCrossEntropy(label_smoothing=config["label_smoothing"]),
-        metrics=[MaskedAccuracy(name="accuracy")],
-    )
 
 
 def load_model(config):
@@ -279,17 +263,16 @@ class Translator(TextTranslator):
                                 beam_sizes or sorted({1, config["beam_size"]}),
                                 config["lowercase"] and config["target_tokenizer"])
 
-    def heatmap(self, text, path, beam_size=None):
+    def heatmap(self, text, path):
         """Writes the attention weights that decoding `text` returned (beam search of
-        `beam_size` beams, default the run's; greedy for 1) as a PNG: one column per
+        the run's `beam_size`, as `translate`; greedy for 1) as a PNG: one column per
         source token, one row per token of the best hypothesis, its end included
         (`kerasrnn.visualize.plot_alignments`). Returns the drawn matplotlib Axes."""
         from kerasrnn.visualize import plot_alignments
 
         if not text.strip():
             raise common.ConfigError("heatmap: a blank sentence has no alignments.")
-        beam_size = self.config["beam_size"] if beam_size is None else beam_size
-        return plot_alignments(*self.alignments(text, beam_size), path=path)
+        return plot_alignments(*self.alignments(text, self.config["beam_size"]), path=path)
 
     def export(self, path):
         """A SavedModel (`TextTranslator.export`) with ``translate(text:
@@ -300,11 +283,10 @@ class Translator(TextTranslator):
         return super().export(path, max(beam_size, k), k, beam_size)
 
 
-def write_heatmaps(translator, sources, folder):
-    """Heatmaps of the first `heatmaps` non-blank `sources`: attention_<i>.png."""
-    chosen = [text for text in sources if text.strip()][: translator.config["heatmaps"]]
-    paths = [os.path.join(folder, f"attention_{i}.png") for i in range(len(chosen))]
-    for text, path in zip(chosen, paths):
+def write_heatmaps(translator, texts, folder, name="attention"):
+    """`Translator.heatmap` of each text, ``<folder>/<name>_<i>.png``; their paths."""
+    paths = [os.path.join(folder, f"{name}_{i}.png") for i in range(len(texts))]
+    for text, path in zip(texts, paths):
         translator.heatmap(text, path)
     return paths
 
@@ -344,9 +326,14 @@ class TranslatorRecipe(common.Recipe):
         )
 
     def build(self, config, prepared):
+        from kerasrnn.losses import SequenceCrossEntropy
+        from kerasrnn.metrics import MaskedAccuracy
+
         try:
             model = build_model(config, *prepared.model["sizes"])
-            compile_model(model, config)
+            model.compile(optimizer=common.optimizer(config), loss=SequenceCrossEntropy(
+                label_smoothing=config["label_smoothing"]),
+                metrics=[MaskedAccuracy(name="accuracy")])
         except ValueError as error:  # kerasrnn's checks of the model's options
             raise common.ConfigError(str(error)) from None
         return model
@@ -365,27 +352,24 @@ class TranslatorRecipe(common.Recipe):
         return {"test": scores, "heatmaps": scores.pop("heatmaps")}
 
     def evaluate_run(self, trained, config, examples):
-        heatmaps = write_heatmaps(trained, examples[0], config["output_dir"])
+        chosen = [text for text in examples[0] if text.strip()][: config["heatmaps"]]
+        heatmaps = write_heatmaps(trained, chosen, config["output_dir"])
         return {**trained.evaluate(*examples), "heatmaps": heatmaps}
 
     def predict_arguments(self, parser):
         parser.add_argument("texts", nargs="*", help="sentences to translate")
         parser.add_argument("--input", help="a file with one sentence per line")
 
-    def predict_rows(self, trained, texts, n_best=None):
-        if n_best:
-            return [{"text": s, "hypotheses": h}
-                    for s, h in zip(texts, trained.translate(texts, n_best=n_best))]
-        return [{"text": s, "translation": t}
-                for s, t in zip(texts, trained.translate(texts))]
-
     def _predict(self, config, args):
         """``translate``; with ``--n-best K`` given, the K best of each input with
         their scores."""
         config = self.stored(config, args)
-        translator = Translator.from_run(config)
-        n_best = translator.n_best() if "n_best" in args.overrides else None
-        return self.predict_rows(translator, self.inputs_of(config, args), n_best)
+        translator, texts = Translator.from_run(config), self.inputs_of(config, args)
+        if "n_best" in args.overrides:
+            hypotheses = translator.translate(texts, n_best=translator.n_best())
+            return [{"text": s, "hypotheses": h} for s, h in zip(texts, hypotheses)]
+        return [{"text": s, "translation": t}
+                for s, t in zip(texts, translator.translate(texts))]
 
     def extra_commands(self):
         return {
@@ -417,12 +401,9 @@ def _run_heatmap(config, args):
     if not texts:
         raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
     translator = Translator.from_run(config)
-    rows = []
-    for i, (text, translation) in enumerate(zip(texts, translator.translate(texts))):
-        path = os.path.join(config["output_dir"], f"heatmap_{i}.png")
-        translator.heatmap(text, path)
-        rows.append({"text": text, "translation": translation, "heatmap": path})
-    return rows
+    paths = write_heatmaps(translator, texts, config["output_dir"], "heatmap")
+    return [{"text": text, "translation": translation, "heatmap": path}
+            for text, translation, path in zip(texts, translator.translate(texts), paths)]
 
 
 def _demo_arguments(parser):
@@ -438,12 +419,11 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
     """The main job: trains on generated dates (or the `data` files), scores the
     held-out pairs, prints beam-search translations, writes attention heatmaps and
     exports the SavedModel. Returns the summary (also in ``demo.json``)."""
-    from kerasrnn.data import load_parallel_text
     from kerasrnn.data.specs import holdout
     from kerasrnn.tasks import date_translation_task
 
     if data:
-        sources, targets = load_parallel_text(*data, encoding=config["encoding"])
+        sources, targets = load_pairs(config, list(data), "train")
     else:
         sources, targets = date_translation_task(examples, seed=config["seed"])
     if len(sources) < 3:
@@ -458,43 +438,38 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
         f"({'generated dates' if not data else ' / '.join(data)}), "
         f"validating on {len(splits['valid'][0])}, testing on {len(test_pairs[0])}")
     results = train(config, splits)  # and scores the test pairs, draws the heatmaps
-    scores, beam = results["test"], f"beam{config['beam_size']}"
-    beam = beam if beam in scores else "greedy"
-    log(f"held-out exact match: greedy {scores['greedy']['exact_match']:.2%}, "
-        f"beam search {scores[beam]['exact_match']:.2%}; BLEU greedy "
-        f"{scores['greedy']['bleu']:.2f}, beam {scores[beam]['bleu']:.2f}")
+    scores, out = results["test"], config["output_dir"]
+    summary = {
+        "exact_match": {k: v["exact_match"] for k, v in scores.items() if isinstance(v, dict)},
+        "bleu": {k: v["bleu"] for k, v in scores.items() if isinstance(v, dict)},
+        "train_seconds": results["train_seconds"],
+        "heatmaps": results["heatmaps"],
+        "saved_model": Translator.from_run(config).export(os.path.join(out, "saved_model")),
+        "epochs_run": results["history"]["epochs_run"],
+        "test": scores,
+    }
+    beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"
+    log(f"held-out exact match: greedy {summary['exact_match']['greedy']:.2%}, beam "
+        f"search {summary['exact_match'][beam]:.2%}; BLEU greedy "
+        f"{summary['bleu']['greedy']:.2f}, beam {summary['bleu'][beam]:.2f}")
     for sample in scores[beam]["samples"]:
         log(f"  {sample['source']!r:40} -> {sample['translation']!r}"
             f"   (reference {sample['reference']!r})")
-    out = config["output_dir"]
-    saved_model = Translator.from_run(config).export(os.path.join(out, "saved_model"))
-    log(f"attention heatmaps: {', '.join(results['heatmaps'])}; SavedModel: {saved_model}")
-    summary = {
-        "train_seconds": results["train_seconds"],
-        "epochs_run": results["history"]["epochs_run"],
-        "test": scores,
-        "heatmaps": results["heatmaps"],
-        "saved_model": saved_model,
-    }
+    log(f"attention heatmaps: {', '.join(summary['heatmaps'])}; SavedModel: "
+        f"{summary['saved_model']}")
     common.write_json(os.path.join(out, "demo.json"), summary)
     return summary
 
 
 def _run_demo(config, args):
+    """The demo's summary without the full scores (they are in demo.json)."""
     overrides = dict(args.overrides)
     if not args.data:  # the generated task has its own tuned defaults
         overrides = {**DEMO_DEFAULTS, **overrides}
     config = common.load_config(OPTIONS, args.config, overrides)
     summary = demo(config, args.data, args.examples, args.test_examples,
                    log=lambda line: print(line, file=sys.stderr))
-    return {
-        "exact_match": {k: v["exact_match"] for k, v in summary["test"].items()
-                        if isinstance(v, dict)},
-        "bleu": {k: v["bleu"] for k, v in summary["test"].items() if isinstance(v, dict)},
-        "train_seconds": summary["train_seconds"],
-        "heatmaps": summary["heatmaps"],
-        "saved_model": summary["saved_model"],
-    }
+    return {k: v for k, v in summary.items() if k not in ("epochs_run", "test")}
 
 
 def main(argv=None):
