@@ -90,7 +90,8 @@ def plot_alignments(
     if source_tokens is None:
         source_tokens = [str(i) for i in range(source_length)]
 
-    if ax is None:
+    own_figure = ax is None
+    if own_figure:
         size = (1.5 + 0.35 * max(source_length, 1), 1.0 + 0.3 * max(length, 1))
         if path is None:
             import matplotlib.pyplot as plt
@@ -113,6 +114,8 @@ def plot_alignments(
         title = f"hypothesis {hypothesis}, score {score:.3f}"
     ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, fraction=0.05)
+    if own_figure:  # room for the token labels
+        ax.figure.tight_layout()
     if path is not None:
         folder = os.path.dirname(os.fspath(path))
         if folder:
