@@ -20,7 +20,9 @@ Typical use (what the classifier recipe does)::
 
 Language models and translators export their generation function the same way (the
 function may run a decoding loop); `export_seq2seq` does it for a `kerasrnn.seq2seq.Seq2Seq`
-(greedy and n-best beam-search signatures, strings in and out).
+(greedy and n-best beam-search signatures, strings in and out). `TextTranslator` is that
+string-level decoding as a Python object: translate lists of strings (n-best with
+scores), score them with BLEU, get the alignments beam search returned, export.
 """
 import os
 

@@ -184,19 +184,19 @@ def build_model(config, source_vocab_size, target_vocab_size):
     import kerasrnn
     from kerasrnn.seq2seq import RNNEncoder, Seq2Seq
 
+    encoder = RNNEncoder(
+        common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
+        num_layers=config["num_layers"], bidirectional=True, dropout=config["dropout"],
+        name="encoder",
+    )
+    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
     if config["attention"] == "bahdanau":
         attention = kerasrnn.BahdanauAttention(config["attention_units"])
     else:
         attention = kerasrnn.LuongAttention(config["luong_score"])
     decoder_cell = kerasrnn.AttentionCell(
-        common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"]),
-        attention, mode=config["attention"], input_feeding=config["input_feeding"],
+        cell, attention, mode=config["attention"], input_feeding=config["input_feeding"],
         attention_layer_size=config["attention_layer_size"],
-    )
-    encoder = RNNEncoder(
-        common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
-        num_layers=config["num_layers"], bidirectional=True, dropout=config["dropout"],
-        name="encoder",
     )
     model = Seq2Seq(
         source_vocab_size, target_vocab_size, encoder=encoder,
@@ -244,7 +244,7 @@ class Translator(TextTranslator):
             raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
         return k
 
-    def translate(self, texts, beam_size=None, batch_size=64, n_best=None):
+    def translate(self, texts, beam_size=None, n_best=None, batch_size=64):
         """Python strings -> translations (list of str); with `n_best` K, per text
         the K best as ``[{"translation", "score"}, ...]``. Greedy for beam size 1,
         else beam search (widened to K beams)."""
