@@ -44,8 +44,8 @@ def plot_alignments(
         ax: a matplotlib Axes to draw into; None creates a figure.
         cmap: the colour map (weights 0..1).
         title: the Axes title; None shows the hypothesis' score.
-        path: if given (and `ax` is None), the figure is written there (e.g. a
-            ``.png``) and closed, drawn without pyplot (no display needed).
+        path: if given, the figure is written there (e.g. a ``.png``); a figure made
+            here for it is drawn without pyplot (no display needed, none to close).
         dpi: the resolution of the written figure.
 
     Returns:
