@@ -2,6 +2,8 @@
 
 matplotlib is imported when a plot is drawn, never on `import kerasrnn`.
 """
+import os
+
 import numpy as np
 
 
@@ -20,6 +22,8 @@ def plot_alignments(
     ax=None,
     cmap="Greys",
     title=None,
+    path=None,
+    dpi=100,
 ):
     """Draws one hypothesis' attention as a source x output heatmap.
 
@@ -40,6 +44,9 @@ def plot_alignments(
         ax: a matplotlib Axes to draw into; None creates a figure.
         cmap: the colour map (weights 0..1).
         title: the Axes title; None shows the hypothesis' score.
+        path: if given, the figure is written there (e.g. a ``.png``); a figure made
+            here for it is drawn without pyplot (no display needed, none to close).
+        dpi: the resolution of the written figure.
 
     Returns:
         The matplotlib Axes.
@@ -58,8 +65,6 @@ def plot_alignments(
     >>> [label.get_text() for label in ax.get_xticklabels()]
     ['Haus', '[END]']
     """
-    import matplotlib.pyplot as plt
-
     if result.alignments is None:
         raise ValueError(
             "plot_alignments needs `result.alignments`: the step function must return "
@@ -85,10 +90,17 @@ def plot_alignments(
     if source_tokens is None:
         source_tokens = [str(i) for i in range(source_length)]
 
-    if ax is None:
-        width = 1.5 + 0.35 * max(source_length, 1)
-        height = 1.0 + 0.3 * max(length, 1)
-        _, ax = plt.subplots(figsize=(width, height))
+    own_figure = ax is None
+    if own_figure:
+        size = (1.5 + 0.35 * max(source_length, 1), 1.0 + 0.3 * max(length, 1))
+        if path is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=size)
+        else:  # a figure pyplot does not track: nothing to show, nothing to close
+            from matplotlib.figure import Figure
+
+            ax = Figure(figsize=size).subplots()
     image = ax.imshow(weights, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto",
                       interpolation="nearest")
     ax.set_xticks(range(source_length))
@@ -102,4 +114,11 @@ def plot_alignments(
         title = f"hypothesis {hypothesis}, score {score:.3f}"
     ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, fraction=0.05)
+    if own_figure:  # room for the token labels
+        ax.figure.tight_layout()
+    if path is not None:
+        folder = os.path.dirname(os.fspath(path))
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        ax.figure.savefig(path, dpi=dpi)
     return ax

@@ -31,10 +31,6 @@ per side.
 """
 import os
 import sys
-import time
-
-import keras
-from keras import ops
 
 from kerasrnn.data.text import (  # noqa: F401 (the tokenisers, as the recipe's API)
     TOKENIZERS,
@@ -42,9 +38,15 @@ from kerasrnn.data.text import (  # noqa: F401 (the tokenisers, as the recipe's 
     detokenize_graph,
     lower_graph,
     tokenize_texts as tokenize,
+    translation_dataset,
 )
+from kerasrnn.export import TextTranslator
 from kerasrnn.layers import NotPadding  # noqa: F401 (the recipe's former layer, now kerasrnn's)
-from kerasrnn.seq2seq import SCHEDULES, sampling_probability  # noqa: F401 (the schedules)
+from kerasrnn.seq2seq import (  # noqa: F401 (the schedules, as the recipe's API)
+    SCHEDULES,
+    SamplingProbabilityLog,
+    sampling_probability,
+)
 from recipes import common
 from recipes.common import Option
 
@@ -159,66 +161,18 @@ def load_pairs(config, spec, split):
 
 
 def pairs_dataset(config, sides, sources, targets, shuffle):
-    """The teacher-forcing dataset ``{"source", "target_in": [START] y} -> y [END]`` of
-    the pairs whose source has 1 to `max_source_length` tokens and whose target has at
-    most `max_target_length`; returns it with the number of pairs kept."""
-    from kerasrnn.data import sequence_dataset
-
-    source, target = sides
-    columns = ([], [], [])
-    for src, tgt in zip(source.tokenize(sources), target.tokenize(targets)):
-        if (1 <= len(src) <= config["max_source_length"]
-                and len(tgt) <= config["max_target_length"]):
-            ids = target.vocabulary.encode(tgt)
-            columns[0].append(source.vocabulary.encode(src))
-            columns[1].append(target.vocabulary.encode(tgt, add_start=True))
-            columns[2].append(ids + target.vocabulary.encode([], add_end=True))
-    if not columns[0]:
-        raise common.RecipeError(
-            "no sentence pair is left after length filtering (max_source_length="
-            f"{config['max_source_length']}, max_target_length="
-            f"{config['max_target_length']}).")
-    dataset = sequence_dataset(
-        {"source": columns[0], "target_in": columns[1]}, columns[2],
-        batch_size=config["batch_size"], shuffle=shuffle, seed=config["seed"],
-        bucket_boundaries=config["bucket_boundaries"] or None, length_key="source",
-        target_weights=False,
-    )
-    if config["scheduled_sampling"] != "off":
-        dataset = dataset.map(_static_target_length(config["max_target_length"] + 1))
-    return dataset, len(columns[0])
-
-
-def _static_target_length(length):
-    """Pads a batch's targets to `length` steps, a static shape: scheduled sampling
-    runs the decoder with `ops.scan`, which on TensorFlow (Keras 3.15) fails in a
-    traced `fit` when the number of steps is unknown."""
-    import tensorflow as tf
-
-    def fixed(ids):
-        ids = tf.pad(ids, [[0, 0], [0, length - tf.shape(ids)[1]]])
-        return tf.ensure_shape(ids, [None, length])
-
-    return lambda inputs, target: ({**inputs, "target_in": fixed(inputs["target_in"])},
-                                   fixed(target))
+    """The teacher-forcing dataset of the pairs within the length limits
+    (`kerasrnn.data.text.translation_dataset`) and the number of pairs kept."""
+    try:
+        return translation_dataset(
+            *sides, sources, targets, config["batch_size"], config["max_source_length"],
+            config["max_target_length"], shuffle, config["seed"],
+            config["bucket_boundaries"])
+    except ValueError as error:  # no pair within the limits
+        raise common.RecipeError(str(error)) from None
 
 
 # ----------------------------------------------------------------------------- model
-
-
-def _attention_cell(config):
-    import kerasrnn
-
-    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
-    if config["attention"] == "bahdanau":
-        attention = kerasrnn.BahdanauAttention(config["attention_units"])
-    else:
-        attention = kerasrnn.LuongAttention(config["luong_score"])
-    return kerasrnn.AttentionCell(
-        cell, attention, mode=config["attention"],
-        attention_layer_size=config["attention_layer_size"],
-        input_feeding=config["input_feeding"],
-    )
 
 
 def build_model(config, source_vocab_size, target_vocab_size):
@@ -227,6 +181,7 @@ def build_model(config, source_vocab_size, target_vocab_size):
     on the embeddings, between encoder layers and before the readout, and scheduled
     sampling as configured. It trains on ``{"source", "target_in"}`` -> ``target_out``
     and decodes with `generate`."""
+    import kerasrnn
     from kerasrnn.seq2seq import RNNEncoder, Seq2Seq
 
     encoder = RNNEncoder(
@@ -234,9 +189,18 @@ def build_model(config, source_vocab_size, target_vocab_size):
         num_layers=config["num_layers"], bidirectional=True, dropout=config["dropout"],
         name="encoder",
     )
+    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
+    if config["attention"] == "bahdanau":
+        attention = kerasrnn.BahdanauAttention(config["attention_units"])
+    else:
+        attention = kerasrnn.LuongAttention(config["luong_score"])
+    decoder_cell = kerasrnn.AttentionCell(
+        cell, attention, mode=config["attention"], input_feeding=config["input_feeding"],
+        attention_layer_size=config["attention_layer_size"],
+    )
     model = Seq2Seq(
         source_vocab_size, target_vocab_size, encoder=encoder,
-        decoder_cell=_attention_cell(config), embedding_dim=config["embedding_dim"],
+        decoder_cell=decoder_cell, embedding_dim=config["embedding_dim"],
         bridge="dense", dropout=config["dropout"],
         max_target_length=config["max_decode_length"],
         scheduled_sampling=config["scheduled_sampling"],
@@ -248,26 +212,6 @@ def build_model(config, source_vocab_size, target_vocab_size):
     return model
 
 
-def compile_model(model, config):
-    from kerasrnn.losses import SequenceCrossEntropy
-    from kerasrnn.metrics import MaskedAccuracy
-
-    model.compile(
-        optimizer=common.optimizer(config),
-        loss=SequenceCrossEntropy(label_smoothing=config["label_smoothing"]),
-        metrics=[MaskedAccuracy(name="accuracy")],
-    )
-
-
-class SamplingProbabilityLog(keras.callbacks.Callback):
-    """Logs scheduled sampling's p after each epoch (``sampling_probability``)."""
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["sampling_probability"] = float(
-                ops.convert_to_numpy(self.model.current_sampling_probability()))
-
-
 def load_model(config):
     """The best `Seq2Seq` of a run. A ``best.keras`` of the recipe's earlier layout (a
     functional ``TranslatorModel``) cannot load: the error says how to retrain."""
@@ -277,92 +221,22 @@ def load_model(config):
 # ------------------------------------------------------------------------ translator
 
 
-class Translator:
-    """A trained translator with its two `TextSide`: raw strings in, translations out.
-
-    `serve(texts, beam_size)` is the exact graph the SavedModel exports: tokenising,
-    `Seq2Seq.generate` (greedy for beam_size 1, else beam search), detokenising."""
+class Translator(TextTranslator):
+    """A trained translator: `kerasrnn.export.TextTranslator` (raw strings in,
+    translations out, the graph the SavedModel serves) between the run's two
+    `TextSide`, with the run's decoding options, n-best, scores and heatmaps."""
 
     def __init__(self, model, source, target, config):
-        self.model, self.config = model, config
-        self.source, self.target = source, target
-        self._functions = {}
+        super().__init__(
+            model, source, target, max_source_length=config["max_source_length"],
+            replace_unk=config["replace_unk"], max_length=config["max_decode_length"],
+            max_length_ratio=config["max_length_ratio"] or None,
+            length_normalization=config["length_normalization"])
+        self.config, self.source, self.target = config, source, target
 
     @classmethod
     def from_run(cls, config):
         return cls(load_model(config), *load_sides(config), config)
-
-    # ---- decoding ----------------------------------------------------------------
-    def encode(self, texts):
-        """Strings (batch,) -> source ids (batch, <= max_source_length), the source
-        tokens (batch, same length; for replace_unk) and which texts are blank (TF ops).
-        A longer text is cut at `max_source_length` tokens."""
-        import tensorflow as tf
-
-        from kerasrnn.data.tokenizers import encode_tokens
-        from kerasrnn.data.text import tokenize_graph
-
-        limit = self.config["max_source_length"]
-        side = self.source
-        tokens = tokenize_graph(texts, side.kind, side.lowercase, side.wordpiece)
-        ids = encode_tokens(tokens, side.lookup)[:, :limit]
-        blank = tf.equal(tf.strings.strip(texts), "") | tf.reduce_all(ids == 0, axis=1)
-        words = tokens.to_tensor("")[:, :limit]
-        words = tf.pad(words, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(words)[1]]])
-        if self.config["replace_unk"]:  # alignments out of decoding need a static width
-            pad = [[0, 0], [0, limit - tf.shape(ids)[1]]]
-            ids = tf.ensure_shape(tf.pad(ids, pad), [None, limit])
-            words = tf.ensure_shape(tf.pad(words, pad), [None, limit])
-        return ids, words, blank
-
-    def decode(self, texts, beam_size=None, n_best=1):
-        """Strings (batch,) -> translations (batch, n_best) strings and their scores
-        (batch, n_best) float32, best first: greedy (log-probability) for beam size 1,
-        else beam search (its ranking score). Blank texts give "" (score 0); with
-        `replace_unk` an output [UNK] becomes the source token it attends to most."""
-        import tensorflow as tf
-
-        from kerasrnn.data.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
-        from kerasrnn.decoding import replace_unk
-
-        config = self.config
-        beam_size = max(config["beam_size"] if beam_size is None else beam_size, n_best)
-        ids, words, blank = self.encode(texts)
-        options = dict(max_length=config["max_decode_length"],
-                       max_length_ratio=config["max_length_ratio"] or None,
-                       return_alignments=bool(config["replace_unk"]))
-        if beam_size <= 1:
-            result = self.model.generate(ids, "greedy", **options)
-        else:
-            # n_best=k: stopping at the first complete hypothesis (n_best=1) would
-            # return whichever ends first, often a short one.
-            result = self.model.generate(
-                ids, "beam", beam_size=beam_size, n_best=beam_size,
-                length_normalization=config["length_normalization"], **options)
-        tokens = tf.convert_to_tensor(result.tokens)
-        names = tf.gather(tf.constant(self.target.vocabulary.tokens), tokens)
-        if config["replace_unk"]:
-            names = replace_unk(result, words, names, unk_id=UNK_ID)
-        tokens, names = tokens[:, :n_best], names[:, :n_best]
-        length = tf.shape(tokens)[-1]
-        keep = (tokens != PAD_ID) & (tokens != START_ID) & (tokens != END_ID)
-        strings = detokenize_graph(
-            tf.ragged.boolean_mask(tf.reshape(names, (-1, length)),
-                                   tf.reshape(keep, (-1, length))), self.target.kind)
-        strings = tf.reshape(strings, (-1, n_best))
-        blank = tf.tile(blank[:, None], [1, n_best])
-        scores = tf.cast(tf.convert_to_tensor(result.scores)[:, :n_best], tf.float32)
-        return tf.where(blank, "", strings), tf.where(blank, 0.0, scores)
-
-    def serve(self, texts, beam_size=None):
-        """Strings (batch,) -> {"translation": strings (batch,)} (TensorFlow ops)."""
-        return {"translation": self.decode(texts, beam_size)[0][:, 0]}
-
-    def serve_n_best(self, texts, n_best=None):
-        """Strings (batch,) -> {"translations": (batch, K) strings, "scores": (batch, K)
-        float32}, K = `n_best` (default the `n_best` option, else `beam_size`)."""
-        translations, scores = self.decode(texts, n_best=self.n_best(n_best))
-        return {"translations": translations, "scores": scores}
 
     def n_best(self, k=None):
         k = k or self.config["n_best"] or self.config["beam_size"]
@@ -370,119 +244,51 @@ class Translator:
             raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
         return k
 
-    def translate(self, texts, beam_size=None, batch_size=64, n_best=None):
+    def translate(self, texts, beam_size=None, n_best=None, batch_size=64):
         """Python strings -> translations (list of str); with `n_best` K, per text
-        the K best as ``[{"translation", "score"}, ...]``."""
-        import tensorflow as tf
-
+        the K best as ``[{"translation", "score"}, ...]``. Greedy for beam size 1,
+        else beam search (widened to K beams)."""
         beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        key = (beam_size, n_best and self.n_best(n_best))
-        if key not in self._functions:
-            self._functions[key] = tf.function(
-                lambda t: self.decode(t, beam_size, key[1] or 1),
-                input_signature=[tf.TensorSpec([None], tf.string)],
-            )
-        fn, results = self._functions[key], []
-        for start in range(0, len(texts), batch_size):
-            strings, scores = fn(tf.constant(list(texts[start:start + batch_size]), tf.string))
-            for row, row_scores in zip(strings.numpy(), scores.numpy()):
-                hypotheses = [{"translation": t.decode("utf-8"), "score": float(s)}
-                              for t, s in zip(row, row_scores)]
-                results.append(hypotheses if n_best else hypotheses[0]["translation"])
-        return results
+        return super().translate(texts, beam_size, n_best and self.n_best(n_best),
+                                 batch_size)
 
-    # ---- evaluation ----------------------------------------------------------------
     def evaluate(self, sources, references, beam_sizes=None):
         """BLEU (sacreBLEU's corpus BLEU), exact match and speed, per beam size.
 
         With `lowercase` the translations can only be lower-case, so the references
         are lower-cased too: the scores are then case-insensitive (``"cased": false``
         in the results)."""
-        from kerasrnn.metrics import corpus_bleu
+        config = self.config
+        return super().evaluate(sources, references,
+                                beam_sizes or sorted({1, config["beam_size"]}),
+                                config["lowercase"] and config["target_tokenizer"])
 
-        beam_sizes = beam_sizes or sorted({1, self.config["beam_size"]})
-        cased = not self.config["lowercase"]
-        if not cased:
-            # As the target tokeniser lower-cases, which is not quite str.lower.
-            lowered = lower_graph(list(references), self.config["target_tokenizer"])
-            references = [r.decode("utf-8") for r in lowered.numpy()]
-        results = {"examples": len(sources), "cased": cased}
-        for beam in beam_sizes:
-            self.translate(sources[:2], beam)  # trace outside the timing
-            began = time.perf_counter()
-            hypotheses = self.translate(sources, beam)
-            seconds = time.perf_counter() - began
-            name = "greedy" if beam == 1 else f"beam{beam}"
-            results[name] = {
-                "bleu": corpus_bleu(hypotheses, references).score,
-                "exact_match": sum(h == r for h, r in zip(hypotheses, references))
-                / max(len(references), 1),
-                "sentences_per_second": len(sources) / seconds,
-                "samples": [{"source": s, "reference": r, "translation": h}
-                            for s, r, h in list(zip(sources, references, hypotheses))[:5]],
-            }
-        return results
+    def heatmap(self, text, path):
+        """Writes the attention weights that decoding `text` returned (beam search of
+        the run's `beam_size`, as `translate`; greedy for 1) as a PNG: one column per
+        source token, one row per token of the best hypothesis, its end included
+        (`kerasrnn.visualize.plot_alignments`). Returns the drawn matplotlib Axes."""
+        from kerasrnn.visualize import plot_alignments
 
-    def alignments(self, text, translation):
-        """Attention weights (target tokens + [END]) x (source tokens) for a source
-        and its translation, with both token lists."""
-        import numpy as np
-
-        src, tgt = self.source.tokenize([text])[0], self.target.tokenize([translation])[0]
-        inputs = {"source": np.array(self.source.encode([text]), "int32"),
-                  "target_in": np.array([self.target.vocabulary.encode(tgt, add_start=True)],
-                                        "int32")}
-        weights = ops.convert_to_numpy(self.model.alignments(inputs))[0]
-        return weights[:, : max(len(src), 1)], src, tgt + ["[END]"]
-
-    def heatmap(self, text, path, beam_size=None, translation=None):
-        """Writes the alignment matrix of `text` and its translation (decoded with
-        `beam_size` unless given) as a PNG: source tokens x translation tokens."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        if translation is None:
-            translation = self.translate([text], beam_size)[0]
-        weights, src, tgt = self.alignments(text, translation)
-        fig, ax = plt.subplots(figsize=(1 + 0.45 * len(src), 1 + 0.35 * len(tgt)))
-        ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_xticks(range(len(src)), src, rotation=60, ha="right")
-        ax.set_yticks(range(len(tgt)), tgt)
-        ax.set_xlabel("source")
-        ax.set_ylabel("translation")
-        fig.tight_layout()
-        folder = os.path.dirname(os.fspath(path))
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
+        if not text.strip():
+            raise common.ConfigError("heatmap: a blank sentence has no alignments.")
+        return plot_alignments(*self.alignments(text, self.config["beam_size"]), path=path)
 
     def export(self, path):
-        """A SavedModel with ``translate(text: string[batch]) -> {"translation":
-        string[batch]}`` (beam search with the configured beam size; also
+        """A SavedModel (`TextTranslator.export`) with ``translate(text:
+        string[batch]) -> {"translation", "score"}`` (the configured beam size; also
         ``serving_default``) and ``translate_n_best(text) -> {"translations":
         string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
-        import tensorflow as tf
-
-        from kerasrnn.export import export_saved_model
-
-        signature = [tf.TensorSpec([None], tf.string, name="text")]
-        return export_saved_model(
-            path, self.model,
-            {"translate": (lambda t: self.serve(t), signature),
-             "translate_n_best": (lambda t: self.serve_n_best(t), signature)},
-            track=[self.source.lookup],
-        )
+        k, beam_size = self.n_best(), self.config["beam_size"]
+        return super().export(path, max(beam_size, k), k, beam_size)
 
 
-def write_heatmaps(translator, sources, folder):
-    return [
-        translator.heatmap(text, os.path.join(folder, f"attention_{i}.png"))
-        for i, text in enumerate(sources[: translator.config["heatmaps"]])
-    ]
+def write_heatmaps(translator, texts, folder, name="attention"):
+    """`Translator.heatmap` of each text, ``<folder>/<name>_<i>.png``; their paths."""
+    paths = [os.path.join(folder, f"{name}_{i}.png") for i in range(len(texts))]
+    for text, path in zip(texts, paths):
+        translator.heatmap(text, path)
+    return paths
 
 
 # -------------------------------------------------------------------------- commands
@@ -520,9 +326,14 @@ class TranslatorRecipe(common.Recipe):
         )
 
     def build(self, config, prepared):
+        from kerasrnn.losses import SequenceCrossEntropy
+        from kerasrnn.metrics import MaskedAccuracy
+
         try:
             model = build_model(config, *prepared.model["sizes"])
-            compile_model(model, config)
+            model.compile(optimizer=common.optimizer(config), loss=SequenceCrossEntropy(
+                label_smoothing=config["label_smoothing"]),
+                metrics=[MaskedAccuracy(name="accuracy")])
         except ValueError as error:  # kerasrnn's checks of the model's options
             raise common.ConfigError(str(error)) from None
         return model
@@ -537,34 +348,28 @@ class TranslatorRecipe(common.Recipe):
         """BLEU on the test pairs (greedy and beam search) and attention heatmaps."""
         if not splits.get("test"):
             return {}
-        return self.evaluate_run(Translator.from_run(config), config, splits["test"],
-                                 nested=True)
+        scores = self.evaluate_run(Translator.from_run(config), config, splits["test"])
+        return {"test": scores, "heatmaps": scores.pop("heatmaps")}
 
-    def evaluate_run(self, trained, config, examples, nested=False):
-        scores = trained.evaluate(*examples)
-        heatmaps = write_heatmaps(trained, examples[0], config["output_dir"])
-        if nested:
-            return {"test": scores, "heatmaps": heatmaps}
-        return {**scores, "heatmaps": heatmaps}
+    def evaluate_run(self, trained, config, examples):
+        chosen = [text for text in examples[0] if text.strip()][: config["heatmaps"]]
+        heatmaps = write_heatmaps(trained, chosen, config["output_dir"])
+        return {**trained.evaluate(*examples), "heatmaps": heatmaps}
 
     def predict_arguments(self, parser):
         parser.add_argument("texts", nargs="*", help="sentences to translate")
         parser.add_argument("--input", help="a file with one sentence per line")
 
-    def predict_rows(self, trained, texts, n_best=None):
-        if n_best:
-            return [{"text": s, "hypotheses": h}
-                    for s, h in zip(texts, trained.translate(texts, n_best=n_best))]
-        return [{"text": s, "translation": t}
-                for s, t in zip(texts, trained.translate(texts))]
-
     def _predict(self, config, args):
         """``translate``; with ``--n-best K`` given, the K best of each input with
         their scores."""
         config = self.stored(config, args)
-        translator = Translator.from_run(config)
-        n_best = translator.n_best() if "n_best" in args.overrides else None
-        return self.predict_rows(translator, self.inputs_of(config, args), n_best)
+        translator, texts = Translator.from_run(config), self.inputs_of(config, args)
+        if "n_best" in args.overrides:
+            hypotheses = translator.translate(texts, n_best=translator.n_best())
+            return [{"text": s, "hypotheses": h} for s, h in zip(texts, hypotheses)]
+        return [{"text": s, "translation": t}
+                for s, t in zip(texts, translator.translate(texts))]
 
     def extra_commands(self):
         return {
@@ -589,20 +394,16 @@ def train(config, splits=None, callbacks=(), continue_run=False):
 
 def _run_heatmap(config, args):
     """One attention heatmap PNG per given sentence, ``heatmap_<i>.png`` in the run
-    folder, from the translation `translate` gives (beam search, `beam_size`)."""
+    folder: the alignments of the translation `translate` gives (beam search,
+    `beam_size`), as decoding returned them."""
     config = RECIPE.stored(config, args)
     texts = RECIPE.inputs_of(config, args)
     if not texts:
         raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
     translator = Translator.from_run(config)
-    translations = translator.translate(texts)
-    return [
-        {"text": text, "translation": translation,
-         "heatmap": translator.heatmap(
-             text, os.path.join(config["output_dir"], f"heatmap_{i}.png"),
-             translation=translation)}
-        for i, (text, translation) in enumerate(zip(texts, translations))
-    ]
+    paths = write_heatmaps(translator, texts, config["output_dir"], "heatmap")
+    return [{"text": text, "translation": translation, "heatmap": path}
+            for text, translation, path in zip(texts, translator.translate(texts), paths)]
 
 
 def _demo_arguments(parser):
@@ -616,67 +417,59 @@ def _demo_arguments(parser):
 
 def demo(config, data=None, examples=30000, test_examples=1000, log=print):
     """The main job: trains on generated dates (or the `data` files), scores the
-    held-out pairs, prints beam-search translations, writes an attention heatmap and
+    held-out pairs, prints beam-search translations, writes attention heatmaps and
     exports the SavedModel. Returns the summary (also in ``demo.json``)."""
-    from kerasrnn.data import load_parallel_text
     from kerasrnn.data.specs import holdout
     from kerasrnn.tasks import date_translation_task
 
     if data:
-        sources, targets = load_parallel_text(*data, encoding=config["encoding"])
+        sources, targets = load_pairs(config, list(data), "train")
     else:
         sources, targets = date_translation_task(examples, seed=config["seed"])
     if len(sources) < 3:
         raise common.RecipeError(f"the demo needs at least 3 sentence pairs, got {len(sources)}.")
     fraction = min(0.5, test_examples / len(sources))
     train_pairs, test_pairs = holdout(sources, targets, fraction, config["seed"] + 1)
-    splits = {"train": train_pairs, "test": None}
+    splits = {"test": test_pairs}
     splits["train"], splits["valid"] = holdout(
         *train_pairs, min(0.5, config["valid_fraction"]), config["seed"] + 2
     )
     log(f"training on {len(splits['train'][0])} pairs "
         f"({'generated dates' if not data else ' / '.join(data)}), "
         f"validating on {len(splits['valid'][0])}, testing on {len(test_pairs[0])}")
-    results = train(config, splits)
-    translator = Translator.from_run(config)
-    scores = translator.evaluate(*test_pairs)
+    results = train(config, splits)  # and scores the test pairs, draws the heatmaps
+    scores, out = results["test"], config["output_dir"]
+    summary = {
+        "exact_match": {k: v["exact_match"] for k, v in scores.items() if isinstance(v, dict)},
+        "bleu": {k: v["bleu"] for k, v in scores.items() if isinstance(v, dict)},
+        "train_seconds": results["train_seconds"],
+        "heatmaps": results["heatmaps"],
+        "saved_model": Translator.from_run(config).export(os.path.join(out, "saved_model")),
+        "epochs_run": results["history"]["epochs_run"],
+        "test": scores,
+    }
     beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"
-    log(f"held-out exact match: greedy {scores['greedy']['exact_match']:.2%}, "
-        f"beam search {scores[beam]['exact_match']:.2%}; BLEU greedy "
-        f"{scores['greedy']['bleu']:.2f}, beam {scores[beam]['bleu']:.2f}")
+    log(f"held-out exact match: greedy {summary['exact_match']['greedy']:.2%}, beam "
+        f"search {summary['exact_match'][beam]:.2%}; BLEU greedy "
+        f"{summary['bleu']['greedy']:.2f}, beam {summary['bleu'][beam]:.2f}")
     for sample in scores[beam]["samples"]:
         log(f"  {sample['source']!r:40} -> {sample['translation']!r}"
             f"   (reference {sample['reference']!r})")
-    out = config["output_dir"]
-    heatmaps = write_heatmaps(translator, test_pairs[0], out)
-    saved_model = translator.export(os.path.join(out, "saved_model"))
-    log(f"attention heatmaps: {', '.join(heatmaps)}; SavedModel: {saved_model}")
-    summary = {
-        "train_seconds": results["train_seconds"],
-        "epochs_run": results["history"]["epochs_run"],
-        "test": {k: v for k, v in scores.items()},
-        "heatmaps": heatmaps,
-        "saved_model": saved_model,
-    }
+    log(f"attention heatmaps: {', '.join(summary['heatmaps'])}; SavedModel: "
+        f"{summary['saved_model']}")
     common.write_json(os.path.join(out, "demo.json"), summary)
     return summary
 
 
 def _run_demo(config, args):
+    """The demo's summary without the full scores (they are in demo.json)."""
     overrides = dict(args.overrides)
     if not args.data:  # the generated task has its own tuned defaults
         overrides = {**DEMO_DEFAULTS, **overrides}
     config = common.load_config(OPTIONS, args.config, overrides)
     summary = demo(config, args.data, args.examples, args.test_examples,
                    log=lambda line: print(line, file=sys.stderr))
-    return {
-        "exact_match": {k: v["exact_match"] for k, v in summary["test"].items()
-                        if isinstance(v, dict)},
-        "bleu": {k: v["bleu"] for k, v in summary["test"].items() if isinstance(v, dict)},
-        "train_seconds": summary["train_seconds"],
-        "heatmaps": summary["heatmaps"],
-        "saved_model": summary["saved_model"],
-    }
+    return {k: v for k, v in summary.items() if k not in ("epochs_run", "test")}
 
 
 def main(argv=None):

@@ -3,8 +3,8 @@
 Trains the translator recipe (bidirectional GRU encoder, Bahdanau-attention GRU decoder)
 on the Multi30k German -> English pairs of at most 16 words a side, for a few CPU
 minutes, then translates a held-out sentence of test_2016_flickr with beam search and
-draws the decoder's attention weights (`Translator.heatmap`). Prints the sentence, its
-translation, the reference and the matrix it plots.
+draws the attention weights beam search returned (`Translator.heatmap`). Prints the
+sentence, its translation, the reference and the matrix it plots.
 
     PYTHONPATH=. python docs/figures/attention_heatmap.py [--epochs 6]
 """
@@ -56,8 +56,10 @@ def main():
         index = next(i for i, s in enumerate(sources) if 6 <= len(s.split()) <= 10)
         source = sources[index + SENTENCE]
         translation = model.translate([source])[0]
-        weights, source_tokens, target_tokens = model.alignments(source, translation)
-        path = model.heatmap(source, os.path.join(HERE, "attention_heatmap.png"))
+        result, source_tokens, target_tokens = model.alignments(source, config["beam_size"])
+        weights = np.asarray(result.alignments)[0, 0, :len(target_tokens), :len(source_tokens)]
+        path = os.path.join(HERE, "attention_heatmap.png")
+        model.heatmap(source, path)
         bleu = model.evaluate(sources[:200], references[:200], beam_sizes=[5])["beam5"]["bleu"]
     finally:
         shutil.rmtree(output_dir, ignore_errors=True)

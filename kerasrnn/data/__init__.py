@@ -9,6 +9,9 @@
 * `pipeline` -- `sequence_dataset`: shuffled, padded, masked, length-bucketed batches;
 * `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, word vectors,
   tensorflow-datasets; gzip is read transparently;
+* `text` -- one side of a translation model (`TextSide`: tokeniser, lower-casing and
+  vocabulary, in Python and as TensorFlow ops) and `translation_dataset` (sentence
+  pairs -> a `Seq2Seq`'s teacher-forcing batches);
 * `specs` -- the recipes' data specs (``tfds:NAME[:SPLIT]``, `tfds_spec`) and seeded
   held-out splits (`holdout`).
 
@@ -56,6 +59,8 @@ _LAZY = {
     "load_parallel_text": "loaders",
     "load_tfds_translation": "loaders",
     "tfds_spec": "specs",
+    "TextSide": "text",
+    "translation_dataset": "text",
     "holdout": "specs",
 }
 

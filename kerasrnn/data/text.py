@@ -2,6 +2,9 @@
 runs in the training pipeline (`tokenize_texts`, Python lists) and inside an exported
 SavedModel (`tokenize_graph`, `detokenize_graph`), so served and trained tokens agree.
 
+`translation_dataset` turns sentence pairs into the teacher-forcing batches a
+`kerasrnn.seq2seq.Seq2Seq` trains on.
+
 Kinds (`TOKENIZERS`): ``word`` (punctuation split off words, then whitespace), ``char``
 (characters, the space as ``▁``, `SPACE`) and ``wordpiece`` (keras-hub WordPiece
 subwords, see `kerasrnn.data.tokenizers`).
@@ -182,3 +185,60 @@ class TextSide:
         keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
         tokens = tf.gather(self._names, tf.ragged.boolean_mask(ids, keep))
         return detokenize_graph(tokens, self.kind)
+
+
+def translation_dataset(source, target, sources, targets, batch_size=32,
+                        max_source_length=None, max_target_length=None, shuffle=False,
+                        seed=None, bucket_boundaries=None):
+    """Sentence pairs -> the teacher-forcing dataset a `kerasrnn.seq2seq.Seq2Seq` trains
+    on: ``{"source": x, "target_in": [START] y} -> y [END]``, padded per batch
+    (`kerasrnn.data.sequence_dataset`).
+
+    Pairs whose source has no token or more than `max_source_length`, or whose target
+    has more than `max_target_length`, are left out.
+
+    Args:
+        source: the source `TextSide`.
+        target: the target `TextSide`.
+        sources: the source sentences (a list of str).
+        targets: their translations, aligned with `sources`.
+        batch_size: pairs per batch.
+        max_source_length: source tokens at most (None: no limit).
+        max_target_length: target tokens at most, [END] not counted (None: no limit).
+        shuffle: reshuffle the pairs every epoch.
+        seed: the shuffling seed.
+        bucket_boundaries: source lengths where length buckets split (None: plain
+            batching).
+
+    Returns:
+        ``(dataset, pairs kept)``.
+
+    Example:
+
+    >>> side = TextSide.build(["a b c", "b c"], kind="word")
+    >>> data, kept = translation_dataset(side, side, ["a b", "", "c"], ["b", "a", "a b"])
+    >>> kept, sorted(next(iter(data))[0])
+    (2, ['source', 'target_in'])
+    """
+    from kerasrnn.data.pipeline import sequence_dataset
+
+    columns = ([], [], [])
+    for src, tgt in zip(source.tokenize(sources), target.tokenize(targets)):
+        if (not src or (max_source_length is not None and len(src) > max_source_length)
+                or (max_target_length is not None and len(tgt) > max_target_length)):
+            continue
+        columns[0].append(source.vocabulary.encode(src))
+        columns[1].append(target.vocabulary.encode(tgt, add_start=True))
+        columns[2].append(target.vocabulary.encode(tgt, add_end=True))
+    if not columns[0]:
+        raise ValueError(
+            f"no sentence pair is left after length filtering (of {len(sources)}; "
+            f"max_source_length={max_source_length}, max_target_length="
+            f"{max_target_length}).")
+    dataset = sequence_dataset(
+        {"source": columns[0], "target_in": columns[1]}, columns[2],
+        batch_size=batch_size, shuffle=shuffle, seed=seed,
+        bucket_boundaries=bucket_boundaries or None, length_key="source",
+        target_weights=False,
+    )
+    return dataset, len(columns[0])

@@ -9,6 +9,7 @@ from kerasrnn import decoding
 from kerasrnn.attention.layers import AttentionMemory, BahdanauAttention
 from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirectional_states
 from kerasrnn.cells.gru import GRUCell
+from kerasrnn.layers.crf import _scan as scan_sequences
 from kerasrnn.seq2seq import sampling
 from kerasrnn.seq2seq.encoder import RNNEncoder
 
@@ -435,12 +436,13 @@ class Seq2Seq(keras.Model):
             first = self.target_embedding(target_in[:, 0])
             cell.get_dropout_mask(first)
             cell.get_recurrent_dropout_mask(first)
+        # (the noise first: scan_sequences packs all five into one tensor of its dtype)
         time_major = [ops.moveaxis(x, 1, 0) for x in
-                      (target_in, coin, uniform, embedding_masks, output_masks)]
+                      (coin, uniform, target_in, embedding_masks, output_masks)]
 
         def step(carry, xs):
             t, previous_logits, states = carry[:3]
-            gold, coin_t, uniform_t, embedding_mask, output_mask = xs
+            coin_t, uniform_t, gold, embedding_mask, output_mask = xs
             own = sampling.own_tokens(previous_logits, uniform_t, self.sampling_mode,
                                       self.pad_id)
             fed = sampling.fed_tokens(gold, own, coin_t, probability, t, self.pad_id)
@@ -464,7 +466,9 @@ class Seq2Seq(keras.Model):
             ops.zeros((batch_size,), "int32"),
             ops.zeros((batch_size, ops.shape(source)[1]), "float32"),
         )
-        _, (_, logits, _, fed, alignments) = ops.scan(step, initial, time_major)
+        # One packed sequence, not five: Keras' TensorFlow scan fails on several when the
+        # number of steps is unknown at trace time (fit on padded_batch batches).
+        _, (_, logits, _, fed, alignments) = scan_sequences(step, initial, time_major)
         if training:
             cell.reset_dropout_mask()
             cell.reset_recurrent_dropout_mask()

@@ -8,6 +8,7 @@ comes from the prediction made after the tokens actually fed before it.
 """
 import math
 
+import keras
 from keras import ops
 
 SCHEDULES = ("off", "constant", "linear", "inverse_sigmoid")
@@ -99,3 +100,27 @@ def fed_tokens(gold, own, coin, probability, t, pad_id=0):
     if pad_id is not None:
         use_own = ops.logical_and(use_own, ops.not_equal(gold, pad_id))
     return ops.where(use_own, own, gold)
+
+
+class SamplingProbabilityLog(keras.callbacks.Callback):
+    """Adds scheduled sampling's current p (`Seq2Seq.current_sampling_probability`) to
+    the logs after each epoch, as ``sampling_probability`` (in the history, the
+    progress bar and any logging callback after it).
+
+    Example:
+
+    >>> import numpy as np, kerasrnn
+    >>> model = kerasrnn.seq2seq.Seq2Seq(8, 8, embedding_dim=4, units=4,
+    ...     scheduled_sampling="linear", sampling_probability=0.5, sampling_steps=4)
+    >>> model.compile()
+    >>> x = {"source": np.full((4, 3), 5), "target_in": np.full((4, 2), 6)}
+    >>> history = model.fit(x, np.full((4, 2), 7), batch_size=2, epochs=2, verbose=0,
+    ...                     callbacks=[kerasrnn.seq2seq.SamplingProbabilityLog()])
+    >>> history.history["sampling_probability"]
+    [0.25, 0.5]
+    """
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["sampling_probability"] = float(
+                ops.convert_to_numpy(self.model.current_sampling_probability()))

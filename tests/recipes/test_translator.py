@@ -505,7 +505,8 @@ def _png_size(path):
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
-def test_cli_heatmap_of_chosen_sentences(demo_run, tmp_path):
+def test_cli_heatmap_draws_the_alignments_beam_search_returned(demo_run, tmp_path):
+    from kerasrnn.data.text import TextSide
     from recipes import common, translator
 
     out, _ = demo_run
@@ -519,19 +520,37 @@ def test_cli_heatmap_of_chosen_sentences(demo_run, tmp_path):
     assert [row["translation"] for row in rows] == [
         row["translation"] for row in _main("translate", "--output-dir", str(out), *texts)
     ]
-    config = common.saved_config(translator.DEFAULTS, str(out))
+    config = common.saved_config(translator.OPTIONS, str(out), {})
+    trained = translator.Translator.from_run(config)
     assert len({row["heatmap"] for row in rows}) == len(texts)
     for row in rows:
         assert os.path.dirname(row["heatmap"]) == str(out)
-        # One column per source token, one row per output token and [END]: the
-        # figure's size (0.45 x 0.35 inches a cell, 100 dpi) says which sentence it is.
-        src = translator.tokenize([row["text"]], config["source_tokenizer"],
-                                  config["lowercase"])[0]
-        tgt = translator.tokenize([row["translation"]], config["target_tokenizer"],
-                                  config["lowercase"])[0]
-        width, height = _png_size(row["heatmap"])
-        assert width == pytest.approx(100 + 45 * len(src), abs=1)
-        assert height == pytest.approx(100 + 35 * (len(tgt) + 1), abs=1)
+        # What beam search itself returned for this sentence (not a teacher-forced
+        # rerun): the best hypothesis' alignments up to its length, one column per
+        # source token.
+        src = trained.source.tokenize([row["text"]])[0]
+        ids = np.array(trained.source.encode([row["text"]]), "int32")
+        result = trained.model.generate(
+            ids, "beam", beam_size=config["beam_size"], n_best=1,
+            max_length=config["max_decode_length"],
+            length_normalization=config["length_normalization"])
+        length = int(np.asarray(result.lengths)[0, 0])
+        tokens = np.asarray(result.tokens)[0, 0, :length]
+        drawn = trained.heatmap(row["text"], tmp_path / "again.png")
+        np.testing.assert_allclose(np.asarray(drawn.images[0].get_array()),
+                                   np.asarray(result.alignments)[0, 0, :length, :len(src)],
+                                   atol=1e-6)
+        # Its rows are the beam output's tokens, which spell the translation.
+        assert [t.get_text() for t in drawn.get_yticklabels()] == \
+            [trained.target.vocabulary.tokens[i] for i in tokens]
+        assert [t.get_text() for t in drawn.get_xticklabels()] == src
+        assert isinstance(trained.target, TextSide)
+        assert trained.target.decode_graph(tokens[None]).numpy()[0].decode() \
+            == row["translation"]
+        # The command's PNG is that figure: plot_alignments' 1.5 + 0.35 inches a
+        # source token by 1 + 0.3 inches an output token, at 100 dpi.
+        assert _png_size(row["heatmap"]) == pytest.approx(
+            (150 + 35 * len(src), 100 + 30 * length), abs=1)
     # No sentence is a one-line error.
     from recipes.translator import main
 

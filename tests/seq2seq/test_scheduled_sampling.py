@@ -132,3 +132,47 @@ def test_fit_follows_the_schedule_and_saves_its_step(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "s.keras")
     assert int(np_(loaded.sampling_step)) == 6
     assert (loaded.scheduled_sampling, loaded.sampling_steps) == ("linear", 4)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data padded_batch")
+def test_fit_on_batches_of_unknown_length():
+    """`fit` on a tf.data dataset whose batches are padded to their own longest
+    sentence: the traced training step sees source and target lengths of None, and
+    the step-wise scheduled-sampling loop runs over however many steps a batch has."""
+    import tensorflow as tf
+
+    pairs = [(SOURCE[b][SOURCE[b] != 0], TARGET_IN[b][TARGET_IN[b] != 0])
+             for b in range(4)] * 2
+    target_out = [np.append(t[1:], 3) for _, t in pairs]
+
+    def examples():
+        for (source, target_in), out in zip(pairs, target_out):
+            yield {"source": source, "target_in": target_in}, out
+
+    spec = tf.TensorSpec([None], tf.int32)
+    data = tf.data.Dataset.from_generator(
+        examples, output_signature=({"source": spec, "target_in": spec}, spec)
+    ).apply(tf.data.experimental.assert_cardinality(8)).padded_batch(3)
+    assert data.element_spec[1].shape.as_list() == [None, None]
+    model = Seq2Seq(12, 10, embedding_dim=5, units=6, dropout=0.1,
+                    scheduled_sampling="constant", sampling_probability=0.5,
+                    sampling_mode="sample", seed=3)
+    model.compile()
+    history = model.fit(data, epochs=2, verbose=0, shuffle=False)
+    assert np.isfinite(history.history["loss"]).all()
+    assert int(np_(model.sampling_step)) == 6  # 3 batches (3 + 3 + 2 pairs) x 2 epochs
+    # The same batches, padded to one fixed length, give the same loss: the loop
+    # over an unknown number of steps computes what the static-length one does.
+    for batch in data.take(1):
+        x, y = batch
+        fixed = {k: np.pad(v.numpy(), [(0, 0), (0, 2)]) for k, v in x.items()}
+        noise = model.sampling_noise(ops.shape(fixed["target_in"]), seed=5)
+        short = [n[:, : x["target_in"].shape[1]] for n in noise]
+        unknown = tf.function(
+            lambda s, t, c, u: model.scheduled_pass(s, t, 0.5, (c, u))[0],
+            input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2
+            + [tf.TensorSpec([None, None], tf.float32)] * 2,
+        )(x["source"], x["target_in"], *short)
+        padded = model.scheduled_pass(fixed["source"], fixed["target_in"], 0.5, noise)[0]
+        np.testing.assert_allclose(np_(unknown), np_(padded)[:, : unknown.shape[1]],
+                                   atol=1e-5)
