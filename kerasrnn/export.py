@@ -310,7 +310,9 @@ class TextTranslator:
         from kerasrnn.decoding import replace_unk
 
         beam_size = max(beam_size, n_best)
-        alignments = self.replace_unk or return_alignments
+        # The coverage penalty reads the alignments beam search collects.
+        alignments = (self.replace_unk or return_alignments
+                      or bool(self.options.get("coverage_penalty_weight")))
         ids, words, blank = self.encode(texts, static_width=alignments and not
                                         tf.executing_eagerly())
         if beam_size <= 1:

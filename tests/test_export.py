@@ -193,3 +193,28 @@ def test_import_kerasrnn_does_not_import_tensorflow_on_jax():
         capture_output=True, text=True, env=ENV, timeout=300)
     assert lazy.returncode == 0, lazy.stderr[-2000:]
     assert lazy.stdout.split()[-1] == "export_seq2seq"
+
+
+def test_text_translator_coverage_penalty_decodes_like_generate():
+    """The coverage penalty reads alignments: TextTranslator must ask beam search for
+    them (it did not, and the penalty raised) and then decode as generate does."""
+    import kerasrnn
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.export import TextTranslator
+
+    vocab = Vocabulary.build([["a", "b", "c", "d"]])
+    keras.utils.set_random_seed(3)
+    model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=6, units=8,
+                                     max_source_length=5)
+    options = dict(max_length=6, length_normalization="wu", coverage_penalty_weight=0.7)
+    texts = TextTranslator(model, vocab, vocab, **options)
+    rows = texts.translate(["a b c", "d a"], beam_size=3, n_best=3)
+    ids = keras.utils.pad_sequences([vocab.encode(["a", "b", "c"]), vocab.encode(["d", "a"])],
+                                    maxlen=5, padding="post")
+    expected = model.generate(ids, "beam", beam_size=3, n_best=3, **options)
+    tokens = keras.ops.convert_to_numpy(expected.tokens)
+    scores = keras.ops.convert_to_numpy(expected.scores)
+    for row, row_tokens, row_scores in zip(rows, tokens, scores):
+        assert [h["translation"] for h in row] == [
+            " ".join(vocab.decode(t, skip_special=True)) for t in row_tokens]
+        np.testing.assert_allclose([h["score"] for h in row], row_scores, atol=1e-5)
