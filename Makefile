@@ -34,7 +34,8 @@ test-jax: $(VENV)/.installed
 	KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 $(CORE_TESTS)
 
 # Keras' torch backend runs the core on PyTorch's CPU kernels (and its fused LSTM/GRU,
-# which kerasrnn.RNN's fast path reaches). A subset for now (about 2 minutes here):
+# which kerasrnn.RNN's fast path reaches). A subset for now (3.4 CPU-minutes over the two
+# workers, so about 2 minutes on an idle 2-core machine):
 # tests/cells/test_attentive.py still reads tensors with np.asarray, which torch
 # refuses for tensors that require grad; it joins once it uses
 # keras.ops.convert_to_numpy, as tests/attention does.
