@@ -119,7 +119,7 @@ def torch_step(kind):
         loss = loss_fn(net(x), y)
         loss.backward()
         optimizer.step()
-        return float(loss)  # waits for the step, like train_on_batch's returned loss
+        return float(loss.detach())  # waits for the step, like train_on_batch's returned loss
 
     return step
 

@@ -55,6 +55,9 @@ def monotonic_attention(p_choose, previous, mode="parallel"):
     Returns:
         alpha_i, `[batch, Tk]`.
     """
+    # backend tensors: NumPy input would meet backend tensors in NumPy's operators,
+    # which the torch backend refuses (ndarray * Tensor)
+    p_choose, previous = ops.convert_to_tensor(p_choose), ops.convert_to_tensor(previous)
     if mode == "recursive":
         shifted = _exclusive(1.0 - p_choose, 1.0)  # (1 - p_{j-1}), 1 at j = 0
 

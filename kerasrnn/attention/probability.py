@@ -16,6 +16,9 @@ from keras import ops
 
 
 def _float32(energies):
+    # a backend tensor: NumPy input would otherwise meet backend tensors in NumPy's
+    # operators, which the torch backend refuses (ndarray - Tensor)
+    energies = ops.convert_to_tensor(energies)
     # float16 / bfloat16 (mixed precision) are normalised in float32 and cast back:
     # float16 cannot hold a small positive floor for the sum, and both lose its precision
     dtype = keras.backend.standardize_dtype(energies.dtype)

@@ -11,6 +11,11 @@ pytestmark = pytest.mark.core
 B, TQ, TK, DQ, DK = 3, 4, 6, 5, 5
 
 
+def _np(tensor):
+    """A backend tensor as NumPy (torch's tensors that require grad refuse np.asarray)."""
+    return keras.ops.convert_to_numpy(tensor)
+
+
 def np_softmax(e, mask):
     e = np.where(mask, e, -np.inf)
     top = np.max(np.where(mask, e, -1e30), axis=-1, keepdims=True)
@@ -21,7 +26,7 @@ def np_softmax(e, mask):
 
 def np_energies(name, layer, q, k):
     """The textbook score, from the layer's weights (by name, not by position)."""
-    w = {v.path.split("/")[-1]: np.asarray(v.numpy(), np.float64) for v in layer.weights}
+    w = {v.path.split("/")[-1]: np.asarray(_np(v), np.float64) for v in layer.weights}
     if name == "dot":
         return np.einsum("bqd,bkd->bqk", q, k)
     if name == "scaled_dot":
@@ -92,16 +97,16 @@ def test_score_and_layer_match_numpy(case):
         context, weights = layer(q, k, v, mask=mask, return_attention_scores=True)
     e = np_energies(case, layer.score, q.astype(np.float64), k.astype(np.float64))
     expected_w = np_softmax(e, mask[:, None, :])
-    np.testing.assert_allclose(np.asarray(weights), expected_w, atol=2e-5)
-    np.testing.assert_allclose(np.asarray(context), expected_w @ v, atol=2e-5)
+    np.testing.assert_allclose(_np(weights), expected_w, atol=2e-5)
+    np.testing.assert_allclose(_np(context), expected_w @ v, atol=2e-5)
     # masked keys get exactly zero, a fully masked row gives zeros (no NaN)
-    assert np.all(np.asarray(weights)[1, :, 4:] == 0.0)
-    assert np.all(np.asarray(weights)[2] == 0.0) and np.all(np.asarray(context)[2] == 0.0)
+    assert np.all(_np(weights)[1, :, 4:] == 0.0)
+    assert np.all(_np(weights)[2] == 0.0) and np.all(_np(context)[2] == 0.0)
     # one step at a time gives the same as the whole query sequence
     for t in range(TQ):
         c_t, w_t = layer(q[:, t], k, v, mask=mask, return_attention_scores=True)
-        np.testing.assert_allclose(np.asarray(w_t), np.asarray(weights)[:, t], atol=1e-6)
-        np.testing.assert_allclose(np.asarray(c_t), np.asarray(context)[:, t], atol=1e-6)
+        np.testing.assert_allclose(_np(w_t), _np(weights)[:, t], atol=1e-6)
+        np.testing.assert_allclose(_np(c_t), _np(context)[:, t], atol=1e-6)
 
 
 def test_values_default_to_keys_and_scale():
@@ -111,8 +116,8 @@ def test_values_default_to_keys_and_scale():
     layer.scale_weight.assign(0.3)
     context, weights = layer(q, k, mask=mask, return_attention_scores=True)
     expected = np_softmax(0.3 * np.einsum("bqd,bkd->bqk", q, k), mask[:, None, :])
-    np.testing.assert_allclose(np.asarray(weights), expected, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(context), expected @ k, atol=1e-5)
+    np.testing.assert_allclose(_np(weights), expected, atol=1e-5)
+    np.testing.assert_allclose(_np(context), expected @ k, atol=1e-5)
 
 
 def test_named_layers_are_the_generic_layer():
@@ -126,7 +131,7 @@ def test_named_layers_are_the_generic_layer():
         plain(q, k, mask=mask)
         plain.set_weights(named.get_weights())
         np.testing.assert_allclose(
-            np.asarray(named(q, k, mask=mask)), np.asarray(plain(q, k, mask=mask)), atol=1e-6
+            _np(named(q, k, mask=mask)), _np(plain(q, k, mask=mask)), atol=1e-6
         )
 
 
@@ -138,7 +143,7 @@ def test_config_round_trip(case):
     clone = kerasrnn.Attention.from_config(layer.get_config())
     clone(q, k, v, mask=mask)
     clone.set_weights(layer.get_weights())
-    np.testing.assert_allclose(np.asarray(clone(q, k, v, mask=mask)), np.asarray(out))
+    np.testing.assert_allclose(_np(clone(q, k, v, mask=mask)), _np(out))
     for cls, kwargs in ((kerasrnn.BahdanauAttention, {"units": 3}), (kerasrnn.LuongAttention, {})):
         named = cls(**kwargs)
         assert type(cls.from_config(named.get_config())) is cls
@@ -152,7 +157,7 @@ def test_key_projection_is_prepared_once_per_source(monkeypatch):
     memory = layer.prepare(k, mask=mask)
     assert isinstance(memory, AttentionMemory)
     np.testing.assert_allclose(
-        np.asarray(memory.keys), k @ np.asarray(layer.score.key_kernel.numpy()), atol=1e-5
+        _np(memory.keys), k @ _np(layer.score.key_kernel), atol=1e-5
     )
     calls = []
     original = scores.AdditiveScore.prepare_keys
@@ -164,7 +169,7 @@ def test_key_projection_is_prepared_once_per_source(monkeypatch):
     steps = [layer.attend(q[:, t], memory)[0] for t in range(TQ)]
     assert calls == []
     np.testing.assert_allclose(
-        np.stack([np.asarray(s) for s in steps], 1), np.asarray(layer(q, k, mask=mask)), atol=1e-6
+        np.stack([_np(s) for s in steps], 1), _np(layer(q, k, mask=mask)), atol=1e-6
     )
 
 
@@ -178,14 +183,17 @@ def test_memory_repeat_lines_up_with_beams():
     assert tuple(memory.keys.shape) == (2 * B, TK, DK)
     context = layer.attend(np.repeat(q[:, 0], 2, axis=0), memory)[0]
     np.testing.assert_allclose(
-        np.asarray(context)[::2], np.asarray(layer(q[:, 0], k, mask=mask)), atol=1e-6
+        _np(context)[::2], _np(layer(q[:, 0], k, mask=mask)), atol=1e-6
     )
 
 
-# (step, tolerance): Keras' JAX backend computes tanh in float32 even for float64
-# inputs (its dtype rules map float64 to float32 off TensorFlow), so on JAX the
-# differences need a larger step (and tolerance) to rise above float32 rounding.
-FINITE_DIFFERENCE = {"tensorflow": (1e-6, 1e-5), "jax": (1e-3, 2e-3), "torch": (1e-6, 1e-5)}
+# (step, tolerance): off TensorFlow, Keras' dtype rules map float64 results to float32
+# (keras.src.backend.common.dtypes.result_type, JAX's default): Keras' JAX backend
+# computes tanh in float32 even for float64 inputs, and the torch backend's `ops.matmul`
+# casts a float64 product to float32 (after which everything runs in float32), so on
+# both the differences need a larger step (and tolerance) to rise above float32
+# rounding; torch, float32 throughout, the larger ones.
+FINITE_DIFFERENCE = {"tensorflow": (1e-6, 1e-5), "jax": (1e-3, 2e-3), "torch": (3e-3, 1e-2)}
 
 
 def test_gradients_match_finite_differences(float64):
@@ -198,7 +206,8 @@ def test_gradients_match_finite_differences(float64):
     layer = kerasrnn.BahdanauAttention(6, normalize=True, dtype="float64")
 
     def loss(query):
-        return keras.ops.sum(layer(query, k, mask=mask) * r)
+        # keras.ops, not `*`: NumPy's operator would read a torch tensor that requires grad
+        return keras.ops.sum(keras.ops.multiply(layer(query, k, mask=mask), r))
 
     loss(q)  # build the weights outside the autodiff trace
     analytic = gradient(loss, q)
@@ -208,7 +217,7 @@ def test_gradients_match_finite_differences(float64):
         step = np.zeros_like(q)
         step[index] = eps
         numeric[index] = (
-            float(loss(q + step)) - float(loss(q - step))
+            float(_np(loss(q + step))) - float(_np(loss(q - step)))
         ) / (2 * eps)
     np.testing.assert_allclose(analytic, numeric, rtol=rtol, atol=rtol * 1e-2)
 
@@ -241,7 +250,7 @@ def test_weight_key_and_value_gradients_match_finite_differences(case, float64):
 
     def loss(values):
         context, _ = layer.stateless_call(values[:n], [], q, values[n], values[n + 1], mask=mask)
-        return keras.ops.sum(context * r)
+        return keras.ops.sum(keras.ops.multiply(context, r))
 
     point = weights + [k, v]
     analytic = gradients(loss, point)
@@ -254,7 +263,7 @@ def test_weight_key_and_value_gradients_match_finite_differences(case, float64):
             minus = [x.copy() for x in point]
             plus[i][index] += eps
             minus[i][index] -= eps
-            numeric[index] = (float(loss(plus)) - float(loss(minus))) / (2 * eps)
+            numeric[index] = (float(_np(loss(plus))) - float(_np(loss(minus)))) / (2 * eps)
         np.testing.assert_allclose(
             analytic[i], numeric, rtol=rtol, atol=rtol * 1e-2, err_msg=names[i]
         )

@@ -1,0 +1,321 @@
+"""Each recipe's default model: one training step against an equivalent PyTorch model,
+interleaved in one process (issue 19 item 2).
+
+* LM "small" (Zaremba et al.): 2 x 200 LSTM, 20 steps, batch 20, vocabulary 10,000,
+  SGD lr 1, global clipnorm 5, the recipe's summed-over-time loss; the model and its
+  compile are `recipes.language_model`'s own (`build_model`, `compile_model`).
+* tagger: `recipes.tagger.build_model` with its defaults (word embedding 100, character
+  BiLSTM 32 + 32 over 32-d character embeddings, sentence BiLSTM 128 + 128, dropouts,
+  softmax over the tags), Adam with clipnorm 5 (the recipes' `common.optimizer`), batch
+  32 of 25 words of up to 12 characters, 20,000 words, 100 characters, 17 tags.
+* translator teacher forcing: the reduced Multi30k shape (`recipes.translator.build_model`
+  with 128-d embeddings, a bidirectional GRU of 128 + 128, a GRU decoder of 256 with
+  Bahdanau attention of 128; vocabularies 8,050 / 6,197), Adam with clipnorm 5, batch
+  64 of 16 source and 16 target tokens (a quarter of the rows padded).
+
+Each Keras model is timed with Keras' default compile settings (`jit_compile="auto"`,
+which is off on a TensorFlow CPU) and with `jit_compile=True`; the PyTorch models have
+the same sizes, optimiser, clipping and batch (PyTorch's own LSTM/GRU kernels for the
+encoders, a Python loop of `GRUCell` steps for the attentive decoder, as PyTorch
+tutorials write it). Method as in `bench/cells.py`: everything built and warmed up,
+then `--rounds` interleaved rounds (order rotating) of `--steps` timed steps; a row's
+ratio in a round is its median step over PyTorch's in that round.
+
+    PYTHONPATH=. python bench/recipes_torch.py                 # all three recipes
+    PYTHONPATH=. python bench/recipes_torch.py --only lm
+"""
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see bench/cells.py
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from recipes import common  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+# ------------------------------------------------------------------------ LM small
+LM_VOCAB, LM_BATCH, LM_STEPS = 10000, 20, 20
+
+
+def lm_data():
+    x = RNG.integers(1, LM_VOCAB, (LM_BATCH, LM_STEPS)).astype("int32")
+    return x, np.roll(x, -1, axis=1)
+
+
+def lm_keras(jit_compile):
+    from recipes import language_model
+
+    config = common.load_config(language_model.DEFAULTS)
+    config["jit_compile"] = jit_compile
+    model = language_model.build_model(config, LM_VOCAB)
+    language_model.compile_model(model, config)
+    x, y = lm_data()
+    return lambda: model.train_on_batch(x, y)
+
+
+def lm_torch():
+    units = 200
+
+    class LM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = torch.nn.Embedding(LM_VOCAB, units)
+            self.rnn = torch.nn.LSTM(units, units, num_layers=2, batch_first=True)
+            self.out = torch.nn.Linear(units, LM_VOCAB)
+            for p in self.parameters():
+                torch.nn.init.uniform_(p, -0.1, 0.1)
+
+        def forward(self, x):
+            return self.out(self.rnn(self.embedding(x))[0])
+
+    net = LM()
+    optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
+    x, y = (torch.from_numpy(a).long() for a in lm_data())
+
+    def step():
+        optimizer.zero_grad()
+        logits = net(x)
+        # summed over time, averaged over the batch (the recipe's loss)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, LM_VOCAB),
+                                                 y.reshape(-1)) * LM_STEPS
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+        optimizer.step()
+        return float(loss.detach())
+
+    return step
+
+
+# ------------------------------------------------------------------------ tagger
+WORDS, CHARS, TAGS, T_BATCH, T_LEN, T_CHARS = 20000, 100, 17, 32, 25, 12
+
+
+def tagger_data():
+    words = RNG.integers(4, WORDS, (T_BATCH, T_LEN)).astype("int32")
+    words[T_BATCH // 2:, T_LEN * 3 // 4:] = 0  # half the sentences shorter
+    lengths = RNG.integers(1, T_CHARS + 1, (T_BATCH, T_LEN))
+    chars = RNG.integers(4, CHARS, (T_BATCH, T_LEN, T_CHARS)).astype("int32")
+    chars[np.arange(T_CHARS)[None, None, :] >= lengths[..., None]] = 0
+    chars[words == 0] = 0
+    tags = RNG.integers(0, TAGS, (T_BATCH, T_LEN)).astype("int32")
+    return words, chars, tags
+
+
+def tagger_keras(jit_compile):
+    from recipes import tagger
+
+    config = common.load_config(tagger.DEFAULTS)
+    model = tagger.build_model(config, WORDS, CHARS, TAGS)
+    model.compile(common.optimizer(config), "sparse_categorical_crossentropy",
+                  jit_compile=jit_compile)
+    words, chars, tags = tagger_data()
+    inputs = {"word_ids": words, "char_ids": chars}
+    return lambda: model.train_on_batch(inputs, tags)
+
+
+def tagger_torch():
+    nn = torch.nn
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.words = nn.Embedding(WORDS, 100, padding_idx=0)
+            self.chars = nn.Embedding(CHARS, 32, padding_idx=0)
+            self.char_rnn = nn.LSTM(32, 32, batch_first=True, bidirectional=True)
+            self.rnn = nn.LSTM(164, 128, batch_first=True, bidirectional=True)
+            self.out = nn.Linear(256, TAGS)
+            self.drop_embedding, self.drop = nn.Dropout(0.25), nn.Dropout(0.33)
+
+        def forward(self, words, chars, char_lengths, lengths):
+            b, t, c = chars.shape
+            packed = nn.utils.rnn.pack_padded_sequence(
+                self.chars(chars.reshape(b * t, c)), char_lengths.reshape(-1).clamp(min=1),
+                batch_first=True, enforce_sorted=False)
+            _, (h, _) = self.char_rnn(packed)
+            char_features = torch.cat([h[0], h[1]], -1).reshape(b, t, 64)
+            x = self.drop_embedding(torch.cat([self.words(words), char_features], -1))
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True,
+                                                       enforce_sorted=False)
+            out, _ = self.rnn(packed)
+            out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=t)
+            return self.out(self.drop(out))
+
+    net = Tagger()
+    optimizer = torch.optim.Adam(net.parameters(), 1e-3)
+    words, chars, tags = (torch.from_numpy(a).long() for a in tagger_data())
+    char_lengths, lengths = (chars != 0).sum(-1), (words != 0).sum(-1)
+
+    def step():
+        optimizer.zero_grad()
+        logits = net(words, chars, char_lengths, lengths)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, TAGS), tags.reshape(-1),
+                                           reduction="none")
+        loss = (loss * (words.reshape(-1) != 0)).sum() / (words != 0).sum()
+        loss.backward()
+        # Keras' clipnorm clips each gradient's norm
+        for p in net.parameters():
+            torch.nn.utils.clip_grad_norm_([p], 5.0)
+        optimizer.step()
+        return float(loss.detach())
+
+    return step
+
+
+# ------------------------------------------------------------------------ translator
+SOURCE_VOCAB, TARGET_VOCAB, TR_BATCH, SRC_LEN, TGT_LEN = 8050, 6197, 64, 16, 16
+REDUCED = dict(embedding_dim=128, encoder_units=128, decoder_units=256,
+               attention_units=128, cell="gru", attention="bahdanau")
+
+
+def translator_data():
+    source = RNG.integers(4, SOURCE_VOCAB, (TR_BATCH, SRC_LEN)).astype("int32")
+    target = RNG.integers(4, TARGET_VOCAB, (TR_BATCH, TGT_LEN + 1)).astype("int32")
+    source[: TR_BATCH // 4, SRC_LEN // 2:] = 0
+    target[: TR_BATCH // 4, TGT_LEN // 2:] = 0
+    return source, target[:, :-1], target[:, 1:]
+
+
+def translator_keras(jit_compile):
+    from kerasrnn.losses import SequenceCrossEntropy
+    from recipes import translator
+
+    config = common.load_config(translator.DEFAULTS, overrides=REDUCED)
+    model = translator.build_model(config, SOURCE_VOCAB, TARGET_VOCAB)
+    model.compile(optimizer=common.optimizer(config), loss=SequenceCrossEntropy(),
+                  metrics=[], jit_compile=jit_compile)
+    source, target_in, target_out = translator_data()
+    inputs = {"source": source, "target_in": target_in}
+    return lambda: model.train_on_batch(inputs, target_out)
+
+
+def translator_torch():
+    nn = torch.nn
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.source = nn.Embedding(SOURCE_VOCAB, 128, padding_idx=0)
+            self.target = nn.Embedding(TARGET_VOCAB, 128, padding_idx=0)
+            self.encoder = nn.GRU(128, 128, batch_first=True, bidirectional=True)
+            self.bridge = nn.Linear(256, 256)
+            self.query = nn.Linear(256, 128, bias=False)
+            self.key = nn.Linear(256, 128, bias=False)
+            self.v = nn.Linear(128, 1, bias=False)
+            self.cell = nn.GRUCell(128 + 256, 256)
+            self.readout = nn.Linear(512, TARGET_VOCAB)
+            self.drop = nn.Dropout(0.2)
+
+        def forward(self, source, target_in):
+            mask = source != 0
+            packed = nn.utils.rnn.pack_padded_sequence(
+                self.drop(self.source(source)), mask.sum(-1), batch_first=True,
+                enforce_sorted=False)
+            memory, h = self.encoder(packed)
+            memory, _ = nn.utils.rnn.pad_packed_sequence(memory, batch_first=True,
+                                                         total_length=source.shape[1])
+            s = torch.tanh(self.bridge(torch.cat([h[0], h[1]], -1)))
+            keys = self.key(memory)
+            y = self.drop(self.target(target_in))
+            outputs = []
+            for t in range(target_in.shape[1]):  # Bahdanau: attend with s_{t-1}
+                energies = self.v(torch.tanh(keys + self.query(s)[:, None])).squeeze(-1)
+                alpha = torch.softmax(energies.masked_fill(~mask, -1e9), -1)
+                context = torch.bmm(alpha[:, None], memory).squeeze(1)
+                s = self.cell(torch.cat([y[:, t], context], -1), s)
+                outputs.append(torch.cat([s, context], -1))
+            return self.readout(self.drop(torch.stack(outputs, 1)))
+
+    net = Seq2Seq()
+    optimizer = torch.optim.Adam(net.parameters(), 1e-3)
+    source, target_in, target_out = (torch.from_numpy(a).long() for a in translator_data())
+
+    def step():
+        optimizer.zero_grad()
+        logits = net(source, target_in)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, TARGET_VOCAB),
+                                           target_out.reshape(-1), ignore_index=0)
+        loss.backward()
+        for p in net.parameters():
+            torch.nn.utils.clip_grad_norm_([p], 5.0)
+        optimizer.step()
+        return float(loss.detach())
+
+    return step
+
+
+RECIPES = {
+    "lm": ("LM small (2x200 LSTM, SGD, global clipnorm)", lm_keras, lm_torch),
+    "tagger": ("tagger default (char + word BiLSTM)", tagger_keras, tagger_torch),
+    "translator": ("translator teacher forcing (reduced Multi30k)", translator_keras,
+                   translator_torch),
+}
+
+
+def measure(name, rounds, steps, warmup):
+    title, make_keras, make_torch = RECIPES[name]
+    built = []
+    for label, make in [("Keras, default compile", lambda: make_keras("auto")),
+                        ("Keras, jit_compile=True", lambda: make_keras(True)),
+                        ("PyTorch", make_torch)]:
+        step = make()
+        start = time.perf_counter()
+        for _ in range(warmup):
+            step()
+        print(f"# {name}: built {label} ({time.perf_counter() - start:.1f} s warm-up)",
+              file=sys.stderr, flush=True)
+        built.append((label, step))
+    per_round = {label: [] for label, _ in built}
+    for r in range(rounds):
+        for label, step in built[r % len(built):] + built[:r % len(built)]:
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                step()
+                times.append(time.perf_counter() - start)
+            per_round[label].append(1000 * statistics.median(times))
+    lines = [f"\n{title}; load {os.getloadavg()[0]:.1f} after the rounds",
+             f"{'contender':<26} {'ms/step':>8} {'vs PyTorch':>10} {'IQR':>11} {'min-max':>11}"]
+    for label, _ in built:
+        ratios = [a / b for a, b in zip(per_round[label], per_round["PyTorch"])]
+        q1, median, q3 = np.percentile(ratios, [25, 50, 75])
+        lines.append(f"{label:<26} {statistics.median(per_round[label]):8.1f} {median:10.2f} "
+                     f"{q1:5.2f}-{q3:<5.2f} {min(ratios):5.2f}-{max(ratios):<5.2f}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(RECIPES), default=list(RECIPES))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    args = parser.parse_args(argv)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    torch.set_num_threads(args.threads)
+    print(f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__} "
+          f"({keras.backend.backend()}), torch {torch.__version__}; {args.threads} threads "
+          f"each; load {os.getloadavg()[0]:.1f}; {args.rounds} interleaved rounds x "
+          f"{args.steps} steps after {args.warmup} warm-up; ratio = step time / PyTorch's "
+          f"in the same round; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}", flush=True)
+    for name in args.only:
+        print(measure(name, args.rounds, args.steps, args.warmup), flush=True)
+
+
+if __name__ == "__main__":
+    main()
