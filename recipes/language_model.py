@@ -756,6 +756,9 @@ class BiLMFeatures(keras.layers.Layer):
                 "BiLMFeatures needs as many forward as backward layers; got "
                 f"{len(self.forward_layers)} and {len(self.backward_layers)}.")
         self.boundary_id = int(boundary_id)
+        # `trainable=False` reached the base class before the sublayers existed
+        for layer in [self.embedding, *self.forward_layers, *self.backward_layers]:
+            layer.trainable = self.trainable
 
     @classmethod
     def from_language_model(cls, model, config, **kwargs):
