@@ -118,6 +118,8 @@ def main():
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--tagger-epochs", type=int, default=2)
+    parser.add_argument("--bilm-dir", help="a trained biLM run to reuse (default: train "
+                        "one in OUTPUT_DIR/bilm)")
     parser.add_argument("--lm", nargs="*", default=[], metavar="KEY=VALUE",
                         help="language-model options on top of the benchmark's")
     parser.add_argument("--tagger", nargs="*", default=[], metavar="KEY=VALUE",
@@ -136,9 +138,9 @@ def main():
     print("biLM:", json.dumps(lm_config), flush=True)
     print("tagger:", json.dumps(tagger_config), "seeds", args.seeds, flush=True)
 
-    text = lm_text(out)
-    lm_dir = out / "bilm"
+    lm_dir = pathlib.Path(args.bilm_dir).resolve() if args.bilm_dir else out / "bilm"
     if not (lm_dir / "results.json").exists():
+        text = lm_text(out)
         walls["bilm"] = run([python, "-m", "recipes.language_model", "train",
                              "--bidirectional", "true", "--output-dir", str(lm_dir),
                              "--train-file", str(text["train"]),
@@ -147,6 +149,9 @@ def main():
                              "--seed", "1", *flags(lm_config)], log)
     lm_results = json.loads((lm_dir / "results.json").read_text())
     walls.setdefault("bilm", lm_results["wall_seconds"])  # its fit, when run earlier
+    print("biLM run:", lm_dir, "config:", json.dumps({
+        k: v for k, v in json.loads((lm_dir / "config.json").read_text()).items()
+        if k in LM_CONFIG}), flush=True)
     print("biLM perplexity:", json.dumps({
         split: {k: lm_results[split][d]["perplexity"] if d else lm_results[split][k]
                 for k, d in (("forward", "forward"), ("backward", "backward"),

@@ -9,6 +9,13 @@ with masked cross-entropy, by SGD with the paper's schedule (lr constant for
 `lr_decay_after` epochs, then multiplied by `lr_decay` every epoch) or Adam, gradients
 clipped by global norm.
 
+With ``--bidirectional true`` a biLM (Peters et al. 2018): a forward and a backward LM
+over the shared embedding and output layer, separate recurrent stacks; the backward one
+reads the text reversed and predicts the previous token (`backward_stream` states the
+exact layout). The loss is the mean of the two; perplexity is reported per direction and
+together. `generate` and `export` use the forward LM. `BiLMFeatures` gives a trained
+biLM's per-layer contextual features (the tagger's ``--contextual-lm``).
+
 Command line::
 
     python -m recipes.language_model train    --output-dir runs/ptb [--config FILE] [--flags]

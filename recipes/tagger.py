@@ -16,6 +16,13 @@ trained on the negative log-likelihood of whole tag paths, decoded with Viterbi 
 `predict`, `evaluate` and the exported SavedModel); a tag's reported probability is then
 its posterior marginal (forward-backward).
 
+With ``--contextual-lm RUN_DIR`` (a biLM trained by ``recipes.language_model train
+--bidirectional true``) the word features also get the biLM's layers mixed by a learned
+`kerasrnn.layers.ScalarMix` (ELMo, Peters et al. 2018): frozen by default, fine-tuned
+with ``--contextual-lm-trainable true``. The words are looked up in the biLM vocabulary
+after `lm_tokens` (lower-cased, numbers "N", as the Penn Treebank LM text); the biLM's
+weights are saved inside the tagger's model and SavedModel.
+
 Evaluation reports token accuracy, per-tag precision/recall/F1 and, when the tags follow
 a BIO scheme (``B-X``, ``I-X``, ``O``), entity-level precision/recall/F1 (an entity is
 correct only when its type and both boundaries are).
