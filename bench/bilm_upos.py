@@ -10,7 +10,8 @@
    most-frequent-tag baseline and the published figure.
 
     PYTHONPATH=. python bench/bilm_upos.py --output-dir /work/logs/bilm/run \
-        [--seeds 1 2] [--tagger-epochs 2] [--lm key=value ...] [--tagger key=value ...]
+        [--bilm-dir RUN] [--seeds 1 2] [--tagger-epochs 2] [--lm key=value ...]
+        [--tagger key=value ...]
 
 Each step runs the recipe's command line in a fresh process; a step whose
 results.json exists is skipped, and re-running the script resumes an interrupted step
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 SHARED = ROOT.parent / "shared" / "data"
 EWT, PTB = SHARED / "ud_en_ewt", SHARED / "ptb"
-# A small biLM that one CPU core trains in about 15 minutes (one epoch).
+# A small biLM, one epoch: 25.5 min on 2 CPU cores shared with other jobs (2026-11-24).
 LM_CONFIG = {
     "units": 128, "num_layers": 2, "max_vocab": 16000, "batch_size": 32, "steps": 35,
     "dropout": 0.1, "optimizer": "adam", "learning_rate": 0.002,
