@@ -9,6 +9,13 @@ with masked cross-entropy, by SGD with the paper's schedule (lr constant for
 `lr_decay_after` epochs, then multiplied by `lr_decay` every epoch) or Adam, gradients
 clipped by global norm.
 
+With ``--bidirectional true`` a biLM (Peters et al. 2018): a forward and a backward LM
+over the shared embedding and output layer, separate recurrent stacks; the backward one
+reads the text reversed and predicts the previous token (`backward_stream` states the
+exact layout). The loss is the mean of the two; perplexity is reported per direction and
+together. `generate` and `export` use the forward LM. `BiLMFeatures` gives a trained
+biLM's per-layer contextual features (the tagger's ``--contextual-lm``).
+
 Command line::
 
     python -m recipes.language_model train    --output-dir runs/ptb [--config FILE] [--flags]
@@ -61,6 +68,10 @@ OPTIONS = dict(
     steps=Option(20, "unrolled steps per window (stream)"),
     max_sentence_length=Option(0, "cut longer sentences (sentences); 0: no limit"),
     # model (Zaremba et al.'s "small" configuration by default)
+    bidirectional=Option(False, "train a biLM: a forward and a backward LM (the backward "
+                         "reads the text reversed and predicts the previous token) with "
+                         "shared embedding and output layers; loss = the mean of the two; "
+                         "generate/export use the forward LM only"),
     **common.cell_options("lstm"),
     units=Option(200, "cell units per layer"),
     num_layers=Option(2, "stacked recurrent layers"),
@@ -132,17 +143,43 @@ def load_data(config, vocabulary=None):
     return splits, vocabulary
 
 
-def batches(config, sentences, vocabulary, batch_size, shuffle=False, source=None):
+def backward_stream(stream):
+    """The stream the backward LM reads, for `stream_windows`.
+
+    The forward LM has inputs x = [END] + S[:-1] and targets y = S (S ends with
+    [END]). The backward LM reads the same tokens right to left and predicts the
+    previous one: its inputs are reverse(y) and its targets reverse(x), so that at
+    every reversed position the target is the token just before (in reading order,
+    just after) the last one read. `stream_windows` builds x from y as [END] + y[:-1],
+    so its stream here is reverse([END] + S[:-1]): since reverse(S) starts with S's
+    final [END], that gives exactly inputs reverse(S), targets reverse(x). Every
+    sentence w_1 .. w_n thus reads as [END] w_n .. w_1 -> w_n .. w_1 [END], the mirror
+    of the forward [END] w_1 .. w_n -> w_1 .. w_n [END]; both directions predict the
+    same number of tokens."""
+    from kerasrnn.data.vocabulary import END_ID
+
+    stream = np.asarray(stream, "int32")
+    return np.concatenate([[END_ID], stream[:-1]]).astype("int32")[::-1].copy()
+
+
+def batches(config, sentences, vocabulary, batch_size, shuffle=False, source=None,
+            direction="forward"):
     """`(inputs, targets)` numpy windows ("stream") or a padded dataset ("sentences").
     `source` (the file) names the data in errors: a `batch_size x steps` window longer
-    than the corpus is a `RecipeError`, which the command line reports in one line."""
+    than the corpus is a `RecipeError`, which the command line reports in one line.
+    `direction="backward"`: the backward LM's data (`backward_stream`, or each sentence
+    reversed, [START] w_n .. w_1 -> w_n .. w_1 [END])."""
     from kerasrnn.data import language_model as lm_data
 
+    if direction == "backward" and config["batching"] == "sentences":
+        sentences = [list(reversed(s)) for s in sentences]
     if config["batching"] == "stream":
         for key in ("batch_size", "steps"):
             if config[key] < 1:
                 raise ConfigError(f"`{key}` must be a positive integer, got {config[key]!r}.")
         stream = lm_data.encode_stream(sentences, vocabulary)
+        if direction == "backward":
+            stream = backward_stream(stream)
         try:
             return lm_data.stream_windows(stream, batch_size, config["steps"])
         except ValueError as error:  # kerasrnn.data cannot raise the recipes' errors
@@ -155,6 +192,35 @@ def batches(config, sentences, vocabulary, batch_size, shuffle=False, source=Non
     raise ConfigError(
         f"`batching` must be 'stream' or 'sentences', got {config['batching']!r}."
     )
+
+
+DIRECTIONS = ("forward", "backward")
+
+
+def directions_of(config):
+    return DIRECTIONS if config["bidirectional"] else ("forward",)
+
+
+def direction_batches(config, sentences, vocabulary, batch_size, shuffle=False, source=None):
+    """``{direction: batches(...)}`` for the forward (and, bidirectional, backward) LM."""
+    return {d: batches(config, sentences, vocabulary, batch_size, shuffle, source, d)
+            for d in directions_of(config)}
+
+
+def training_data(config, per_direction):
+    """What `fit` takes: the forward data as it is, or for a biLM the two directions
+    as dicts, ``({"forward": x, "backward": x_b}, {"forward": y, "backward": y_b})``
+    (windows) or a zipped dataset of such pairs (sentences)."""
+    if not config["bidirectional"]:
+        return per_direction["forward"]
+    forward, backward = per_direction["forward"], per_direction["backward"]
+    if isinstance(forward, tuple):
+        return ({"forward": forward[0], "backward": backward[0]},
+                {"forward": forward[1], "backward": backward[1]})
+    import tensorflow as tf
+
+    return tf.data.Dataset.zip((forward, backward)).map(
+        lambda f, b: ({"forward": f[0], "backward": b[0]}, {"forward": f[1], "backward": b[1]}))
 
 
 # ----------------------------------------------------------------------------- model
@@ -213,7 +279,6 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
         if config["cell"] in ("lstm", "layer_norm_lstm"):
             cell_options.setdefault("unit_forget_bias", False)
 
-    inputs = keras.Input(batch_shape=(batch_size, None), dtype="int32", name="tokens")
     embedding_options = dict(
         mask_zero=True, embeddings_initializer=init() if scale else "uniform", name="embedding"
     )
@@ -223,26 +288,54 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
         )
     else:
         embedding = keras.layers.Embedding(vocab_size, emb_dim, **embedding_options)
-    x = embedding(inputs)
-    x = keras.layers.Dropout(config["dropout"], name="dropout_in")(x)
-    for i in range(config["num_layers"]):
-        cell = common.make_cell(config["cell"], units, **cell_options)
-        x = keras.layers.RNN(
-            cell, return_sequences=True, stateful=stateful, unroll=config["unroll"],
-            name=f"rnn_{i}",
-        )(x)
-        x = keras.layers.Dropout(config["dropout"], name=f"dropout_{i}")(x)
-    if config["tie_embeddings"]:
-        logits = embedding(x, reverse=True)
-    else:
-        logits = keras.layers.Dense(
+    output = None
+    if not config["tie_embeddings"]:
+        output = keras.layers.Dense(
             vocab_size, kernel_initializer=init() if scale else "glorot_uniform",
             name="logits",
-        )(x)
-    return keras.Model(inputs, logits, name="language_model")
+        )
+
+    def language_model(inputs, prefix):
+        # one direction: the shared embedding, its own recurrent stack, the shared output
+        x = embedding(inputs)
+        x = keras.layers.Dropout(config["dropout"], name=f"{prefix}dropout_in")(x)
+        for i in range(config["num_layers"]):
+            cell = common.make_cell(config["cell"], units, **cell_options)
+            x = keras.layers.RNN(
+                cell, return_sequences=True, stateful=stateful, unroll=config["unroll"],
+                name=f"{prefix}rnn_{i}",
+            )(x)
+            x = keras.layers.Dropout(config["dropout"], name=f"{prefix}dropout_{i}")(x)
+        return embedding(x, reverse=True) if output is None else output(x)
+
+    if not config["bidirectional"]:
+        inputs = keras.Input(batch_shape=(batch_size, None), dtype="int32", name="tokens")
+        return keras.Model(inputs, language_model(inputs, ""), name="language_model")
+    inputs, backward = (keras.Input(batch_shape=(batch_size, None), dtype="int32", name=d)
+                        for d in DIRECTIONS)
+    forward_logits = language_model(inputs, "")
+    backward_logits = language_model(backward, "backward_")
+    return keras.Model({"forward": inputs, "backward": backward},
+                       {"forward": forward_logits, "backward": backward_logits},
+                       name="bidirectional_language_model")
+
+
+def direction_model(model, direction):
+    """One direction of a biLM (`model` itself for a forward-only LM): token ids ->
+    logits, sharing the biLM's layers (and their states)."""
+    if not isinstance(model.input, dict):
+        return model
+    return keras.Model(model.input[direction], model.output[direction],
+                       name=f"{direction}_language_model")
+
+
+def all_rnn_layers(model):
+    return [layer for layer in model.layers
+            if layer.name.startswith(("rnn_", "backward_rnn_"))]
 
 
 def rnn_layers(model):
+    """The forward LM's recurrent layers, in order."""
     return [layer for layer in model.layers if layer.name.startswith("rnn_")]
 
 
@@ -257,10 +350,22 @@ def compile_model(model, config):
         optimizer = keras.optimizers.Adam(config["learning_rate"], global_clipnorm=clip)
     else:
         raise ConfigError(f"`optimizer` must be 'sgd' or 'adam', got {config['optimizer']!r}.")
+    def perplexity_metric():
+        return keras_hub.metrics.Perplexity(from_logits=True, mask_token_id=0,
+                                            name="perplexity")
+
+    if config["bidirectional"]:
+        # the mean of the two directions' losses; metrics forward_/backward_perplexity
+        loss = {d: make_loss(config) for d in DIRECTIONS}
+        loss_weights = {d: 0.5 for d in DIRECTIONS}
+        metrics = {d: [perplexity_metric()] for d in DIRECTIONS}
+    else:
+        loss, loss_weights, metrics = make_loss(config), None, [perplexity_metric()]
     model.compile(
         optimizer=optimizer,
-        loss=make_loss(config),
-        metrics=[keras_hub.metrics.Perplexity(from_logits=True, mask_token_id=0, name="perplexity")],
+        loss=loss,
+        loss_weights=loss_weights,
+        metrics=metrics,
         jit_compile=config["jit_compile"],
     )
     return model
@@ -287,7 +392,7 @@ def perplexity(model, data, config):
     import keras_hub
     from keras import ops
 
-    for layer in rnn_layers(model):
+    for layer in all_rnn_layers(model):
         if layer.stateful:
             layer.reset_state()
     metric = keras_hub.metrics.Perplexity(from_logits=True, mask_token_id=0)
@@ -316,6 +421,21 @@ def perplexity(model, data, config):
     }
 
 
+def direction_perplexity(model, per_direction, config):
+    """`perplexity` of an LM on ``{direction: data}`` (`direction_batches`). For a biLM:
+    each direction's result under "forward" and "backward", and together: nll the mean
+    NLL over both directions' tokens (the two count the same tokens, so this is the mean
+    of the two, as the training loss), perplexity = exp(nll)."""
+    if not isinstance(model.input, dict):
+        return perplexity(model, per_direction["forward"], config)
+    results = {d: perplexity(direction_model(model, d), per_direction[d], config)
+               for d in DIRECTIONS}
+    tokens = sum(r["tokens"] for r in results.values())
+    nll = sum(r["nll"] * r["tokens"] for r in results.values()) / max(tokens, 1)
+    return dict(results, nll=nll, tokens=tokens, perplexity=math.exp(nll),
+                bits_per_token=nll / math.log(2))
+
+
 class EpochEvaluation(keras.callbacks.Callback):
     """Resets the RNN states at every epoch start (stream mode: each epoch reads the
     stream from its beginning) and, after every epoch, measures the perplexity of each
@@ -332,21 +452,30 @@ class EpochEvaluation(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.started = time.time()
-        for layer in rnn_layers(self.model):
+        for layer in all_rnn_layers(self.model):
             if layer.stateful:
                 layer.reset_state()
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
-        row = {
-            "learning_rate": learning_rate(self.config, epoch),
-            "train_perplexity": float(logs.get("perplexity", float("nan"))),
-            "train_seconds": time.time() - self.started,
-        }
+        row = {"learning_rate": learning_rate(self.config, epoch)}
+        if self.config["bidirectional"]:
+            # Keras' metric of each output; together: exp of the mean log perplexity
+            nan = float("nan")
+            both = [float(logs.get(f"{d}_perplexity", nan)) for d in DIRECTIONS]
+            row["train_perplexity"] = math.exp(sum(math.log(p) for p in both) / 2)
+            row.update({f"train_{d}_perplexity": p for d, p in zip(DIRECTIONS, both)})
+        else:
+            row["train_perplexity"] = float(logs.get("perplexity", float("nan")))
+        row["train_seconds"] = time.time() - self.started
         evaluation_started = time.time()
         self.eval_model.set_weights(self.model.get_weights())
         for split, data in self.splits.items():
-            row[f"{split}_perplexity"] = perplexity(self.eval_model, data, self.config)["perplexity"]
+            result = direction_perplexity(self.eval_model, data, self.config)
+            row[f"{split}_perplexity"] = result["perplexity"]
+            if self.config["bidirectional"]:
+                for d in DIRECTIONS:
+                    row[f"{split}_{d}_perplexity"] = result[d]["perplexity"]
         row["eval_seconds"] = time.time() - evaluation_started
         logs.update(row)
         print(f"epoch={epoch + 1} " + " ".join(
@@ -399,7 +528,8 @@ class LanguageModel:
 
     def evaluate(self, splits, names=("valid", "test")):
         """Perplexity (and bits per character at character level) of each split in
-        `names` of `splits` (``{split: sentences}``), over each whole stream."""
+        `names` of `splits` (``{split: sentences}``), over each whole stream; for a
+        biLM per direction too (`direction_perplexity`)."""
         config = self.config
         stream = config["batching"] == "stream"
         batch = config["batch_size"]
@@ -407,11 +537,13 @@ class LanguageModel:
         results = {}
         for split in names:
             if splits.get(split):
-                data = batches(config, splits[split], self.vocabulary, batch,
-                               source=config[f"{split}_file"])
-                result = perplexity(model, data, config)
+                data = direction_batches(config, splits[split], self.vocabulary, batch,
+                                         source=config[f"{split}_file"])
+                result = direction_perplexity(model, data, config)
                 if config["level"] == "char":
-                    result["bits_per_character"] = result.pop("bits_per_token")
+                    for part in [result] + [result.get(d) for d in DIRECTIONS]:
+                        if part:
+                            part["bits_per_character"] = part.pop("bits_per_token")
                 results[split] = result
         return results
 
@@ -477,20 +609,20 @@ class LanguageModelRecipe(common.Recipe):
         )
         vocabulary.save(os.path.join(config["output_dir"], "vocabulary.txt"))
         batch = config["batch_size"]
-        train_data = batches(config, splits["train"], vocabulary, batch, shuffle=True,
-                             source=config["train_file"])
+        train_data = direction_batches(config, splits["train"], vocabulary, batch,
+                                       shuffle=True, source=config["train_file"])
         eval_splits = {"valid": splits["valid"]} if splits.get("valid") else {}
         if config["evaluate_test_each_epoch"] and splits.get("test"):
             eval_splits["test"] = splits["test"]
         eval_data = {
-            k: batches(config, v, vocabulary, batch, source=config[f"{k}_file"])
+            k: direction_batches(config, v, vocabulary, batch, source=config[f"{k}_file"])
             for k, v in eval_splits.items()
         }
-        if config["batching"] == "stream":
-            tokens = int((train_data[1] != 0).sum())
+        if config["batching"] == "stream":  # predicted tokens (of each direction)
+            tokens = int((train_data["forward"][1] != 0).sum())
         else:
             tokens = sum(len(s) + 1 for s in splits["train"])
-        return common.Prepared(train_data, None,
+        return common.Prepared(training_data(config, train_data), None,
                                {"vocabulary": vocabulary, "eval_data": eval_data,
                                 "tokens": tokens},
                                {"vocabulary_size": len(vocabulary)})
@@ -574,6 +706,165 @@ def train(config, splits=None, callbacks=(), continue_run=False):
         continue_run: extend the finished run from its last epoch to ``epochs``.
     """
     return RECIPE.train(config, splits, callbacks, continue_run)
+
+
+# ------------------------------------------------------------- contextual features
+
+
+def reverse_padded(x, lengths):
+    """Reverses the first `lengths[b]` steps of each row b of `x` (batch, time, ...),
+    leaving the padding after them in place."""
+    from keras import ops
+
+    time = ops.arange(ops.shape(x)[1], dtype="int32")[None, :]
+    lengths = ops.cast(lengths, "int32")[:, None]
+    index = ops.where(time < lengths, lengths - 1 - time, time)
+    while len(index.shape) < len(x.shape):
+        index = ops.expand_dims(index, -1)
+    return ops.take_along_axis(x, ops.broadcast_to(index, ops.shape(x)), axis=1)
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class BiLMFeatures(keras.layers.Layer):
+    """A trained biLM's per-layer contextual features (ELMo's representations).
+
+    Token ids of the biLM vocabulary (batch, time), 0 = padding, in -> a list of
+    L + 1 tensors (batch, time, 2 * units), one per layer:
+
+        h_0 = [e_t ; e_t],   h_k = [f_k,t ; b_k,t]  (k = 1 .. L)
+
+    with e_t the token embedding (doubled to the width of the others, as in ELMo),
+    f_k,t the forward LM's layer k after reading the sentence up to t, and b_k,t the
+    backward LM's layer k after reading it from its end back to t. Each direction
+    starts from zero states with the sentence boundary it was trained on
+    (`boundary_id`: [END] for stream training, where every sentence follows an [END];
+    [START] for per-sentence training) and reads the sentence (the backward one its
+    reversal, `reverse_padded`); the boundary's own output is dropped. Mix them with
+    `kerasrnn.layers.ScalarMix`. Dropout is off; `trainable=False` freezes the biLM.
+
+    Args:
+        embedding: the biLM's embedding layer (or its serialized config).
+        forward_layers: its forward recurrent layers (stateless), bottom first.
+        backward_layers: its backward recurrent layers.
+        boundary_id: the token that precedes every sentence.
+    """
+
+    def __init__(self, embedding, forward_layers, backward_layers, boundary_id, **kwargs):
+        super().__init__(**kwargs)
+
+        def layer(item):
+            return keras.layers.deserialize(item) if isinstance(item, dict) else item
+
+        self.embedding = layer(embedding)
+        self.forward_layers = [layer(item) for item in forward_layers]
+        self.backward_layers = [layer(item) for item in backward_layers]
+        if len(self.forward_layers) != len(self.backward_layers):
+            raise ValueError(
+                "BiLMFeatures needs as many forward as backward layers; got "
+                f"{len(self.forward_layers)} and {len(self.backward_layers)}.")
+        self.boundary_id = int(boundary_id)
+        # `trainable=False` reached the base class before the sublayers existed
+        for layer in [self.embedding, *self.forward_layers, *self.backward_layers]:
+            layer.trainable = self.trainable
+
+    @classmethod
+    def from_language_model(cls, model, config, **kwargs):
+        """The features of a trained biLM (`build_model` with `bidirectional`)."""
+        if not isinstance(model.input, dict):
+            raise ConfigError("contextual features need a bidirectional language model "
+                              "(train it with --bidirectional true).")
+        stateless = build_model(config, model.get_layer("embedding").input_dim)
+        stateless.set_weights(model.get_weights())
+        return cls(stateless.get_layer("embedding"), rnn_layers(stateless),
+                   [stateless.get_layer(f"backward_rnn_{i}")
+                    for i in range(config["num_layers"])],
+                   first_token(config), **kwargs)
+
+    def build(self, input_shape):
+        if not self.embedding.built:
+            self.embedding.build(tuple(input_shape))
+        for stack in (self.forward_layers, self.backward_layers):
+            width = self.embedding.output_dim
+            for layer in stack:
+                if not layer.built:
+                    layer.build((None, None, width))
+                width = layer.cell.units
+        self.built = True
+
+    def call(self, ids, training=None):
+        from keras import ops
+
+        ids = ops.cast(ids, "int32")
+        mask = ops.not_equal(ids, 0)
+        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
+        start = ops.full((ops.shape(ids)[0], 1), self.boundary_id, "int32")
+        step_mask = ops.concatenate([ops.ones_like(mask[:, :1]), mask], axis=1)
+
+        def read(tokens, layers):
+            x = ops.take(self.embedding.embeddings, tokens, axis=0)
+            x = ops.cast(x, self.compute_dtype)
+            outputs = [x[:, 1:]]
+            for layer in layers:
+                x = layer(x, mask=step_mask, training=training)
+                outputs.append(x[:, 1:])
+            return outputs
+
+        forward = read(ops.concatenate([start, ids], axis=1), self.forward_layers)
+        backward = read(ops.concatenate([start, reverse_padded(ids, lengths)], axis=1),
+                        self.backward_layers)
+        return [ops.concatenate([f, reverse_padded(b, lengths)], axis=-1)
+                for f, b in zip(forward, backward)]
+
+    def compute_mask(self, ids, mask=None):
+        from keras import ops
+
+        return [ops.not_equal(ids, 0)] * (len(self.forward_layers) + 1)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            embedding=keras.layers.serialize(self.embedding),
+            forward_layers=[keras.layers.serialize(x) for x in self.forward_layers],
+            backward_layers=[keras.layers.serialize(x) for x in self.backward_layers],
+            boundary_id=self.boundary_id,
+        )
+        return config
+
+
+def contextual_features(run_dir, **kwargs):
+    """`BiLMFeatures` of the biLM trained in `run_dir` (its best weights), and its
+    vocabulary. Raises a one-line `ConfigError` when `run_dir` is missing, is not a
+    language-model run, or its model is not bidirectional."""
+    config = language_model_run_config(run_dir)
+    trained = LanguageModel.from_run(config)
+    return BiLMFeatures.from_language_model(trained.model, config, **kwargs), trained.vocabulary
+
+
+def language_model_run_config(run_dir):
+    """The stored config of the biLM run in `run_dir`, checked (see `contextual_features`)."""
+    if not os.path.isdir(run_dir):
+        raise ConfigError(f"`contextual_lm`: no such run directory {run_dir!r}.")
+    path = os.path.join(run_dir, "config.json")
+    stored = common.read_json(path) if os.path.exists(path) else {}
+    if not {"steps", "level", "batching"} <= set(stored) or not os.path.exists(
+            os.path.join(run_dir, "vocabulary.txt")):
+        raise ConfigError(f"`contextual_lm`: {run_dir!r} is not a language-model run "
+                          "(no config.json and vocabulary.txt of recipes.language_model).")
+    config = common.saved_config(OPTIONS, run_dir)
+    if not config["bidirectional"]:
+        raise ConfigError(f"`contextual_lm`: the language model in {run_dir!r} is not "
+                          "bidirectional; train one with --bidirectional true.")
+    if config["level"] != "word":
+        raise ConfigError(f"`contextual_lm`: the language model in {run_dir!r} is "
+                          f"{config['level']}-level; contextual word features need a "
+                          "word-level biLM.")
+    if (config["embedding_dim"] or config["units"]) != config["units"]:
+        raise ConfigError(f"`contextual_lm`: the biLM in {run_dir!r} has embedding_dim "
+                          f"{config['embedding_dim']} != units {config['units']}; its "
+                          "layers' features must have one width to be mixed.")
+    if not os.path.exists(os.path.join(run_dir, "best.keras")):
+        raise ConfigError(f"`contextual_lm`: {run_dir!r} has no best.keras; train it first.")
+    return config
 
 
 # ------------------------------------------------------------------------ generation

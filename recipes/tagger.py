@@ -16,6 +16,13 @@ trained on the negative log-likelihood of whole tag paths, decoded with Viterbi 
 `predict`, `evaluate` and the exported SavedModel); a tag's reported probability is then
 its posterior marginal (forward-backward).
 
+With ``--contextual-lm RUN_DIR`` (a biLM trained by ``recipes.language_model train
+--bidirectional true``) the word features also get the biLM's layers mixed by a learned
+`kerasrnn.layers.ScalarMix` (ELMo, Peters et al. 2018): frozen by default, fine-tuned
+with ``--contextual-lm-trainable true``. The words are looked up in the biLM vocabulary
+after `lm_tokens` (lower-cased, numbers "N", as the Penn Treebank LM text); the biLM's
+weights are saved inside the tagger's model and SavedModel.
+
 Evaluation reports token accuracy, per-tag precision/recall/F1 and, when the tags follow
 a BIO scheme (``B-X``, ``I-X``, ``O``), entity-level precision/recall/F1 (an entity is
 correct only when its type and both boundaries are).
@@ -68,6 +75,11 @@ OPTIONS = common.data_options(
     dropout=Option(0.33, "dropout rate between recurrent layers and before the output"),
     crf=Option(False, "a linear-chain CRF output layer (NLL training, Viterbi decoding, "
                "marginal probabilities per tag)"),
+    contextual_lm=Option("", "a biLM run directory (recipes.language_model train "
+                         "--bidirectional true): its layers' features, mixed by a learned "
+                         "ScalarMix, join the word features; empty: none"),
+    contextual_lm_trainable=Option(False, "fine-tune the biLM with the tagger (default: "
+                                   "frozen; the mix is learned either way)"),
     bucket_boundaries=Option([10, 20, 30, 50], "sentence lengths (tokens) where length "
                              "buckets split; [] for plain batching"),
     epochs=Option(20, common.COMMON_OPTIONS["epochs"].help),
@@ -118,13 +130,40 @@ def lowercase_tokens(sentences):
     return [[next(lowered).decode("utf-8") for _ in s] for s in sentences]
 
 
+# A number, as the Penn Treebank LM text writes it: "N" (1, 3.5, 1,000, 12:30, 1/2, -4).
+NUMBER = r"[+-]?[0-9]+([.,:/-][0-9]+)*|[+-]?[.,][0-9]+"
+
+
+def lm_tokens(tokens):
+    """The biLM's view of a tagger's tokens (a tf.string tensor of any shape): the
+    Penn Treebank LM normalisation, lower-cased and every number written "N". EWT is
+    cased and keeps its numbers, so its words are mapped the same way before their
+    lookup in the biLM vocabulary (words it lacks are [UNK], as PTB's <unk>)."""
+    import tensorflow as tf
+
+    lowered = tf.strings.lower(tokens, encoding="utf-8")
+    return tf.strings.regex_replace(lowered, f"^({NUMBER})$", "N")
+
+
+def lm_sentences(sentences):
+    """`lm_tokens` of token lists (Python strings in, Python strings out)."""
+    import tensorflow as tf
+
+    flat = [t for s in sentences for t in s]
+    if not flat:
+        return [list(s) for s in sentences]
+    mapped = iter(lm_tokens(tf.constant(flat)).numpy())
+    return [[next(mapped).decode("utf-8") for _ in s] for s in sentences]
+
+
 class Encoder:
     """Token lists -> model inputs, in Python (for training) with the same vocabulary
     and character handling as the TensorFlow serving function."""
 
-    def __init__(self, words, chars, lowercase, max_chars):
+    def __init__(self, words, chars, lowercase, max_chars, lm_words=None):
         self.words, self.chars = words, chars
         self.lowercase, self.max_chars = lowercase, max_chars
+        self.lm_words = lm_words  # the biLM's vocabulary, with --contextual-lm
 
     def inputs(self, sentences):
         keys = lowercase_tokens(sentences) if self.lowercase else sentences
@@ -133,15 +172,20 @@ class Encoder:
             inputs["char_ids"] = [
                 [self.chars.encode(list(t)[: self.max_chars]) for t in s] for s in sentences
             ]
+        if self.lm_words is not None:
+            inputs["lm_ids"] = [self.lm_words.encode(s) for s in lm_sentences(sentences)]
         return inputs
 
 
 # ----------------------------------------------------------------------------- model
 
 
-def build_model(config, word_vocab_size, char_vocab_size, num_tags):
+def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None):
     """The tagger as a functional Keras model: ``{"word_ids": (batch, time),
-    "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags)."""
+    "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags).
+    `bilm` (a `recipes.language_model.BiLMFeatures`, with `contextual_lm`): its layers,
+    mixed by `ScalarMix`, join the word features; input ``"lm_ids"`` (batch, time),
+    the words' ids in the biLM vocabulary."""
     word_ids = keras.Input((None,), dtype="int32", name="word_ids")
     inputs = {"word_ids": word_ids}
     x = WordDropout(config["word_dropout"], seed=config["seed"], name="word_dropout")(word_ids)
@@ -160,6 +204,13 @@ def build_model(config, word_vocab_size, char_vocab_size, num_tags):
                              return_sequences=False, name="char_rnn")
         c = SplitBatchTime(name="char_features")([c, char_ids])
         x = keras.layers.Concatenate(name="word_features")([x, c])
+    if bilm is not None:
+        from kerasrnn.layers import ScalarMix
+
+        lm_ids = keras.Input((None,), dtype="int32", name="lm_ids")
+        inputs["lm_ids"] = lm_ids
+        mixed = ScalarMix(name="bilm_mix")(bilm(lm_ids))
+        x = keras.layers.Concatenate(name="contextual_word_features")([x, mixed])
     x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
     x = common.rnn_stack(x, config["cell"], config["units"], config["num_layers"], True,
                          config["dropout"], config["cell_options"])
@@ -232,21 +283,27 @@ class Tagger:
     """A trained tagger with its vocabularies and tag set: tokenized sentences in, tags
     and probabilities out. `serve` is the exact function the SavedModel exports."""
 
-    def __init__(self, model, words, chars, tags, lowercase=True, max_chars=50):
+    def __init__(self, model, words, chars, tags, lowercase=True, max_chars=50,
+                 lm_words=None):
         import tensorflow as tf
 
         self.model = model
-        self.encoder = Encoder(words, chars, lowercase, max_chars)
+        self.encoder = Encoder(words, chars, lowercase, max_chars, lm_words)
         self.tags = list(tags)
         # a CRF model outputs pairwise potentials (batch, time, tags, tags)
         self.crf = len(model.outputs[0].shape) == 4
         self._word_lookup = words.lookup()
         self._char_lookup = chars.lookup() if chars is not None else None
+        self._lm_lookup = lm_words.lookup() if lm_words is not None else None
         self._serve = tf.function(self.serve, input_signature=[
             tf.TensorSpec([None, None], tf.string, name="tokens")])
 
     @classmethod
     def from_run(cls, config):
+        if config["contextual_lm"]:
+            import keras_hub  # noqa: F401 (a tied biLM embedding is keras-hub's)
+
+            import recipes.language_model  # noqa: F401 (registers BiLMFeatures)
         chars = None
         if config["char_dim"]:
             chars = common.load_vocabulary(config, "chars.txt")
@@ -257,6 +314,7 @@ class Tagger:
             common.load_vocabulary(config, "tags.txt").tokens[4:],
             config["lowercase"],
             config["max_chars"],
+            common.load_vocabulary(config, "lm_vocab.txt") if config["contextual_lm"] else None,
         )
 
     def serve(self, tokens):
@@ -274,6 +332,8 @@ class Tagger:
         if self._char_lookup is not None:
             chars = tf.strings.substr(tokens, 0, self.encoder.max_chars, unit="UTF8_CHAR")
             inputs["char_ids"] = encode_chars(chars, self._char_lookup)
+        if self._lm_lookup is not None:
+            inputs["lm_ids"] = encode_tokens(lm_tokens(tokens), self._lm_lookup)
         outputs = self.model(inputs, training=False)
         if self.crf:
             return self._crf_outputs(outputs, lengths)
@@ -331,7 +391,8 @@ class Tagger:
 
         from kerasrnn.export import export_saved_model
 
-        lookups = [self._word_lookup] + ([self._char_lookup] if self._char_lookup else [])
+        lookups = [lookup for lookup in (self._word_lookup, self._char_lookup,
+                                         self._lm_lookup) if lookup is not None]
         return export_saved_model(path, self.model, {
             "serving_default": (self.serve,
                                 [tf.TensorSpec([None, None], tf.string, name="tokens")]),
@@ -352,6 +413,12 @@ class TaggerRecipe(common.Recipe):
 
     def load_examples(self, config, spec, split):
         return load_examples(config, spec, split)
+
+    def check_config(self, config):
+        if config["contextual_lm"]:
+            from recipes.language_model import language_model_run_config
+
+            language_model_run_config(config["contextual_lm"])  # one-line errors early
 
     def check_data(self, config, splits):
         tags = [t for s in splits["train"][1] for t in s]
@@ -379,7 +446,16 @@ class TaggerRecipe(common.Recipe):
         tag_vocab.save(os.path.join(out, "tags.txt"))
         tag_names = tag_vocab.tokens[4:]
         tag_index = {t: i for i, t in enumerate(tag_names)}
-        encoder = Encoder(words, chars, config["lowercase"], config["max_chars"])
+        bilm = lm_words = None
+        if config["contextual_lm"]:
+            from recipes.language_model import contextual_features
+
+            # the biLM's weights travel in the tagger's best.keras, its vocabulary here
+            bilm, lm_words = contextual_features(
+                config["contextual_lm"], trainable=config["contextual_lm_trainable"],
+                name="bilm")
+            lm_words.save(os.path.join(out, "lm_vocab.txt"))
+        encoder = Encoder(words, chars, config["lowercase"], config["max_chars"], lm_words)
 
         def dataset(split, shuffle):
             return sequence_dataset(
@@ -393,14 +469,15 @@ class TaggerRecipe(common.Recipe):
             dataset(splits["train"], True),
             dataset(splits["valid"], False) if splits.get("valid") else None,
             {"words": len(words), "chars": len(chars) if chars else 0,
-             "tags": len(tag_names)},
+             "tags": len(tag_names), "bilm": bilm},
             {"train_sentences": len(sentences), "vocabulary_size": len(words),
              "tags": tag_names},
         )
 
     def build(self, config, prepared):
         sizes = prepared.model
-        model = build_model(config, sizes["words"], sizes["chars"], sizes["tags"])
+        model = build_model(config, sizes["words"], sizes["chars"], sizes["tags"],
+                            sizes["bilm"])
         if config["crf"]:
             from kerasrnn.layers import CRFAccuracy, CRFLoss
 
