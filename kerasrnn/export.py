@@ -345,23 +345,28 @@ class TextTranslator:
         return tf.where(blank, "", strings), tf.where(blank, 0.0, scores)
 
     def translate(self, texts, beam_size=1, n_best=None, batch_size=64):
-        """Python strings -> their translations (a list of str); with `n_best` K, per
-        text the K best as ``[{"translation", "score"}, ...]``. Runs `decode` as one
-        traced function per setting, `batch_size` texts at a time."""
+        """Python strings -> their translations (a list of str, in the order given);
+        with `n_best` K, per text the K best as ``[{"translation", "score"}, ...]``.
+        Runs `decode` as one traced function per setting, `batch_size` texts at a
+        time, the texts taken in order of length: a batch decodes until its longest
+        output ends, so batching similar lengths wastes fewer steps."""
         key = (beam_size, n_best)
         if key not in self._functions:
             self._functions[key] = tf.function(
                 lambda t: self.decode(t, beam_size, n_best or 1),
                 input_signature=[tf.TensorSpec([None], tf.string)],
             )
-        results = []
+        texts = list(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i].split()))
+        results = [None] * len(texts)
         for start in range(0, len(texts), batch_size):
-            batch = tf.constant(list(texts[start:start + batch_size]), tf.string)
-            strings, scores = self._functions[key](batch)
-            for row, row_scores in zip(strings.numpy(), scores.numpy()):
+            rows = order[start:start + batch_size]
+            strings, scores = self._functions[key](
+                tf.constant([texts[i] for i in rows], tf.string))
+            for i, row, row_scores in zip(rows, strings.numpy(), scores.numpy()):
                 hypotheses = [{"translation": t.decode("utf-8"), "score": float(s)}
                               for t, s in zip(row, row_scores)]
-                results.append(hypotheses if n_best else hypotheses[0]["translation"])
+                results[i] = hypotheses if n_best else hypotheses[0]["translation"]
         return results
 
     def evaluate(self, sources, references, beam_sizes=(1,), lowercase=False):

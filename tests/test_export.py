@@ -218,3 +218,23 @@ def test_text_translator_coverage_penalty_decodes_like_generate():
         assert [h["translation"] for h in row] == [
             " ".join(vocab.decode(t, skip_special=True)) for t in row_tokens]
         np.testing.assert_allclose([h["score"] for h in row], row_scores, atol=1e-5)
+
+
+def test_text_translator_translate_batches_by_length_but_keeps_order():
+    import kerasrnn
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.export import TextTranslator
+
+    vocab = Vocabulary.build([["a", "b", "c", "d"]])
+    keras.utils.set_random_seed(5)
+    model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=6, units=8,
+                                     max_source_length=6)
+    texts = TextTranslator(model, vocab, vocab, max_length=5)
+    sources = ["a b c d a", "b", "", "c d a", "d d", "a b c d b c"]
+    batched = texts.translate(sources, beam_size=2, n_best=2, batch_size=2)
+    alone = [texts.translate([s], beam_size=2, n_best=2)[0] for s in sources]
+    assert [[h["translation"] for h in row] for row in batched] == [
+        [h["translation"] for h in row] for row in alone]
+    np.testing.assert_allclose([[h["score"] for h in row] for row in batched],
+                               [[h["score"] for h in row] for row in alone], atol=1e-5)
+    assert batched[2] == [{"translation": "", "score": 0.0}] * 2
