@@ -48,6 +48,22 @@ import kerasrnn  # noqa: E402
 BATCH, STEPS, INPUTS, UNITS, CLASSES = 64, 100, 128, 256, 10
 
 
+
+def interleaved_rounds(built, rounds, steps):
+    """Times each `(label, step)` of `built` for `rounds` rounds, rotating the order
+    every round so that no contender always runs first: {label: [median ms of its
+    `steps` calls in each round]}."""
+    per_round = {label: [] for label, _ in built}
+    for r in range(rounds):
+        for label, step in built[r % len(built):] + built[: r % len(built)]:
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                step()
+                times.append(time.perf_counter() - start)
+            per_round[label].append(1000 * statistics.median(times))
+    return per_round
+
 def data(seed=0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(BATCH, STEPS, INPUTS)).astype("float32")
@@ -173,16 +189,7 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
         print(f"# built {label} ({time.perf_counter() - start:.1f} s warm-up)",
               file=sys.stderr)
         built.append((label, step))
-    per_round = {label: [] for label, _ in built}
-    for r in range(rounds):
-        order = built[r % len(built):] + built[: r % len(built)]
-        for label, step in order:
-            times = []
-            for _ in range(steps):
-                start = time.perf_counter()
-                step()
-                times.append(time.perf_counter() - start)
-            per_round[label].append(1000 * statistics.median(times))
+    per_round = interleaved_rounds(built, rounds, steps)
     reference = built[-1][0]
     keras_layer = next((label for label, _ in built if label.startswith("keras.layers.")
                         and " in " not in label), reference)

@@ -39,6 +39,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from cells import interleaved_rounds  # noqa: E402  (bench/ is the script's folder)
 from recipes import common  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -275,15 +276,7 @@ def measure(name, rounds, steps, warmup):
         print(f"# {name}: built {label} ({time.perf_counter() - start:.1f} s warm-up)",
               file=sys.stderr, flush=True)
         built.append((label, step))
-    per_round = {label: [] for label, _ in built}
-    for r in range(rounds):
-        for label, step in built[r % len(built):] + built[:r % len(built)]:
-            times = []
-            for _ in range(steps):
-                start = time.perf_counter()
-                step()
-                times.append(time.perf_counter() - start)
-            per_round[label].append(1000 * statistics.median(times))
+    per_round = interleaved_rounds(built, rounds, steps)
     lines = [f"\n{title}; load {os.getloadavg()[0]:.1f} after the rounds",
              f"{'contender':<26} {'ms/step':>8} {'vs PyTorch':>10} {'IQR':>11} {'min-max':>11}"]
     for label, _ in built:
