@@ -9,7 +9,7 @@
    `ScalarMix`), and prints test UPOS accuracy per seed and the mean, beside the
    most-frequent-tag baseline and the published figure.
 
-    PYTHONPATH=. python bench/bilm_upos.py --output-dir /work/logs/bilm/run \
+    PYTHONPATH=. python bench/bilm_upos.py --output-dir runs/bilm-upos \
         [--bilm-dir RUN] [--seeds 1 2] [--tagger-epochs 2] [--lm key=value ...]
         [--tagger key=value ...]
 
