@@ -37,6 +37,11 @@ def main():
         rows = cells.main(["--json", MEASURED])  # prints its table as it measures
 
     kinds = list(dict.fromkeys(row["kind"] for row in rows))  # in the bench's order
+    # PyTorch's step depends on how its OpenMP threads wait (bench/README.md), so the
+    # axis names the policy the reference ran under.
+    policy = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    if args.json:
+        policy = measured["header"].rsplit("OMP_WAIT_POLICY=", 1)[-1].split()[0]
     fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.2), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         chosen = [row for row in rows if row["kind"] == kind][::-1]
@@ -52,7 +57,8 @@ def main():
         for i, row in enumerate(chosen):
             ax.text(row["ratio_max"], i, f" {row['ratio']:.2f}x", va="center", fontsize=7)
         ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"step time / {chosen[0]['reference']}'s (median, min-max)")
+        ax.set_xlabel(f"step time / {chosen[0]['reference']}'s (median, min-max)\n"
+                      f"PyTorch with OMP_WAIT_POLICY={policy}", fontsize=9)
         ax.set_title(kind.upper())
         ax.set_xlim(0, max(row["ratio_max"] for row in chosen) * 1.3)
     fig.tight_layout()
