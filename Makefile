@@ -33,18 +33,11 @@ test-tf: $(VENV)/.installed
 test-jax: $(VENV)/.installed
 	KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 $(CORE_TESTS)
 
-# Keras' torch backend runs the core on PyTorch's CPU kernels (and its fused LSTM/GRU,
-# which kerasrnn.RNN's fast path reaches). A subset for now (3.4 CPU-minutes over the two
-# workers, so about 2 minutes on an idle 2-core machine):
-# tests/cells/test_attentive.py still reads tensors with np.asarray, which torch
-# refuses for tensors that require grad; it joins once it uses
-# keras.ops.convert_to_numpy, as tests/attention does.
+# Keras' torch backend runs the same core on PyTorch's CPU kernels (and its fused
+# LSTM/GRU, which kerasrnn.RNN's fast path reaches).
 # Passive OpenMP waiting: two workers' spinning torch threads otherwise stall each other.
-TORCH_TESTS := tests/cells/test_cells.py tests/cells/test_fast_path.py \
-	tests/cells/test_training.py tests/attention tests/decoding
-
 test-torch: $(VENV)/.installed
-	KERAS_BACKEND=torch OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 $(TORCH_TESTS)
+	KERAS_BACKEND=torch OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 $(CORE_TESTS)
 
 # The documentation site (mkdocs.yml) into site/, in strict mode: a broken link or anchor,
 # an unknown `::: name` or a docstring argument missing from its signature fails it.

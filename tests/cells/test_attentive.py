@@ -11,6 +11,9 @@ pytestmark = pytest.mark.core
 
 B, TQ, TK, DIN, DM, UNITS = 3, 5, 6, 4, 7, 8
 
+# Detaches on torch, where np.asarray refuses a tensor that requires grad.
+numpy = ops.convert_to_numpy
+
 
 def _data():
     rng = np.random.default_rng(0)
@@ -83,11 +86,11 @@ def test_decoder_matches_numpy_equations(mode, feeding):
     expected, expected_alignments, final = _np_decoder(
         mode, cell, x, memory, source_mask, target_mask, feeding
     )
-    np.testing.assert_allclose(np.asarray(outputs), expected, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(alignments), expected_alignments, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(states[0]), final, atol=1e-5)
+    np.testing.assert_allclose(numpy(outputs), expected, atol=1e-5)
+    np.testing.assert_allclose(numpy(alignments), expected_alignments, atol=1e-5)
+    np.testing.assert_allclose(numpy(states[0]), final, atol=1e-5)
     assert tuple(alignments.shape) == (B, TQ, TK)
-    assert np.all(np.asarray(alignments)[1, :, 3:] == 0.0)  # padded keys: zero weight
+    assert np.all(numpy(alignments)[1, :, 3:] == 0.0)  # padded keys: zero weight
 
 
 def test_padded_decoder_steps_do_not_change_states():
@@ -96,7 +99,7 @@ def test_padded_decoder_steps_do_not_change_states():
     _, *padded = decoder(x, memory, mask=target_mask, memory_mask=source_mask)
     _, *cut = decoder(x[:, :3], memory, memory_mask=source_mask)
     for a, b in zip(padded, cut):
-        np.testing.assert_allclose(np.asarray(a)[2], np.asarray(b)[2], atol=1e-6)
+        np.testing.assert_allclose(numpy(a)[2], numpy(b)[2], atol=1e-6)
 
 
 def test_luong_sequence_attention_equals_step_by_step_in_the_cell():
@@ -114,8 +117,8 @@ def test_luong_sequence_attention_equals_step_by_step_in_the_cell():
     attentional = ops.tanh(
         ops.matmul(ops.concatenate([context, h], -1), cell.attention_kernel)
     )
-    np.testing.assert_allclose(np.asarray(alignments), np.asarray(weights), atol=1e-5)
-    np.testing.assert_allclose(np.asarray(outputs), np.asarray(attentional), atol=1e-5)
+    np.testing.assert_allclose(numpy(alignments), numpy(weights), atol=1e-5)
+    np.testing.assert_allclose(numpy(outputs), numpy(attentional), atol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["bahdanau", "luong"])
@@ -130,13 +133,13 @@ def test_step_api_equals_teacher_forced_pass(mode):
     states = decoder.initial_state_from(encoder_states)
     for t in range(TQ):
         out, states, align = decoder.step(x[:, t], states, prepared)
-        np.testing.assert_allclose(np.asarray(out), np.asarray(outputs)[:, t], atol=1e-5)
-        np.testing.assert_allclose(np.asarray(align), np.asarray(alignments)[:, t], atol=1e-6)
+        np.testing.assert_allclose(numpy(out), numpy(outputs)[:, t], atol=1e-5)
+        np.testing.assert_allclose(numpy(align), numpy(alignments)[:, t], atol=1e-6)
     # beam layout: each source repeated, rows line up with the unrepeated ones
     beam = decoder.prepare_memory(memory, mask=source_mask).repeat(2)
-    states = [np.repeat(s, 2, axis=0) for s in decoder.initial_state_from(encoder_states)]
+    states = [np.repeat(numpy(s), 2, axis=0) for s in decoder.initial_state_from(encoder_states)]
     out, _, _ = decoder.step(np.repeat(x[:, 0], 2, axis=0), states, beam)
-    np.testing.assert_allclose(np.asarray(out)[1::2], np.asarray(outputs)[:, 0], atol=1e-5)
+    np.testing.assert_allclose(numpy(out)[1::2], numpy(outputs)[:, 0], atol=1e-5)
 
 
 def test_key_projection_runs_once_per_call(monkeypatch):
@@ -173,7 +176,7 @@ def test_keras_cells_and_stacks_can_be_wrapped():
         out = kerasrnn.AttentiveRNN(cell)(x, memory, mask=target_mask, memory_mask=source_mask)
         width = UNITS + DM if mode == "bahdanau" else UNITS
         assert tuple(out.shape) == (B, TQ, width)
-        assert np.all(np.isfinite(np.asarray(out)))
+        assert np.all(np.isfinite(numpy(out)))
 
 
 def test_plain_keras_rnn_with_bound_memory():
@@ -183,7 +186,7 @@ def test_plain_keras_rnn_with_bound_memory():
     expected = decoder(x, memory, memory_mask=source_mask)
     with cell.attending(cell.prepare_memory(memory, mask=source_mask)):
         out = keras.layers.RNN(cell, return_sequences=True)(x)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-6)
+    np.testing.assert_allclose(numpy(out), numpy(expected), atol=1e-6)
     with pytest.raises(ValueError, match="no encoder memory"):
         keras.layers.RNN(cell, return_sequences=True)(x)
 
@@ -192,9 +195,9 @@ def test_dropout_masks_are_fixed_and_only_in_training():
     x, memory, _, _ = _data()
     inner = kerasrnn.GRUCell(UNITS, dropout=0.5, recurrent_dropout=0.5, seed=3)
     decoder = kerasrnn.AttentiveRNN(_cell("bahdanau", inner=inner))
-    a = np.asarray(decoder(x, memory, training=False))
-    np.testing.assert_allclose(a, np.asarray(decoder(x, memory, training=False)))
-    b = np.asarray(decoder(x, memory, training=True))
+    a = numpy(decoder(x, memory, training=False))
+    np.testing.assert_allclose(a, numpy(decoder(x, memory, training=False)))
+    b = numpy(decoder(x, memory, training=True))
     assert np.all(np.isfinite(b)) and not np.allclose(a, b)
     assert inner._dropout_mask is None  # masks are reset after each call
 
@@ -252,8 +255,8 @@ def test_saved_model_reload(tmp_path):
     model.export(str(tmp_path / "saved"), verbose=False)
     reloaded = tf.saved_model.load(str(tmp_path / "saved"))  # keep it alive while serving
     served = reloaded.serve([source, target])
-    np.testing.assert_allclose(np.asarray(served[0]), logits, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(served[1]), alignments, atol=1e-6)
+    np.testing.assert_allclose(numpy(served[0]), logits, atol=1e-6)
+    np.testing.assert_allclose(numpy(served[1]), alignments, atol=1e-6)
 
 
 def test_initial_state_from_bidirectional_encoder():
@@ -264,12 +267,12 @@ def test_initial_state_from_bidirectional_encoder():
     cell = _cell("luong", inner=kerasrnn.LSTMCell(UNITS))
     merged = kerasrnn.merge_bidirectional_states(forward + backward)
     states = cell.initial_state_from(merged)
-    np.testing.assert_array_equal(np.asarray(states[0]), np.concatenate([forward[0], backward[0]], -1))
-    assert len(states) == 3 and not np.any(np.asarray(states[2]))  # h~_0 = 0
+    np.testing.assert_array_equal(numpy(states[0]), np.concatenate([forward[0], backward[0]], -1))
+    assert len(states) == 3 and not np.any(numpy(states[2]))  # h~_0 = 0
     decoder = kerasrnn.AttentiveRNN(cell, return_state=True)
     _, h, c, _ = decoder(x[:, :1], memory, initial_state=merged)
     _, h0, c0, _ = decoder(x[:, :1], memory)
-    assert not np.allclose(np.asarray(c), np.asarray(c0))  # the given state was used
+    assert not np.allclose(numpy(c), numpy(c0))  # the given state was used
     with pytest.raises(ValueError, match="initial_state"):
         cell.initial_state_from(forward[:1])
     with pytest.raises(ValueError, match="initial_state"):

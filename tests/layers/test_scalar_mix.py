@@ -27,7 +27,7 @@ def test_matches_numpy(layer_norm):
     s, gamma = rng.normal(size=3).astype("float32"), np.float32(1.7)
     mix.set_weights([s, gamma])
     np.testing.assert_allclose(
-        mix(layers), np_mix(layers, s, gamma, layer_norm), rtol=1e-5, atol=1e-5
+        keras.ops.convert_to_numpy(mix(layers)), np_mix(layers, s, gamma, layer_norm), rtol=1e-5, atol=1e-5
     )
 
 
