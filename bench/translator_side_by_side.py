@@ -1,0 +1,89 @@
+"""Decoding throughput of this code's translator against an older version's, side by side.
+
+Each version decodes Multi30k's test_2016_flickr (1,000 sentences, batches of 64) with
+its own `Translator.translate` on a model it trained itself with the same command. The
+versions take turns, one fresh process per measurement (the old code cannot be imported
+beside the new), for `--rounds` rounds; each process traces its decoder on two sentences
+first, then times one pass over the test set per beam size.
+
+    git worktree add ../kerasrnn-4a679ed 4a679ed     # the code of issue 19's 65.7 sent/s
+    (cd ../kerasrnn-4a679ed && PYTHONPATH=. python bench/translator.py --set \\
+        output_dir=runs/old-small-cased epochs=14 lowercase=false embedding_dim=128 \\
+        encoder_units=128 decoder_units=256 attention_units=128 dropout=0.3)
+    PYTHONPATH=. python bench/translator_side_by_side.py \\
+        --old ../kerasrnn-4a679ed ../kerasrnn-4a679ed/runs/old-small-cased \\
+        --new . runs/bench-translator-small-cased
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+
+
+def time_one(run_dir, data, beam_sizes):
+    """In a process whose PYTHONPATH is one version's root: {beam: sentences/s}."""
+    from kerasrnn.data import load_parallel_text
+    from recipes import common, translator
+
+    sources, _ = load_parallel_text(pathlib.Path(data) / "test_2016_flickr.de.gz",
+                                    pathlib.Path(data) / "test_2016_flickr.en.gz")
+    model = translator.Translator.from_run(common.saved_config(translator.DEFAULTS, run_dir))
+    speeds = {}
+    for beam in beam_sizes:
+        model.translate(sources[:2], beam)  # trace outside the timing
+        began = time.perf_counter()
+        model.translate(sources, beam)
+        speeds[beam] = len(sources) / (time.perf_counter() - began)
+    return speeds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", nargs=2, metavar=("REPO", "RUN_DIR"), required=True)
+    parser.add_argument("--new", nargs=2, metavar=("REPO", "RUN_DIR"), required=True)
+    parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--beam-sizes", type=int, nargs="+", default=[5, 1])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--time-one", nargs=1, metavar="RUN_DIR", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.time_one:  # the child process
+        print(json.dumps(time_one(args.time_one[0], args.data, args.beam_sizes)))
+        return
+
+    versions = {"old": args.old, "new": args.new}
+    speeds = {name: {beam: [] for beam in args.beam_sizes} for name in versions}
+    print(f"# load average {os.getloadavg()[0]:.1f}; test_2016_flickr, 1,000 sentences")
+    for round_ in range(args.rounds):
+        for name, (repo, run_dir) in (list(versions.items())[::-1] if round_ % 2
+                                      else versions.items()):
+            child = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--old", *args.old,
+                 "--new", *args.new, "--data", os.path.abspath(args.data),
+                 "--beam-sizes", *map(str, args.beam_sizes),
+                 "--time-one", os.path.abspath(run_dir)],
+                cwd=repo, capture_output=True, text=True, check=True,
+                env=dict(os.environ, PYTHONPATH=os.path.abspath(repo),
+                         TF_CPP_MIN_LOG_LEVEL="2"))
+            measured = json.loads(child.stdout.strip().splitlines()[-1])
+            for beam in args.beam_sizes:
+                speeds[name][beam].append(measured[str(beam)])
+            print(f"round {round_}, {name}: " + ", ".join(
+                f"beam {b} {measured[str(b)]:.1f}" for b in args.beam_sizes)
+                + " sentences/s", flush=True)
+    for beam in args.beam_sizes:
+        ratios = [n / o for n, o in zip(speeds["new"][beam], speeds["old"][beam])]
+        print(f"beam {beam}: old {statistics.median(speeds['old'][beam]):.1f}, new "
+              f"{statistics.median(speeds['new'][beam]):.1f} sentences/s (medians); "
+              f"new / old per round: median {statistics.median(ratios):.2f} "
+              f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
+    print(f"# load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
