@@ -25,9 +25,9 @@ Command line::
     python -m recipes.language_model export   --output-dir runs/ptb --export-dir runs/ptb/saved
 
 Ready configs (run from the repository root; the data paths are relative to it):
-`recipes/configs/ptb_small.yaml` and `recipes/configs/ptb_medium.yaml`, Zaremba et al.'s
-"small" (CPU) and "medium" (GPU) Penn Treebank models, e.g.
-``python -m recipes.language_model train --config recipes/configs/ptb_small.yaml``.
+`recipes/configs/zaremba_small.yaml` and `recipes/configs/zaremba_medium.yaml`, Zaremba et
+al.'s "small" (CPU) and "medium" (GPU) Penn Treebank models, e.g.
+``python -m recipes.language_model train --config recipes/configs/zaremba_small.yaml``.
 
 Perplexity is exp(mean negative log-likelihood per token) over the whole stream, every
 `[END]` (`<eos>`) counted; at character level bits per character = mean NLL / ln 2.

@@ -247,12 +247,12 @@ def _bench_sizes():
 
 
 @pytest.mark.parametrize("size", ["small", "medium"])
-def test_ptb_configs_are_valid_and_match_the_benchmark(size, shared_data):
+def test_zaremba_configs_are_valid_and_match_the_benchmark(size, shared_data):
     from recipes.common import load_config
 
     # load_config rejects an unknown key or a value of the wrong type.
     config = load_config(language_model.DEFAULTS,
-                         os.path.join(REPO, "recipes", "configs", f"ptb_{size}.yaml"))
+                         os.path.join(REPO, "recipes", "configs", f"zaremba_{size}.yaml"))
     for key, value in _bench_sizes()[size].items():  # Zaremba et al.'s settings
         assert config[key] == value, key
     assert (config["cell"], config["num_layers"], config["batch_size"]) == ("lstm", 2, 20)
