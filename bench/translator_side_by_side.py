@@ -45,16 +45,18 @@ def time_one(run_dir, data, beam_sizes):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", nargs=2, metavar=("REPO", "RUN_DIR"), required=True)
-    parser.add_argument("--new", nargs=2, metavar=("REPO", "RUN_DIR"), required=True)
+    parser.add_argument("--old", nargs=2, metavar=("REPO", "RUN_DIR"))
+    parser.add_argument("--new", nargs=2, metavar=("REPO", "RUN_DIR"))
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--beam-sizes", type=int, nargs="+", default=[5, 1])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--time-one", nargs=1, metavar="RUN_DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--time-one", metavar="RUN_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.time_one:  # the child process
-        print(json.dumps(time_one(args.time_one[0], args.data, args.beam_sizes)))
+        print(json.dumps(time_one(args.time_one, args.data, args.beam_sizes)))
         return
+    if not (args.old and args.new):
+        parser.error("--old and --new are both required")
 
     versions = {"old": args.old, "new": args.new}
     speeds = {name: {beam: [] for beam in args.beam_sizes} for name in versions}
@@ -63,8 +65,8 @@ def main():
         for name, (repo, run_dir) in (list(versions.items())[::-1] if round_ % 2
                                       else versions.items()):
             child = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--old", *args.old,
-                 "--new", *args.new, "--data", os.path.abspath(args.data),
+                [sys.executable, os.path.abspath(__file__),
+                 "--data", os.path.abspath(args.data),
                  "--beam-sizes", *map(str, args.beam_sizes),
                  "--time-one", os.path.abspath(run_dir)],
                 cwd=repo, capture_output=True, text=True, check=True,
