@@ -28,6 +28,12 @@ class AttentionMemory(NamedTuple):
             *(None if t is None else ops.repeat(t, count, axis=0) for t in self)
         )
 
+    def take(self, rows):
+        """The memory of the batch rows `rows` (int indices) only."""
+        return AttentionMemory(
+            *(None if t is None else ops.take(t, rows, axis=0) for t in self)
+        )
+
 
 def repeat_memory(memory, count):
     """`memory.repeat(count)` for one `AttentionMemory` or a tuple of them (an

@@ -14,6 +14,7 @@ from kerasrnn.decoding.common import (
     StepFunction,
     check_step_inputs,
     length_limits,
+    write_step,
 )
 from kerasrnn.decoding.constraints import NextToken
 
@@ -75,12 +76,12 @@ def decode_with_sampler(
         log_p = ops.take_along_axis(log_p, chosen[:, None], axis=-1)[:, 0]
         alive = ops.logical_not(finished)
         chosen = ops.where(alive, chosen, pad_token)
-        tokens = ops.slice_update(tokens, [0, t], chosen[:, None])
+        tokens = write_step(tokens, t, chosen, axis=1)
         lengths = lengths + ops.cast(alive, "int32")
         log_probs = log_probs + ops.where(alive, log_p, 0.0)
         if alignments:
             written = ops.where(alive[:, None], step_alignments, 0.0)
-            alignments = (ops.slice_update(alignments[0], [0, t, 0], written[:, None, :]),)
+            alignments = (write_step(alignments[0], t, written, axis=1),)
         finished = ops.logical_or(finished, t + 1 >= limits)
         if end_token is not None:
             finished = ops.logical_or(finished, ops.equal(chosen, end_token))

@@ -500,7 +500,8 @@ class Seq2Seq(keras.Model):
         ``encoded.tile_memory(k)`` (`generate` does). The `pad_id` logit is set to
         -1e9: padding is never generated, and the probabilities are renormalised over
         the other ids. With `return_alignments=False` the step returns
-        `(logits, states)` only."""
+        `(logits, states)` only. `step.take_rows(rows)` is the step function on the
+        memory rows `rows` alone (beam search's `drop_finished`)."""
         memory = encoded.memory if isinstance(encoded, Encoded) else encoded
         if not isinstance(memory, AttentionMemory):
             raise ValueError(
@@ -520,6 +521,8 @@ class Seq2Seq(keras.Model):
                 return logits, states
             return logits, states, alignments
 
+        # beam search's drop_finished: the same step on a subset of the rows
+        step.take_rows = lambda rows: self.step_fn(memory.take(rows), return_alignments)
         return step
 
     def generate(
@@ -653,8 +656,14 @@ class Seq2Seq(keras.Model):
 
     def _decode(self, source_ids, method, max_length, beam_size, n_best,
                 length_normalization, alpha, max_length_ratio, return_alignments,
-                temperature=1.0, top_k=None, top_p=None, seed=None, **options):
-        """`generate` without the checks and the compile cache: the decoding itself."""
+                temperature=1.0, top_k=None, top_p=None, seed=None, drop_finished=None,
+                **options):
+        """`generate` without the checks and the compile cache: the decoding itself.
+        Beam search drops finished examples (`drop_finished`) wherever shapes may
+        change at run time: by default everywhere but on JAX; the compiled decoders
+        say (not under XLA)."""
+        if drop_finished is None:
+            drop_finished = keras.backend.backend() != "jax"
         encoded = self.encode(source_ids)
         batch_size = ops.shape(source_ids)[0]
         starts = ops.full((batch_size,), self.start_id, "int32")
@@ -678,7 +687,7 @@ class Seq2Seq(keras.Model):
         result = decoding.beam_search(
             step, starts, encoded.states, max_length, beam_size=beam_size,
             n_best=beam_size, length_normalization=length_normalization, alpha=alpha,
-            **options,
+            drop_finished=drop_finished, **options,
         )
         if n_best == beam_size:
             return result
@@ -792,7 +801,8 @@ def _tensorflow_decoder(model, settings, shape, cache, xla):
 
     def decode(source_ids):
         cache.traces += 1
-        return tuple(model._decode(source_ids, **settings))
+        # XLA compiles static shapes only
+        return tuple(model._decode(source_ids, **{"drop_finished": not xla, **settings}))
 
     function = tf.function(decode, jit_compile=xla, autograph=False,
                            input_signature=[tf.TensorSpec(shape, tf.int32)])
