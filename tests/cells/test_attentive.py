@@ -299,6 +299,7 @@ def test_bad_arguments_are_named():
         _cell("luong").step(x[:, 0], [np.zeros((B, UNITS))] * 2, None)
 
 
+@pytest.mark.learns
 def test_attention_learns_to_reverse_digit_strings():
     """A smaller run of `bench/attention.py learning` (strings of 3-8 digits here, 5-15
     there): >= 95% exact match with attention, markedly worse without."""

@@ -177,6 +177,7 @@ LEARNERS = [
 ]
 
 
+@pytest.mark.learns
 @pytest.mark.parametrize("cell,learning_rate,epochs,target", LEARNERS,
                          ids=[type(c).__name__ for c, *_ in LEARNERS])
 def test_stacked_bidirectional_model_learns_marker_order(cell, learning_rate, epochs, target):
