@@ -579,7 +579,9 @@ class Seq2Seq(keras.Model):
                 as called: op by op in eager code).
             **options: further arguments of the `kerasrnn.decoding` function
                 (`min_length`, `block_ngram_repeat`, `logits_processor`; for beam
-                search `coverage_penalty_weight`, `stop_rule`, ...).
+                search `coverage_penalty_weight`, `stop_rule`, ...). Beam search drops
+                the rows of finished sources (`drop_finished`, same results) except
+                on JAX and under XLA; pass `drop_finished=False` to keep them.
 
         Returns:
             A `kerasrnn.decoding.DecodeResult` with tokens int32 `(batch, n, max_length)`
@@ -659,9 +661,9 @@ class Seq2Seq(keras.Model):
                 temperature=1.0, top_k=None, top_p=None, seed=None, drop_finished=None,
                 **options):
         """`generate` without the checks and the compile cache: the decoding itself.
-        Beam search drops finished examples (`drop_finished`) wherever shapes may
-        change at run time: by default everywhere but on JAX; the compiled decoders
-        say (not under XLA)."""
+        Beam search drops finished examples (`drop_finished`) where shapes may change
+        at run time: by default on every backend but JAX, and the TensorFlow decoder
+        turns it off under XLA."""
         if drop_finished is None:
             drop_finished = keras.backend.backend() != "jax"
         encoded = self.encode(source_ids)
