@@ -15,22 +15,14 @@ import collections
 import glob
 import json
 import os
-import pathlib
-import sys
 import tempfile
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from recipes import common, translator  # noqa: E402
-
-DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+import trained_translator  # bench/: the run, its test set and model
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", help="a trained translator run (bench/translator.py)")
-    parser.add_argument("--data", default=str(DATA))
+    trained_translator.add_arguments(parser)
     parser.add_argument("--sentences", type=int, default=320)
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--top", type=int, default=12)
@@ -40,14 +32,9 @@ def main():
     # The profiler's own converter (the one TensorBoard's profile plugin calls).
     from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
-    from kerasrnn.data import load_parallel_text
-
-    data = pathlib.Path(args.data)
-    sources, _ = load_parallel_text(data / "test_2016_flickr.de.gz",
-                                    data / "test_2016_flickr.en.gz")
+    sources = trained_translator.test_sources(args.data)
     sources = sources[:args.sentences]
-    model = translator.Translator.from_run(common.saved_config(translator.DEFAULTS,
-                                                               args.run_dir))
+    model = trained_translator.load(args.run_dir)
     model.translate(sources, args.beam_size)  # every batch size traced and run once
     logdir = tempfile.mkdtemp(prefix="decoding_profile_")
     tf.profiler.experimental.start(logdir)

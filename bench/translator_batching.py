@@ -11,23 +11,15 @@ and the speed-up's median and range.
 """
 import argparse
 import os
-import pathlib
 import statistics
-import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from recipes import common, translator  # noqa: E402
-
-DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+import trained_translator  # bench/: the run, its test set and model
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", help="a trained translator run (bench/translator.py)")
-    parser.add_argument("--data", default=str(DATA))
+    trained_translator.add_arguments(parser)
     parser.add_argument("--beam-sizes", type=int, nargs="+", default=[5, 1])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -35,13 +27,8 @@ def main():
 
     import tensorflow as tf
 
-    from kerasrnn.data import load_parallel_text
-
-    data = pathlib.Path(args.data)
-    sources, _ = load_parallel_text(data / "test_2016_flickr.de.gz",
-                                    data / "test_2016_flickr.en.gz")
-    model = translator.Translator.from_run(common.saved_config(translator.DEFAULTS,
-                                                               args.run_dir))
+    sources = trained_translator.test_sources(args.data)
+    model = trained_translator.load(args.run_dir)
     print(f"run: {args.run_dir}; {len(sources)} sentences, batches of {args.batch_size}; "
           f"load average {os.getloadavg()[0]:.1f}")
     for beam in args.beam_sizes:

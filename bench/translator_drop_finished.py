@@ -10,37 +10,24 @@ same translations and prints sentences/s per round and the speed-up's median and
 """
 import argparse
 import os
-import pathlib
 import statistics
-import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from recipes import common, translator  # noqa: E402
-
-DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
+import trained_translator  # bench/: the run, its test set and model
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", help="a trained translator run (bench/translator.py)")
-    parser.add_argument("--data", default=str(DATA))
+    trained_translator.add_arguments(parser)
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
 
-    from kerasrnn.data import load_parallel_text
-
-    data = pathlib.Path(args.data)
-    sources, _ = load_parallel_text(data / "test_2016_flickr.de.gz",
-                                    data / "test_2016_flickr.en.gz")
-    config = common.saved_config(translator.DEFAULTS, args.run_dir)
+    sources = trained_translator.test_sources(args.data)
     contenders = {}
     for name, drop in (("all rows", False), ("drop finished", True)):
-        model = translator.Translator.from_run(config)
+        model = trained_translator.load(args.run_dir)
         model.options["drop_finished"] = drop
         model.translate(sources[:2], args.beam_size)  # trace outside the timing
         contenders[name] = model
