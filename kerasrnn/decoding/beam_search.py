@@ -264,14 +264,14 @@ class _Search:
     # of one loop; dropping every example the moment it ends would leave 73%.
     PHASES, SHRINK = 4, 0.6
 
-    def _loop(self, cond, body, loop_vars, row_vars, finished, result):
+    def _loop(self, cond, body, loop_vars, finished, result):
         """`ops.while_loop(cond, body, loop_vars)`, returning what `result` takes from
         its final loop variables, per example, in the batch's order.
 
         With `drop_finished` it runs in phases (see `beam_search`). `finished(loop_vars)`
-        says which examples are done; the loop variables at the positions `row_vars`
-        have a row per hypothesis (`batch * k`), the others after the step counter one
-        per example."""
+        says which examples are done. Both loops share one layout: the step counter,
+        then the last tokens and the states with a row per hypothesis (`batch * k`),
+        then the rest with one per example."""
         if not self.drop_finished:
             return result(ops.while_loop(cond, body, loop_vars,
                                          maximum_iterations=self.max_length))
@@ -296,7 +296,7 @@ class _Search:
                           _take(result(loop_vars), gone)))
             keep = ops.cast(ops.nonzero(ops.logical_not(done))[0], "int32")
             examples = ops.take(examples, keep, axis=0)
-            loop_vars = self._keep_examples(loop_vars, keep, row_vars)
+            loop_vars = self._keep_examples(loop_vars, keep)
         parts.append((examples, result(loop_vars)))
         order = ops.argsort(ops.concatenate([ids for ids, _ in parts], axis=0))
         return keras.tree.map_structure(
@@ -304,19 +304,17 @@ class _Search:
             *[values for _, values in parts],
         )
 
-    def _keep_examples(self, loop_vars, keep, row_vars):
+    def _keep_examples(self, loop_vars, keep):
         """The loop variables, the step function and the length limits of the examples
         `keep` only, for the next phase."""
         rows = ops.reshape(keep[:, None] * self.k + ops.arange(self.k, dtype="int32")[None, :],
                            (-1,))
-        kept = [loop_vars[0]] + [
-            _take(v, rows if i in row_vars else keep)
-            for i, v in enumerate(loop_vars[1:], start=1)
-        ]
+        t, last, states, *per_example = loop_vars
+        kept = (t, _take(last, rows), _take(states, rows), *_take(per_example, keep))
         self.step = self.step.take_rows(rows)
         self.limits = ops.take(self.limits, keep, axis=0)
         self.batch_offsets = ops.arange(ops.shape(keep)[0], dtype="int32")[:, None] * self.k
-        return tuple(kept)
+        return kept
 
     def _reorder_states(self, states, parent):
         rows = ops.reshape(parent + self.batch_offsets, (-1,))
@@ -433,8 +431,8 @@ class _Search:
             pool,
             ops.zeros((self.batch_size,), "bool"),
         ) + alive_align
-        pool = self._loop(cond, body, loop_vars, row_vars=(1, 2),
-                          finished=lambda v: v[6], result=lambda v: v[5])
+        pool = self._loop(cond, body, loop_vars, finished=lambda v: v[6],
+                          result=lambda v: v[5])
         pool_seqs, pool_score, pool_logp, pool_len, _, *pool_align = pool
         alignments = pool_align[0] if pool_align else None
         return DecodeResult(pool_seqs, pool_len, pool_score, pool_logp, alignments)
@@ -504,7 +502,7 @@ class _Search:
             ops.zeros((self.batch_size, k), "float32"),
             ops.zeros((self.batch_size,), "bool"),
         ) + align
-        out = self._loop(cond, body, loop_vars, row_vars=(1, 2), finished=lambda v: v[8],
+        out = self._loop(cond, body, loop_vars, finished=lambda v: v[8],
                          result=lambda v: (v[3], v[5], v[7], v[4]) + tuple(v[9:]))
         n = self.n_best
         alignments = out[4][:, :n] if self.aligned else None
