@@ -1,5 +1,6 @@
 """What the benchmarks of a trained translator share: the run directory and data
-arguments, the Multi30k test set (test_2016_flickr, 1,000 sentences) and the model."""
+arguments, the Multi30k test set (test_2016_flickr, 1,000 sentences), the model, and a
+timed comparison of two sets of decoding options."""
 import os
 import pathlib
 import sys
@@ -15,14 +16,18 @@ def add_arguments(parser):
     parser.add_argument("--data", default=str(DATA))
 
 
-def test_sources(data):
-    """The German side of test_2016_flickr, a list of str."""
+def test_pairs(data):
+    """test_2016_flickr: (German sources, English references), lists of str."""
     from kerasrnn.data import load_parallel_text
 
     data = pathlib.Path(data)
-    sources, _ = load_parallel_text(data / "test_2016_flickr.de.gz",
-                                    data / "test_2016_flickr.en.gz")
-    return sources
+    return load_parallel_text(data / "test_2016_flickr.de.gz",
+                              data / "test_2016_flickr.en.gz")
+
+
+def test_sources(data):
+    """The German side of test_2016_flickr, a list of str."""
+    return test_pairs(data)[0]
 
 
 def load(run_dir):
@@ -30,3 +35,43 @@ def load(run_dir):
     from recipes import common, translator
 
     return translator.Translator.from_run(common.saved_config(translator.DEFAULTS, run_dir))
+
+
+def compare_options(run_dir, data, contenders, beam_size, rounds, batch_size):
+    """Times the run's `translate` under two sets of decoding options, interleaved in
+    one process (the order alternating each round), on test_2016_flickr. `contenders`
+    is {name: `TextTranslator.options` to set}, the baseline first. Prints sentences/s
+    and identical outputs per round, the second's speed-up (median, min, max) and
+    each one's BLEU."""
+    import statistics
+    import time
+
+    from kerasrnn.metrics import corpus_bleu
+
+    sources, references = test_pairs(data)
+    models = {}
+    for name, options in contenders.items():
+        models[name] = load(run_dir)
+        models[name].options.update(options)
+        models[name].translate(sources[:2], beam_size)  # trace outside the timing
+    (base, base_options), (new, new_options) = contenders.items()
+    print(f"run: {run_dir}; {len(sources)} sentences, batches of {batch_size}, beam "
+          f"{beam_size}; {new}: {new_options}; load average {os.getloadavg()[0]:.1f}")
+    speedups = []
+    for round_ in range(rounds):
+        timed = {}
+        for name in (list(models) if round_ % 2 == 0 else list(models)[::-1]):
+            began = time.perf_counter()
+            out = models[name].translate(sources, beam_size, batch_size=batch_size)
+            timed[name] = out, time.perf_counter() - began
+        (base_out, base_s), (new_out, new_s) = timed[base], timed[new]
+        same = sum(a == b for a, b in zip(base_out, new_out))
+        speedups.append(base_s / new_s)
+        print(f"round {round_}: {base} {len(sources) / base_s:.1f} sentences/s, {new} "
+              f"{len(sources) / new_s:.1f}; identical outputs {same}/{len(sources)}",
+              flush=True)
+    print(f"{new} / {base}: median {statistics.median(speedups):.2f} (min "
+          f"{min(speedups):.2f}, max {max(speedups):.2f}); load average "
+          f"{os.getloadavg()[0]:.1f}")
+    print("BLEU: " + ", ".join(f"{name} {corpus_bleu(out, references).score:.2f}"
+                               for name, (out, _) in timed.items()))

@@ -9,9 +9,6 @@ same translations and prints sentences/s per round and the speed-up's median and
     PYTHONPATH=. python bench/translator_drop_finished.py runs/bench-translator-small-cased
 """
 import argparse
-import os
-import statistics
-import time
 
 import trained_translator  # bench/: the run, its test set and model
 
@@ -23,34 +20,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
-
-    sources = trained_translator.test_sources(args.data)
-    contenders = {}
-    for name, drop in (("all rows", False), ("drop finished", True)):
-        model = trained_translator.load(args.run_dir)
-        model.options["drop_finished"] = drop
-        model.translate(sources[:2], args.beam_size)  # trace outside the timing
-        contenders[name] = model
-    print(f"run: {args.run_dir}; {len(sources)} sentences, batches of {args.batch_size}, "
-          f"beam {args.beam_size}; load average {os.getloadavg()[0]:.1f}")
-    speedups = []
-    for round_ in range(args.rounds):
-        timed = {}
-        names = list(contenders) if round_ % 2 == 0 else list(contenders)[::-1]
-        for name in names:
-            began = time.perf_counter()
-            out = contenders[name].translate(sources, args.beam_size,
-                                             batch_size=args.batch_size)
-            timed[name] = out, time.perf_counter() - began
-        (base, base_s), (new, new_s) = timed["all rows"], timed["drop finished"]
-        same = sum(a == b for a, b in zip(base, new))
-        speedups.append(base_s / new_s)
-        print(f"round {round_}: all rows {len(sources) / base_s:.1f} sentences/s, drop "
-              f"finished {len(sources) / new_s:.1f}; identical outputs "
-              f"{same}/{len(sources)}", flush=True)
-    print(f"drop finished / all rows: median {statistics.median(speedups):.2f} "
-          f"(min {min(speedups):.2f}, max {max(speedups):.2f}); load average "
-          f"{os.getloadavg()[0]:.1f}")
+    trained_translator.compare_options(
+        args.run_dir, args.data,
+        {"all rows": {"drop_finished": False}, "drop finished": {"drop_finished": True}},
+        args.beam_size, args.rounds, args.batch_size)
 
 
 if __name__ == "__main__":

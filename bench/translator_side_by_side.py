@@ -13,6 +13,9 @@ first, then times one pass over the test set per beam size.
     PYTHONPATH=. python bench/translator_side_by_side.py \\
         --old ../kerasrnn-4a679ed ../kerasrnn-4a679ed/runs/old-small-cased \\
         --new . runs/bench-translator-small-cased
+
+`--new-set KEY=VALUE ...` changes the new run's config for decoding (e.g.
+`readout_dtype=bfloat16`, an option the old code does not have).
 """
 import argparse
 import json
@@ -26,14 +29,15 @@ import time
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 
 
-def time_one(run_dir, data, beam_sizes):
+def time_one(run_dir, data, beam_sizes, overrides):
     """In a process whose PYTHONPATH is one version's root: {beam: sentences/s}."""
     from kerasrnn.data import load_parallel_text
     from recipes import common, translator
 
     sources, _ = load_parallel_text(pathlib.Path(data) / "test_2016_flickr.de.gz",
                                     pathlib.Path(data) / "test_2016_flickr.en.gz")
-    model = translator.Translator.from_run(common.saved_config(translator.DEFAULTS, run_dir))
+    model = translator.Translator.from_run(
+        common.saved_config(translator.DEFAULTS, run_dir, overrides))
     speeds = {}
     for beam in beam_sizes:
         model.translate(sources[:2], beam)  # trace outside the timing
@@ -50,17 +54,25 @@ def main():
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--beam-sizes", type=int, nargs="+", default=[5, 1])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--new-set", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="config changes for the new run (strings)")
     parser.add_argument("--time-one", metavar="RUN_DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--overrides", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.time_one:  # the child process
-        print(json.dumps(time_one(args.time_one, args.data, args.beam_sizes)))
+        print(json.dumps(time_one(args.time_one, args.data, args.beam_sizes,
+                                  json.loads(args.overrides))))
         return
     if not (args.old and args.new):
         parser.error("--old and --new are both required")
 
     versions = {"old": args.old, "new": args.new}
+    if any("=" not in item for item in args.new_set):
+        parser.error("--new-set takes KEY=VALUE items")
+    overrides = {"old": {}, "new": dict(item.split("=", 1) for item in args.new_set)}
     speeds = {name: {beam: [] for beam in args.beam_sizes} for name in versions}
-    print(f"# load average {os.getloadavg()[0]:.1f}; test_2016_flickr, 1,000 sentences")
+    print(f"# load average {os.getloadavg()[0]:.1f}; test_2016_flickr, 1,000 sentences; "
+          f"new run's config changes: {overrides['new'] or 'none'}")
     for round_ in range(args.rounds):
         for name, (repo, run_dir) in (list(versions.items())[::-1] if round_ % 2
                                       else versions.items()):
@@ -68,7 +80,8 @@ def main():
                 [sys.executable, os.path.abspath(__file__),
                  "--data", os.path.abspath(args.data),
                  "--beam-sizes", *map(str, args.beam_sizes),
-                 "--time-one", os.path.abspath(run_dir)],
+                 "--time-one", os.path.abspath(run_dir),
+                 "--overrides", json.dumps(overrides[name])],
                 cwd=repo, capture_output=True, text=True, check=True,
                 env=dict(os.environ, PYTHONPATH=os.path.abspath(repo),
                          TF_CPP_MIN_LOG_LEVEL="2"))

@@ -15,6 +15,8 @@ from kerasrnn.seq2seq.encoder import RNNEncoder
 
 BRIDGES = ("dense", "copy", "zeros")
 METHODS = ("greedy", "beam", "sample")
+# `generate`'s readout precisions (`_decoding_readout`)
+READOUT_DTYPES = ("float32", "bfloat16", "float16")
 # The special ids of kerasrnn.data's vocabularies ([PAD]=0, [UNK]=1, [START]=2,
 # [END]=3); repeated here because the core never imports kerasrnn.data.
 PAD_ID, START_ID, END_ID = 0, 2, 3
@@ -43,6 +45,11 @@ def _deserialize(obj):
     if isinstance(obj, dict):
         return keras.saving.deserialize_keras_object(obj)
     return obj
+
+
+def _check_readout_dtype(dtype):
+    if dtype not in READOUT_DTYPES:
+        raise ValueError(f"`readout_dtype` must be one of {READOUT_DTYPES}; got {dtype!r}.")
 
 
 def _check_int(name, value, low, allow_none=False):
@@ -493,22 +500,25 @@ class Seq2Seq(keras.Model):
         lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
         return Encoded(prepared, list(states), lengths)
 
-    def step_fn(self, encoded, return_alignments=True):
+    def step_fn(self, encoded, return_alignments=True, readout_dtype="float32"):
         """The decoder as `kerasrnn.decoding`'s step function against `encoded`:
         ``step(tokens (rows,), states) -> (logits (rows, target_vocab_size), states,
         alignments (rows, source_length))``. For beam search over k beams pass
         ``encoded.tile_memory(k)`` (`generate` does). The `pad_id` logit is set to
         -1e9: padding is never generated, and the probabilities are renormalised over
         the other ids. With `return_alignments=False` the step returns
-        `(logits, states)` only. `step.take_rows(rows)` is the step function on the
-        memory rows `rows` alone (beam search's `drop_finished`)."""
+        `(logits, states)` only. `readout_dtype` is `generate`'s. `step.take_rows(rows)`
+        is the step function on the memory rows `rows` alone (beam search's
+        `drop_finished`)."""
         memory = encoded.memory if isinstance(encoded, Encoded) else encoded
         if not isinstance(memory, AttentionMemory):
             raise ValueError(
                 "`step_fn` takes what `encode` returned (an Encoded); got "
                 f"{type(encoded).__name__}."
             )
+        return self._step_on(memory, return_alignments, self._decoding_readout(readout_dtype))
 
+    def _step_on(self, memory, return_alignments, readout):
         never = ops.arange(self.target_vocab_size) == self.pad_id
 
         def step(tokens, states):
@@ -516,14 +526,37 @@ class Seq2Seq(keras.Model):
             output, states, alignments = self.decoder.step(y, states, memory)
             # [PAD] is never generated: a padding id inside an output would end it early
             # for every reader that masks by it (and the loss never trains it).
-            logits = ops.where(never[None, :], -1e9, ops.cast(self._logits(output), "float32"))
+            logits = ops.where(never[None, :], -1e9, readout(output))
             if not return_alignments:
                 return logits, states
             return logits, states, alignments
 
         # beam search's drop_finished: the same step on a subset of the rows
-        step.take_rows = lambda rows: self.step_fn(memory.take(rows), return_alignments)
+        step.take_rows = lambda rows: self._step_on(memory.take(rows), return_alignments,
+                                                    readout)
         return step
+
+    def _decoding_readout(self, dtype):
+        """Decoder outputs -> float32 logits, the matmul's operands in `dtype`.
+
+        logits = round(round(o) round(W)) + b, round() to `dtype`: exact for "float32";
+        for "bfloat16" / "float16" the decoder output o and the kernel W are rounded,
+        and so are their products' sums before the float32 bias b is added."""
+        _check_readout_dtype(dtype)
+        if dtype == "float32":
+            return lambda outputs: ops.cast(self._logits(outputs), "float32")
+        if self.tie_embeddings:
+            kernel, bias = ops.transpose(self.target_embedding.embeddings), self.readout_bias
+        else:
+            kernel, bias = self.readout.kernel, self.readout.bias
+        # cast once per decoding: the loop reuses it at every step
+        kernel = ops.cast(kernel, dtype)
+
+        def readout(outputs):
+            logits = ops.cast(ops.matmul(ops.cast(outputs, dtype), kernel), "float32")
+            return logits if bias is None else logits + ops.cast(bias, "float32")
+
+        return readout
 
     def generate(
         self,
@@ -540,6 +573,7 @@ class Seq2Seq(keras.Model):
         seed=None,
         max_length_ratio=None,
         return_alignments=True,
+        readout_dtype="float32",
         jit_compile="auto",
         **options,
     ):
@@ -572,6 +606,13 @@ class Seq2Seq(keras.Model):
             return_alignments: collect the attention weights of every generated
                 token (the decoding loops need a static source length for them; in a
                 graph with a variable source length pass False).
+            readout_dtype: the precision of the readout matmul, decoding's largest
+                cost: "float32" (exact) or "bfloat16" / "float16", whose rounded
+                operands make it faster where the hardware multiplies them natively
+                (a CPU with AVX512-BF16 or AMX; a GPU) and slower where it does not.
+                Approximate: the logits carry the rounding (about 3 significant
+                digits for bfloat16), so near ties can pick another token.
+                `bench/README.md` measures speed and BLEU on the translator.
             jit_compile: "auto" (compile greedy and beam search as above), True
                 (the same with XLA on TensorFlow, which measured 1.6-2.7x slower than
                 the graph for beam search on a CPU, `bench/decoding.py`; an error
@@ -609,6 +650,7 @@ class Seq2Seq(keras.Model):
                 f"`n_best`={n_best!r}: method={method!r} gives one hypothesis per source; "
                 "use method='beam' for n-best lists."
             )
+        _check_readout_dtype(readout_dtype)
         if jit_compile not in ("auto", True, False):
             raise ValueError(
                 f"`jit_compile` must be 'auto', True or False, got {jit_compile!r}."
@@ -617,7 +659,8 @@ class Seq2Seq(keras.Model):
         settings = dict(method=method, max_length=max_length, beam_size=beam_size,
                         n_best=n_best, length_normalization=length_normalization,
                         alpha=alpha, max_length_ratio=max_length_ratio,
-                        return_alignments=return_alignments, **options)
+                        return_alignments=return_alignments,
+                        readout_dtype=readout_dtype, **options)
         key = _settings_key(settings)
         compilable = method != "sample" and keras.backend.backend() in _COMPILERS
         if jit_compile is True and not compilable:
@@ -658,14 +701,15 @@ class Seq2Seq(keras.Model):
 
     def _decode(self, source_ids, method, max_length, beam_size, n_best,
                 length_normalization, alpha, max_length_ratio, return_alignments,
-                temperature=1.0, top_k=None, top_p=None, seed=None, drop_finished=None,
-                **options):
+                readout_dtype="float32", temperature=1.0, top_k=None, top_p=None,
+                seed=None, drop_finished=None, **options):
         """`generate` without the checks and the compile cache: the decoding itself.
         Beam search drops finished examples (`drop_finished`) where shapes may change
         at run time: by default on every backend but JAX, and the TensorFlow decoder
         turns it off under XLA."""
         if drop_finished is None:
             drop_finished = keras.backend.backend() != "jax"
+        readout = self._decoding_readout(readout_dtype)
         encoded = self.encode(source_ids)
         batch_size = ops.shape(source_ids)[0]
         starts = ops.full((batch_size,), self.start_id, "int32")
@@ -674,16 +718,17 @@ class Seq2Seq(keras.Model):
                            max_length_ratio=max_length_ratio)
         options.update(end_token=self.end_id, pad_token=self.pad_id)
         if method == "greedy":
-            step = self.step_fn(encoded, return_alignments)
+            step = self._step_on(encoded.memory, return_alignments, readout)
             return decoding.greedy_search(step, starts, encoded.states, max_length,
                                           **options)
         if method == "sample":
-            step = self.step_fn(encoded, return_alignments)
+            step = self._step_on(encoded.memory, return_alignments, readout)
             return decoding.sample(step, starts, encoded.states, max_length,
                                    temperature=temperature, top_k=top_k, top_p=top_p,
                                    seed=seed, **options)
         # beam search calls the step function on batch * beam_size rows
-        step = self.step_fn(encoded.tile_memory(beam_size), return_alignments)
+        step = self._step_on(encoded.tile_memory(beam_size).memory, return_alignments,
+                             readout)
         # All k hypotheses are completed, then the n best kept: stopping once n_best
         # are complete would return whichever end first, often too short ones.
         result = decoding.beam_search(

@@ -149,3 +149,21 @@ def test_replace_unk_copies_the_most_attended_source_token(tmp_path):
     served = tf.saved_model.load(path).signatures["translate"](
         text=tf.constant([text, "Zwiesel", " "]))["translation"].numpy()
     assert [t.decode() for t in served] == [expected, "Zwiesel Zwiesel Zwiesel Zwiesel", ""]
+
+
+def test_readout_dtype_option_reaches_generate(monkeypatch):
+    from recipes import translator
+
+    exact = _forced_unk_translator(False)
+    fast = translator.Translator(exact.model, exact.source, exact.target,
+                                 dict(exact.config, readout_dtype="bfloat16"))
+    seen, generate = [], exact.model.generate
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["readout_dtype"])
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(exact.model, "generate", recording)
+    # the bias prefers [UNK] by 10: rounding the readout cannot change the pick
+    assert fast.translate(["ein Haus"]) == exact.translate(["ein Haus"]) == ["[UNK]" + " [UNK]" * 3]
+    assert seen == ["bfloat16", "float32"]
