@@ -17,6 +17,7 @@ from keras.src.backend import rnn as backend_rnn
 from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.lstm_sequence import lstm_sequence
 
 # The config entries of LSTMCell / GRUCell that the fused kernels reproduce whatever their
 # value (initializers, regularizers and constraints act on the variables, not the step;
@@ -64,6 +65,22 @@ def fused_kind(cell):
     return kind
 
 
+def compiled_with_xla():
+    """Whether the code being traced now compiles with XLA: always on JAX; on TensorFlow
+    inside `tf.function(jit_compile=True)` (a model compiled with `jit_compile=True`);
+    never on torch. TensorFlow tells this only through an internal module; Keras has no
+    public equivalent."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        return True
+    if backend != "tensorflow":
+        return False
+    import tensorflow as tf
+    from tensorflow.python.ops import control_flow_util
+
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
 def check_sequence_rank(layer, shape):
     """kerasrnn.RNN reads (batch, time, features); a rank-2 input is the common slip."""
     shape = tuple(shape)
@@ -93,13 +110,17 @@ class RNN(keras.layers.RNN):
        cuDNN on a GPU with TensorFlow, JAX or PyTorch; on PyTorch's CPU a loop with the
        input projection hoisted. Where that implementation declines (a CPU with
        TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
-    2. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
+    2. **Written-out backward pass** (the same LSTM cells, no mask, compiled with XLA:
+       JAX, or TensorFlow with `jit_compile=True`): `kerasrnn.cells.lstm_sequence`,
+       whose backward loop keeps only the gate gradients and takes each weight
+       gradient in one matmul over all steps, as PyTorch's CPU LSTM does.
+    3. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
        all t in one [time * batch, features] x [features, gates * units] matmul before
        the loop, so the loop keeps only U h_{t-1} and the gate arithmetic. Off by
        default: on TensorFlow's and JAX's CPU it measured slower than projecting step by
        step (the projected sequence is gates times wider than the input and leaves the
        cache; `bench/README.md`).
-    3. `keras.layers.RNN`'s own loop over the cell's `call`.
+    4. `keras.layers.RNN`'s own loop over the cell's `call`.
 
     The results are those of `keras.layers.RNN(cell)` to float tolerance (same equations,
     dropout masks fixed across time); the weights stay in the cell, so saved models
@@ -109,7 +130,7 @@ class RNN(keras.layers.RNN):
         cell: the recurrent cell.
         fast_path: use the fused kernels when the cell allows (False: always a loop).
         hoist_projection: for kerasrnn cells the fused kernels do not take, project the
-            whole input sequence before the loop (way 2 above).
+            whole input sequence before the loop (way 3 above).
         **kwargs: `keras.layers.RNN`'s arguments (`return_sequences`, `return_state`,
             `go_backwards`, `stateful`, `unroll`, `zero_output_for_mask`...).
             `keras.layers.Bidirectional` accepts the layer.
@@ -144,6 +165,9 @@ class RNN(keras.layers.RNN):
             kind = fused_kind(self.cell)
             if kind is not None:
                 result = self._fused_loop(kind, sequences, initial_state, mask, training)
+                if result is None and kind == "lstm" and mask is None and not self.unroll \
+                        and compiled_with_xla():
+                    result = self._written_out_loop(sequences, initial_state, training)
                 if result is not None:
                     return result
         if self.hoist_projection and isinstance(self.cell, RecurrentCell):
@@ -190,6 +214,21 @@ class RNN(keras.layers.RNN):
         if not isinstance(new_states, (list, tuple)):
             new_states = [new_states]
         return last_output, outputs, list(new_states)
+
+    def _written_out_loop(self, sequences, initial_state, training):
+        """The LSTM through `lstm_sequence` (its backward pass written out)."""
+        cell = self.cell
+        h0, c0 = cell.check_states(initial_state)
+        sequences = ops.transpose(self._dropped(sequences, training), (1, 0, 2))
+        if self.go_backwards:
+            sequences = ops.flip(sequences, axis=0)
+        outputs, h, c = lstm_sequence(sequences, cell.kernel, cell.recurrent_kernel,
+                                      cell.bias, h0, c0)
+        if self.return_sequences:
+            outputs = ops.transpose(outputs, (1, 0, 2))
+        else:
+            outputs = h[:, None]
+        return h, outputs, [h, c]
 
     def _hoisted_loop(self, sequences, initial_state, mask, training):
         cell = self.cell

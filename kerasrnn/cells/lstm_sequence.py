@@ -1,0 +1,109 @@
+"""An LSTM over a whole sequence with its backward pass written out (`ops.custom_gradient`).
+
+Automatic differentiation of a time loop takes, at every step, the weight gradients
+x_t^T dz_t and h_{t-1}^T dz_t (matmuls of `batch` rows) and adds them to running sums.
+Written out, the backward loop keeps only what must be sequential, the gate gradients
+dz_t, and the weight gradients are then one matmul each over all `time * batch` rows, as
+PyTorch's CPU LSTM does. Compiled with XLA (JAX; TensorFlow with `jit_compile=True`),
+that is faster on a CPU: `bench/README.md`. Without XLA, stacking the per-step gates
+costs TensorFlow more than it saves.
+
+Forward, per step t (Keras' gate order i, f, c, o; σ the logistic sigmoid):
+
+    z_t = x_t W + b + h_{t-1} U = [z_i, z_f, z_g, z_o]
+    i, f, g, o = σ(z_i), σ(z_f), tanh(z_g), σ(z_o)
+    c_t = f ⊙ c_{t-1} + i ⊙ g,        h_t = o ⊙ tanh(c_t)
+
+Backward, t = T ... 1, from dh_T and dc_T (the final states' gradients) and each
+output's gradient ∂L/∂h_t:
+
+    dh = ∂L/∂h_t + dh_t,              dc = dc_t + dh ⊙ o ⊙ (1 - tanh²(c_t))
+    dz_t = [dc ⊙ g ⊙ i(1-i), dc ⊙ c_{t-1} ⊙ f(1-f), dc ⊙ i ⊙ (1-g²), dh ⊙ tanh(c_t) ⊙ o(1-o)]
+    dh_{t-1} = dz_t U^T,              dc_{t-1} = dc ⊙ f
+
+and then dW = X^T dZ, dU = H_{prev}^T dZ, db = Σ dZ, dX = dZ W^T over all steps.
+"""
+from keras import ops
+
+
+def _time_loop(step, carry, sequences, widths, reverse=False):
+    """`carry, outputs = step(carry, [s[t] for s in sequences])` for t = 0 ... T-1
+    (T-1 ... 0 with `reverse`); returns the final carry and each output stacked over
+    time, `(T, batch, width)` for `widths`. (`ops.scan` would be the natural call, but
+    on TensorFlow Keras' scan only stacks outputs shaped like the carry.)"""
+    sequences = [ops.convert_to_tensor(s) for s in sequences]
+    steps, batch = sequences[0].shape[0], ops.shape(sequences[0])[1]
+    dtype = sequences[0].dtype
+    stacked = [ops.zeros((steps, batch, width), dtype) for width in widths]
+
+    def body(i, loop_state):
+        carry, stacked = loop_state
+        t = steps - 1 - i if reverse else i
+        carry, outputs = step(carry, [s[t] for s in sequences])
+        stacked = [ops.slice_update(buffer, (t, 0, 0), output[None])
+                   for buffer, output in zip(stacked, outputs)]
+        return carry, stacked
+
+    return ops.fori_loop(0, steps, body, (carry, stacked))
+
+
+def lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
+    """Time-major `x` `(time, batch, features)` -> `(outputs (time, batch, units), h_T,
+    c_T)`, differentiable in every argument (`bias` may be None)."""
+    dtype = ops.convert_to_tensor(x).dtype
+    weights = [ops.cast(w, dtype) for w in (kernel, recurrent_kernel)]
+    bias = ops.zeros((kernel.shape[-1],), dtype) if bias is None else ops.cast(bias, dtype)
+    stacked = _lstm_sequence(x, *weights, bias, ops.cast(h0, dtype), ops.cast(c0, dtype))
+    outputs = stacked[:-1]
+    return outputs, outputs[-1], stacked[-1]
+
+
+@ops.custom_gradient
+def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
+    steps, batch, features = ops.shape(x)
+    units = recurrent_kernel.shape[0]
+    flat_x = ops.reshape(x, (-1, features))
+
+    def forward(carry, per_step):
+        (h, c), (x_t,) = carry, per_step
+        z = ops.matmul(x_t, kernel) + bias + ops.matmul(h, recurrent_kernel)
+        zi, zf, zg, zo = ops.split(z, 4, axis=-1)
+        i, f, g, o = ops.sigmoid(zi), ops.sigmoid(zf), ops.tanh(zg), ops.sigmoid(zo)
+        c = f * c + i * g
+        h = o * ops.tanh(c)
+        return (h, c), (ops.concatenate([i, f, g, o], -1), c, h)
+
+    (_, c_last), (gates, cells, outputs) = _time_loop(
+        forward, (h0, c0), [x], (4 * units, units, units))
+
+    def backward(*args, upstream=None, variables=None):
+        # TensorFlow and JAX pass the gradient by position, torch as `upstream`
+        if upstream is None:
+            (upstream,) = args
+        # h_T is outputs[-1], so its gradient arrives with the outputs'
+        d_outputs, d_c_last = upstream[:-1], upstream[-1]
+        previous_c = ops.concatenate([c0[None], cells[:-1]], 0)
+        previous_h = ops.concatenate([h0[None], outputs[:-1]], 0)
+
+        def step(carry, per_step):
+            dh_next, dc_next = carry
+            gates_t, c_t, c_previous, d_output = per_step
+            i, f, g, o = ops.split(gates_t, 4, axis=-1)
+            tanh_c = ops.tanh(c_t)
+            dh = d_output + dh_next
+            dc = dc_next + dh * o * (1 - tanh_c * tanh_c)
+            dz = ops.concatenate([dc * g * i * (1 - i), dc * c_previous * f * (1 - f),
+                                  dc * i * (1 - g * g), dh * tanh_c * o * (1 - o)], -1)
+            return (ops.matmul(dz, ops.transpose(recurrent_kernel)), dc * f), (dz,)
+
+        (dh0, dc0), (dz,) = _time_loop(step, (ops.zeros_like(d_c_last), d_c_last),
+                                       [gates, cells, previous_c, d_outputs], (4 * units,),
+                                       reverse=True)
+        dz = ops.reshape(dz, (-1, 4 * units))
+        d_kernel = ops.matmul(ops.transpose(flat_x), dz)
+        d_recurrent = ops.matmul(ops.transpose(ops.reshape(previous_h, (-1, units))), dz)
+        dx = ops.reshape(ops.matmul(dz, ops.transpose(kernel)), (steps, batch, features))
+        return dx, d_kernel, d_recurrent, ops.sum(dz, 0), dh0, dc0
+
+    # one output (Keras' custom_gradient takes one on torch): the outputs, then c_T
+    return ops.concatenate([outputs, c_last[None]], 0), backward
