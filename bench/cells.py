@@ -12,9 +12,12 @@ round is its median step, and its ratio in that round is that median over the
 reference's median in the same round. The table gives, per contender, the median ms/step
 over rounds and the ratio's median, interquartile range and min-max over rounds, and the
 same ratio to keras.layers.LSTM / GRU (median and min-max). PyTorch
-and TensorFlow get the same thread count (`--threads`, default all cores).
+and TensorFlow get the same thread count (`--threads`, default all cores). How PyTorch's
+threads wait is `OMP_WAIT_POLICY` (PASSIVE unless set; `default` on an idle machine lets
+both sides run at their best: bench/omp_policy.py).
 
     python bench/cells.py                      # LSTM and GRU, all contenders
+    OMP_WAIT_POLICY=default python bench/cells.py   # the same on an idle machine
     python bench/cells.py --only lstm          # LSTM rows only
     python bench/cells.py --json out.json      # also write rows and raw rounds as JSON
 
@@ -30,12 +33,10 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# PyTorch's OpenMP threads spin while waiting by default; on a shared, oversubscribed
-# machine a descheduled spinner stalls every step (measured here: 0.9-9 s per LSTM step
-# instead of 0.2-0.7 s under load 10). Passive waiting keeps its figures sane under load,
-# at a small cost on an idle machine (which then favours the Keras rows slightly).
-# Set OMP_WAIT_POLICY=ACTIVE to measure PyTorch's default.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import omp_policy  # noqa: E402  (bench/: before torch loads)
+
+OMP_POLICY = omp_policy.apply()
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import keras  # noqa: E402
@@ -46,7 +47,6 @@ from keras.src.backend import rnn as backend_rnn  # noqa: E402
 import kerasrnn  # noqa: E402
 
 BATCH, STEPS, INPUTS, UNITS, CLASSES = 64, 100, 128, 256, 10
-
 
 
 def interleaved_rounds(built, rounds, steps):
@@ -154,6 +154,8 @@ def contenders(kind, have_torch):
         (f"kerasrnn.RNN, old (4a679ed)", lambda: keras_step(lambda: OldRNN(cell(UNITS)))),
         (f"kerasrnn.RNN, generic loop (fast_path=False)",
          lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False))),
+        (f"kerasrnn.RNN, generic loop, jit_compile",
+         lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False), True)),
         (f"kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
         (f"kerasrnn.RNN, fast path, jit_compile",
          lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True)),
@@ -263,7 +265,7 @@ def main(argv=None):
         f"# batch {BATCH}, {STEPS} steps, {INPUTS} inputs, {UNITS} units, Adam, "
         f"train_on_batch; {args.rounds} interleaved rounds x {args.steps} steps after "
         f"{args.warmup} warm-up; ratio = step time / reference's in the same round; "
-        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
+        f"OMP_WAIT_POLICY={OMP_POLICY}"
     )
     print(header, flush=True)
     rows = []

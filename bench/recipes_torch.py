@@ -32,8 +32,11 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see bench/cells.py
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import omp_policy  # noqa: E402  (bench/: before torch loads)
+
+OMP_POLICY = omp_policy.apply()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -305,7 +308,7 @@ def main(argv=None):
           f"({keras.backend.backend()}), torch {torch.__version__}; {args.threads} threads "
           f"each; load {os.getloadavg()[0]:.1f}; {args.rounds} interleaved rounds x "
           f"{args.steps} steps after {args.warmup} warm-up; ratio = step time / PyTorch's "
-          f"in the same round; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}", flush=True)
+          f"in the same round; OMP_WAIT_POLICY={OMP_POLICY}", flush=True)
     for name in args.only:
         print(measure(name, args.rounds, args.steps, args.warmup), flush=True)
 

@@ -39,7 +39,7 @@ def main():
     kinds = list(dict.fromkeys(row["kind"] for row in rows))  # in the bench's order
     # PyTorch's step depends on how its OpenMP threads wait (bench/README.md), so the
     # axis names the policy the reference ran under.
-    policy = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    policy = cells.OMP_POLICY
     if args.json:
         policy = measured["header"].rsplit("OMP_WAIT_POLICY=", 1)[-1].split()[0]
     fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.2), squeeze=False)
