@@ -11,18 +11,16 @@
 * ACTIVE: threads spin until the next parallel region, taking CPU from whatever
   runs in between, the other contenders included.
 """
+import functools
 import os
 
-_chosen = []  # the policy this process applied (a second call keeps it)
 
-
+@functools.cache  # a second call (another bench module) keeps the first one's policy
 def apply():
     """Sets the policy for this process (PASSIVE unless the environment names one);
     returns its name as the benchmarks print it."""
-    if not _chosen:
-        policy = os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        if policy.lower() == "default":
-            del os.environ["OMP_WAIT_POLICY"]  # libgomp knows no "default": unset
-            policy = "default"
-        _chosen.append(policy)
-    return _chosen[0]
+    policy = os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if policy.lower() == "default":
+        del os.environ["OMP_WAIT_POLICY"]  # libgomp knows no "default": unset
+        return "default"
+    return policy

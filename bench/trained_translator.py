@@ -16,6 +16,14 @@ def add_arguments(parser):
     parser.add_argument("--data", default=str(DATA))
 
 
+def add_comparison_arguments(parser):
+    """`add_arguments` and the decoding settings of `compare_options`."""
+    add_arguments(parser)
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=64)
+
+
 def test_pairs(data):
     """test_2016_flickr: (German sources, English references), lists of str."""
     from kerasrnn.data import load_parallel_text

@@ -15,10 +15,7 @@ import trained_translator  # bench/: the run, its test set and model
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    trained_translator.add_arguments(parser)
-    parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=64)
+    trained_translator.add_comparison_arguments(parser)
     args = parser.parse_args()
     trained_translator.compare_options(
         args.run_dir, args.data,

@@ -16,10 +16,7 @@ import trained_translator  # bench/: the run, its test set and model
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    trained_translator.add_arguments(parser)
-    parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=64)
+    trained_translator.add_comparison_arguments(parser)
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"))
     args = parser.parse_args()
     trained_translator.compare_options(
