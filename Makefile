@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: demo test test-tf test-jax test-torch docs figures install bench-gpu
+.PHONY: demo test test-tf test-jax test-torch docs lint figures install bench-gpu
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ test-torch: $(VENV)/.installed
 # The API pages are read from the source (griffe), so nothing imports TensorFlow.
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# ruff (pyproject.toml's [tool.ruff]: pycodestyle, pyflakes, import order, bugbear; the
+# formatter) and mypy over kerasrnn/ (pyproject.toml's [tool.mypy]).
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # The figures of docs/ (docs/figures/*.py), each script printing the numbers it plots.
 # About 20 minutes on 2 CPU cores; the speed chart times PyTorch too (the bench extra).

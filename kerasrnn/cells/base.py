@@ -8,10 +8,7 @@ A cell here is an ordinary Keras layer obeying Keras' cell contract (`state_size
 import keras
 from keras import ops
 
-# Keras' RNN layer fills and clears the per-batch dropout masks only for cells that are
-# instances of this mixin (an isinstance check in keras.layers.RNN.call), and it is not
-# exported publicly, so we inherit from its private home.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+from kerasrnn._private import DropoutRNNCell
 
 
 def check_units(units):
@@ -60,7 +57,7 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
 
     gate_count = 1
     # names of the states, in `state_size` order (the learned initial states' names)
-    state_names = ("h",)
+    state_names: tuple[str, ...] = ("h",)
 
     def __init__(
         self,

@@ -2,18 +2,12 @@
 import keras
 from keras import ops
 
-# The per-backend pieces keras.layers.RNN / LSTM / GRU themselves run on; Keras does not
-# export them. `rnn` is the generic time loop (tf.while_loop, lax.scan, a Python loop on
-# torch), so masking and go_backwards stay identical to keras.layers.RNN. `lstm` / `gru`
-# are the fused implementations keras.layers.LSTM / GRU try first: cuDNN on a GPU (TF,
-# JAX, torch), a loop with the input projection hoisted on torch's CPU; they raise
-# NotImplementedError for what they do not support (masks on some backends, a CPU on TF
-# and JAX, non-tanh/sigmoid activations for cuDNN). The public replacement would be a
-# `keras.ops.lstm`, which does not exist yet.
-from keras.src.backend import gru as backend_gru
-from keras.src.backend import lstm as backend_lstm
-from keras.src.backend import rnn as backend_rnn
-
+from kerasrnn._private import (
+    backend_gru,
+    backend_lstm,
+    backend_rnn,
+    tensorflow_graph_in_xla_context,
+)
 from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.lstm import LSTMCell
@@ -68,17 +62,16 @@ def fused_kind(cell):
 def compiled_with_xla():
     """Whether the code being traced now compiles with XLA: always on JAX; on TensorFlow
     inside `tf.function(jit_compile=True)` (a model compiled with `jit_compile=True`);
-    never on torch. TensorFlow tells this only through an internal module; Keras has no
-    public equivalent."""
+    never on torch. TensorFlow tells this only through an internal module
+    (`kerasrnn._private`); Keras has no public equivalent."""
     backend = keras.backend.backend()
     if backend == "jax":
         return True
     if backend != "tensorflow":
         return False
     import tensorflow as tf
-    from tensorflow.python.ops import control_flow_util
 
-    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+    return tensorflow_graph_in_xla_context(tf.compat.v1.get_default_graph())
 
 
 def check_sequence_rank(layer, shape):

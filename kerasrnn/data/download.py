@@ -71,9 +71,9 @@ class CorpusFile:
 
     name: str
     sha256: str
-    url: str = None
-    member: str = None
-    normalize: str = None
+    url: str | None = None
+    member: str | None = None
+    normalize: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +91,8 @@ class Corpus:
     name: str
     files: tuple
     source: str
-    archive_url: str = None
-    archive_sha256: str = None
+    archive_url: str | None = None
+    archive_sha256: str | None = None
 
     def file(self, name):
         """The `CorpusFile` called `name` (a ``.gz`` suffix is accepted for a plain file)."""
@@ -231,7 +231,7 @@ def _sha256(path, decompress=False):
     return digest.hexdigest()
 
 
-_CHECKED = {}  # (path, size, mtime) -> sha256 already computed in this process
+_CHECKED: dict[tuple, str] = {}  # (path, size, mtime) -> sha256 already computed in this process
 
 
 def _content_sha256(path, decompress):

@@ -4,7 +4,7 @@ Tokenization runs inside TensorFlow (`tf.strings`) so that the very same functio
 text into ids in the training pipeline and inside an exported SavedModel: a model never
 sees text split one way in training and another way in serving.
 
-Why not `TextVectorization` or keras-nlp's `UnicodeCodepointTokenizer`: their ids do not
+Why not `TextVectorization` or keras-hub's `UnicodeCodepointTokenizer`: their ids do not
 follow the shared vocabulary contract (``[PAD]``=0, ``[UNK]``=1, ``[START]``=2,
 ``[END]``=3: `TextVectorization` reserves only two ids, and code-point ids collide with
 0-3), and character features need a vocabulary with frequency limits built from the
@@ -168,7 +168,7 @@ def split_wordpieces(texts, tokenizer):
     return traced(texts)
 
 
-_TRACED = weakref.WeakKeyDictionary()  # tokenizer -> its traced `tokenize`
+_TRACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> its traced `tokenize`
 
 
 def join_wordpieces(pieces):
