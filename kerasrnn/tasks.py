@@ -4,6 +4,8 @@ NumPy only: no corpus, no download, reproducible from a seed.
 """
 import numpy as np
 
+from kerasrnn.validation import check_int
+
 
 def marker_order_task(num_examples, min_length=20, max_length=60, vocab_size=10, seed=0):
     """Which of two marked symbols comes first in a long sequence?
@@ -92,10 +94,8 @@ def adding_problem(num_examples, length, seed=0):
     >>> x.shape, x[..., 1].sum(axis=1).tolist(), bool(abs((x[..., 0] * x[..., 1]).sum(1) - y).max() < 1e-6)
     ((3, 10, 2), [2.0, 2.0, 2.0], True)
     """
-    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 2:
-        raise ValueError(f"`length` must be an integer >= 2, got length={length!r}.")
-    if num_examples < 1:
-        raise ValueError(f"`num_examples` must be >= 1, got {num_examples}.")
+    check_int("length", length, minimum=2)
+    check_int("num_examples", num_examples)
     rng = np.random.default_rng(seed)
     values = rng.uniform(0.0, 1.0, (num_examples, length))
     half = length // 2
@@ -135,8 +135,7 @@ def copy_task(num_examples, delay, copy_length=10, num_symbols=8, seed=0):
     """
     for name, value, low in (("delay", delay, 1), ("copy_length", copy_length, 1),
                              ("num_symbols", num_symbols, 2)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"`{name}` must be an integer >= {low}, got {name}={value!r}.")
+        check_int(name, value, minimum=low)
     rng = np.random.default_rng(seed)
     total = delay + 2 * copy_length
     symbols = rng.integers(1, num_symbols + 1, (num_examples, copy_length))

@@ -9,6 +9,8 @@ the negative log-likelihood, lambda = 1.
 import keras
 from keras import ops
 
+from kerasrnn.validation import check_number
+
 
 def coverage_loss(alignments, mask=None):
     """Per-sequence coverage loss: the mean over target steps of sum_j min(alpha_tj, c_tj).
@@ -67,9 +69,7 @@ class CoverageLoss(keras.layers.Layer):
 
     def __init__(self, weight=1.0, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-            raise ValueError(f"`weight` must be a number >= 0; got weight={weight!r}.")
-        self.weight = float(weight)
+        self.weight = check_number("weight", weight)
         self.supports_masking = True
 
     def call(self, alignments, passthrough=None, mask=None):

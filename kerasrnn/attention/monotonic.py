@@ -24,6 +24,7 @@ import numpy as np
 from keras import ops
 
 from kerasrnn.attention.layers import BahdanauAttention, LuongAttention
+from kerasrnn.validation import check_number
 
 MODES = ("parallel", "recursive", "hard")
 
@@ -91,14 +92,8 @@ class _Monotonic:
             mode = "recursive"
         if mode not in MODES:
             raise ValueError(f"`mode` must be one of {MODES}; got mode={mode!r}.")
-        if isinstance(sigmoid_noise, bool) or not isinstance(sigmoid_noise, (int, float)) or (
-            sigmoid_noise < 0
-        ):
-            raise ValueError(
-                f"`sigmoid_noise` must be a number >= 0; got sigmoid_noise={sigmoid_noise!r}."
-            )
         self.mode = mode
-        self.sigmoid_noise = float(sigmoid_noise)
+        self.sigmoid_noise = check_number("sigmoid_noise", sigmoid_noise)
         self.sigmoid_noise_seed = sigmoid_noise_seed
         self.score_bias_init = float(score_bias_init)
         self.seed_generator = (

@@ -12,6 +12,8 @@ import math
 import keras
 from keras import ops
 
+from kerasrnn.validation import check_int, is_int
+
 
 def _dim(shape, name):
     if shape is None or len(shape) < 2 or shape[-1] is None:
@@ -157,11 +159,7 @@ class AdditiveScore(_Projected):
 
     def __init__(self, units=None, normalize=False, coverage=False, **kwargs):
         super().__init__(**kwargs)
-        if units is not None and (
-            isinstance(units, bool) or not isinstance(units, int) or units <= 0
-        ):
-            raise ValueError(f"`units` must be a positive integer, got units={units!r}.")
-        self.units = units
+        self.units = check_int("units", units, allow_none=True)
         self.normalize = bool(normalize)
         self.coverage = bool(coverage)
 
@@ -248,7 +246,7 @@ class LocationScore(_Projected):
 
     def __init__(self, max_length, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length <= 0:
+        if not is_int(max_length) or max_length <= 0:
             raise ValueError(
                 "The location score needs `max_length`, the longest source it can attend "
                 f"(a positive integer); got max_length={max_length!r}."

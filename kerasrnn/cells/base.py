@@ -9,21 +9,12 @@ import keras
 from keras import ops
 
 from kerasrnn._private import DropoutRNNCell
+from kerasrnn.validation import check_int, check_rate, is_number
 
 
 def check_units(units):
     """`units` must be a positive integer; anything else is named in the error."""
-    if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
-        raise ValueError(
-            f"`units` must be a positive integer, got units={units!r}."
-        )
-    return units
-
-
-def check_rate(name, rate):
-    if not 0.0 <= float(rate) < 1.0:
-        raise ValueError(f"`{name}` must be in [0, 1), got {name}={rate!r}.")
-    return float(rate)
+    return check_int("units", units)
 
 
 class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
@@ -276,7 +267,7 @@ def check_gate_bias_options(cell, forget_bias, chrono_init, gate, has_gate=True)
     for option, value in (("forget_bias", forget_bias), ("chrono_init", chrono_init)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise ValueError(f"`{option}` must be a number or None, got {option}={value!r}.")
         if not has_gate:
             raise ValueError(

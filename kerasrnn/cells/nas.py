@@ -3,6 +3,7 @@ import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import check_int
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -62,12 +63,7 @@ class NASCell(RecurrentCell):
                     f"NASCell's activations are fixed by its architecture; got {name}="
                     f"{kwargs[name]!r}."
                 )
-        if projection is not None and (
-            isinstance(projection, bool) or not isinstance(projection, int) or projection <= 0
-        ):
-            raise ValueError(
-                f"`projection` must be a positive integer or None, got projection={projection!r}."
-            )
+        check_int("projection", projection, allow_none=True)
         super().__init__(units, use_bias=use_bias, **kwargs)
         self.projection = projection
         self.projection_initializer = keras.initializers.get(projection_initializer)

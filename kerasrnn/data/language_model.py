@@ -17,6 +17,7 @@ import numpy as np
 
 from kerasrnn.data.loaders import DataFormatError, read_lines
 from kerasrnn.data.vocabulary import END_ID, START_ID, UNK, Vocabulary
+from kerasrnn.validation import check_int
 
 
 def split_line(line, level="word"):
@@ -80,9 +81,8 @@ def stream_windows(stream, batch_size, steps):
             fewer than `steps` tokens per row).
     """
     stream = np.asarray(stream, dtype="int32")
-    for name, value in (("batch_size", batch_size), ("steps", steps)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"`{name}` must be a positive integer, got {name}={value!r}.")
+    check_int("batch_size", batch_size)
+    check_int("steps", steps)
     if stream.ndim != 1 or stream.size == 0:
         raise ValueError(
             f"the token stream is empty (shape {stream.shape}); there is nothing to model."

@@ -2,6 +2,7 @@
 import keras
 from keras import ops
 
+from kerasrnn.validation import check_id, check_rate
 
 _DEFAULT_IDS = {"unk_id": 1, "pad_id": 0}
 
@@ -34,12 +35,9 @@ class WordDropout(keras.layers.Layer):
 
     def __init__(self, rate=0.1, unk_id=1, pad_id=0, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
-            raise ValueError(f"`rate` must be in [0, 1), got rate={rate!r}.")
-        for name, value in (("unk_id", unk_id), ("pad_id", pad_id)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"`{name}` must be an integer id, got {name}={value!r}.")
-        self.rate, self.unk_id, self.pad_id, self.seed = float(rate), unk_id, pad_id, seed
+        self.rate = check_rate("rate", rate)
+        self.unk_id, self.pad_id = check_id("unk_id", unk_id), check_id("pad_id", pad_id)
+        self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def call(self, ids, training=False):

@@ -2,6 +2,8 @@
 import keras
 from keras import ops
 
+from kerasrnn.validation import check_id
+
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class NotPadding(keras.layers.Layer):
@@ -20,9 +22,7 @@ class NotPadding(keras.layers.Layer):
 
     def __init__(self, pad_id=0, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-            raise ValueError(f"`pad_id` must be an integer id, got pad_id={pad_id!r}.")
-        self.pad_id = pad_id
+        self.pad_id = check_id("pad_id", pad_id)
 
     def call(self, ids):
         return ops.not_equal(ids, self.pad_id)

@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasrnn.validation import check_int
+
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class NaiveBayesExpert(keras.layers.Layer):
@@ -50,8 +52,7 @@ class NaiveBayesExpert(keras.layers.Layer):
             raise ValueError(f"`order` must be 1 or 2, got order={order!r}.")
         for name, value in (("vocab_size", vocab_size), ("num_classes", num_classes),
                             ("buckets", buckets)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+            check_int(name, value)
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.order, self.buckets, self.scale = order, buckets, float(scale)
         self.rows = vocab_size + (buckets if order == 2 else 0)

@@ -2,6 +2,8 @@
 import keras
 from keras import ops
 
+from kerasrnn.validation import check_id
+
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class MaskedAccuracy(keras.metrics.Metric):
@@ -33,9 +35,7 @@ class MaskedAccuracy(keras.metrics.Metric):
 
     def __init__(self, pad_id=0, name="accuracy", **kwargs):
         super().__init__(name=name, **kwargs)
-        if pad_id is not None and (isinstance(pad_id, bool) or not isinstance(pad_id, int)):
-            raise ValueError(f"`pad_id` must be an integer id or None, got pad_id={pad_id!r}.")
-        self.pad_id = pad_id
+        self.pad_id = check_id("pad_id", pad_id, allow_none=True)
         self.hits = self.add_variable((), initializer="zeros", name="hits")
         self.count = self.add_variable((), initializer="zeros", name="count")
 
