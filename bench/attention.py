@@ -16,8 +16,6 @@ attention (the tests run a smaller version: 3-8 digits, 32 units, 2000 strings, 
 """
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -25,6 +23,7 @@ import numpy as np  # noqa: E402
 import keras  # noqa: E402
 
 import kerasrnn  # noqa: E402
+from bench import timing  # noqa: E402  (run from the repository root, PYTHONPATH=.)
 
 PAD, START = 0, 1  # digits are the ids 2 ... 11
 VOCAB = 12
@@ -101,16 +100,15 @@ def learning(score="additive", train=4000, epochs=6, units=64, min_length=5, max
     for attention in (score, None):
         keras.utils.set_random_seed(seed)
         model = build_reverser(attention, units=units)
-        start = time.perf_counter()
-        model.fit(
+        _, seconds = timing.timed(lambda model=model: model.fit(
             [train_data[0], train_data[1]], train_data[2], batch_size=batch_size, epochs=epochs,
             verbose=0,
-        )
+        ))
         results[attention] = exact_match(model, test_data)
         print(
             f"reverse digits {min_length}-{max_length}: exact match "
             f"{'with ' + attention if attention else 'without'} attention "
-            f"{results[attention]:.3f} ({time.perf_counter() - start:.0f} s)",
+            f"{results[attention]:.3f} ({seconds:.0f} s)",
             flush=True,
         )
     return results
@@ -153,14 +151,9 @@ def speed(units=256, source_length=128, target_length=30, batch=64, vocab=1000, 
             keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             jit_compile=jit_compile,
         )
-        for _ in range(3):  # compile and warm up
-            model.train_on_batch(inputs, labels)
-        samples = []
-        for _ in range(steps):
-            start = time.perf_counter()
-            model.train_on_batch(inputs, labels)
-            samples.append(time.perf_counter() - start)
-        times[name] = statistics.median(samples)
+        step = lambda model=model: model.train_on_batch(inputs, labels)  # noqa: E731
+        timing.warm_up(step, 3)  # compile and warm up
+        times[name] = timing.interleaved_rounds([(name, step)], 1, steps)[name][0]
         print(f"{name}: {1000 * times[name]:.1f} ms / training step", flush=True)
     ours, theirs = times.values()
     print(

@@ -30,11 +30,11 @@ import os
 import platform
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import omp_policy  # noqa: E402  (bench/: before torch loads)
+import timing  # noqa: E402
 
 OMP_POLICY = omp_policy.apply()
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -48,21 +48,6 @@ import kerasrnn  # noqa: E402
 
 BATCH, STEPS, INPUTS, UNITS, CLASSES = 64, 100, 128, 256, 10
 
-
-def interleaved_rounds(built, rounds, steps):
-    """Times each `(label, step)` of `built` for `rounds` rounds, rotating the order
-    every round so that no contender always runs first: {label: [median ms of its
-    `steps` calls in each round]}."""
-    per_round = {label: [] for label, _ in built}
-    for r in range(rounds):
-        for label, step in built[r % len(built):] + built[: r % len(built)]:
-            times = []
-            for _ in range(steps):
-                start = time.perf_counter()
-                step()
-                times.append(time.perf_counter() - start)
-            per_round[label].append(1000 * statistics.median(times))
-    return per_round
 
 def data(seed=0):
     rng = np.random.default_rng(seed)
@@ -151,13 +136,13 @@ def contenders(kind, have_torch):
          lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)))),
         (f"kerasrnn.{name} in keras.layers.RNN, jit_compile",
          lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)), True)),
-        (f"kerasrnn.RNN, old (4a679ed)", lambda: keras_step(lambda: OldRNN(cell(UNITS)))),
-        (f"kerasrnn.RNN, generic loop (fast_path=False)",
+        ("kerasrnn.RNN, old (4a679ed)", lambda: keras_step(lambda: OldRNN(cell(UNITS)))),
+        ("kerasrnn.RNN, generic loop (fast_path=False)",
          lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False))),
-        (f"kerasrnn.RNN, generic loop, jit_compile",
+        ("kerasrnn.RNN, generic loop, jit_compile",
          lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False), True)),
-        (f"kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
-        (f"kerasrnn.RNN, fast path, jit_compile",
+        ("kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
+        ("kerasrnn.RNN, fast path, jit_compile",
          lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True)),
         (f"keras.layers.{keras_cell.__name__} in keras.layers.RNN",
          lambda: keras_step(lambda: keras.layers.RNN(keras_cell(UNITS)))),
@@ -172,44 +157,37 @@ def contenders(kind, have_torch):
     return rows
 
 
-def quartiles(values):
-    q1, median, q3 = np.percentile(values, [25, 50, 75])
-    return float(q1), float(median), float(q3)
-
-
 def measure(kind, have_torch, rounds, steps, warmup, skip=()):
-    """Interleaved rounds; returns one dict per contender (the reference last)."""
+    """Interleaved rounds (`timing`); returns one dict per contender (the reference last)."""
     *others, reference = contenders(kind, have_torch)
     chosen = [(label, make) for label, make in others
               if not any(word in label for word in skip)] + [reference]
     built = []
     for label, make in chosen:
         step = make()
-        start = time.perf_counter()
-        for _ in range(warmup):
-            step()
-        print(f"# built {label} ({time.perf_counter() - start:.1f} s warm-up)",
-              file=sys.stderr)
+        seconds, _ = timing.warm_up(step, warmup)
+        print(f"# built {label} ({seconds:.1f} s warm-up)", file=sys.stderr)
         built.append((label, step))
-    per_round = interleaved_rounds(built, rounds, steps)
+    per_round = {label: [1000 * s for s in seconds] for label, seconds in
+                 timing.interleaved_rounds(built, rounds, steps).items()}
     reference = built[-1][0]
     keras_layer = next((label for label, _ in built if label.startswith("keras.layers.")
                         and " in " not in label), reference)
     results = []
     for label, _ in built:
         ms = per_round[label]
-        ratios = [a / b for a, b in zip(ms, per_round[reference])]
-        versus_keras = [a / b for a, b in zip(ms, per_round[keras_layer])]
-        q1, median, q3 = quartiles(ratios)
+        ratio = timing.summary(timing.ratios(ms, per_round[reference]))
+        versus_keras = timing.summary(timing.ratios(ms, per_round[keras_layer]))
         results.append({
             "kind": kind, "contender": label, "reference": reference,
             "ms_per_step": round(statistics.median(ms), 2),
-            "ratio": round(median, 3), "ratio_q1": round(q1, 3), "ratio_q3": round(q3, 3),
-            "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
+            "ratio": round(ratio["median"], 3), "ratio_q1": round(ratio["q1"], 3),
+            "ratio_q3": round(ratio["q3"], 3),
+            "ratio_min": round(ratio["min"], 3), "ratio_max": round(ratio["max"], 3),
             "keras_layer": keras_layer,
-            "vs_keras_layer": round(statistics.median(versus_keras), 3),
-            "vs_keras_layer_min": round(min(versus_keras), 3),
-            "vs_keras_layer_max": round(max(versus_keras), 3),
+            "vs_keras_layer": round(versus_keras["median"], 3),
+            "vs_keras_layer_min": round(versus_keras["min"], 3),
+            "vs_keras_layer_max": round(versus_keras["max"], 3),
             "round_ms": [round(v, 2) for v in ms],
         })
     return results

@@ -42,16 +42,17 @@ import platform
 import re
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kerasrnn  # noqa: E402
 from kerasrnn.seq2seq import RNNEncoder, Seq2Seq  # noqa: E402
+import timing  # noqa: E402  (bench/)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 SOURCE_VOCAB, TARGET_VOCAB, EMBEDDING, ENCODER, DECODER, ATTENTION = 8050, 6197, 128, 128, 256, 128
@@ -129,9 +130,8 @@ def main(argv=None):
     runs = contenders(model, options)
     outputs = {}
     for label, run in runs:
-        start = time.perf_counter()
-        outputs[label] = [run(ids) for ids in batches]
-        print(f"# {label}: first pass (tracing, compiling) {time.perf_counter() - start:.1f} s",
+        outputs[label], took = timing.timed(lambda run=run: [run(ids) for ids in batches])
+        print(f"# {label}: first pass (tracing, compiling) {took:.1f} s",
               flush=True)
     reference = outputs[runs[0][0]]
     for label, _ in runs[1:]:
@@ -141,15 +141,15 @@ def main(argv=None):
                    for a, b in zip(reference, outputs[label]))
         print(f"# {label}: {same}/{len(lengths)} best hypotheses token-identical to the "
               "old path's")
-    seconds = {label: [] for label, _ in runs}
-    for r in range(args.rounds):
-        order = runs[r % len(runs):] + runs[:r % len(runs)]
-        for label, run in order:
-            start = time.perf_counter()
-            for ids in batches:
-                run(ids)
-            seconds[label].append(time.perf_counter() - start)
-        print(f"# round {r + 1}: load {os.getloadavg()[0]:.1f}", flush=True)
+    def one_pass(run):
+        for ids in batches:
+            run(ids)
+
+    seconds = timing.interleaved_rounds(
+        [(label, lambda run=run: one_pass(run)) for label, run in runs],
+        args.rounds,
+        after_round=lambda r, _: print(f"# round {r + 1}: load {os.getloadavg()[0]:.1f}",
+                                       flush=True))
     # Where the time goes: the readout matmul alone, (batch x beam) rows x 512 x 6,197
     # at each of max_length steps, as one graph (the decoder's own readout weights).
     if args.method == "beam":
@@ -159,17 +159,16 @@ def main(argv=None):
         rows = tf.random.normal((64 * args.beam_size, kernel.shape[0]))
         readout = tf.function(lambda h: tf.reduce_sum(tf.matmul(h, kernel)))
         readout(rows)
-        start = time.perf_counter()
-        for _ in range(args.max_length * len(batches)):
-            readout(rows)
-        share = (time.perf_counter() - start) / statistics.median(seconds[runs[0][0]])
+        _, alone = timing.timed(lambda: [readout(rows)
+                                         for _ in range(args.max_length * len(batches))])
+        share = alone / statistics.median(seconds[runs[0][0]])
         print(f"# the readout matmul alone ({64 * args.beam_size} x {kernel.shape[0]} x "
               f"{kernel.shape[1]}, {args.max_length} steps per batch): {100 * share:.0f}% "
               "of the old path's time", flush=True)
     old = seconds[runs[0][0]]
     print(f"{'contender':<40} {'sentences/s':>11} {'speed-up vs old':>16} {'min-max':>11}")
     for label, _ in runs:
-        speedups = [o / t for o, t in zip(old, seconds[label])]
+        speedups = timing.ratios(old, seconds[label])
         rate = len(lengths) / statistics.median(seconds[label])
         print(f"{label:<40} {rate:11.1f} {statistics.median(speedups):16.2f} "
               f"{min(speedups):5.2f}-{max(speedups):<5.2f}")

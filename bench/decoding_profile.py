@@ -64,7 +64,7 @@ def main():
 
 
 def step_write_cost(tf):
-    import time
+    import timing  # bench/
 
     from keras import ops
 
@@ -77,10 +77,9 @@ def step_write_cost(tf):
     }
     for name, write in contenders.items():
         function = tf.function(write, input_signature=spec)
-        began = time.perf_counter()
-        for batch in range(20, 40):
-            function(tf.zeros((batch, 10, 60), tf.int32), tf.constant(5))
-        print(f"{name:20s} {(time.perf_counter() - began) / 20 * 1e3:6.1f} ms per call, "
+        _, seconds = timing.timed(lambda: [function(tf.zeros((batch, 10, 60), tf.int32),
+                                                    tf.constant(5)) for batch in range(20, 40)])
+        print(f"{name:20s} {seconds / 20 * 1e3:6.1f} ms per call, "
               f"a new batch size each call")
 
 

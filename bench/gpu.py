@@ -14,9 +14,11 @@ backend, then merges). For one backend (`KERAS_BACKEND`) this times, at each siz
   optimiser and inputs, in the same process: every training row's ratio is to
   torch.nn.LSTM's step at the same size and precision in the same round.
 
-Rounds are interleaved (every contender in turn, the order rotating); the table gives the
-median ms over rounds and the ratio's median and min-max. `finite` says whether every
-loss (or beam score) was finite (the bf16 NaN check).
+Rounds are interleaved (`bench/timing.py`: every contender in turn, the order rotating);
+the table gives the median ms over rounds and the ratio's median and min-max. `finite`
+says whether every loss (or beam score) was finite (the bf16 NaN check). A contender
+that raises (out of memory, a kernel that declines a dtype) keeps its row, marked
+FAILED with the exception, and the others are still measured.
 
     KERAS_BACKEND=jax python bench/gpu.py --json out/jax.json
     python bench/gpu.py --merge out/jax.json out/torch.json --json out/gpu.json
@@ -29,9 +31,10 @@ import os
 import platform
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import timing  # noqa: E402  (bench/)
 
 CLASSES, VOCAB, BEAM, DECODE_LENGTH = 10, 64, 5, 20
 SIZES = "64x100x256,256x200x1024"
@@ -177,7 +180,20 @@ def torch_train_step(kind, batch, steps, units, precision, rng):
 
 
 # ---- measuring --------------------------------------------------------------------------
-def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISIONS):
+def failure(error):
+    """One line naming a contender's exception, for its row in the table."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISIONS,
+            on_block=None):
+    """Rows of the table; `on_block(rows)` after each size and precision (partial results).
+
+    A contender that raises (building, compiling or stepping) keeps its row, with `ms`
+    None and the exception in `error`, and leaves the others to be measured: one backend
+    failing one precision must not cost the rest of a GPU run.
+    """
     import keras
     import numpy as np
 
@@ -192,39 +208,54 @@ def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISI
         for precision in precisions:
             keras.mixed_precision.set_global_policy(precision)
             rng = np.random.default_rng(0)
-            made = [(label, "train", keras_train_step(build, batch, length, units, rng))
-                    for label, build in keras_contenders()]
-            made.append((f"kerasrnn beam search (beam {BEAM}, {DECODE_LENGTH} tokens)",
-                         "decode", beam_step(batch, length, units, rng)))
+            contenders = [(label, "train",
+                           lambda b=build: keras_train_step(b, batch, length, units, rng))
+                          for label, build in keras_contenders()]
+            contenders.append((f"kerasrnn beam search (beam {BEAM}, {DECODE_LENGTH} tokens)",
+                               "decode", lambda: beam_step(batch, length, units, rng)))
             if have_torch:
-                made += [(f"torch.nn.{kind.upper()}", "train",
-                          torch_train_step(kind, batch, length, units, precision, rng))
-                         for kind in ("gru", "lstm")]
+                contenders += [(f"torch.nn.{kind.upper()}", "train",
+                                lambda k=kind: torch_train_step(k, batch, length, units,
+                                                                precision, rng))
+                               for kind in ("gru", "lstm")]
             if only:
-                made = [m for m in made if any(w in m[0] for w in only)
-                        or m[0] == "torch.nn.LSTM"]
+                contenders = [c for c in contenders if any(w in c[0] for w in only)
+                              or c[0] == "torch.nn.LSTM"]
+            errors, made = {}, []
+            for label, workload, make in contenders:
+                try:
+                    made.append((label, workload, make()))
+                except Exception as error:  # noqa: BLE001 - recorded in the row
+                    errors[label] = timing.detached(error)
             finite = {label: True for label, _, _ in made}
+
+            def check(label, loss):
+                finite[label] &= math.isfinite(loss)
+
             for label, _, step in made:
-                for _ in range(warmup):
-                    finite[label] &= math.isfinite(step())
-            times = {label: [] for label, _, _ in made}
-            for r in range(rounds):
-                shift = r % len(made)
-                for label, _, step in made[shift:] + made[:shift]:
-                    samples = []
-                    for _ in range(steps):
-                        start = time.perf_counter()
-                        finite[label] &= math.isfinite(step())
-                        samples.append(time.perf_counter() - start)
-                    times[label].append(1000 * statistics.median(samples))
-            reference = times.get("torch.nn.LSTM")
-            for label, workload, _ in made:
+                try:
+                    for loss in timing.warm_up(step, warmup)[1]:
+                        check(label, loss)
+                except Exception as error:  # noqa: BLE001 - recorded in the row
+                    errors[label] = timing.detached(error)
+            seconds = timing.interleaved_rounds(
+                [(label, step) for label, _, step in made if label not in errors],
+                rounds, steps, after_call=check, errors=errors)
+            times = {label: [1000 * s for s in v] for label, v in seconds.items()}
+            reference = None if "torch.nn.LSTM" in errors else times.get("torch.nn.LSTM")
+            for label, workload, _ in contenders:
+                row = {"backend": backend, "batch": batch, "time": length, "units": units,
+                       "precision": precision, "contender": label, "workload": workload}
+                if label in errors:
+                    rows.append({**row, "ms": None, "ratio": None, "ratio_min": None,
+                                 "ratio_max": None, "finite": None, "round_ms": [],
+                                 "error": failure(errors[label])})
+                    continue
                 ms = times[label]
-                ratios = ([a / b for a, b in zip(ms, reference)]
+                ratios = (timing.ratios(ms, reference)
                           if reference and workload == "train" else None)
                 rows.append({
-                    "backend": backend, "batch": batch, "time": length, "units": units,
-                    "precision": precision, "contender": label, "workload": workload,
+                    **row,
                     "ms": round(statistics.median(ms), 3),
                     "ratio": round(statistics.median(ratios), 3) if ratios else None,
                     "ratio_min": round(min(ratios), 3) if ratios else None,
@@ -232,6 +263,8 @@ def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISI
                     "finite": bool(finite[label]), "round_ms": [round(v, 3) for v in ms],
                 })
             keras.mixed_precision.set_global_policy("float32")
+            if on_block is not None:
+                on_block(rows)
     return rows
 
 
@@ -261,6 +294,10 @@ def format_table(rows):
              f"{'ms':>9} {'ratio':>6} {'min-max':>12} finite"]
     for row in rows:
         size = f"{row['batch']}x{row['time']}x{row['units']}"
+        if row.get("error"):
+            lines.append(f"{row['backend']:<7} {size:<13} {row['precision']:<14} "
+                         f"{row['contender']:<50} FAILED {row['error'][:120]}")
+            continue
         ratio = f"{row['ratio']:6.2f}" if row["ratio"] is not None else f"{'-':>6}"
         spread = (f"{row['ratio_min']:.2f}-{row['ratio_max']:.2f}"
                   if row["ratio"] is not None else "-")
@@ -302,12 +339,19 @@ def main(argv=None):
             (args.rounds, args.steps, args.warmup), default[1:]))
         print(f"# {backend} on {device_name(backend)}, keras {keras.__version__}; "
               f"{rounds} rounds x {steps} steps after {warmup} warm-up", file=sys.stderr)
+        run = {"backend": backend, "device": device_name(backend),
+               "keras": keras.__version__, "rounds": rounds, "steps": steps,
+               "warmup": warmup}
+
+        def write(rows):  # after every block too, so a run cut short keeps its rows
+            print(f"# {backend}: {len(rows)} rows measured", file=sys.stderr)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"runs": [run], "rows": rows}, f, indent=1)
+
         rows = measure(backend, sizes, rounds, steps, warmup, args.only,
-                       tuple(args.precisions))
-        result = {"runs": [{"backend": backend, "device": device_name(backend),
-                            "keras": keras.__version__, "rounds": rounds, "steps": steps,
-                            "warmup": warmup}],
-                  "rows": rows}
+                       tuple(args.precisions), on_block=write)
+        result = {"runs": [run], "rows": rows}
     for run in result["runs"]:
         print(f"# {run['backend']} on {run['device']}, keras {run['keras']}; "
               f"{run['rounds']} rounds x {run['steps']} steps after {run['warmup']} warm-up")

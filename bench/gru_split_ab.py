@@ -1,10 +1,10 @@
 """A/B: GRUCell.recurrent_step with ops.split (now) vs per-gate slices (4a679ed), interleaved,
 against keras.layers.GRU; `PYTHONPATH=. python bench/gru_split_ab.py`."""
-import sys, statistics, time
+import sys, statistics
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-import keras, numpy as np
+import keras
 from keras import ops
-import kerasrnn, cells
+import kerasrnn, cells, timing
 
 class SlicedGRU(kerasrnn.GRUCell):  # the recurrent_step of 4a679ed
     def recurrent_step(self, projected, h_tm1, states):
@@ -20,11 +20,8 @@ steps = {"split (new)": cells.keras_step(lambda: keras.layers.RNN(kerasrnn.GRUCe
          "slices (old)": cells.keras_step(lambda: keras.layers.RNN(SlicedGRU(256))),
          "keras.layers.GRU": cells.keras_step(lambda: keras.layers.GRU(256))}
 for s in steps.values():
-    for _ in range(3): s()
-t = {k: [] for k in steps}
-for r in range(6):
-    for k, s in (list(steps.items())[r % 3:] + list(steps.items())[:r % 3]):
-        a = time.perf_counter(); s(); s(); t[k].append((time.perf_counter() - a) / 2)
+    timing.warm_up(s, 3)
+t = timing.interleaved_rounds(list(steps.items()), rounds=6, steps=2)
 for k in t:
-    ratios = [a / b for a, b in zip(t[k], t["keras.layers.GRU"])]
+    ratios = timing.ratios(t[k], t["keras.layers.GRU"])
     print(f"{k:<18} {1000*statistics.median(t[k]):7.1f} ms  vs keras.layers.GRU {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")

@@ -11,7 +11,7 @@ dense head on the last state, one `train_on_batch` step of `kerasrnn.RNN(LSTMCel
 `profile` traces `--traced` steps with `tf.profiler` and sums the ops' self time by op
 type, over both of TensorFlow's compute threads (so the total is about twice the wall
 time; "IDLE" is a thread waiting). `alternatives` times, interleaved in this process
-(`cells.interleaved_rounds`), `keras.layers.LSTM` against two LSTMs written here on the
+(`timing.interleaved_rounds`), `keras.layers.LSTM` against two LSTMs written here on the
 same weights:
 
 * `tf.raw_ops.BlockLSTMV2`: TensorFlow's fused CPU kernel for the whole sequence (the
@@ -41,7 +41,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import kerasrnn  # noqa: E402
-from bench.cells import BATCH, INPUTS, STEPS, UNITS, interleaved_rounds  # noqa: E402
+from bench import timing  # noqa: E402
+from bench.cells import BATCH, INPUTS, STEPS, UNITS  # noqa: E402
 
 
 def train_step(layer):
@@ -188,11 +189,12 @@ def alternatives(rounds, steps):
         print(f"# {label}: max |output - keras| {output_diff:.1e}, "
               f"max |gradient - keras| {gradient_diff:.1e}")
     built = [(label, train_step(make())) for label, make in contenders.items()]
-    times = interleaved_rounds(built, rounds, steps)
+    times = {label: [1000 * s for s in seconds] for label, seconds in
+             timing.interleaved_rounds(built, rounds, steps).items()}
     reference = times["keras.layers.LSTM"]
     print(f"{'contender':24s} {'ms/step':>8s} {'vs keras.layers.LSTM':>21s} {'min-max':>10s}")
     for label, ms in times.items():
-        ratios = [a / b for a, b in zip(ms, reference)]
+        ratios = timing.ratios(ms, reference)
         print(f"{label:24s} {statistics.median(ms):8.1f} {statistics.median(ratios):21.2f} "
               f"{min(ratios):4.2f}-{max(ratios):4.2f}")
 

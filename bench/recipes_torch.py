@@ -29,7 +29,6 @@ import os
 import platform
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -42,7 +41,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from cells import interleaved_rounds  # noqa: E402  (bench/ is the script's folder)
+import timing  # noqa: E402  (bench/ is the script's folder)
 from recipes import common  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -273,20 +272,19 @@ def measure(name, rounds, steps, warmup):
                         ("Keras, jit_compile=True", lambda: make_keras(True)),
                         ("PyTorch", make_torch)]:
         step = make()
-        start = time.perf_counter()
-        for _ in range(warmup):
-            step()
-        print(f"# {name}: built {label} ({time.perf_counter() - start:.1f} s warm-up)",
+        seconds, _ = timing.warm_up(step, warmup)
+        print(f"# {name}: built {label} ({seconds:.1f} s warm-up)",
               file=sys.stderr, flush=True)
         built.append((label, step))
-    per_round = interleaved_rounds(built, rounds, steps)
+    per_round = {label: [1000 * s for s in seconds] for label, seconds in
+                 timing.interleaved_rounds(built, rounds, steps).items()}
     lines = [f"\n{title}; load {os.getloadavg()[0]:.1f} after the rounds",
              f"{'contender':<26} {'ms/step':>8} {'vs PyTorch':>10} {'IQR':>11} {'min-max':>11}"]
     for label, _ in built:
-        ratios = [a / b for a, b in zip(per_round[label], per_round["PyTorch"])]
-        q1, median, q3 = np.percentile(ratios, [25, 50, 75])
-        lines.append(f"{label:<26} {statistics.median(per_round[label]):8.1f} {median:10.2f} "
-                     f"{q1:5.2f}-{q3:<5.2f} {min(ratios):5.2f}-{max(ratios):<5.2f}")
+        ratio = timing.summary(timing.ratios(per_round[label], per_round["PyTorch"]))
+        lines.append(f"{label:<26} {statistics.median(per_round[label]):8.1f} "
+                     f"{ratio['median']:10.2f} {ratio['q1']:5.2f}-{ratio['q3']:<5.2f} "
+                     f"{ratio['min']:5.2f}-{ratio['max']:<5.2f}")
     return "\n".join(lines)
 
 

@@ -47,13 +47,14 @@ def load(run_dir):
 
 def compare_options(run_dir, data, contenders, beam_size, rounds, batch_size):
     """Times the run's `translate` under two sets of decoding options, interleaved in
-    one process (the order alternating each round), on test_2016_flickr. `contenders`
-    is {name: `TextTranslator.options` to set}, the baseline first. Prints sentences/s
+    one process (`timing.interleaved_rounds`: the order alternating each round), on
+    test_2016_flickr. `contenders` is {name: `TextTranslator.options` to set}, the
+    baseline first. Prints sentences/s
     and identical outputs per round, the second's speed-up (median, min, max) and
     each one's BLEU."""
     import statistics
-    import time
 
+    import timing  # bench/
     from kerasrnn.metrics import corpus_bleu
 
     sources, references = test_pairs(data)
@@ -65,21 +66,23 @@ def compare_options(run_dir, data, contenders, beam_size, rounds, batch_size):
     (base, base_options), (new, new_options) = contenders.items()
     print(f"run: {run_dir}; {len(sources)} sentences, batches of {batch_size}, beam "
           f"{beam_size}; {new}: {new_options}; load average {os.getloadavg()[0]:.1f}")
-    speedups = []
-    for round_ in range(rounds):
-        timed = {}
-        for name in (list(models) if round_ % 2 == 0 else list(models)[::-1]):
-            began = time.perf_counter()
-            out = models[name].translate(sources, beam_size, batch_size=batch_size)
-            timed[name] = out, time.perf_counter() - began
-        (base_out, base_s), (new_out, new_s) = timed[base], timed[new]
-        same = sum(a == b for a, b in zip(base_out, new_out))
-        speedups.append(base_s / new_s)
+    outputs = {}
+
+    def report(round_, seconds):
+        base_s, new_s = seconds[base], seconds[new]
+        same = sum(a == b for a, b in zip(outputs[base], outputs[new]))
         print(f"round {round_}: {base} {len(sources) / base_s:.1f} sentences/s, {new} "
               f"{len(sources) / new_s:.1f}; identical outputs {same}/{len(sources)}",
               flush=True)
+
+    seconds = timing.interleaved_rounds(
+        [(name, lambda name=name: models[name].translate(sources, beam_size,
+                                                          batch_size=batch_size))
+         for name in models],
+        rounds, after_call=outputs.__setitem__, after_round=report)
+    speedups = timing.ratios(seconds[base], seconds[new])
     print(f"{new} / {base}: median {statistics.median(speedups):.2f} (min "
           f"{min(speedups):.2f}, max {max(speedups):.2f}); load average "
           f"{os.getloadavg()[0]:.1f}")
     print("BLEU: " + ", ".join(f"{name} {corpus_bleu(out, references).score:.2f}"
-                               for name, (out, _) in timed.items()))
+                               for name, out in outputs.items()))

@@ -20,12 +20,12 @@ import pathlib
 import platform
 import shlex
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from recipes import common, translator  # noqa: E402
+import timing  # noqa: E402  (bench/, the script's folder)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 # The notebooks' model: 256-d embeddings, 512-unit GRUs (encoder per direction), dropout
@@ -82,9 +82,7 @@ def main():
     if args.test_sentences:
         splits["test"] = tuple(side[: args.test_sentences] for side in splits["test"])
 
-    began = time.perf_counter()
-    results = translator.train(config, splits)
-    total = time.perf_counter() - began
+    results, total = timing.timed(lambda: translator.train(config, splits))
     test = results["test"]
     # `evaluate` names beam size 1 "greedy".
     beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"

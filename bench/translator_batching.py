@@ -12,8 +12,8 @@ and the speed-up's median and range.
 import argparse
 import os
 import statistics
-import time
 
+import timing  # bench/
 import trained_translator  # bench/: the run, its test set and model
 
 
@@ -42,19 +42,19 @@ def main():
                 out += [row[0].decode("utf-8") for row in strings.numpy()]
             return out
 
-        speedups = []
-        for round_ in range(args.rounds):
-            timed = {}
-            for name, run in (("in order", in_order),
-                              ("by length", lambda: model.translate(sources, beam))):
-                began = time.perf_counter()
-                timed[name] = run(), time.perf_counter() - began
-            same = sum(a == b for a, b in zip(timed["in order"][0], timed["by length"][0]))
-            speedups.append(timed["in order"][1] / timed["by length"][1])
+        outputs = {}
+
+        def report(round_, seconds, beam=beam):
+            same = sum(a == b for a, b in zip(outputs["in order"], outputs["by length"]))
             print(f"beam {beam}, round {round_}: in order "
-                  f"{len(sources) / timed['in order'][1]:.1f} sentences/s, by length "
-                  f"{len(sources) / timed['by length'][1]:.1f}; identical outputs "
+                  f"{len(sources) / seconds['in order']:.1f} sentences/s, by length "
+                  f"{len(sources) / seconds['by length']:.1f}; identical outputs "
                   f"{same}/{len(sources)}", flush=True)
+
+        seconds = timing.interleaved_rounds(
+            [("in order", in_order), ("by length", lambda: model.translate(sources, beam))],
+            args.rounds, after_call=outputs.__setitem__, after_round=report)
+        speedups = timing.ratios(seconds["in order"], seconds["by length"])
         print(f"beam {beam}: by length / in order, median {statistics.median(speedups):.2f}"
               f" (min {min(speedups):.2f}, max {max(speedups):.2f})")
 

@@ -14,12 +14,12 @@ import argparse
 import os
 import pathlib
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from recipes import common, translator  # noqa: E402
+import timing  # noqa: E402  (bench/, the script's folder)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 # (label, beam search options); the first row is the recipe's default.
@@ -79,9 +79,7 @@ def main():
         decoder = translator.Translator(base.model, base.source, base.target, config)
         decoder.options.update(options)
         decoder.translate(sources[:2], args.beam_size)  # trace outside the timing
-        began = time.perf_counter()
-        hypotheses = decoder.translate(sources, args.beam_size)
-        seconds = time.perf_counter() - began
+        hypotheses, seconds = timing.timed(lambda: decoder.translate(sources, args.beam_size))
         words = sum(len(h.split()) for h in hypotheses) / len(hypotheses)
         bleu = corpus_bleu(hypotheses, references).score
         print(f"{label:36}{bleu:7.2f}{words:7.2f}{len(sources) / seconds:8.1f}", flush=True)

@@ -24,7 +24,8 @@ import pathlib
 import statistics
 import subprocess
 import sys
-import time
+
+import timing  # bench/, the script's folder
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 
@@ -41,9 +42,8 @@ def time_one(run_dir, data, beam_sizes, overrides):
     speeds = {}
     for beam in beam_sizes:
         model.translate(sources[:2], beam)  # trace outside the timing
-        began = time.perf_counter()
-        model.translate(sources, beam)
-        speeds[beam] = len(sources) / (time.perf_counter() - began)
+        _, seconds = timing.timed(lambda: model.translate(sources, beam))
+        speeds[beam] = len(sources) / seconds
     return speeds
 
 
@@ -74,8 +74,8 @@ def main():
     print(f"# load average {os.getloadavg()[0]:.1f}; test_2016_flickr, 1,000 sentences; "
           f"new run's config changes: {overrides['new'] or 'none'}")
     for round_ in range(args.rounds):
-        for name, (repo, run_dir) in (list(versions.items())[::-1] if round_ % 2
-                                      else versions.items()):
+        # one process per measurement; the order of the two rotates (alternates) by round
+        for name, (repo, run_dir) in timing.rotated(versions.items(), round_):
             child = subprocess.run(
                 [sys.executable, os.path.abspath(__file__),
                  "--data", os.path.abspath(args.data),
@@ -92,7 +92,7 @@ def main():
                 f"beam {b} {measured[str(b)]:.1f}" for b in args.beam_sizes)
                 + " sentences/s", flush=True)
     for beam in args.beam_sizes:
-        ratios = [n / o for n, o in zip(speeds["new"][beam], speeds["old"][beam])]
+        ratios = timing.ratios(speeds["new"][beam], speeds["old"][beam])
         print(f"beam {beam}: old {statistics.median(speeds['old'][beam]):.1f}, new "
               f"{statistics.median(speeds['new'][beam]):.1f} sentences/s (medians); "
               f"new / old per round: median {statistics.median(ratios):.2f} "
