@@ -141,12 +141,14 @@ def run_row(name, data, out, epochs, seed):
                      "output_dir": str(folder / "run"),
                      **{s: str(data / f"{s}.txt.gz") for s in ("train", "valid", "test")}}
         config = common.load_config(tagger.DEFAULTS, overrides=overrides)
-        results = tagger.train(config)
+        run = folder / "run"
+        if not (run / "training_curves.png").exists() or (run / "backup").exists():
+            tagger.train(config)  # else: trained, only the scoring is missing
         trained = tagger.Tagger.from_run(config)
         predicted = {s: [p["tags"] for p in trained.predict(splits[s][0])]
                      for s in ("valid", "test")}
-        info = {"epochs": results["history"]["epochs_run"],
-                "recipe_test_entities": results["test"].get("entities"),
+        history = json.loads((run / "history.json").read_text())
+        info = {"epochs": len(history["rows"]),
                 "config": {k: overrides[k] for k in sorted(overrides)
                            if k not in ("train", "valid", "test", "output_dir")}}
     row = {"row": name, "seconds": time.time() - began, **info,
