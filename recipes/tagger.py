@@ -30,7 +30,7 @@ precision/recall/F1 overall and per type, counted as conlleval does
 boundaries are).
 
 Named entities: ``--tag-scheme bioes`` trains on BIOES tags (converted from the file's)
-and writes predictions back in the file's scheme, so they are scored against the file;
+and writes predictions back in BIO (S-X -> B-X, E-X -> I-X), the file's tags;
 ``--crf-constraints`` (on by default with ``--crf`` when the tags are entity tags)
 forbids the scheme's impossible transitions (``O I-PER``, ``B-ORG I-LOC``) in training
 and Viterbi (`kerasrnn.layers.allowed_transitions`). `predict` and the SavedModel's
@@ -87,7 +87,7 @@ OPTIONS = common.data_options(
     tag_scheme=Option("auto", "entity tags: the scheme of the training tags (auto: the "
                       "file's, detected; iob1/bio: the file's, checked; bioes: converted "
                       "from the file's to BIOES for training, predictions written back in "
-                      "the file's scheme)", ("auto", "iob1", "bio", "bioes")),
+                      "BIO)", ("auto", "iob1", "bio", "bioes")),
     crf_constraints=Option("auto", "with --crf: forbid the tag scheme's impossible "
                            "transitions in training and Viterbi (auto: when the tags are "
                            "entity tags)", ("auto", "true", "false")),
@@ -304,14 +304,18 @@ def tag_schemes(config, tags):
     return found, ("BIOES" if declared == "bioes" else found)
 
 
-def output_tags(tags, scheme):
-    """The tag names the model's `tags` (in `scheme`) are written back to: BIOES S-X and
-    E-X become B-X and I-X (IOB1: I-X)."""
-    if scheme is None:
+def to_bio(schemes):
+    """Whether predictions are written back from BIOES to BIO: trained in BIOES on a
+    file in another scheme."""
+    return schemes[1] == "BIOES" and schemes[0] != "BIOES"
+
+
+def output_tags(tags, schemes):
+    """The tag names the model's `tags` are reported as: with `to_bio`, S-X and E-X
+    become B-X and I-X."""
+    if not to_bio(schemes):
         return list(tags)
-    inside = "I" if scheme == "IOB1" else "B"
-    names = {re.sub(r"^S-", f"{inside}-", re.sub(r"^E-", "I-", t)) for t in tags}
-    return sorted(names)
+    return sorted({re.sub(r"^S-", "B-", re.sub(r"^E-", "I-", t)) for t in tags})
 
 
 # --------------------------------------------------------------------------- tagger
@@ -384,7 +388,7 @@ class Tagger:
         self.encoder = Encoder(words, chars, lowercase, max_chars, lm_words)
         self.tags = list(tags)
         self.schemes = tuple(schemes)
-        self.output_tags = output_tags(self.tags, self.schemes[1])
+        self.output_tags = output_tags(self.tags, self.schemes)
         # a CRF model outputs pairwise potentials (batch, time, tags, tags)
         self.crf = len(model.outputs[0].shape) == 4
         self._word_lookup = words.lookup()
@@ -438,7 +442,7 @@ class Tagger:
             outputs = self._crf_outputs(outputs, lengths)
         else:
             outputs = sequence_outputs(outputs, self.tags, lengths)
-        if self.schemes[1] == "BIOES":
+        if to_bio(self.schemes):
             # back to BIO: S-X -> B-X, E-X -> I-X (exact on the well-formed paths a
             # constrained CRF decodes)
             outputs["tags"] = tf.strings.regex_replace(
@@ -539,8 +543,8 @@ class TaggerRecipe(common.Recipe):
             language_model_run_config(config["contextual_lm"])  # one-line errors early
 
     def check_data(self, config, splits):
-        schemes = tag_schemes(config, splits["train"][1])  # one-line errors first
-        tags = output_tags({t for s in splits["train"][1] for t in s}, schemes[0])
+        tag_schemes(config, splits["train"][1])  # one-line errors before training
+        tags = [t for s in splits["train"][1] for t in s]
         for name in ("valid", "test"):
             if splits.get(name):
                 common.check_labels(tags, [t for s in splits[name][1] for t in s], name,

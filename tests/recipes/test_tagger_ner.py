@@ -122,3 +122,11 @@ def test_bad_scheme_input_is_one_line(tmp_path, capsys, shared_data):
                         "--crf-constraints", "true", *run])
     err = capsys.readouterr().err
     assert code == 2 and "--crf-constraints true needs entity tags" in err
+
+
+def test_bioes_predictions_are_reported_in_the_files_scheme():
+    names = ["B-X", "E-X", "I-X", "O", "S-X"]
+    assert tagger.output_tags(names, ("BIO", "BIOES")) == ["B-X", "I-X", "O"]
+    assert tagger.output_tags(names, ("IOB1", "BIOES")) == ["B-X", "I-X", "O"]
+    assert tagger.output_tags(names, ("BIOES", "BIOES")) == names  # a BIOES file stays
+    assert tagger.output_tags(["B-X", "O"], (None, None)) == ["B-X", "O"]
