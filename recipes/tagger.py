@@ -23,9 +23,18 @@ with ``--contextual-lm-trainable true``. The words are looked up in the biLM voc
 after `lm_tokens` (lower-cased, numbers "N", as the Penn Treebank LM text); the biLM's
 weights are saved inside the tagger's model and SavedModel.
 
-Evaluation reports token accuracy, per-tag precision/recall/F1 and, when the tags follow
-a BIO scheme (``B-X``, ``I-X``, ``O``), entity-level precision/recall/F1 (an entity is
-correct only when its type and both boundaries are).
+Evaluation reports token accuracy, per-tag precision/recall/F1 and, when the tags are
+entity tags (IOB1, BIO or BIOES: ``B-X``, ``I-X``, ``O`` ...), entity-level
+precision/recall/F1 overall and per type, counted as conlleval does
+(`kerasrnn.metrics.entity_scores`: an entity is correct only when its type and both
+boundaries are).
+
+Named entities: ``--tag-scheme bioes`` trains on BIOES tags (converted from the file's)
+and writes predictions back in BIO (S-X -> B-X, E-X -> I-X), the file's tags;
+``--crf-constraints`` (on by default with ``--crf`` when the tags are entity tags)
+forbids the scheme's impossible transitions (``O I-PER``, ``B-ORG I-LOC``) in training
+and Viterbi (`kerasrnn.layers.allowed_transitions`). `predict` and the SavedModel's
+serving output give the entities (text, type, start, end) beside the tags.
 
 Command line::
 
@@ -75,6 +84,13 @@ OPTIONS = common.data_options(
     dropout=Option(0.33, "dropout rate between recurrent layers and before the output"),
     crf=Option(False, "a linear-chain CRF output layer (NLL training, Viterbi decoding, "
                "marginal probabilities per tag)"),
+    tag_scheme=Option("auto", "entity tags: the scheme of the training tags (auto: the "
+                      "file's, detected; iob1/bio: the file's, checked; bioes: converted "
+                      "from the file's to BIOES for training, predictions written back in "
+                      "BIO)", ("auto", "iob1", "bio", "bioes")),
+    crf_constraints=Option("auto", "with --crf: forbid the tag scheme's impossible "
+                           "transitions in training and Viterbi (auto: when the tags are "
+                           "entity tags)", ("auto", "true", "false")),
     contextual_lm=Option("", "a biLM run directory (recipes.language_model train "
                          "--bidirectional true): its layers' features, mixed by a learned "
                          "ScalarMix, join the word features; empty: none"),
@@ -180,12 +196,14 @@ class Encoder:
 # ----------------------------------------------------------------------------- model
 
 
-def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None):
+def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None,
+                allowed=None):
     """The tagger as a functional Keras model: ``{"word_ids": (batch, time),
     "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags).
     `bilm` (a `recipes.language_model.BiLMFeatures`, with `contextual_lm`): its layers,
     mixed by `ScalarMix`, join the word features; input ``"lm_ids"`` (batch, time),
-    the words' ids in the biLM vocabulary."""
+    the words' ids in the biLM vocabulary. `allowed` (with `crf`): the CRF's
+    `allowed_transitions` matrix."""
     word_ids = keras.Input((None,), dtype="int32", name="word_ids")
     inputs = {"word_ids": word_ids}
     x = WordDropout(config["word_dropout"], seed=config["seed"], name="word_dropout")(word_ids)
@@ -218,40 +236,36 @@ def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None):
     if config["crf"]:
         from kerasrnn.layers import CRF
 
-        return keras.Model(inputs, CRF(num_tags, name="crf")(x), name="tagger")
+        crf = CRF(num_tags, allowed_transitions=allowed, name="crf")
+        return keras.Model(inputs, crf(x), name="tagger")
     probabilities = keras.layers.Dense(num_tags, activation="softmax", name="tags")(x)
     return keras.Model(inputs, probabilities, name="tagger")
 
 
 # --------------------------------------------------------------------------- metrics
 
-_BIO = re.compile(r"^(O|[BI]-.+)$")
+_BIO = re.compile(r"^(O|[BIES]-.+)$")
 
 
 def is_bio(tags):
-    """Whether every tag is ``O``, ``B-X`` or ``I-X``."""
+    """Whether every tag is ``O`` or ``B-X``, ``I-X`` (``E-X``, ``S-X``): entity tags."""
     tags = set(tags)
     return bool(tags) and all(_BIO.match(t) for t in tags) and any(t != "O" for t in tags)
 
 
 def bio_entities(tags):
-    """The entities of one BIO-tagged sentence as a set of (start, end, type), end
-    exclusive. As in conlleval, an ``I-X`` that does not continue an X entity starts a
-    new one."""
-    entities, start, kind = set(), None, None
-    for i, tag in enumerate(list(tags) + ["O"]):
-        prefix, _, label = tag.partition("-")
-        continues = prefix == "I" and kind == label
-        if start is not None and not continues:
-            entities.add((start, i, kind))
-            start, kind = None, None
-        if prefix in ("B", "I") and not continues:
-            start, kind = i, label
-    return entities
+    """The entities of one tagged sentence as a set of (start, end, type), end
+    exclusive, read as conlleval reads them (`kerasrnn.metrics.entity_spans`)."""
+    from kerasrnn.metrics import entity_spans
+
+    return set(entity_spans(tags))
 
 
 def tagging_scores(gold, predicted, tag_names):
-    """Token accuracy, per-tag P/R/F1 and (BIO tags) entity-level P/R/F1."""
+    """Token accuracy, per-tag P/R/F1 and (entity tags) entity-level P/R/F1, overall
+    and per type (conlleval's counts)."""
+    from kerasrnn.metrics import entity_scores
+
     flat_gold = [t for s in gold for t in s]
     flat_pred = [t for s in predicted for t in s]
     correct = sum(g == p for g, p in zip(flat_gold, flat_pred))
@@ -262,34 +276,119 @@ def tagging_scores(gold, predicted, tag_names):
         "per_tag": common.per_class_scores(flat_gold, flat_pred, tag_names),
     }
     if is_bio(tag_names):
-        found = tp = total = 0
-        for g, p in zip(gold, predicted):
-            g, p = bio_entities(g), bio_entities(p)
-            tp, found, total = tp + len(g & p), found + len(p), total + len(g)
-        precision = tp / found if found else 0.0
-        recall = tp / total if total else 0.0
-        scores["entities"] = {
-            "precision": precision, "recall": recall,
-            "f1": 2 * precision * recall / (precision + recall) if tp else 0.0,
-            "gold": total, "predicted": found,
-        }
+        scores["entities"] = entity_scores(gold, predicted)
     return scores
+
+
+def tag_schemes(config, tags):
+    """``(file scheme, training scheme)`` of the training tags (None, None for tags that
+    are not entity tags), or a ConfigError for a declared scheme the file does not fit."""
+    from kerasrnn.layers import check_tags, detect_scheme
+
+    declared = config["tag_scheme"]
+    found = detect_scheme(tags) if is_bio({t for s in tags for t in s}) else None
+    if declared in ("iob1", "bio"):
+        try:
+            check_tags(tags, declared.upper(), "train")
+        except ValueError as error:
+            raise common.ConfigError(f"--tag-scheme {declared}: {error}") from None
+        found = declared.upper()
+    if found is None:
+        if declared == "bioes" or config["crf_constraints"] == "true":
+            option = "--tag-scheme bioes" if declared == "bioes" else "--crf-constraints true"
+            raise common.ConfigError(
+                f"{option} needs entity tags (O, B-X, I-X ...) in IOB1, BIO or BIOES; the "
+                f"training tags are not (e.g. {sorted({t for s in tags for t in s})[:3]})."
+            )
+        return None, None
+    return found, ("BIOES" if declared == "bioes" else found)
+
+
+def to_bio(schemes):
+    """Whether predictions are written back from BIOES to BIO: trained in BIOES on a
+    file in another scheme."""
+    return schemes[1] == "BIOES" and schemes[0] != "BIOES"
+
+
+def output_tags(tags, schemes):
+    """The tag names the model's `tags` are reported as: with `to_bio`, S-X and E-X
+    become B-X and I-X."""
+    if not to_bio(schemes):
+        return list(tags)
+    return sorted({re.sub(r"^S-", "B-", re.sub(r"^E-", "I-", t)) for t in tags})
 
 
 # --------------------------------------------------------------------------- tagger
 
 
+def entity_outputs(tokens, tags):
+    """The entities of tagged sentences, in the serving graph, read as conlleval (and
+    `kerasrnn.metrics.entity_spans`) reads them: tokens and tags (batch, time) strings,
+    "" on padding -> ``entity_start``, ``entity_end`` (exclusive) int32 (batch,
+    entities), -1 on padding; ``entity_type`` and ``entity_text`` (the tokens joined by
+    spaces), "" on padding."""
+    import tensorflow as tf
+
+    tags = tf.where(tags == "", "O", tags)
+    prefix = tf.strings.substr(tags, 0, 1)
+    kind = tf.strings.regex_replace(tf.strings.regex_replace(tags, "^.", ""), "^[^-]*-", "")
+    kind = tf.where(kind == "", "_", kind)
+    rows = tf.shape(tags)[0]
+
+    def shift(x, fill, later):
+        pad = tf.fill([rows, 1], fill)
+        return tf.concat([x[:, 1:], pad], 1) if later else tf.concat([pad, x[:, :-1]], 1)
+
+    def among(x, *values):
+        return tf.reduce_any(tf.stack([x == v for v in values]), axis=0)
+
+    previous, previous_kind = shift(prefix, "O", False), shift(kind, "", False)
+    following, following_kind = shift(prefix, "O", True), shift(kind, "_", True)
+    chunk = tf.logical_and(prefix != "O", prefix != ".")
+    starts = (among(prefix, "B", "S")
+              | (among(previous, "E", "S", "O") & among(prefix, "E", "I"))
+              | (chunk & (previous_kind != kind)))
+    ends = (among(prefix, "E", "S")
+            | (among(prefix, "B", "I") & among(following, "B", "S", "O"))
+            | (chunk & (kind != following_kind)))
+    start_at, end_at = tf.where(starts), tf.where(ends)
+    count = tf.shape(start_at)[0]
+    inside = (tf.cumsum(tf.cast(starts, tf.int32), axis=1)
+              - tf.cumsum(tf.cast(ends, tf.int32), axis=1, exclusive=True)) > 0
+    entity = tf.cumsum(tf.reshape(tf.cast(starts, tf.int32), [-1])) - 1
+    flat_inside = tf.reshape(inside, [-1])
+    text = tf.strings.unsorted_segment_join(
+        tf.boolean_mask(tf.reshape(tokens, [-1]), flat_inside),
+        tf.boolean_mask(entity, flat_inside), count, separator=" ")
+
+    def per_row(values, row_ids, default):
+        ragged = tf.RaggedTensor.from_value_rowids(values, row_ids, nrows=tf.cast(
+            rows, tf.int64))
+        return ragged.to_tensor(default)
+
+    return {
+        "entity_start": per_row(tf.cast(start_at[:, 1], tf.int32), start_at[:, 0], -1),
+        "entity_end": per_row(tf.cast(end_at[:, 1] + 1, tf.int32), end_at[:, 0], -1),
+        "entity_type": per_row(tf.gather_nd(kind, start_at), start_at[:, 0], ""),
+        "entity_text": per_row(text, start_at[:, 0], ""),
+    }
+
+
 class Tagger:
     """A trained tagger with its vocabularies and tag set: tokenized sentences in, tags
-    and probabilities out. `serve` is the exact function the SavedModel exports."""
+    and probabilities out (and, for entity tags, the entities). `serve` is the exact
+    function the SavedModel exports. `schemes`: ``(file scheme, training scheme)`` of
+    entity tags (`tag_schemes`); predictions of a BIOES model are written back in BIO."""
 
     def __init__(self, model, words, chars, tags, lowercase=True, max_chars=50,
-                 lm_words=None):
+                 lm_words=None, schemes=(None, None)):
         import tensorflow as tf
 
         self.model = model
         self.encoder = Encoder(words, chars, lowercase, max_chars, lm_words)
         self.tags = list(tags)
+        self.schemes = tuple(schemes)
+        self.output_tags = output_tags(self.tags, self.schemes)
         # a CRF model outputs pairwise potentials (batch, time, tags, tags)
         self.crf = len(model.outputs[0].shape) == 4
         self._word_lookup = words.lookup()
@@ -315,11 +414,15 @@ class Tagger:
             config["lowercase"],
             config["max_chars"],
             common.load_vocabulary(config, "lm_vocab.txt") if config["contextual_lm"] else None,
+            common.read_json(os.path.join(config["output_dir"], "tag_schemes.json"))
+            if os.path.exists(os.path.join(config["output_dir"], "tag_schemes.json"))
+            else (None, None),
         )
 
     def serve(self, tokens):
         """tokens: (batch, time) strings, right-padded with "" -> tags (batch, time),
-        "" on padding; probability; lengths."""
+        "" on padding; probability; lengths; for entity tags the entities
+        (`entity_outputs`)."""
         import tensorflow as tf
 
         from kerasrnn.data.tokenizers import encode_chars, encode_tokens
@@ -336,8 +439,17 @@ class Tagger:
             inputs["lm_ids"] = encode_tokens(lm_tokens(tokens), self._lm_lookup)
         outputs = self.model(inputs, training=False)
         if self.crf:
-            return self._crf_outputs(outputs, lengths)
-        return sequence_outputs(outputs, self.tags, lengths)
+            outputs = self._crf_outputs(outputs, lengths)
+        else:
+            outputs = sequence_outputs(outputs, self.tags, lengths)
+        if to_bio(self.schemes):
+            # back to BIO: S-X -> B-X, E-X -> I-X (exact on the well-formed paths a
+            # constrained CRF decodes)
+            outputs["tags"] = tf.strings.regex_replace(
+                tf.strings.regex_replace(outputs["tags"], "^S-", "B-"), "^E-", "I-")
+        if self.schemes[0] is not None:
+            outputs.update(entity_outputs(tokens, outputs["tags"]))
+        return outputs
 
     def _crf_outputs(self, potentials, lengths):
         """Viterbi tags and their posterior marginals, in the serving graph."""
@@ -376,17 +488,27 @@ class Tagger:
                     "tags": [t.decode("utf-8") for t in tags[i, :n]],
                     "probabilities": [float(p) for p in probs[i, :n]],
                 })
+                if "entity_start" in out:
+                    results[-1]["entities"] = [
+                        {"text": text.decode("utf-8"), "type": kind.decode("utf-8"),
+                         "start": int(start), "end": int(end)}
+                        for start, end, kind, text in zip(*(
+                            out[k].numpy()[i] for k in ("entity_start", "entity_end",
+                                                        "entity_type", "entity_text")))
+                        if start >= 0]
         return results
 
     def evaluate(self, sentences, gold_tags):
-        common.check_labels(self.tags, [t for s in gold_tags for t in s], "evaluation")
+        common.check_labels(self.output_tags, [t for s in gold_tags for t in s],
+                            "evaluation")
         predicted = [p["tags"] for p in self.predict(sentences)]
-        return tagging_scores(gold_tags, predicted, self.tags)
+        return tagging_scores(gold_tags, predicted, self.output_tags)
 
     def export(self, path):
         """Writes a SavedModel with two signatures: ``serving_default(tokens:
         string[batch, time], "" padding)`` and ``tag_text(text: string[batch])``
-        (whitespace-tokenized), both -> tags, probability, lengths."""
+        (whitespace-tokenized), both -> tags, probability, lengths and, for entity
+        tags, entity_start, entity_end, entity_type, entity_text."""
         import tensorflow as tf
 
         from kerasrnn.export import export_saved_model
@@ -421,6 +543,7 @@ class TaggerRecipe(common.Recipe):
             language_model_run_config(config["contextual_lm"])  # one-line errors early
 
     def check_data(self, config, splits):
+        tag_schemes(config, splits["train"][1])  # one-line errors before training
         tags = [t for s in splits["train"][1] for t in s]
         for name in ("valid", "test"):
             if splits.get(name):
@@ -434,6 +557,15 @@ class TaggerRecipe(common.Recipe):
 
         out = config["output_dir"]
         sentences, tags = splits["train"]
+        schemes = tag_schemes(config, tags)
+        common.write_json(os.path.join(out, "tag_schemes.json"), list(schemes))
+        if schemes[1] == "BIOES":
+            from kerasrnn.layers import convert_tags
+
+            splits = {name: split if not split else
+                      (split[0], [convert_tags(s, "BIOES") for s in split[1]])
+                      for name, split in splits.items()}
+            tags = splits["train"][1]
         keys = lowercase_tokens(sentences) if config["lowercase"] else sentences
         words = Vocabulary.build(keys, config["max_vocab"], config["min_freq"])
         words.save(os.path.join(out, "vocab.txt"))
@@ -469,15 +601,16 @@ class TaggerRecipe(common.Recipe):
             dataset(splits["train"], True),
             dataset(splits["valid"], False) if splits.get("valid") else None,
             {"words": len(words), "chars": len(chars) if chars else 0,
-             "tags": len(tag_names), "bilm": bilm},
+             "tags": len(tag_names), "bilm": bilm,
+             "allowed": constraints(config, tag_names, schemes[1])},
             {"train_sentences": len(sentences), "vocabulary_size": len(words),
-             "tags": tag_names},
+             "tags": tag_names, "tag_schemes": list(schemes)},
         )
 
     def build(self, config, prepared):
         sizes = prepared.model
         model = build_model(config, sizes["words"], sizes["chars"], sizes["tags"],
-                            sizes["bilm"])
+                            sizes["bilm"], sizes["allowed"])
         if config["crf"]:
             from kerasrnn.layers import CRFAccuracy, CRFLoss
 
@@ -500,6 +633,16 @@ class TaggerRecipe(common.Recipe):
     def predict_rows(self, trained, texts):
         sentences = [text.split() for text in texts]
         return [{"tokens": s, **p} for s, p in zip(sentences, trained.predict(sentences))]
+
+
+def constraints(config, tag_names, scheme):
+    """The CRF's `allowed_transitions` matrix, or None (no CRF, constraints off, or tags
+    that are not entity tags)."""
+    if not config["crf"] or config["crf_constraints"] == "false" or scheme is None:
+        return None
+    from kerasrnn.layers import allowed_transitions
+
+    return allowed_transitions(tag_names, scheme)
 
 
 RECIPE = TaggerRecipe()

@@ -1,6 +1,6 @@
 """Reusable Keras layers for sequence models: masking, pooling, word dropout, the
 batch/time reshapes of per-word networks, a Naive Bayes expert, the linear-chain CRF and
-ELMo's scalar mix.
+ELMo's scalar mix; tag-scheme constraints for the CRF.
 
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
@@ -9,12 +9,14 @@ from kerasrnn.layers.crf import (
     CRF,
     CRFAccuracy,
     CRFLoss,
+    constrain,
     crf_decode,
     crf_forward,
     crf_log_likelihood,
     crf_log_norm,
     crf_marginals,
     crf_sequence_score,
+    potentials_mask,
 )
 from kerasrnn.layers.dropout import WordDropout
 from kerasrnn.layers.masking import NotPadding
@@ -22,6 +24,12 @@ from kerasrnn.layers.naive_bayes import NaiveBayesExpert
 from kerasrnn.layers.pooling import MaskedPooling1D
 from kerasrnn.layers.reshape import MergeBatchTime, SplitBatchTime
 from kerasrnn.layers.scalar_mix import ScalarMix
+from kerasrnn.layers.tag_schemes import (
+    allowed_transitions,
+    check_tags,
+    convert_tags,
+    detect_scheme,
+)
 
 __all__ = [
     "CRF",
@@ -34,10 +42,16 @@ __all__ = [
     "ScalarMix",
     "SplitBatchTime",
     "WordDropout",
+    "allowed_transitions",
+    "check_tags",
+    "constrain",
+    "convert_tags",
     "crf_decode",
     "crf_forward",
     "crf_log_likelihood",
     "crf_log_norm",
     "crf_marginals",
     "crf_sequence_score",
+    "detect_scheme",
+    "potentials_mask",
 ]

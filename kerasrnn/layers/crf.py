@@ -2,10 +2,14 @@
 
 The layer turns per-step features into *pairwise potentials*: the score of tag j at step
 t after tag i at the previous real step, with the learned transition matrix (and the
-start and end transitions) already folded in. Everything a CRF needs then travels in
-one tensor, so the loss is an ordinary stateless Keras loss, the model an ordinary
-functional model (`model.fit`, `.keras` files, SavedModels), and decoding a function of
-the model's output. keras.ops only: TensorFlow and JAX.
+start and end transitions, and any forbidden transitions of a tag scheme) already folded
+in. Everything a CRF needs then travels in one tensor, the Keras mask included: a padded
+step's potentials are the identity transition (0 on the diagonal, "minus infinity" off
+it), which leaves every path's score, the partition function and Viterbi unchanged, and
+which every function here reads back as padding when no mask is passed. So the loss is an
+ordinary stateless Keras loss that honours ``Embedding(mask_zero=True)`` on every backend,
+the model an ordinary functional model (`model.fit`, `.keras` files, SavedModels), and
+decoding a function of the model's output. keras.ops only: TensorFlow, JAX and PyTorch.
 """
 import keras
 import numpy as np
@@ -25,10 +29,102 @@ def _float(x):
     return ops.cast(x, "float32")
 
 
+def potentials_mask(potentials):
+    """The real steps of a `CRF` layer's output, (batch, time) bool: a padded step is the
+    identity transition (diagonal 0, every other entry "minus infinity"), which no real
+    step has."""
+    potentials = ops.convert_to_tensor(potentials)
+    eye = ops.eye(potentials.shape[-1], dtype="bool")
+    identity = ops.where(eye, potentials == 0, potentials <= _NEG / 2)
+    return ops.logical_not(ops.all(identity, axis=(-2, -1)))
+
+
 def _mask_or_ones(potentials, mask):
+    """The explicit mask, or the one the potentials carry (all real for potentials not
+    made by `CRF`)."""
     if mask is None:
-        return ops.ones(ops.shape(potentials)[:2], dtype="bool")
+        return potentials_mask(potentials)
     return ops.cast(mask, "bool")
+
+
+def _boundaries(real):
+    """(first, last): the first and the last real step of each row, (batch, time) bool."""
+    count = ops.cumsum(ops.cast(real, "int32"), axis=1)
+    first = ops.logical_and(real, count == 1)
+    last = ops.logical_and(real, count == count[:, -1:])
+    return first, last
+
+
+def _identity(potentials):
+    """Padding: the identity transition, 0 from each tag to itself, _NEG elsewhere."""
+    eye = ops.eye(potentials.shape[-1], dtype="bool")
+    return ops.where(eye, ops.zeros_like(potentials), ops.zeros_like(potentials) + _NEG)
+
+
+def _check_allowed(allowed, num_tags):
+    """`allowed` -> a (num_tags + 2, num_tags + 2) NumPy bool matrix (a (num_tags,
+    num_tags) one gets no start / end constraints)."""
+    allowed = np.asarray(allowed)
+    if allowed.dtype != bool and not np.isin(allowed, (0, 1)).all():
+        raise ValueError(
+            "allowed_transitions must be a boolean matrix (True: allowed), as "
+            "kerasrnn.layers.allowed_transitions returns; got values other than 0 and 1."
+        )
+    allowed = allowed.astype(bool)
+    if allowed.shape == (num_tags, num_tags):
+        full = np.ones((num_tags + 2, num_tags + 2), bool)
+        full[:num_tags, :num_tags] = allowed
+        return full
+    if allowed.shape != (num_tags + 2, num_tags + 2):
+        raise ValueError(
+            f"allowed_transitions must have shape (num_tags + 2, num_tags + 2) = "
+            f"({num_tags + 2}, {num_tags + 2}) (the tags, then START and END, as "
+            f"kerasrnn.layers.allowed_transitions returns) or ({num_tags}, {num_tags}) for "
+            f"num_tags={num_tags}; got shape {allowed.shape}."
+        )
+    return allowed
+
+
+def _penalties(allowed, num_tags, dtype):
+    """Additive log-space constraints: (transitions (K, K), start (K,), end (K,)), 0 where
+    allowed and _NEG where forbidden."""
+    allowed = _check_allowed(allowed, num_tags)
+    k = num_tags
+    pen = np.where(allowed, 0.0, _NEG)
+    return tuple(ops.convert_to_tensor(p, dtype=dtype)
+                 for p in (pen[:k, :k], pen[k, :k], pen[:k, k + 1]))
+
+
+def _pairwise(emissions, transitions, start, end, real):
+    """psi from e (batch, time, K), A (K, K), s and e' (K,) and the real steps."""
+    first, last = _boundaries(real)
+    e = emissions[:, :, None, :]
+    end = ops.where(last[:, :, None, None], end, ops.zeros_like(end))
+    potentials = transitions + e + end
+    entry = start + e + end + ops.zeros_like(transitions)
+    potentials = ops.where(first[:, :, None, None], entry, potentials)
+    return ops.where(real[:, :, None, None], potentials, _identity(potentials))
+
+
+def constrain(potentials, allowed_transitions, mask=None):
+    """Forbids transitions in potentials already made (decode-time constraints for a
+    model trained without them): psi_t(i, j) = -inf where i -> j is not allowed, and at
+    the first (last) real step for tags that may not start (end) a sequence.
+
+    Args:
+        potentials: (batch, time, num_tags, num_tags), the output of `CRF`.
+        allowed_transitions: the (num_tags + 2, num_tags + 2) bool matrix of
+            `allowed_transitions` (START and END last).
+        mask: (batch, time) bool; None: the mask the potentials carry.
+    """
+    potentials = _float(potentials)
+    _check_potentials(potentials)
+    real = _mask_or_ones(potentials, mask)
+    transitions, start, end = _penalties(
+        allowed_transitions, potentials.shape[-1], potentials.dtype)
+    zeros = ops.zeros_like(potentials[:, :, 0, :])
+    penalty = _pairwise(zeros, transitions, start, end, real)
+    return ops.where(real[:, :, None, None], potentials + penalty, potentials)
 
 
 def _check_potentials(potentials):
@@ -92,7 +188,8 @@ def crf_forward(potentials, mask=None):
 
     Args:
         potentials: (batch, time, num_tags, num_tags), the output of `CRF`.
-        mask: (batch, time) bool, True on real steps; None: all real.
+        mask: (batch, time) bool, True on real steps; None: the mask the potentials
+            carry (all real for potentials not made by `CRF`).
 
     Returns:
         (log_alpha (batch, time, num_tags), log_z (batch,)).
@@ -147,7 +244,7 @@ def crf_log_likelihood(potentials, tags, mask=None):
     return crf_sequence_score(potentials, tags, mask) - crf_log_norm(potentials, mask)
 
 
-def crf_decode(potentials, mask=None):
+def crf_decode(potentials, mask=None, allowed_transitions=None):
     """Viterbi decoding: the highest-scoring tag path and its score.
 
     delta_t(j) = max_i(delta_{t'}(i) + psi_t(i, j)) with back-pointers, then the path is
@@ -155,7 +252,10 @@ def crf_decode(potentials, mask=None):
 
     Args:
         potentials: (batch, time, num_tags, num_tags), the output of `CRF`.
-        mask: (batch, time) bool, True on real steps; None: all real.
+        mask: (batch, time) bool, True on real steps; None: the mask the potentials
+            carry (all real for potentials not made by `CRF`).
+        allowed_transitions: constraints at decoding only (see `constrain`), for a
+            model trained without them; None: the potentials as they are.
 
     Returns:
         (tags int32 (batch, time), 0 on padded steps; best_score (batch,)).
@@ -163,6 +263,8 @@ def crf_decode(potentials, mask=None):
     potentials = _float(potentials)
     _check_potentials(potentials)
     mask = _mask_or_ones(potentials, mask)
+    if allowed_transitions is not None:
+        potentials = constrain(potentials, allowed_transitions, mask)
     num_tags = potentials.shape[-1]
     stay = ops.zeros_like(ops.cast(potentials[:, 0, 0, :], "int32")) + ops.arange(
         num_tags, dtype="int32"
@@ -204,6 +306,7 @@ def crf_marginals(potentials, mask=None):
     over the later real steps. Returns (batch, time, num_tags), 0 on padded steps.
     """
     potentials = _float(potentials)
+    _check_potentials(potentials)
     mask = _mask_or_ones(potentials, mask)
     alphas, log_z = crf_forward(potentials, mask)
 
@@ -239,8 +342,14 @@ class CRF(keras.layers.Layer):
         \\qquad p(y \\mid x) = \\exp(\\mathrm{score}(y) - \\log Z)
 
     t_0 and t_n are the first and last real (unmasked) steps of each row and t' the
-    real step before t; padded steps get potential 0 and are skipped by every CRF
-    function. The output, (batch, time, num_tags, num_tags), is what the loss
+    real step before t. Masks: the Keras mask that flows in (``Embedding(mask_zero=True)``)
+    or the ``mask`` argument marks the real steps; a padded step's potentials are the
+    identity transition (psi(i, i) = 0, psi(i, j) = -inf), so it changes no path's score,
+    log Z or the Viterbi path, and every CRF function (and `CRFLoss`, `CRFAccuracy`)
+    reads the mask back from the potentials when none is passed. Tag-scheme
+    constraints (``allowed_transitions``) add -inf to the forbidden entries of A, s and
+    e', so the partition function sums over the allowed paths only and Viterbi never
+    outputs a forbidden one. The output, (batch, time, num_tags, num_tags), is what the loss
     `CRFLoss`, the metric `CRFAccuracy` and the functions `crf_decode` (Viterbi),
     `crf_marginals` (forward-backward), `crf_log_likelihood` and `crf_log_norm`
     (forward algorithm) take; the Keras mask passes through.
@@ -250,6 +359,11 @@ class CRF(keras.layers.Layer):
         use_kernel: project the inputs with a dense kernel (and bias) to the K emission
             scores; False: the inputs already are the emission scores (last axis K).
         use_boundary: learn the start and end transitions s and e'.
+        allowed_transitions: None, or a (num_tags + 2, num_tags + 2) bool matrix, True
+            where tag i may be followed by tag j (row num_tags: START, column
+            num_tags + 1: END), e.g. ``allowed_transitions(tag_names, "BIO")``; applied
+            in training and decoding. For constraints at decoding only, pass the matrix
+            to `crf_decode` instead.
         kernel_initializer, transition_initializer, boundary_initializer: initializers
             of W (b starts at zeros), A, and s and e'.
         kernel_regularizer, transition_regularizer: their regularizers.
@@ -265,10 +379,10 @@ class CRF(keras.layers.Layer):
     >>> model.compile("adam", CRFLoss())
     >>> words = np.array([[3, 4, 5, 0], [6, 7, 0, 0]])
     >>> tags = np.array([[1, 2, 3, 0], [4, 1, 0, 0]])
-    >>> _ = model.fit(words, tags, sample_weight=(words > 0).astype("float32"), verbose=0)
-    >>> best, score = crf_decode(model.predict(words, verbose=0), mask=words > 0)
-    >>> tuple(best.shape)
-    (2, 4)
+    >>> _ = model.fit(words, tags, verbose=0)  # the mask of mask_zero=True: no weights
+    >>> best, score = crf_decode(model.predict(words, verbose=0))  # padding: tag 0
+    >>> tuple(best.shape), bool((keras.ops.convert_to_numpy(best)[words == 0] == 0).all())
+    ((2, 4), True)
     """
 
     def __init__(
@@ -276,6 +390,7 @@ class CRF(keras.layers.Layer):
         num_tags,
         use_kernel=True,
         use_boundary=True,
+        allowed_transitions=None,
         kernel_initializer="glorot_uniform",
         transition_initializer="zeros",
         boundary_initializer="zeros",
@@ -291,6 +406,10 @@ class CRF(keras.layers.Layer):
         self.num_tags = num_tags
         self.use_kernel = bool(use_kernel)
         self.use_boundary = bool(use_boundary)
+        self.allowed_transitions = (
+            None if allowed_transitions is None
+            else _check_allowed(allowed_transitions, num_tags)
+        )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.transition_initializer = keras.initializers.get(transition_initializer)
         self.boundary_initializer = keras.initializers.get(boundary_initializer)
@@ -352,22 +471,20 @@ class CRF(keras.layers.Layer):
             real = ops.ones(ops.shape(emissions)[:2], dtype="bool")
         else:
             real = ops.cast(mask, "bool")
-        count = ops.cumsum(ops.cast(real, "int32"), axis=1)
-        first = ops.logical_and(real, count == 1)
-        last = ops.logical_and(real, count == count[:, -1:])
-        e = emissions[:, :, None, :]
         transitions = ops.convert_to_tensor(self.transitions)
-        potentials = transitions + e
         if self.use_boundary:
-            end = ops.where(
-                last[:, :, None, None], ops.convert_to_tensor(self.end_transitions), 0.0
-            )
-            entry = ops.convert_to_tensor(self.start_transitions) + e + end
-            potentials = potentials + end
+            start = ops.convert_to_tensor(self.start_transitions)
+            end = ops.convert_to_tensor(self.end_transitions)
         else:
-            entry = e + ops.zeros_like(transitions)
-        potentials = ops.where(first[:, :, None, None], entry, potentials)
-        return ops.where(real[:, :, None, None], potentials, ops.zeros_like(potentials))
+            start = end = ops.zeros_like(transitions[0])
+        if self.allowed_transitions is not None:
+            # forbidden transitions get -inf in training (log Z over the allowed paths
+            # only) and in Viterbi alike, as AllenNLP's CRF does
+            forbid_transitions, forbid_start, forbid_end = _penalties(
+                self.allowed_transitions, self.num_tags, transitions.dtype)
+            transitions = transitions + forbid_transitions
+            start, end = start + forbid_start, end + forbid_end
+        return _pairwise(emissions, transitions, start, end, real)
 
     def compute_mask(self, inputs, mask=None):
         return mask
@@ -375,9 +492,9 @@ class CRF(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:2]) + (self.num_tags, self.num_tags)
 
-    def decode(self, potentials, mask=None):
+    def decode(self, potentials, mask=None, allowed_transitions=None):
         """Viterbi path and score of this layer's output (see `crf_decode`)."""
-        return crf_decode(potentials, mask)
+        return crf_decode(potentials, mask, allowed_transitions)
 
     def get_config(self):
         config = super().get_config()
@@ -386,6 +503,10 @@ class CRF(keras.layers.Layer):
                 "num_tags": self.num_tags,
                 "use_kernel": self.use_kernel,
                 "use_boundary": self.use_boundary,
+                "allowed_transitions": (
+                    None if self.allowed_transitions is None
+                    else self.allowed_transitions.tolist()
+                ),
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
@@ -406,12 +527,12 @@ class CRF(keras.layers.Layer):
         return config
 
 
-def _sequence_mask(y_true, sample_weight):
-    """Real steps: y_true >= 0 (a negative label marks padding) and, for per-step
-    sample weights (batch, time), a weight > 0. Returns (mask, per-sequence weight or
-    None)."""
+def _sequence_mask(y_true, y_pred, sample_weight):
+    """Real steps: the mask the potentials carry (the Keras mask the `CRF` layer got),
+    y_true >= 0 (a negative label marks padding) and, for per-step sample weights
+    (batch, time), a weight > 0. Returns (mask, per-sequence weight or None)."""
     y_true = ops.convert_to_tensor(y_true)
-    mask = y_true >= 0
+    mask = ops.logical_and(y_true >= 0, potentials_mask(y_pred))
     weight = None
     if sample_weight is not None:
         sample_weight = ops.convert_to_tensor(sample_weight)
@@ -429,21 +550,23 @@ class CRFLoss(keras.losses.Loss):
     loss = -(score(y) - log Z) per sequence (forward algorithm), averaged over the batch
     (``reduction="sum_over_batch_size"``), summed (``"sum"``) or per sequence (None).
 
-    Padding: per-step sample weights (batch, time), as `kerasrnn.data.sequence_dataset`
-    yields them, mark the real steps (weight > 0); so do labels >= 0 (pad with -1 to do
-    without weights). Per-sequence weights (batch,) weight the sequences.
+    Padding: the Keras mask the `CRF` layer got (``Embedding(mask_zero=True)``), which
+    its potentials carry, marks the real steps, so labels may be padded with anything;
+    so do per-step sample weights (batch, time), as `kerasrnn.data.sequence_dataset`
+    yields them (weight > 0), and labels >= 0 (pad with -1). A step is real only when
+    all of them say so. Per-sequence weights (batch,) weight the sequences.
     """
 
     def __init__(self, reduction="sum_over_batch_size", name="crf_loss", dtype=None):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
 
     def call(self, y_true, y_pred):
-        mask, _ = _sequence_mask(y_true, None)
+        mask, _ = _sequence_mask(y_true, y_pred, None)
         tags = ops.where(mask, ops.cast(y_true, "int32"), 0)
         return -crf_log_likelihood(y_pred, tags, mask)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        mask, weight = _sequence_mask(y_true, sample_weight)
+        mask, weight = _sequence_mask(y_true, y_pred, sample_weight)
         tags = ops.where(mask, ops.cast(y_true, "int32"), 0)
         losses = -crf_log_likelihood(y_pred, tags, mask)
         if weight is not None:
@@ -465,7 +588,7 @@ class CRFAccuracy(keras.metrics.Mean):
         super().__init__(name=name, dtype=dtype)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        mask, _ = _sequence_mask(y_true, sample_weight)
+        mask, _ = _sequence_mask(y_true, y_pred, sample_weight)
         tags, _ = crf_decode(y_pred, mask)
         correct = ops.cast(tags == ops.cast(y_true, "int32"), "float32")
         return super().update_state(correct, sample_weight=ops.cast(mask, "float32"))
