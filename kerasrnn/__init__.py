@@ -8,13 +8,17 @@ imports TensorFlow itself.
 """
 import importlib
 
+from kerasrnn._startup import quiet_command_line
+
+quiet_command_line()  # `python -m kerasrnn.X` / `recipes.X`: before Keras is imported
+
 from kerasrnn import attention, decoding, layers, losses, metrics, seq2seq
 from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention
 from kerasrnn.cells import *  # noqa: F401,F403
 from kerasrnn.cells import __all__ as _cells_all
 
 __version__ = "0.1.0"
-_LAZY = ("compat", "data", "datasets", "export", "tasks", "visualize")
+_LAZY = ("callbacks", "compat", "data", "datasets", "export", "tasks", "visualize")
 __all__ = list(_cells_all) + [
     "attention",
     "decoding",
