@@ -65,7 +65,7 @@ def option_type(key, option):
             value = _convert(key, text, option.default)
         except ConfigError as error:
             raise argparse.ArgumentTypeError(
-                f"{text!r} is not a {type(option.default).__name__} ({error})") from None
+                str(error).replace(f"option {key!r} ", "", 1).rstrip(".")) from None
         if option.choices is not None and value not in option.choices:
             raise argparse.ArgumentTypeError(
                 f"invalid choice {text!r} (choose from "
