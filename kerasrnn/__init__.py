@@ -1,9 +1,9 @@
 """kerasrnn: textbook-exact recurrent cells, attention and decoding for Keras 3.
 
 The core (cells, attention, decoding, seq2seq, layers, losses, metrics) uses
-`keras.ops` only and runs on every Keras backend. `kerasrnn.compat`, `kerasrnn.data`,
-`kerasrnn.datasets`, `kerasrnn.export`, `kerasrnn.tasks` and `kerasrnn.visualize` are
-reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
+`keras.ops` only and runs on every Keras backend. `kerasrnn.callbacks`,
+`kerasrnn.compat`, `kerasrnn.data`, `kerasrnn.datasets`, `kerasrnn.export`,
+`kerasrnn.tasks` and `kerasrnn.visualize` are reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
 imports TensorFlow itself.
 """
 import importlib

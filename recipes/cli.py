@@ -36,11 +36,15 @@ def version():
         return kerasrnn.__version__
 
 
-def option_help(option):
-    """The help text of an option: what it does, the allowed values, the default."""
+def option_help(option, key=None):
+    """The help text of an option: what it does, the allowed values (its choices, or
+    the range `check_of` gives for `key`), the default."""
     text = option.help.rstrip(".")
+    check = check_of(key, option) if key is not None else None
     if option.choices is not None:
         text += "; one of " + ", ".join(_shown(c) for c in option.choices)
+    elif check is not None:
+        text += f"; {check.describe()}"
     return f"{text} (default: {_shown(option.default)})"
 
 
@@ -121,7 +125,7 @@ def build_parser(prog, description, options, commands):
             group.add_argument(
                 _flag(key), dest=f"opt_{key}", default=argparse.SUPPRESS,
                 metavar=type(default).__name__.upper() if default is not None else "VALUE",
-                help=option_help(option).replace("%", "%%"), type=option_type(key, option),
+                help=option_help(option, key).replace("%", "%%"), type=option_type(key, option),
             )
     return parser
 
@@ -187,8 +191,11 @@ def options_markdown(recipe):
              "| option | what it does | default |", "| --- | --- | --- |"]
     for key, option in recipe.options.items():
         text = option.help.rstrip(".")
+        check = check_of(key, option)
         if option.choices is not None:
             text += "; one of " + ", ".join(f"`{_shown(c)}`" for c in option.choices)
+        elif check is not None:
+            text += f"; {check.describe()}"
         text = text.replace("|", "\\|")
         lines.append(f"| `{_flag(key)}` | {text} | `{_shown(option.default)}` |")
     return "\n".join(lines) + "\n"

@@ -57,6 +57,9 @@ class Range:
 class Boundaries:
     """A list of strictly increasing positive integers (length-bucket boundaries)."""
 
+    def describe(self):
+        return "a list of increasing integers >= 1"
+
     def problem(self, value):
         if not isinstance(value, list) or not all(
                 isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value

@@ -56,7 +56,7 @@ def _error(capsys, recipe, *args):
 
 @pytest.mark.parametrize("flag, value, must", [
     ("--epochs", "0", "must be an integer >= 1"),
-    ("--batch-size", "2.5", "must be an integer >= 1"),
+    ("--batch-size", "2.5", "must be of type int (like its default 32), got 2.5"),
     ("--valid-fraction", "1", "must be a number in [0, 1)"),
     ("--embedding-dropout", "-0.1", "must be a number in [0, 1)"),
     ("--clipnorm", "-1", "must be a number >= 0"),
