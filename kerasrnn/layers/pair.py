@@ -10,8 +10,9 @@ class PairFeatures(keras.layers.Layer):
 
     Example:
 
-    >>> import numpy as np
-    >>> PairFeatures()([np.array([[1.0, 2.0]]), np.array([[3.0, 1.0]])]).tolist()
+    >>> import keras, numpy as np
+    >>> u, v = np.array([[1.0, 2.0]]), np.array([[3.0, 1.0]])
+    >>> keras.ops.convert_to_numpy(PairFeatures()([u, v])).tolist()
     [[1.0, 2.0, 3.0, 1.0, 2.0, 1.0, 3.0, 2.0]]
     """
 
@@ -31,8 +32,8 @@ class ExpectedScore(keras.layers.Layer):
 
     Example:
 
-    >>> import numpy as np
-    >>> ExpectedScore()(np.array([[0.0, 0.5, 0.5]])).tolist()
+    >>> import keras, numpy as np
+    >>> keras.ops.convert_to_numpy(ExpectedScore()(np.array([[0.0, 0.5, 0.5]]))).tolist()
     [[2.5]]
     """
 
