@@ -22,6 +22,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from kerasrnn.data.specs import holdout  # noqa: E402
 from recipes import classifier, common  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "sentence_polarity"
@@ -82,7 +83,7 @@ def main():
                 classifier.DEFAULTS,
                 overrides={**overrides, "output_dir": f"{runs}/fold{k}", "seed": 1234 + k},
             )
-            (train, valid) = classifier.holdout(*pick(train_idx), config["valid_fraction"],
+            (train, valid) = holdout(*pick(train_idx), config["valid_fraction"],
                                                 config["seed"])
             results = classifier.train(
                 config, {"train": train, "valid": valid, "test": pick(test_idx)}

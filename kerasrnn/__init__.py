@@ -1,12 +1,16 @@
 """kerasrnn: textbook-exact recurrent cells, attention and decoding for Keras 3.
 
 The core (cells, attention, decoding, seq2seq, layers, losses, metrics) uses
-`keras.ops` only and runs on every Keras backend. `kerasrnn.compat`, `kerasrnn.data`,
-`kerasrnn.datasets`, `kerasrnn.export`, `kerasrnn.tasks` and `kerasrnn.visualize` are
-reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
+`keras.ops` only and runs on every Keras backend. `kerasrnn.callbacks`,
+`kerasrnn.compat`, `kerasrnn.data`, `kerasrnn.datasets`, `kerasrnn.export`,
+`kerasrnn.tasks` and `kerasrnn.visualize` are reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
 imports TensorFlow itself.
 """
 import importlib
+
+from kerasrnn._startup import quiet_command_line
+
+quiet_command_line()  # `python -m kerasrnn.X` / `recipes.X`: before Keras is imported
 
 from kerasrnn import attention, decoding, layers, losses, metrics, seq2seq
 from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention
@@ -14,7 +18,7 @@ from kerasrnn.cells import *  # noqa: F401,F403
 from kerasrnn.cells import __all__ as _cells_all
 
 __version__ = "0.1.0"
-_LAZY = ("compat", "data", "datasets", "export", "tasks", "visualize")
+_LAZY = ("callbacks", "compat", "data", "datasets", "export", "tasks", "visualize")
 __all__ = list(_cells_all) + [
     "attention",
     "decoding",

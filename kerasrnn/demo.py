@@ -36,7 +36,8 @@ def build_model(cell, vocab_size=10):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Train, save and reload a kerasrnn model.")
+    parser = argparse.ArgumentParser(description="Train, save and reload a kerasrnn model.",
+                                     allow_abbrev=False)
     parser.add_argument("--cell", choices=sorted(CELLS), default="lstm")
     parser.add_argument("--units", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=3)

@@ -29,7 +29,6 @@ import sys
 
 import keras
 
-from kerasrnn.data.specs import holdout  # noqa: F401 (bench/classifier.py uses it)
 from kerasrnn.layers import MaskedPooling1D, NaiveBayesExpert
 from recipes import common
 from recipes.common import Option

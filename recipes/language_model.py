@@ -13,8 +13,9 @@ With ``--bidirectional true`` a biLM (Peters et al. 2018): a forward and a backw
 over the shared embedding and output layer, separate recurrent stacks; the backward one
 reads the text reversed and predicts the previous token (`backward_stream` states the
 exact layout). The loss is the mean of the two; perplexity is reported per direction and
-together. `generate` and `export` use the forward LM. `BiLMFeatures` gives a trained
-biLM's per-layer contextual features (the tagger's ``--contextual-lm``).
+together. `generate` and `export` use the forward LM. `kerasrnn.layers.BiLMFeatures` gives
+a trained biLM's per-layer contextual features (the tagger's ``--contextual-lm``, read
+from the run's files by `recipes.contextual`).
 
 Command line::
 
@@ -594,6 +595,8 @@ class LanguageModelRecipe(common.Recipe):
     predictor = LanguageModel
     metric = "perplexity"
     predict_command = "generate"
+    run_options = ("valid_file", "test_file", "unk_token", "prompt", "method", "gen_length",
+                   "temperature", "top_k", "top_p", "beam_size", "length_normalization")
 
     def check_config(self, config):
         if config["strategy"] in ("mirrored", "multi_worker") and config["batching"] == "stream":
@@ -695,7 +698,7 @@ class LanguageModelRecipe(common.Recipe):
             return evaluate(config, names=(args.split,) if args.split else ("valid", "test"))
 
         return {"evaluate": ("perplexity of a trained model on the valid/test streams",
-                             evaluate_arguments, run_evaluate)}
+                             evaluate_arguments, run_evaluate, self.options_of("evaluate"))}
 
 
 RECIPE = LanguageModelRecipe()
@@ -716,165 +719,6 @@ def train(config, splits=None, callbacks=(), continue_run=False):
         continue_run: extend the finished run from its last epoch to ``epochs``.
     """
     return RECIPE.train(config, splits, callbacks, continue_run)
-
-
-# ------------------------------------------------------------- contextual features
-
-
-def reverse_padded(x, lengths):
-    """Reverses the first `lengths[b]` steps of each row b of `x` (batch, time, ...),
-    leaving the padding after them in place."""
-    from keras import ops
-
-    time = ops.arange(ops.shape(x)[1], dtype="int32")[None, :]
-    lengths = ops.cast(lengths, "int32")[:, None]
-    index = ops.where(time < lengths, lengths - 1 - time, time)
-    while len(index.shape) < len(x.shape):
-        index = ops.expand_dims(index, -1)
-    return ops.take_along_axis(x, ops.broadcast_to(index, ops.shape(x)), axis=1)
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class BiLMFeatures(keras.layers.Layer):
-    """A trained biLM's per-layer contextual features (ELMo's representations).
-
-    Token ids of the biLM vocabulary (batch, time), 0 = padding, in -> a list of
-    L + 1 tensors (batch, time, 2 * units), one per layer:
-
-        h_0 = [e_t ; e_t],   h_k = [f_k,t ; b_k,t]  (k = 1 .. L)
-
-    with e_t the token embedding (doubled to the width of the others, as in ELMo),
-    f_k,t the forward LM's layer k after reading the sentence up to t, and b_k,t the
-    backward LM's layer k after reading it from its end back to t. Each direction
-    starts from zero states with the sentence boundary it was trained on
-    (`boundary_id`: [END] for stream training, where every sentence follows an [END];
-    [START] for per-sentence training) and reads the sentence (the backward one its
-    reversal, `reverse_padded`); the boundary's own output is dropped. Mix them with
-    `kerasrnn.layers.ScalarMix`. Dropout is off; `trainable=False` freezes the biLM.
-
-    Args:
-        embedding: the biLM's embedding layer (or its serialized config).
-        forward_layers: its forward recurrent layers (stateless), bottom first.
-        backward_layers: its backward recurrent layers.
-        boundary_id: the token that precedes every sentence.
-    """
-
-    def __init__(self, embedding, forward_layers, backward_layers, boundary_id, **kwargs):
-        super().__init__(**kwargs)
-
-        def layer(item):
-            return keras.layers.deserialize(item) if isinstance(item, dict) else item
-
-        self.embedding = layer(embedding)
-        self.forward_layers = [layer(item) for item in forward_layers]
-        self.backward_layers = [layer(item) for item in backward_layers]
-        if len(self.forward_layers) != len(self.backward_layers):
-            raise ValueError(
-                "BiLMFeatures needs as many forward as backward layers; got "
-                f"{len(self.forward_layers)} and {len(self.backward_layers)}.")
-        self.boundary_id = int(boundary_id)
-        # `trainable=False` reached the base class before the sublayers existed
-        for layer in [self.embedding, *self.forward_layers, *self.backward_layers]:
-            layer.trainable = self.trainable
-
-    @classmethod
-    def from_language_model(cls, model, config, **kwargs):
-        """The features of a trained biLM (`build_model` with `bidirectional`)."""
-        if not isinstance(model.input, dict):
-            raise ConfigError("contextual features need a bidirectional language model "
-                              "(train it with --bidirectional true).")
-        stateless = build_model(config, model.get_layer("embedding").input_dim)
-        stateless.set_weights(model.get_weights())
-        return cls(stateless.get_layer("embedding"), rnn_layers(stateless),
-                   [stateless.get_layer(f"backward_rnn_{i}")
-                    for i in range(config["num_layers"])],
-                   first_token(config), **kwargs)
-
-    def build(self, input_shape):
-        if not self.embedding.built:
-            self.embedding.build(tuple(input_shape))
-        for stack in (self.forward_layers, self.backward_layers):
-            width = self.embedding.output_dim
-            for layer in stack:
-                if not layer.built:
-                    layer.build((None, None, width))
-                width = layer.cell.units
-        self.built = True
-
-    def call(self, ids, training=None):
-        from keras import ops
-
-        ids = ops.cast(ids, "int32")
-        mask = ops.not_equal(ids, 0)
-        lengths = ops.sum(ops.cast(mask, "int32"), axis=1)
-        start = ops.full((ops.shape(ids)[0], 1), self.boundary_id, "int32")
-        step_mask = ops.concatenate([ops.ones_like(mask[:, :1]), mask], axis=1)
-
-        def read(tokens, layers):
-            x = ops.take(self.embedding.embeddings, tokens, axis=0)
-            x = ops.cast(x, self.compute_dtype)
-            outputs = [x[:, 1:]]
-            for layer in layers:
-                x = layer(x, mask=step_mask, training=training)
-                outputs.append(x[:, 1:])
-            return outputs
-
-        forward = read(ops.concatenate([start, ids], axis=1), self.forward_layers)
-        backward = read(ops.concatenate([start, reverse_padded(ids, lengths)], axis=1),
-                        self.backward_layers)
-        return [ops.concatenate([f, reverse_padded(b, lengths)], axis=-1)
-                for f, b in zip(forward, backward)]
-
-    def compute_mask(self, ids, mask=None):
-        from keras import ops
-
-        return [ops.not_equal(ids, 0)] * (len(self.forward_layers) + 1)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            embedding=keras.layers.serialize(self.embedding),
-            forward_layers=[keras.layers.serialize(x) for x in self.forward_layers],
-            backward_layers=[keras.layers.serialize(x) for x in self.backward_layers],
-            boundary_id=self.boundary_id,
-        )
-        return config
-
-
-def contextual_features(run_dir, **kwargs):
-    """`BiLMFeatures` of the biLM trained in `run_dir` (its best weights), and its
-    vocabulary. Raises a one-line `ConfigError` when `run_dir` is missing, is not a
-    language-model run, or its model is not bidirectional."""
-    config = language_model_run_config(run_dir)
-    trained = LanguageModel.from_run(config)
-    return BiLMFeatures.from_language_model(trained.model, config, **kwargs), trained.vocabulary
-
-
-def language_model_run_config(run_dir):
-    """The stored config of the biLM run in `run_dir`, checked (see `contextual_features`)."""
-    if not os.path.isdir(run_dir):
-        raise ConfigError(f"`contextual_lm`: no such run directory {run_dir!r}.")
-    path = os.path.join(run_dir, "config.json")
-    stored = common.read_json(path) if os.path.exists(path) else {}
-    if not {"steps", "level", "batching"} <= set(stored) or not os.path.exists(
-            os.path.join(run_dir, "vocabulary.txt")):
-        raise ConfigError(f"`contextual_lm`: {run_dir!r} is not a language-model run "
-                          "(no config.json and vocabulary.txt of recipes.language_model).")
-    config = common.saved_config(OPTIONS, run_dir)
-    if not config["bidirectional"]:
-        raise ConfigError(f"`contextual_lm`: the language model in {run_dir!r} is not "
-                          "bidirectional; train one with --bidirectional true.")
-    if config["level"] != "word":
-        raise ConfigError(f"`contextual_lm`: the language model in {run_dir!r} is "
-                          f"{config['level']}-level; contextual word features need a "
-                          "word-level biLM.")
-    if (config["embedding_dim"] or config["units"]) != config["units"]:
-        raise ConfigError(f"`contextual_lm`: the biLM in {run_dir!r} has embedding_dim "
-                          f"{config['embedding_dim']} != units {config['units']}; its "
-                          "layers' features must have one width to be mixed.")
-    if not os.path.exists(os.path.join(run_dir, "best.keras")):
-        raise ConfigError(f"`contextual_lm`: {run_dir!r} has no best.keras; train it first.")
-    return config
 
 
 # ------------------------------------------------------------------------ generation

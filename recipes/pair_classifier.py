@@ -39,7 +39,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasrnn.layers import MaskedPooling1D
+from kerasrnn.layers import ExpectedScore, MaskedPooling1D, PairFeatures
 from recipes import common
 from recipes.common import Option
 
@@ -78,32 +78,6 @@ OPTIONS = {
     if key != "tfds_data_dir"  # SICK comes as files only
 }
 DEFAULTS = common.defaults_of(OPTIONS)
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class PairFeatures(keras.layers.Layer):
-    """[u; v; |u - v|; u * v] of two sentence vectors (Conneau et al. 2017)."""
-
-    def call(self, inputs):
-        u, v = inputs
-        return ops.concatenate([u, v, ops.abs(u - v), u * v], axis=-1)
-
-    def compute_output_shape(self, input_shape):
-        shape = input_shape[0]
-        return tuple(shape[:-1]) + (4 * shape[-1],)
-
-
-@keras.saving.register_keras_serializable(package="kerasrnn")
-class ExpectedScore(keras.layers.Layer):
-    """sum_i i p_i over the classes 1..K of a distribution (batch, K) -> (batch, 1)."""
-
-    def call(self, probabilities):
-        k = probabilities.shape[-1]
-        grades = ops.cast(ops.arange(1, k + 1), probabilities.dtype)
-        return ops.sum(probabilities * grades, axis=-1, keepdims=True)
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape[:-1]) + (1,)
 
 
 # ------------------------------------------------------------------------------ data

@@ -200,7 +200,7 @@ def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None,
                 allowed=None):
     """The tagger as a functional Keras model: ``{"word_ids": (batch, time),
     "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags).
-    `bilm` (a `recipes.language_model.BiLMFeatures`, with `contextual_lm`): its layers,
+    `bilm` (a `kerasrnn.layers.BiLMFeatures`, with `contextual_lm`): its layers,
     mixed by `ScalarMix`, join the word features; input ``"lm_ids"`` (batch, time),
     the words' ids in the biLM vocabulary. `allowed` (with `crf`): the CRF's
     `allowed_transitions` matrix."""
@@ -401,8 +401,6 @@ class Tagger:
     def from_run(cls, config):
         if config["contextual_lm"]:
             import keras_hub  # noqa: F401 (a tied biLM embedding is keras-hub's)
-
-            import recipes.language_model  # noqa: F401 (registers BiLMFeatures)
         chars = None
         if config["char_dim"]:
             chars = common.load_vocabulary(config, "chars.txt")
@@ -538,7 +536,7 @@ class TaggerRecipe(common.Recipe):
 
     def check_config(self, config):
         if config["contextual_lm"]:
-            from recipes.language_model import language_model_run_config
+            from recipes.contextual import language_model_run_config
 
             language_model_run_config(config["contextual_lm"])  # one-line errors early
 
@@ -580,7 +578,7 @@ class TaggerRecipe(common.Recipe):
         tag_index = {t: i for i, t in enumerate(tag_names)}
         bilm = lm_words = None
         if config["contextual_lm"]:
-            from recipes.language_model import contextual_features
+            from recipes.contextual import contextual_features
 
             # the biLM's weights travel in the tagger's best.keras, its vocabulary here
             bilm, lm_words = contextual_features(

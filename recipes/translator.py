@@ -32,21 +32,9 @@ per side.
 import os
 import sys
 
-from kerasrnn.data.text import (  # noqa: F401 (the tokenisers, as the recipe's API)
-    TOKENIZERS,
-    TextSide,
-    detokenize_graph,
-    lower_graph,
-    tokenize_texts as tokenize,
-    translation_dataset,
-)
+from kerasrnn.data.text import TOKENIZERS, TextSide, translation_dataset
 from kerasrnn.export import TextTranslator
-from kerasrnn.layers import NotPadding  # noqa: F401 (the recipe's former layer, now kerasrnn's)
-from kerasrnn.seq2seq import (  # noqa: F401 (the schedules, as the recipe's API)
-    SCHEDULES,
-    SamplingProbabilityLog,
-    sampling_probability,
-)
+from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
 from recipes import common
 from recipes.common import Option
 
@@ -224,6 +212,41 @@ def load_model(config):
 # ------------------------------------------------------------------------ translator
 
 
+def translation_scores(translator, sources, references, beam_sizes=(1,), lowercase=False):
+    """Corpus BLEU (sacreBLEU's, `kerasrnn.metrics.corpus_bleu`), exact match,
+    speed and 5 samples of ``translator.translate`` (a `kerasrnn.export.TextTranslator`)
+    per beam size (1: "greedy", k: "beam<k>").
+
+    `lowercase`: a target side that lower-cases can only write lower-case, so the
+    references are lower-cased first as its tokenizer does (a kind of
+    `kerasrnn.data.text.TOKENIZERS`, or True for "word"): the scores are then
+    case-insensitive (``"cased": false`` in the results)."""
+    import time
+
+    from kerasrnn.data.text import lower_graph
+    from kerasrnn.metrics import corpus_bleu
+
+    if lowercase:
+        kind = "word" if lowercase is True else lowercase
+        references = [r.decode("utf-8") for r in
+                      lower_graph(list(references), kind).numpy()]
+    results = {"examples": len(sources), "cased": not lowercase}
+    for beam in beam_sizes:
+        translator.translate(sources[:2], beam)  # trace outside the timing
+        began = time.perf_counter()
+        hypotheses = translator.translate(sources, beam)
+        seconds = time.perf_counter() - began
+        results["greedy" if beam == 1 else f"beam{beam}"] = {
+            "bleu": corpus_bleu(hypotheses, references).score,
+            "exact_match": sum(h == r for h, r in zip(hypotheses, references))
+            / max(len(references), 1),
+            "sentences_per_second": len(sources) / seconds,
+            "samples": [{"source": s, "reference": r, "translation": h}
+                        for s, r, h in list(zip(sources, references, hypotheses))[:5]],
+        }
+    return results
+
+
 class Translator(TextTranslator):
     """A trained translator: `kerasrnn.export.TextTranslator` (raw strings in,
     translations out, the graph the SavedModel serves) between the run's two
@@ -263,9 +286,9 @@ class Translator(TextTranslator):
         are lower-cased too: the scores are then case-insensitive (``"cased": false``
         in the results)."""
         config = self.config
-        return super().evaluate(sources, references,
-                                beam_sizes or sorted({1, config["beam_size"]}),
-                                config["lowercase"] and config["target_tokenizer"])
+        return translation_scores(self, sources, references,
+                                  beam_sizes or sorted({1, config["beam_size"]}),
+                                  config["lowercase"] and config["target_tokenizer"])
 
     def heatmap(self, text, path):
         """Writes the attention weights that decoding `text` returned (beam search of
@@ -307,6 +330,8 @@ class TranslatorRecipe(common.Recipe):
     holdouts = ("valid",)
     test_help = "[SOURCE_FILE, TARGET_FILE]"
     predict_command = "translate"
+    run_options = ("beam_size", "length_normalization", "max_decode_length",
+                   "max_length_ratio", "readout_dtype", "n_best", "replace_unk", "heatmaps")
 
     def load_examples(self, config, spec, split):
         return load_pairs(config, spec, split)
@@ -379,7 +404,7 @@ class TranslatorRecipe(common.Recipe):
         return {
             "heatmap": ("attention heatmap PNGs (source x translation tokens) of chosen "
                         "sentences, written to the run folder", self.predict_arguments,
-                        _run_heatmap),
+                        _run_heatmap, self.options_of("heatmap")),
             "demo": ("the self-contained demo: dates written many ways -> ISO dates",
                      _demo_arguments, _run_demo),
         }

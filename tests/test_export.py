@@ -125,8 +125,8 @@ def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
     model = kerasrnn.seq2seq.Seq2Seq(len(source_vocab), len(target_vocab), embedding_dim=6,
                                      units=8, max_source_length=4, max_target_length=7)
     texts = ["the cat sat", "", "   ", "a dog ran the cat sat unknownword", "zebra"]
-    export_seq2seq(tmp_path / "sm", model, source_vocab, target_vocab, tokenize="words",
-                   detokenize="chars", beam_size=3, n_best=2)
+    export_seq2seq(tmp_path / "sm", model, source_vocab, target_vocab, tokenize="word",
+                   detokenize="char", beam_size=3, n_best=2)
     result = subprocess.run(
         [sys.executable, "-c", SEQ2SEQ_LOADER, str(tmp_path / "sm"), json.dumps(texts)],
         env=ENV, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)

@@ -1,10 +1,11 @@
 """Reusable Keras layers for sequence models: masking, pooling, word dropout, the
-batch/time reshapes of per-word networks, a Naive Bayes expert, the linear-chain CRF and
-ELMo's scalar mix; tag-scheme constraints for the CRF.
+batch/time reshapes of per-word networks, a Naive Bayes expert, the linear-chain CRF with
+tag-scheme constraints, ELMo's biLM features and scalar mix, and sentence-pair features.
 
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
 """
+from kerasrnn.layers.bilm import BiLMFeatures, reverse_padded
 from kerasrnn.layers.crf import (
     CRF,
     CRFAccuracy,
@@ -21,6 +22,7 @@ from kerasrnn.layers.crf import (
 from kerasrnn.layers.dropout import WordDropout
 from kerasrnn.layers.masking import NotPadding
 from kerasrnn.layers.naive_bayes import NaiveBayesExpert
+from kerasrnn.layers.pair import ExpectedScore, PairFeatures
 from kerasrnn.layers.pooling import MaskedPooling1D
 from kerasrnn.layers.reshape import MergeBatchTime, SplitBatchTime
 from kerasrnn.layers.scalar_mix import ScalarMix
@@ -32,13 +34,16 @@ from kerasrnn.layers.tag_schemes import (
 )
 
 __all__ = [
+    "BiLMFeatures",
     "CRF",
     "CRFAccuracy",
     "CRFLoss",
+    "ExpectedScore",
     "MaskedPooling1D",
     "MergeBatchTime",
     "NaiveBayesExpert",
     "NotPadding",
+    "PairFeatures",
     "ScalarMix",
     "SplitBatchTime",
     "WordDropout",
@@ -54,4 +59,5 @@ __all__ = [
     "crf_sequence_score",
     "detect_scheme",
     "potentials_mask",
+    "reverse_padded",
 ]

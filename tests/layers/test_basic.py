@@ -113,10 +113,10 @@ def test_recipe_files_load_with_kerasrnn_alone_and_names_do_not_clash(tmp_path):
     import recipes.translator  # noqa: F401
 
     words = keras.Input((None,), dtype="int32")
-    x = recipes.tagger.WordDropout(0.1)(words)
+    x = WordDropout(0.1)(words)
     x = keras.layers.Embedding(10, 4, mask_zero=True)(x)
-    x = recipes.classifier.MaskedPooling1D("mean")(x)
-    mask = recipes.translator.NotPadding()(words)
+    x = kerasrnn.layers.MaskedPooling1D("mean")(x)
+    mask = kerasrnn.layers.NotPadding()(words)
     model = keras.Model(words, [keras.layers.Dense(2)(x), mask])
     model.save(tmp_path / "old.keras")
     result = subprocess.run(

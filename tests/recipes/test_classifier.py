@@ -183,8 +183,10 @@ def test_cli_bad_input(tmp_path, capsys):
                         "--valid-fraction", "0", *run)
     assert code == 2 and "label set mismatch: the test data (" in err
     assert "test.tsv) has label(s) ['maybe']" in err
-    code, _, err = _cli(capsys, "train", "--train", good, "--valid-fraction", "1.5", *run)
-    assert code == 2 and "`valid_fraction` must be in (0, 1), got 1.5" in err
+    with pytest.raises(SystemExit) as exit_:  # at parse time, before any data is read
+        classifier.main(["train", "--train", str(good), "--valid-fraction", "1.5"])
+    assert exit_.value.code == 2
+    assert "argument --valid-fraction: must be a number in [0, 1)" in capsys.readouterr().err
     code, _, err = _cli(capsys, "predict", "--output-dir", tmp_path / "never-trained", "hi")
     assert code == 2 and "config.json" in err
     with pytest.raises(SystemExit):

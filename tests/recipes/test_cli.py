@@ -172,12 +172,3 @@ def test_continue_extends_a_finished_run_from_its_last_epoch(tmp_path, capsys):
     assert classifier.main(["train", "--continue", "--output-dir", str(run), "--epochs", "3"]) == 2
     assert "has trained 3 epoch(s); --continue needs `epochs` above that" in (
         capsys.readouterr().err)
-
-
-def test_training_curves_plot_loss_and_metric(tmp_path):
-    rows = [{"epoch": 1, "loss": 1.0, "val_loss": 1.2, "accuracy": 0.5, "val_accuracy": 0.4},
-            {"epoch": 2, "loss": 0.5, "val_loss": 0.9, "accuracy": 0.8, "val_accuracy": 0.6}]
-    path = common.plot_training_curves(rows, tmp_path / "curves.png", "accuracy")
-    two = _png(path)
-    one = _png(common.plot_training_curves(rows, tmp_path / "loss.png", "loss"))
-    assert two[0] > one[0] and two[1] == one[1]  # two panels: loss and accuracy

@@ -209,18 +209,3 @@ def test_write_json_and_save_model_never_leave_half_a_file(tmp_path, monkeypatch
     common.save_model(model, tmp_path / "best.keras")
     assert keras.saving.load_model(tmp_path / "best.keras").count_params() == 8
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best.keras", "results.json"]
-
-
-def test_checkpoint_removes_a_stale_partial_file_even_without_saving(tmp_path):
-    # A process killed inside the write left best.partial.keras; the next run may never
-    # save (no epoch beats the best), and must not leave the stale file behind.
-    import numpy as np
-
-    (tmp_path / "best.partial.keras").write_bytes(b"half a zip")
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
-    model.compile("sgd", "mse")
-    checkpoint = common.AtomicModelCheckpoint(
-        tmp_path / "best.keras", monitor="loss", save_best_only=True,
-        initial_value_threshold=0.0)  # nothing beats a loss of 0
-    model.fit(np.ones((4, 3)), np.ones((4, 1)), epochs=1, verbose=0, callbacks=[checkpoint])
-    assert list(tmp_path.iterdir()) == []

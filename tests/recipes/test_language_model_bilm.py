@@ -12,6 +12,7 @@ import keras  # noqa: E402
 
 from kerasrnn.data import language_model as lm_data  # noqa: E402
 from kerasrnn.data.vocabulary import END_ID, START_ID  # noqa: E402
+from kerasrnn.layers import BiLMFeatures  # noqa: E402
 from recipes import language_model  # noqa: E402
 from test_language_model import tiny_config  # noqa: E402
 
@@ -86,7 +87,7 @@ def test_bilm_features_match_each_direction_run_by_hand(tmp_path):
     config = tiny_config(tmp_path, bidirectional=True)
     _, vocabulary = language_model.load_data(config)
     model = language_model.build_model(config, len(vocabulary))
-    features = language_model.BiLMFeatures.from_language_model(model, config)
+    features = BiLMFeatures.from_model(model, language_model.first_token(config))
     sentences = [vocabulary.encode(["the", "cat", "sat", "on"]), vocabulary.encode(["a", "dog"])]
     ids = np.zeros((2, 4), "int32")
     for row, sentence in enumerate(sentences):

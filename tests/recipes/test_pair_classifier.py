@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from kerasrnn.layers import ExpectedScore, PairFeatures
 from recipes import pair_classifier as pc
 
 TINY = ["--embedding-dim", "16", "--units", "16", "--hidden-units", "16", "--batch-size",
@@ -35,13 +36,13 @@ def test_score_distribution_is_tai_et_al_target():
                          [0, 0, 0, 0, 1]], "float32")
     np.testing.assert_allclose(p, expected, atol=1e-6)
     np.testing.assert_allclose(p @ np.arange(1, 6), [1.0, 3.2, 4.5, 5.0], rtol=1e-6)
-    np.testing.assert_allclose(pc.ExpectedScore()(p)[:, 0], [1.0, 3.2, 4.5, 5.0], rtol=1e-6)
+    np.testing.assert_allclose(ExpectedScore()(p)[:, 0], [1.0, 3.2, 4.5, 5.0], rtol=1e-6)
 
 
 def test_pair_features_are_infersent_features():
     u = np.array([[1.0, -2.0]], "float32")
     v = np.array([[3.0, 0.5]], "float32")
-    np.testing.assert_allclose(pc.PairFeatures()([u, v]),
+    np.testing.assert_allclose(PairFeatures()([u, v]),
                                [[1, -2, 3, 0.5, 2, 2.5, 3, -1]])
 
 

@@ -286,22 +286,22 @@ def test_line_count_mismatch_names_both_files_and_counts(tmp_path):
 
 
 def test_tokenizers_round_trip():
-    from recipes import translator
+    from kerasrnn.data.text import detokenize_graph, tokenize_texts
 
     texts = ["A man, in a red hat.", "", "  two  spaces "]
-    words = translator.tokenize(texts, "word")
+    words = tokenize_texts(texts, "word")
     assert words[0] == ["A", "man", ",", "in", "a", "red", "hat", "."]
     assert words[1] == []
-    chars = translator.tokenize(texts, "char", lowercase=True)
+    chars = tokenize_texts(texts, "char", lowercase=True)
     assert chars[2] == list("two▁spaces")
     import tensorflow as tf
 
-    back = translator.detokenize_graph(tf.ragged.constant(words[:1]), "word")
+    back = detokenize_graph(tf.ragged.constant(words[:1]), "word")
     assert back.numpy()[0].decode() == "A man, in a red hat."
-    back = translator.detokenize_graph(tf.ragged.constant(chars[2:]), "char")
+    back = detokenize_graph(tf.ragged.constant(chars[2:]), "char")
     assert back.numpy()[0].decode() == "two spaces"
     pieces = tf.ragged.constant([["A", "man", ",", "play", "##ing", "foot", "##ball", "."]])
-    back = translator.detokenize_graph(pieces, "wordpiece")
+    back = detokenize_graph(pieces, "wordpiece")
     assert back.numpy()[0].decode() == "A man, playing football."
 
 
@@ -310,16 +310,16 @@ def _word_round_trip(texts):
     (it runs inside the SavedModel)."""
     import tensorflow as tf
 
-    from recipes import translator
+    from kerasrnn.data.text import detokenize_graph, tokenize_texts
 
-    tokens = tf.ragged.constant(translator.tokenize(texts, "word"), dtype=tf.string)
-    detokenize = tf.function(lambda t: translator.detokenize_graph(t, "word"),
+    tokens = tf.ragged.constant(tokenize_texts(texts, "word"), dtype=tf.string)
+    detokenize = tf.function(lambda t: detokenize_graph(t, "word"),
                              autograph=False)
     return [t.decode("utf-8") for t in detokenize(tokens).numpy()]
 
 
 def test_word_tokens_keep_intra_word_hyphens_apostrophes_and_brackets():
-    from recipes import translator
+    from kerasrnn.data.text import tokenize_texts
 
     texts = [
         "A man in a red t-shirt holds a man's hat.",
@@ -328,7 +328,7 @@ def test_word_tokens_keep_intra_word_hyphens_apostrophes_and_brackets():
         'She says "hello there!" and "bye".',
         "A T\u2019shirt, a Gro\u00df-Stadt and 2-3 \u00e9t\u00e9s.",
     ]
-    assert translator.tokenize(texts[:1], "word")[0][5:8] == ["t", "-", "shirt"]
+    assert tokenize_texts(texts[:1], "word")[0][5:8] == ["t", "-", "shirt"]
     assert _word_round_trip(texts) == texts
     # Spacing that only the original text knew is normalised, not glued wrongly.
     assert _word_round_trip(["( a ) ,b - c"]) == ["(a), b-c"]

@@ -1,167 +1,47 @@
-"""SavedModel export with string-in / string-out serving signatures.
-
-A recipe exports its trained Keras model together with the text preprocessing (the
-tokenizer and `Vocabulary.lookup()` layers) and the postprocessing (ids -> labels or
-tokens), so that the SavedModel takes raw strings and returns strings. It is a plain
-TensorFlow SavedModel: ``tf.saved_model.load(path).signatures["serving_default"]``
-works in a process that has never imported kerasrnn (or Keras).
-
-Typical use (what the classifier recipe does)::
-
-    lookup = vocabulary.lookup()
-
-    def classify(texts):
-        ids = encode_tokens(split_words(texts), lookup)
-        return class_outputs(model(ids, training=False), labels)
-
-    export_saved_model(path, model, {
-        "serving_default": (classify, [tf.TensorSpec([None], tf.string, name="text")]),
-    }, track=[lookup])
-
-Language models and translators export their generation function the same way (the
-function may run a decoding loop); `export_seq2seq` does it for a `kerasrnn.seq2seq.Seq2Seq`
-(greedy and n-best beam-search signatures, strings in and out). `TextTranslator` is that
-string-level decoding as a Python object: translate lists of strings (n-best with
-scores), score them with BLEU, get the alignments beam search returned, export.
-"""
-import os
-
+"""`TextTranslator`, a `kerasrnn.seq2seq.Seq2Seq` between strings (tokenising,
+decoding and detokenising as TensorFlow ops), and `export_seq2seq`, its SavedModel."""
 import keras
 import tensorflow as tf
 
-__all__ = [
-    "export_saved_model",
-    "export_seq2seq",
-    "TextTranslator",
-    "class_outputs",
-    "sequence_outputs",
-    "ids_to_strings",
-]
-TOKENIZERS = ("words", "chars")
+from kerasrnn.data.text import TOKENIZERS as _KINDS
+from kerasrnn.export.savedmodel import export_saved_model
 
-
-def export_saved_model(path, model, endpoints, track=(), verbose=False):
-    """Writes a SavedModel whose signatures are `endpoints`.
-
-    Args:
-        path: the output folder (created; an existing SavedModel there is replaced).
-        model: the Keras model the endpoint functions call (its variables are saved).
-        endpoints: an ordered dict ``{name: (fn, input_signature)}``; `fn` takes
-            tensors matching `input_signature` (a list of `tf.TensorSpec`) and returns
-            a dict of tensors. The first endpoint is also ``serving_default`` unless
-            one is named so.
-        track: further layers (e.g. `Vocabulary.lookup()` layers) or TensorFlow
-            resources the functions use outside `model`; they must be listed, or
-            their tables would be missing from the SavedModel.
-        verbose: let Keras print the saved variables.
-
-    Returns:
-        `path`.
-    """
-    if not endpoints:
-        raise ValueError("`endpoints` is empty: give at least one serving function.")
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    for resource in track:
-        if isinstance(resource, keras.layers.Layer) and not resource.built:
-            # Lookup layers own their table from construction but count as unbuilt.
-            resource.build(None)
-        archive.track(resource)
-    for name, (fn, signature) in endpoints.items():
-        if not isinstance(signature, (list, tuple)):
-            raise TypeError(
-                f"endpoint {name!r}: the input signature must be a list of "
-                f"tf.TensorSpec, got {type(signature).__name__}."
-            )
-        archive.add_endpoint(name, tf.function(fn, input_signature=list(signature)))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    archive.write_out(os.fspath(path), verbose=verbose)
-    return path
-
-
-def ids_to_strings(ids, names):
-    """Maps an int tensor of indices into the Python list `names` to strings."""
-    return tf.gather(tf.constant(list(names), tf.string), tf.cast(ids, tf.int32))
-
-
-def class_outputs(probabilities, labels):
-    """Serving outputs of a classifier.
-
-    Args:
-        probabilities: (batch, classes) class probabilities.
-        labels: the class names, in output order.
-
-    Returns:
-        A dict: ``label`` (batch,) the most probable class name, ``probability``
-        (batch,) its probability, ``probabilities`` (batch, classes), ``labels``
-        (batch, classes) the class names of those columns.
-    """
-    probabilities = tf.cast(probabilities, tf.float32)
-    best = tf.argmax(probabilities, axis=-1)
-    names = ids_to_strings(tf.range(len(labels)), labels)
-    return {
-        "label": ids_to_strings(best, labels),
-        "probability": tf.reduce_max(probabilities, axis=-1),
-        "probabilities": probabilities,
-        "labels": tf.tile(names[tf.newaxis], [tf.shape(probabilities)[0], 1]),
-    }
-
-
-def sequence_outputs(probabilities, tags, lengths):
-    """Serving outputs of a tagger (one class per position).
-
-    Args:
-        probabilities: (batch, time, tags) per-position probabilities.
-        tags: the tag names, in output order.
-        lengths: (batch,) number of real positions of each row.
-
-    Returns:
-        A dict: ``tags`` (batch, time) the best tag per position, "" on padding;
-        ``probability`` (batch, time) its probability, 0 on padding; ``lengths``.
-    """
-    probabilities = tf.cast(probabilities, tf.float32)
-    mask = tf.sequence_mask(lengths, tf.shape(probabilities)[1])
-    best = ids_to_strings(tf.argmax(probabilities, axis=-1), tags)
-    return {
-        "tags": tf.where(mask, best, tf.constant("", tf.string)),
-        "probability": tf.where(mask, tf.reduce_max(probabilities, axis=-1), 0.0),
-        "lengths": tf.cast(lengths, tf.int32),
-    }
+# The kinds a vocabulary side takes by name: those of kerasrnn.data.text but wordpiece,
+# whose learned pieces only a TextSide holds.
+TOKENIZERS = tuple(kind for kind in _KINDS if kind != "wordpiece")
 
 
 def _tokenizer(tokenize, lowercase):
-    """strings (batch,) -> ragged tokens, as TensorFlow ops."""
+    """strings (batch,) -> ragged tokens, as TensorFlow ops: a kind of
+    `kerasrnn.data.text` (the same tokens a `TextSide` of that kind gives) or a
+    function."""
+    from kerasrnn.data.text import tokenize_graph
+
     if callable(tokenize):
         return tokenize
     if tokenize not in TOKENIZERS:
         raise ValueError(
             f"`tokenize` must be one of {TOKENIZERS} or a function (strings -> ragged "
-            f"tokens); got tokenize={tokenize!r}."
+            f"tokens); got tokenize={tokenize!r} (wordpiece: give a "
+            "kerasrnn.data.text.TextSide, which holds the learned pieces)."
         )
-
-    def split(texts):
-        if lowercase:
-            texts = tf.strings.lower(texts, encoding="utf-8")
-        if tokenize == "words":
-            return tf.strings.split(texts)
-        return tf.strings.unicode_split(tf.strings.strip(texts), "UTF-8", errors="replace")
-
-    return split
+    return lambda texts: tokenize_graph(texts, tokenize, lowercase)
 
 
 def _detokenizer(detokenize, tokenize):
     """ragged tokens -> strings (batch,), as TensorFlow ops."""
+    from kerasrnn.data.text import detokenize_graph
+
     if callable(detokenize):
         return detokenize
     if detokenize is None:
-        detokenize = tokenize if tokenize in TOKENIZERS else "words"
+        detokenize = tokenize if tokenize in TOKENIZERS else "word"
     if detokenize not in TOKENIZERS:
         raise ValueError(
             f"`detokenize` must be one of {TOKENIZERS}, a function (ragged tokens -> "
             f"strings) or None; got detokenize={detokenize!r}."
         )
-    separator = " " if detokenize == "words" else ""
-    return lambda tokens: tf.strings.reduce_join(tokens, axis=-1, separator=separator)
+    return lambda tokens: detokenize_graph(tokens, detokenize)
 
 
 def _vocabulary_tokens(vocabulary, name):
@@ -194,9 +74,10 @@ def _side(side, name, tokenize, detokenize, lowercase):
 class TextTranslator:
     """A `kerasrnn.seq2seq.Seq2Seq` between strings: tokenising, `Seq2Seq.generate` and
     detokenising as TensorFlow ops (`decode`, the graph a SavedModel serves), batched
-    translation of Python strings (`translate`), BLEU (`evaluate`), the alignments
-    decoding returned (`alignments`, for `kerasrnn.visualize.plot_alignments`) and a
-    SavedModel (`export`).
+    translation of Python strings (`translate`), the alignments decoding returned
+    (`alignments`, for `kerasrnn.visualize.plot_alignments`) and a SavedModel
+    (`export`). (BLEU and speed on a test set: the translator recipe's
+    `Translator.evaluate`, over `translate`.)
 
     An empty or blank text gives "" (score 0), not the model's answer for an all-padding
     source. A text longer than `max_source_length` tokens is cut to them (not an error).
@@ -207,12 +88,15 @@ class TextTranslator:
         source: the source side: a `kerasrnn.data.text.TextSide` (its own tokeniser),
             or a `kerasrnn.data.Vocabulary` (or its token list) tokenised by `tokenize`.
         target: the target side, the same way (a vocabulary is joined by `detokenize`).
-        tokenize: for a vocabulary side: "words" (whitespace split), "chars" (Unicode
-            characters of the stripped text, spaces included), or a function of
-            TensorFlow ops from strings `(batch,)` to ragged tokens `(batch, None)`.
-        detokenize: "words" (join with spaces), "chars" (join with nothing), a function
-            from ragged target tokens to strings `(batch,)`, or None (the same kind as
-            `tokenize`, "words" for a function).
+        tokenize: for a vocabulary side: a tokenizer kind of `kerasrnn.data.text`,
+            "word" (punctuation split off words, then whitespace) or "char" (the
+            characters, a space as ``▁``), the tokens a `TextSide` of that kind gives;
+            or a function of TensorFlow ops from strings `(batch,)` to ragged tokens
+            `(batch, None)`.
+        detokenize: "word" (`kerasrnn.data.text.detokenize_graph`'s rules), "char"
+            (joined, ``▁`` back to a space), a function from ragged target tokens to
+            strings `(batch,)`, or None (the same kind as `tokenize`, "word" for a
+            function).
         lowercase: lower-case the text before the built-in `tokenize`.
         max_source_length: source tokens read at most (default the model's
             `max_source_length`; `replace_unk` needs one).
@@ -234,7 +118,7 @@ class TextTranslator:
     ([2, 2], {'translation': '', 'score': 0.0})
     """
 
-    def __init__(self, model, source, target, tokenize="words", detokenize=None,
+    def __init__(self, model, source, target, tokenize="word", detokenize=None,
                  lowercase=False, max_source_length=None, replace_unk=False, **options):
         from kerasrnn.data import END_ID, PAD_ID, START_ID
         from kerasrnn.seq2seq import Seq2Seq
@@ -369,39 +253,6 @@ class TextTranslator:
                 results[i] = hypotheses if n_best else hypotheses[0]["translation"]
         return results
 
-    def evaluate(self, sources, references, beam_sizes=(1,), lowercase=False):
-        """Corpus BLEU (sacreBLEU's, `kerasrnn.metrics.corpus_bleu`), exact match,
-        speed and 5 samples of `translate` per beam size (1: "greedy", k: "beam<k>").
-
-        `lowercase`: a target side that lower-cases can only write lower-case, so the
-        references are lower-cased first as its tokenizer does (a kind of
-        `kerasrnn.data.text.TOKENIZERS`, or True for "word"): the scores are then
-        case-insensitive (``"cased": false`` in the results)."""
-        import time
-
-        from kerasrnn.data.text import lower_graph
-        from kerasrnn.metrics import corpus_bleu
-
-        if lowercase:
-            kind = "word" if lowercase is True else lowercase
-            references = [r.decode("utf-8") for r in
-                          lower_graph(list(references), kind).numpy()]
-        results = {"examples": len(sources), "cased": not lowercase}
-        for beam in beam_sizes:
-            self.translate(sources[:2], beam)  # trace outside the timing
-            began = time.perf_counter()
-            hypotheses = self.translate(sources, beam)
-            seconds = time.perf_counter() - began
-            results["greedy" if beam == 1 else f"beam{beam}"] = {
-                "bleu": corpus_bleu(hypotheses, references).score,
-                "exact_match": sum(h == r for h, r in zip(hypotheses, references))
-                / max(len(references), 1),
-                "sentences_per_second": len(sources) / seconds,
-                "samples": [{"source": s, "reference": r, "translation": h}
-                            for s, r, h in list(zip(sources, references, hypotheses))[:5]],
-            }
-        return results
-
     def alignments(self, text, beam_size=1):
         """What decoding one text attended to (eagerly): ``(result, source_tokens,
         output_tokens)``, the `DecodeResult` with its alignments, the source tokens
@@ -449,7 +300,7 @@ def export_seq2seq(
     model,
     source_vocabulary,
     target_vocabulary,
-    tokenize="words",
+    tokenize="word",
     detokenize=None,
     lowercase=False,
     beam_size=4,
@@ -485,9 +336,9 @@ def export_seq2seq(
             a `kerasrnn.data.Vocabulary` (or its token list) with the model's source
             ids, tokenised by `tokenize`.
         target_vocabulary: the same for the target ids.
-        tokenize: for vocabularies: "words", "chars" or a function (see
+        tokenize: for vocabularies: "word", "char" or a function (see
             `TextTranslator`).
-        detokenize: for vocabularies: "words", "chars", a function or None (see
+        detokenize: for vocabularies: "word", "char", a function or None (see
             `TextTranslator`).
         lowercase: lower-case the text before the built-in tokenizers.
         beam_size: beam search's k for ``translate_n_best``.

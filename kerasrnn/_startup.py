@@ -1,0 +1,86 @@
+"""Quiet start-up of the package's command lines (``python -m recipes.X``,
+``python -m kerasrnn.X``).
+
+TensorFlow prints its C++ start-up lines (CPU features, CUDA probing, absl's "All log
+messages before absl::InitializeLog()"; some through absl's C++ logging, which
+``TF_CPP_MIN_LOG_LEVEL`` does not reach) before a command has printed anything, so a
+one-line error would come after eight lines of noise. When a command line of this
+package starts and the user has not set ``TF_CPP_MIN_LOG_LEVEL`` (setting it, to any
+value, asks for TensorFlow's own logging), `quiet_command_line` sets it to 2, imports
+Keras (and TensorFlow) with the process' stderr sent to a temporary file, replayed only
+if the import fails, and turns absl's Python logging down to errors. Plain
+``import kerasrnn`` in a user's program changes nothing.
+"""
+import contextlib
+import os
+import sys
+import tempfile
+
+
+def command_line_module():
+    """The module run by ``python -m MODULE`` in this process, else None."""
+    argv = list(getattr(sys, "orig_argv", ()))
+    if "-m" in argv[1:]:
+        index = argv.index("-m", 1)
+        if index + 1 < len(argv):
+            return argv[index + 1]
+    return None
+
+
+def is_own_command_line(packages=("recipes", "kerasrnn")):
+    """Whether this process is ``python -m`` one of `packages`' modules."""
+    module = command_line_module() or ""
+    return module.split(".")[0] in packages
+
+
+@contextlib.contextmanager
+def native_stderr_silenced():
+    """Sends file descriptor 2 (where C++ code logs) to a temporary file for the block;
+    its text is written to stderr after all if the block raises."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, AttributeError, ValueError):  # no real stderr: nothing to silence
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def quiet_command_line():
+    """Silences TensorFlow's start-up logs for a command line of this package (see the
+    module docstring); nothing when this process is not one, or when the user set
+    ``TF_CPP_MIN_LOG_LEVEL``. Must run before Keras or TensorFlow is imported.
+
+    A recipe imports TensorFlow (and probes its devices, which logs too) whatever the
+    Keras backend, as the recipes use tf.data on every backend; the library's own
+    command lines import Keras only (and so its backend: the JAX core never imports
+    TensorFlow).
+    """
+    if not is_own_command_line() or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    import_tensorflow = command_line_module().startswith("recipes.")
+    with native_stderr_silenced():
+        import keras
+
+        if import_tensorflow or keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()  # CUDA probing logs here
+    try:
+        from absl import logging as absl_logging
+
+        absl_logging.set_verbosity(absl_logging.ERROR)
+    except ImportError:
+        pass

@@ -1,0 +1,50 @@
+"""Keras callbacks for training runs that must survive being killed, and their curves.
+
+* `AtomicModelCheckpoint` / `AtomicBackupAndRestore`: Keras' `ModelCheckpoint` and
+  `BackupAndRestore` (same arguments) that never leave a half-written file, so a run
+  killed at any moment (SIGKILL, a pre-empted machine) resumes from its last finished
+  epoch when started again;
+* `atomic_path` / `save_model_atomically` / `write_json_atomically`: the same guarantee
+  for any file a training script writes;
+* `EpochLog`: every epoch's logs as rows, kept on disk across a resume;
+* `TrainingCurves` / `plot_training_curves`: a PNG of the loss and a metric per epoch.
+
+Example:
+
+>>> import os, tempfile
+>>> import keras, numpy as np
+>>> from kerasrnn.callbacks import AtomicBackupAndRestore, AtomicModelCheckpoint, TrainingCurves
+>>> folder = tempfile.mkdtemp()
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+>>> model.compile("sgd", "mse")
+>>> x, y = np.ones((8, 3)), np.zeros((8, 1))
+>>> callbacks = [
+...     AtomicModelCheckpoint(os.path.join(folder, "last.weights.h5"), save_weights_only=True),
+...     AtomicBackupAndRestore(os.path.join(folder, "backup")),
+...     TrainingCurves(os.path.join(folder, "curves.png"), metric=None),
+... ]
+>>> _ = model.fit(x, y, epochs=2, verbose=0, callbacks=callbacks)
+>>> sorted(os.listdir(folder))
+['curves.png', 'last.weights.h5']
+"""
+from kerasrnn.callbacks.checkpoints import (
+    AtomicBackupAndRestore,
+    AtomicModelCheckpoint,
+    atomic_path,
+    partial_name,
+    save_model_atomically,
+    write_json_atomically,
+)
+from kerasrnn.callbacks.curves import EpochLog, TrainingCurves, plot_training_curves
+
+__all__ = [
+    "AtomicBackupAndRestore",
+    "AtomicModelCheckpoint",
+    "EpochLog",
+    "TrainingCurves",
+    "atomic_path",
+    "partial_name",
+    "plot_training_curves",
+    "save_model_atomically",
+    "write_json_atomically",
+]

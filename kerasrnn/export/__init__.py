@@ -1,0 +1,41 @@
+"""SavedModel export with string-in / string-out serving signatures: the writer
+(`kerasrnn.export.savedmodel`), the serving outputs (`kerasrnn.export.serving`) and the
+string-level seq2seq (`kerasrnn.export.translator`).
+
+A recipe exports its trained Keras model together with the text preprocessing (the
+tokenizer and `Vocabulary.lookup()` layers) and the postprocessing (ids -> labels or
+tokens), so that the SavedModel takes raw strings and returns strings. It is a plain
+TensorFlow SavedModel: ``tf.saved_model.load(path).signatures["serving_default"]``
+works in a process that has never imported kerasrnn (or Keras).
+
+Typical use (what the classifier recipe does)::
+
+    lookup = vocabulary.lookup()
+
+    def classify(texts):
+        ids = encode_tokens(split_words(texts), lookup)
+        return class_outputs(model(ids, training=False), labels)
+
+    export_saved_model(path, model, {
+        "serving_default": (classify, [tf.TensorSpec([None], tf.string, name="text")]),
+    }, track=[lookup])
+
+Language models and translators export their generation function the same way (the
+function may run a decoding loop); `export_seq2seq` does it for a `kerasrnn.seq2seq.Seq2Seq`
+(greedy and n-best beam-search signatures, strings in and out). `TextTranslator` is that
+string-level decoding as a Python object: translate lists of strings (n-best with
+scores), get the alignments beam search returned, export.
+"""
+from kerasrnn.export.savedmodel import export_saved_model
+from kerasrnn.export.serving import class_outputs, ids_to_strings, sequence_outputs
+from kerasrnn.export.translator import TOKENIZERS, TextTranslator, export_seq2seq
+
+__all__ = [
+    "export_saved_model",
+    "export_seq2seq",
+    "TextTranslator",
+    "TOKENIZERS",
+    "class_outputs",
+    "sequence_outputs",
+    "ids_to_strings",
+]

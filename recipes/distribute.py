@@ -1,0 +1,160 @@
+"""Distribution of the recipes' training over devices and machines:
+`distribution_strategy` (default, mirrored, multi_worker) and `for_worker` (a folder
+per non-chief worker). Holds the recipes' one use of Keras internals (the multi-worker
+`fit` patch, `_fix_keras_multi_worker_fit`), with why and what would replace it."""
+import json
+import os
+
+from recipes.config import STRATEGIES, ConfigError, RecipeError
+
+
+def distribution_strategy(name="default", mirrored_cpus=2):
+    """Returns a `tf.distribute.Strategy`: ``"default"``, ``"mirrored"`` or
+    ``"multi_worker"``.
+
+    ``"mirrored"`` mirrors the model over all GPUs; without GPUs it first splits the CPU
+    into `mirrored_cpus` logical devices (which is only possible before TensorFlow has
+    initialised its devices, i.e. before the first op runs: call this at the start of
+    the program, as the recipes' `train` does).
+
+    ``"multi_worker"`` is `tf.distribute.MultiWorkerMirroredStrategy`: synchronous
+    data-parallel training over several machines (one process per machine, each on all
+    its GPUs or its CPU), configured as TensorFlow documents by the ``TF_CONFIG``
+    environment variable of each process, e.g. ``{"cluster": {"worker": ["host1:12345",
+    "host2:12345"]}, "task": {"type": "worker", "index": 0}}``. Every worker runs the
+    same command; ``batch_size`` is the global batch, split over all replicas. Worker 0
+    (the chief) writes the run to `output_dir`, the others to
+    ``output_dir/workers/<index>`` (see `for_worker`).
+    """
+    import tensorflow as tf
+
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "multi_worker":
+        return _multi_worker_strategy()
+    if name != "mirrored":
+        raise ConfigError(f"`strategy` must be one of {list(STRATEGIES)}, got {name!r}.")
+    if tf.config.list_physical_devices("GPU"):
+        return tf.distribute.MirroredStrategy()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    wanted = [tf.config.LogicalDeviceConfiguration()] * int(mirrored_cpus)
+    current = tf.config.get_logical_device_configuration(cpu)
+    if mirrored_cpus > 1 and (current is None or len(current) != mirrored_cpus):
+        try:
+            tf.config.set_logical_device_configuration(cpu, wanted)
+        except RuntimeError:
+            raise RecipeError(
+                "--strategy mirrored on CPU needs to split the CPU into "
+                f"{mirrored_cpus} logical devices, but TensorFlow has already "
+                "initialised its devices in this process; start a fresh process (e.g. "
+                "the command line) or call distribution_strategy() first."
+            ) from None
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+_MULTI_WORKER = None
+
+
+def _multi_worker_strategy():
+    import tensorflow as tf
+
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise ConfigError(
+            "--strategy multi_worker needs the TF_CONFIG environment variable (the "
+            "cluster's workers and this process' task), e.g. TF_CONFIG='{\"cluster\": "
+            "{\"worker\": [\"host1:12345\", \"host2:12345\"]}, \"task\": {\"type\": "
+            "\"worker\", \"index\": 0}}'."
+        )
+    try:
+        tf_config = json.loads(raw)
+        workers = tf_config["cluster"]["worker"]
+        task = tf_config["task"]
+        index = int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ConfigError(
+            f"TF_CONFIG is not a valid cluster spec ({error}): need "
+            '{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}, '
+            f"got {raw!r}."
+        ) from None
+    if task.get("type") not in ("worker", "chief") or not 0 <= index < len(workers):
+        raise ConfigError(
+            f"TF_CONFIG task {task} does not name one of the {len(workers)} workers."
+        )
+    global _MULTI_WORKER
+    if _MULTI_WORKER is not None:  # one per process: TensorFlow's collectives are global
+        return _MULTI_WORKER
+    try:
+        strategy = _MULTI_WORKER = tf.distribute.MultiWorkerMirroredStrategy()
+    except RuntimeError as error:  # devices initialised already, as for "mirrored"
+        raise RecipeError(f"--strategy multi_worker: {error}; start a fresh process.") from None
+    _fix_keras_multi_worker_fit()
+    return strategy
+
+
+def _fix_keras_multi_worker_fit():
+    """Makes Keras 3's `model.fit` work under `MultiWorkerMirroredStrategy`.
+
+    Keras 3 (up to at least 3.15; keras-team/keras#20585) fails there twice: building the
+    model from the first batch reduces the per-replica batch with
+    ``strategy.reduce("MEAN", batch, axis=None)``, and the per-step logs (scalars) are
+    reduced with ``axis=0``; both raise with more than one worker. This replaces the two
+    Keras internals, only for the multi-worker case: the first batch is taken from the
+    local replica (only its shapes matter), and scalar logs are averaged over replicas
+    with ``axis=None``.
+
+    Private Keras API, kept together here on purpose (the recipes' only keras.src use):
+    `keras.src.backend.tensorflow.trainer`'s `reduce_per_replica`,
+    `_collective_all_reduce_multi_worker` and `TensorFlowTrainer._maybe_symbolic_build`.
+    No public API exists; Keras' own `fit` replaces it once keras-team/keras#20585 is
+    fixed (remove this when Keras' multi-worker test passes)."""
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    if getattr(tf_trainer, "_kerasrnn_multi_worker_fix", False):
+        return
+    multi_worker = tf_trainer._collective_all_reduce_multi_worker
+    reduce_per_replica = tf_trainer.reduce_per_replica
+
+    def reduce_logs(values, strategy, reduction):
+        if reduction in ("auto", "mean") and multi_worker(strategy):
+            return tf.nest.map_structure(
+                lambda v: strategy.reduce("MEAN", v, axis=None)
+                if isinstance(v, tf.distribute.DistributedValues) else v,
+                values,
+            )
+        return reduce_per_replica(values, strategy, reduction)
+
+    symbolic_build = tf_trainer.TensorFlowTrainer._maybe_symbolic_build
+
+    def build_from_local_batch(self, iterator=None, data_batch=None):
+        strategy = self._distribute_strategy
+        if iterator is None or strategy is None or not multi_worker(strategy):
+            return symbolic_build(self, iterator, data_batch)
+        for _, _, batches in iterator:
+            data_batch = tf.nest.map_structure(
+                lambda v: strategy.experimental_local_results(v)[0], next(batches)
+            )
+            break
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    tf_trainer.reduce_per_replica = reduce_logs
+    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = build_from_local_batch
+    tf_trainer._kerasrnn_multi_worker_fix = True
+
+
+def for_worker(config, strategy):
+    """`config` for this process of a multi-worker run: unchanged on the chief (and for
+    the other strategies); on the other workers `output_dir` becomes
+    ``<output_dir>/workers/<task index>``, so that workers sharing a file system never
+    write the same checkpoint (every worker saves, as TensorFlow requires)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(strategy.extended, "_in_multi_worker_mode", lambda: False)():
+        return config
+    if resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
+                                         and "chief" not in resolver.cluster_spec().jobs):
+        return config
+    folder = os.path.join(config["output_dir"], "workers", str(resolver.task_id))
+    return {**config, "output_dir": folder}

@@ -1,0 +1,273 @@
+"""The recipe skeleton: `Recipe` (one train / evaluate / predict / export flow and
+one command line, filled in by a few hooks) and `Prepared` (what `Recipe.prepare`
+returns)."""
+import os
+import sys
+from typing import Any, NamedTuple
+
+from recipes.cli import main
+from recipes.config import COMMON_OPTIONS, ConfigError, defaults_of, saved_config
+from recipes.distribute import distribution_strategy, for_worker
+from recipes.files import read_json, run_files, tidy, write_json
+from recipes.training import fit, load_splits, restore_last_epoch, set_seed
+
+
+class Prepared(NamedTuple):
+    """What `Recipe.prepare` returns: the training and validation data for `fit` (a
+    `tf.data.Dataset`, an ``(x, y)`` pair or None), what `Recipe.build` needs (`model`:
+    e.g. vocabulary sizes) and facts for ``results.json`` (`info`)."""
+
+    train: Any
+    valid: Any
+    model: dict
+    info: dict
+
+
+class Recipe:
+    """The skeleton every recipe fills in: one train / evaluate / predict / export flow
+    and one command line.
+
+    Class attributes: `name` (the module ``recipes.<name>``; its docstring's first
+    paragraph is the `description`), `options` (``{name: Option}``, including `COMMON_OPTIONS`), `predictor` (the
+    trained-model class: ``from_run(config)``, ``evaluate(*split)``, ``export(path)``
+    and what `predict_rows` uses), `holdouts` (splits that ``<split>_fraction`` may
+    hold out of the training data), `metric` (the task metric of the curves) and
+    `test_help` (what ``evaluate --test`` takes), `predict_command` (the name of the
+    command that runs the trained model: predict, translate, generate), `run_options`
+    (options that evaluate / predict / export take beyond `RUN_OPTIONS`: they only list
+    those, as they run a trained model; `train` takes all).
+
+    Hooks: `check_config`, `load_examples` (one data spec -> examples), `load_splits`,
+    `check_data`, `prepare` (vocabularies -> `Prepared`), `build` (the compiled
+    model), `monitor`, `curve_metric`, `fit_callbacks`, `summarize`,
+    `after_fit`, `evaluate_splits`, `evaluate_run`, `predict_arguments`, `predict_rows`,
+    `extra_commands`.
+    """
+
+    name = None
+    options = COMMON_OPTIONS
+    predictor = None
+    holdouts = ()
+    metric = "accuracy"
+    test_help = "the labelled data"
+    predict_command = "predict"
+    run_options = ()
+
+    # The options every command on a trained run takes (not only `train`): where the
+    # run is, the test data and how to read it, progress output.
+    RUN_OPTIONS = ("output_dir", "test", "encoding", "tfds_data_dir", "format",
+                   "batch_size", "verbose", "seed")
+
+    def options_of(self, command):
+        """The options a non-training command lists and accepts: `RUN_OPTIONS` and the
+        recipe's `run_options` (e.g. decoding settings), those of its table."""
+        wanted = set(self.RUN_OPTIONS) | set(self.run_options)
+        return [key for key in self.options if key in wanted]
+
+    @property
+    def defaults(self):
+        return defaults_of(self.options)
+
+    @property
+    def description(self):
+        """The first paragraph of the recipe module's docstring."""
+        doc = sys.modules[type(self).__module__].__doc__ or ""
+        return " ".join(doc.split("\n\n")[0].split())
+
+    # ---- hooks ---------------------------------------------------------------------
+    def load_examples(self, config, spec, split):
+        """One data spec (a file, files, ``tfds:NAME[:SPLIT]``) -> the split's examples
+        as aligned columns, e.g. ``(texts, labels)``."""
+        raise NotImplementedError
+
+    def load_splits(self, config):
+        """``{"train", "valid", "test"}`` examples (None where absent)."""
+        return load_splits(config, self.load_examples, self.holdouts)
+
+    def check_config(self, config):
+        """Raises a `ConfigError` for options that cannot work together (first thing,
+        before any TensorFlow device is set up)."""
+
+    def check_data(self, config, splits):
+        """Raises a `RecipeError` for data the recipe cannot use (before training)."""
+
+    def prepare(self, config, splits):
+        """Builds (and saves into the run folder) what turns examples into model
+        inputs, and the datasets: returns a `Prepared`."""
+        raise NotImplementedError
+
+    def build(self, config, prepared):
+        """The compiled Keras model (called inside the strategy's scope)."""
+        raise NotImplementedError
+
+    def monitor(self, config, prepared):
+        """``(logged value, "min" | "max")`` that picks the best epoch."""
+        return "val_loss", "min"
+
+    def curve_metric(self, config):
+        """The logged metric that ``training_curves.png`` plots beside the loss (where
+        it depends on the options; default: `metric`)."""
+        return self.metric
+
+    def fit_callbacks(self, config, prepared):
+        """Callbacks that run before the checkpoints at each epoch end (e.g. one that
+        puts the monitored validation score into the logs)."""
+        return []
+
+    def summarize(self, config, prepared, results, rows):
+        """The results dict after training (`rows`: the logs of every epoch), before
+        the evaluation is added."""
+        return results
+
+    def after_fit(self, config, prepared, splits):
+        """Runs after training, before the evaluation (e.g. rewrite ``best.keras``)."""
+
+    def evaluate_splits(self, config, splits):
+        """The scores of the best model on the valid and test splits."""
+        trained, results = None, {}
+        for name in ("valid", "test"):
+            if splits.get(name):
+                trained = trained or self.predictor.from_run(config)
+                results[name] = trained.evaluate(*splits[name])
+        return results
+
+    # ---- the flow ------------------------------------------------------------------
+    def train(self, config, splits=None, callbacks=(), continue_run=False):
+        """Trains as configured and writes into ``config["output_dir"]``: config.json,
+        the vocabularies, best.keras, last.weights.h5, history.json, results.json and
+        training_curves.png.
+
+        Args:
+            config: a complete config (`load_config` of the recipe's options).
+            splits: optional ``{"train": examples, "valid": ..., "test": ...}`` instead
+                of the config's data.
+            callbacks: extra Keras callbacks.
+            continue_run: extend the finished run in ``output_dir`` from its last epoch
+                (weights and optimizer state) to ``config["epochs"]``.
+
+        Returns:
+            The results dict (as written to results.json).
+        """
+        import time
+
+        self.check_config(config)
+        # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
+        strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
+        config = for_worker(config, strategy)  # multi_worker: a folder per worker
+        set_seed(config["seed"])
+        splits = splits or self.load_splits(config)
+        self.check_data(config, splits)
+        files = run_files(config)
+        os.makedirs(config["output_dir"], exist_ok=True)
+        write_json(files["config"], config)
+        prepared = self.prepare(config, splits)
+        with strategy.scope():
+            model = self.build(config, prepared)
+            if continue_run:
+                restore_last_epoch(model, config)
+        monitor, mode = self.monitor(config, prepared)
+        began = time.perf_counter()
+        history = fit(model, config, prepared.train, prepared.valid, monitor, mode,
+                      callbacks, continue_run=continue_run,
+                      before=self.fit_callbacks(config, prepared),
+                      metric=self.curve_metric(config))
+        results = dict(prepared.info)
+        results.update(
+            parameters=int(model.count_params()),
+            replicas=int(strategy.num_replicas_in_sync),
+            train_seconds=time.perf_counter() - began,
+            history=history,
+        )
+        results = self.summarize(config, prepared, results,
+                                 read_json(files["history"])["rows"])
+        self.after_fit(config, prepared, splits)
+        results.update(self.evaluate_splits(config, splits))
+        results = tidy(results)
+        write_json(files["results"], results)
+        return results
+
+    # ---- the command line ----------------------------------------------------------
+    def predict_arguments(self, parser):
+        parser.add_argument("texts", nargs="*", help="inputs, one per argument")
+        parser.add_argument("--input", help="a file with one input per line")
+
+    def inputs_of(self, config, args):
+        """The positional inputs and the lines of ``--input``."""
+        from kerasrnn.data.loaders import read_lines
+
+        texts = list(args.texts)
+        if args.input:
+            texts += [line for _, line in read_lines(args.input, config.get("encoding", "utf-8"))]
+        return texts
+
+    def evaluate_run(self, trained, config, examples):
+        """``evaluate``'s result: the trained model's scores on the test examples."""
+        return trained.evaluate(*examples)
+
+    def predict_rows(self, trained, texts):
+        """``predict``'s result: one dict per input."""
+        return [{"text": t, **p} for t, p in zip(texts, trained.predict(texts))]
+
+    def stored(self, config, args):
+        """The config the run in ``--output-dir`` was trained with, flags on top."""
+        return saved_config(self.options, config["output_dir"], args.overrides)
+
+    def _train(self, config, args):
+        if args.continue_run:
+            return self.train(self.stored(config, args), continue_run=True)
+        return self.train(config)
+
+    def _evaluate(self, config, args):
+        config = self.stored(config, args)
+        if not config["test"]:
+            raise ConfigError(f"evaluate needs `--test` ({self.test_help}).")
+        results = self.evaluate_run(self.predictor.from_run(config), config,
+                                    self.load_examples(config, config["test"], "test"))
+        write_json(os.path.join(config["output_dir"], "evaluation.json"), results)
+        return results
+
+    def _predict(self, config, args):
+        config = self.stored(config, args)
+        return self.predict_rows(self.predictor.from_run(config), self.inputs_of(config, args))
+
+    def _export(self, config, args):
+        config = self.stored(config, args)
+        path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
+        self.predictor.from_run(config).export(path)
+        return {"saved_model": path}
+
+    def commands(self):
+        """``{name: (help, add_arguments, run[, option names])}`` of the command line
+        (without names: every option)."""
+        def train_arguments(parser):
+            parser.add_argument(
+                "--continue", dest="continue_run", action="store_true",
+                help="extend the finished run in --output-dir from its last epoch "
+                     "(weights and optimizer state) to --epochs; its stored config is "
+                     "used, with the given flags on top")
+
+        def export_arguments(parser):
+            parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
+
+        run = self.options_of("run")
+        commands = {
+            "train": (f"train a {self.name} and evaluate it", train_arguments, self._train),
+            "evaluate": (f"evaluate a trained {self.name} on --test", None, self._evaluate,
+                         run),
+            self.predict_command: (f"run a trained {self.name} on inputs",
+                                   self.predict_arguments, self._predict, run),
+            "export": ("export a SavedModel taking raw strings", export_arguments,
+                       self._export, run),
+        }
+        commands.update(self.extra_commands())
+        return commands
+
+    def extra_commands(self):
+        """More subcommands, or replacements: ``{name: (help, add_arguments, run[, option
+        names])}`` (e.g. ``self.options_of(name)`` for one that runs a trained model)."""
+        return {}
+
+    def main(self, argv=None):
+        """The recipe's command line; returns the exit status."""
+        return main(sys.argv[1:] if argv is None else argv, f"recipes.{self.name}",
+                    self.description, self.options, self.commands())

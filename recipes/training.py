@@ -1,0 +1,220 @@
+"""The recipes' model parts and training flow: cells by name (`make_cell`), stacks
+(`rnn_stack`, a `kerasrnn.RNNStack`), the optimizer, the data splits (`load_splits`) and
+`fit` (`model.fit` with the standard callbacks of `training_callbacks`: the crash-safe
+checkpoints and backup of `kerasrnn.callbacks`, early stopping, the epoch log, the
+training curves)."""
+import os
+
+from recipes.config import CELLS, ConfigError
+from recipes.files import read_json, run_files, write_json
+
+
+def make_cell(name, units, **options):
+    """A kerasrnn cell by its config name (``lstm``, ``gru``, ``simple``,
+    ``layer_norm_lstm``, ``layer_norm_simple``); `options` go to the cell's constructor
+    (e.g. ``peephole=True``, ``reset_after=False``, ``recurrent_dropout=0.1``)."""
+    import kerasrnn
+
+    if name not in CELLS:
+        raise ConfigError(f"`cell` must be one of {sorted(CELLS)}, got {name!r}.")
+    try:
+        return getattr(kerasrnn, CELLS[name])(units, **options)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"`cell_options` {options} do not fit {CELLS[name]}: {error}") from None
+
+
+def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
+              cell_options=None, return_sequences=True, name="rnn"):
+    """Applies a `kerasrnn.RNNStack` of `num_layers` layers of the cell named `cell`
+    (`make_cell`) to `x` (batch, time, d): bidirectional layers concatenate their
+    directions, `dropout` runs between layers, and the Keras mask of `x` flows through,
+    so padded steps never change a state. With ``return_sequences=False`` the last
+    layer gives its final state: for a bidirectional layer [h_fwd_T ; h_bwd_1], the two
+    states that have seen the whole (unpadded) sequence."""
+    import kerasrnn
+
+    if num_layers < 1:
+        raise ConfigError(f"`num_layers` must be >= 1, got {num_layers}.")
+    return kerasrnn.RNNStack(
+        make_cell(cell, units, **(cell_options or {})), num_layers=num_layers,
+        bidirectional=bidirectional, dropout=dropout, return_sequences=return_sequences,
+        name=name,
+    )(x)
+
+
+def optimizer(config):
+    """Adam with the configured learning rate and gradient-norm clipping."""
+    import keras
+
+    clipnorm = config["clipnorm"] or None
+    return keras.optimizers.Adam(config["learning_rate"], clipnorm=clipnorm)
+
+
+def training_callbacks(config, monitor="val_loss", mode="min", extra=(), best=None,
+                       rows=(), before=(), save_best=True):
+    """The standard callbacks, writing under ``config["output_dir"]``, in this order:
+
+    * `before` (callbacks that put the monitored value into the logs);
+    * ``ModelCheckpoint`` -> ``best.keras``, the model with the best `monitor` value
+      (`best`: the best value of earlier epochs, after a resume or a continue);
+    * ``ModelCheckpoint`` -> ``last.weights.h5``: the last epoch's weights and
+      optimizer state, for ``train --continue``;
+    * ``EarlyStopping`` on `monitor` (``patience`` epochs; restores the best weights);
+    * `EpochLog` -> ``backup/epochs.json`` (`rows`: the earlier epochs);
+    * ``BackupAndRestore`` -> ``backup/``: a run that is killed resumes, when re-run
+      with the same command, from the last finished epoch (the backup is deleted when
+      training completes);
+    * ``TerminateOnNaN``; ``TensorBoard`` -> ``logs/`` when ``config["tensorboard"]``;
+    * `extra`.
+
+    With ``save_best=False`` there is no ``best.keras`` checkpoint (a recipe that
+    saves its best model itself).
+    """
+    import keras
+
+    from kerasrnn.callbacks import AtomicBackupAndRestore, AtomicModelCheckpoint, EpochLog
+
+    files = run_files(config)
+    callbacks = list(before)
+    if save_best:
+        callbacks.append(AtomicModelCheckpoint(
+            files["best"], monitor=monitor, mode=mode, save_best_only=True,
+            initial_value_threshold=best,
+        ))
+    callbacks.append(AtomicModelCheckpoint(files["last"], save_weights_only=True))
+    if config["patience"]:
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor=monitor, mode=mode, patience=config["patience"],
+            restore_best_weights=True,
+        ))
+    callbacks += [
+        EpochLog(files["epochs"], rows),
+        AtomicBackupAndRestore(files["backup"]),
+        keras.callbacks.TerminateOnNaN(),
+    ]
+    if config["tensorboard"]:
+        callbacks.append(keras.callbacks.TensorBoard(os.path.join(config["output_dir"], "logs")))
+    return callbacks + list(extra)
+
+
+def earlier_epochs(config, continue_run=False):
+    """The epoch rows a `fit` starts from: those of an interrupted run (its backup), of
+    the finished run that `continue_run` extends, or none."""
+    files = run_files(config)
+    if os.path.exists(files["epochs"]) and os.path.exists(files["backup"]):
+        return read_json(files["epochs"])["rows"]
+    if continue_run:
+        return read_json(files["history"])["rows"]
+    return []
+
+
+def restore_last_epoch(model, config):
+    """Loads the last finished epoch's weights and optimizer state into `model` (built
+    and compiled as the run was), for ``train --continue``."""
+    path = run_files(config)["last"]
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"no last-epoch checkpoint at {path}: `--continue` extends a run trained "
+            "by this version; train it again without --continue."
+        )
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(path)
+
+
+def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min",
+        callbacks=(), continue_run=False, before=(), save_best=True, metric=None):
+    """`model.fit` with the standard callbacks (`training_callbacks`).
+
+    `train_data` is a `tf.data.Dataset` or an ``(x, y)`` pair of arrays (batched by
+    ``config["batch_size"]``, not shuffled). With `continue_run` training starts after
+    the run's last finished epoch (the model must hold its state: `restore_last_epoch`)
+    and goes on to ``config["epochs"]``. Writes ``history.json`` (the rows of every
+    epoch) and ``training_curves.png`` (`plot_training_curves`, loss and `metric`).
+
+    Returns the history of every epoch of the run as a dict of lists, plus
+    ``epochs_run`` (the epochs this call trained: fewer than ``epochs`` after a resume,
+    a continue or an early stop) and ``first_epoch`` (the first of them, 1-based).
+    """
+    files = run_files(config)
+    rows = earlier_epochs(config, continue_run)
+    initial_epoch = 0
+    if continue_run:
+        initial_epoch = max((r["epoch"] for r in rows), default=0)
+        if config["epochs"] <= initial_epoch:
+            raise ConfigError(
+                f"the run in {config['output_dir']} has trained {initial_epoch} epoch(s); "
+                f"--continue needs `epochs` above that, got {config['epochs']}."
+            )
+    scores = [r[monitor] for r in rows if isinstance(r.get(monitor), float)]
+    best = (min if mode == "min" else max)(scores) if scores else None
+    all_callbacks = training_callbacks(config, monitor, mode, callbacks, best, rows,
+                                       before, save_best)
+    from kerasrnn.callbacks import EpochLog, plot_training_curves
+
+    log = next(c for c in all_callbacks if isinstance(c, EpochLog))
+    if isinstance(train_data, tuple):
+        x, y = train_data
+        data = dict(x=x, y=y, batch_size=config["batch_size"])
+    else:
+        data = dict(x=train_data)
+    history = model.fit(
+        **data,
+        validation_data=valid_data,
+        epochs=config["epochs"],
+        initial_epoch=initial_epoch,
+        shuffle=False,  # the tf.data pipeline shuffles (Keras can't shuffle a Dataset)
+        callbacks=all_callbacks,
+        verbose=config["verbose"],
+    )
+    write_json(files["history"], {"rows": log.rows})
+    result = {}
+    for row in log.rows:
+        for key in row:
+            if key != "epoch":
+                result.setdefault(key, [])
+    for key in result:
+        result[key] = [row.get(key) for row in log.rows]
+    result["epochs_run"] = len(history.epoch)
+    result["first_epoch"] = history.epoch[0] + 1 if history.epoch else None
+    plot_training_curves(log.rows, files["curves"], metric or _metric_of(monitor))
+    return result
+
+
+def _metric_of(monitor):
+    for prefix in ("val_", "valid_"):
+        monitor = monitor.removeprefix(prefix)
+    return monitor
+
+
+def set_seed(seed):
+    import keras
+
+    keras.utils.set_random_seed(int(seed))
+
+
+def load_splits(config, load_examples, holdouts=()):
+    """The train / valid / test examples the config describes (None where absent).
+
+    ``load_examples(config, spec, split)`` reads one data spec. A split in `holdouts`
+    ("test", "valid") without its own data is held out of the training data when its
+    ``<split>_fraction`` option is set (seeded by ``seed`` + 1 for test, + 2 for valid).
+    """
+    from kerasrnn.data.specs import holdout
+
+    if config["train"] is None:
+        raise ConfigError("`train` is required: the training data (see --help).")
+    splits = {"train": load_examples(config, config["train"], "train")}
+    for name, seed_offset in (("test", 1), ("valid", 2)):
+        fraction = config.get(f"{name}_fraction") if name in holdouts else None
+        if config[name]:
+            splits[name] = load_examples(config, config[name], name)
+        elif fraction:
+            try:
+                splits["train"], splits[name] = holdout(
+                    *splits["train"], fraction, config["seed"] + seed_offset,
+                    option=f"{name}_fraction")
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
+        else:
+            splits[name] = None
+    return splits
