@@ -248,7 +248,7 @@ class LayerProjection(AttentionProjection):
         config = dict(config)
         layers = config.pop("layers")
         deserialize = keras.saving.deserialize_keras_object
-        layers = [deserialize(l) for l in layers] if isinstance(layers, list) else deserialize(
+        layers = [deserialize(x) for x in layers] if isinstance(layers, list) else deserialize(
             layers
         )
         return cls(layers, **config)

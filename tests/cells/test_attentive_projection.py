@@ -131,7 +131,7 @@ def test_user_projection_saves_and_reloads_with_identical_outputs(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "gated.keras")
     for got, want in zip(loaded.predict([x, memory], verbose=0), expected):
         np.testing.assert_array_equal(got, want)
-    restored = next(l for l in loaded.layers if isinstance(l, kerasrnn.AttentiveRNN)).cell
+    restored = next(x for x in loaded.layers if isinstance(x, kerasrnn.AttentiveRNN)).cell
     assert isinstance(restored.projection, kerasrnn.LayerProjection)
     assert isinstance(restored.projection.layers, GatedProjection)
     assert isinstance(restored.step_order, kerasrnn.RunThenAttend)
