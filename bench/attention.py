@@ -60,10 +60,11 @@ def build_reverser(attention, units=32, embedding=16, learning_rate=0.01):
     state = kerasrnn.merge_bidirectional_states(states)
     y = keras.layers.Embedding(VOCAB, embedding, mask_zero=True)(decoder_input)
     if attention:
-        mode = "bahdanau" if attention == "additive" else "luong"
-        options = {"units": units} if attention == "additive" else {}
+        additive = attention == "additive"
+        order = kerasrnn.AttendThenRun() if additive else kerasrnn.RunThenAttend()
+        options = {"units": units} if additive else {}
         layer = kerasrnn.Attention(attention, **options)
-        cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(units), layer, mode=mode)
+        cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(units), layer, order)
         outputs = kerasrnn.AttentiveRNN(cell)(y, memory, initial_state=state)
     else:
         outputs = keras.layers.RNN(kerasrnn.GRUCell(units), return_sequences=True)(
@@ -121,7 +122,7 @@ def _speed_models(units, source_length, target_length, vocab):
     state = keras.Input((units,), name="state")
 
     cell = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(units), kerasrnn.BahdanauAttention(units), mode="bahdanau"
+        kerasrnn.GRUCell(units), kerasrnn.BahdanauAttention(units), kerasrnn.AttendThenRun()
     )
     outputs = kerasrnn.AttentiveRNN(cell)(targets, memory, initial_state=[state])
     ours = keras.Model([memory, targets, state], keras.layers.Dense(vocab)(outputs))

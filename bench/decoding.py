@@ -62,7 +62,7 @@ def build_model(seed=0):
     keras.utils.set_random_seed(seed)
     encoder = RNNEncoder(kerasrnn.GRUCell(ENCODER), bidirectional=True)
     cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(DECODER),
-                                  kerasrnn.BahdanauAttention(ATTENTION), mode="bahdanau")
+                                  kerasrnn.BahdanauAttention(ATTENTION), kerasrnn.AttendThenRun())
     model = Seq2Seq(SOURCE_VOCAB, TARGET_VOCAB, encoder=encoder, decoder_cell=cell,
                     embedding_dim=EMBEDDING, bridge="dense")
     model.build()

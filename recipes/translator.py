@@ -185,9 +185,13 @@ def build_model(config, source_vocab_size, target_vocab_size):
         attention = kerasrnn.BahdanauAttention(config["attention_units"])
     else:
         attention = kerasrnn.LuongAttention(config["luong_score"])
+    if config["attention"] == "bahdanau":
+        order = kerasrnn.AttendThenRun()
+    else:
+        order = kerasrnn.RunThenAttend(input_feeding=config["input_feeding"])
+    size = config["attention_layer_size"]
     decoder_cell = kerasrnn.AttentionCell(
-        cell, attention, mode=config["attention"], input_feeding=config["input_feeding"],
-        attention_layer_size=config["attention_layer_size"],
+        cell, attention, order, None if size is None else kerasrnn.LuongProjection(size)
     )
     model = Seq2Seq(
         source_vocab_size, target_vocab_size, encoder=encoder,

@@ -1,13 +1,27 @@
 """Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
-from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirectional_states
+from kerasrnn.cells.attentive import (
+    AttentionCell,
+    AttentiveRNN,
+    BoundAttentionCell,
+    merge_bidirectional_states,
+)
 from kerasrnn.cells.esn import ESNCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
 from kerasrnn.cells.nas import NASCell
+from kerasrnn.cells.projection import (
+    AttentionProjection,
+    ConcatProjection,
+    ContextProjection,
+    LayerProjection,
+    LinearProjection,
+    LuongProjection,
+)
 from kerasrnn.cells.rnn import RNN
 from kerasrnn.cells.simple import SimpleRNNCell
 from kerasrnn.cells.stack import RNNStack
+from kerasrnn.cells.step_order import AttendThenRun, RunThenAttend, StepOrder
 
 __all__ = [
     "SimpleRNNCell",
@@ -21,5 +35,15 @@ __all__ = [
     "RNNStack",
     "AttentionCell",
     "AttentiveRNN",
+    "BoundAttentionCell",
+    "AttendThenRun",
+    "RunThenAttend",
+    "StepOrder",
+    "AttentionProjection",
+    "LuongProjection",
+    "LinearProjection",
+    "ContextProjection",
+    "ConcatProjection",
+    "LayerProjection",
     "merge_bidirectional_states",
 ]

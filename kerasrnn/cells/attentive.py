@@ -1,33 +1,34 @@
 """Attention inside the recurrence: `AttentionCell` and the decoder layer `AttentiveRNN`.
 
-Keras 3's `keras.layers.RNN` has no `constants` argument and its states must be flat
-tensors of fixed width, so the encoder memory cannot travel as a state. It reaches the
-cell by *binding* instead: `AttentiveRNN.call` prepares the memory once per source
-sequence (the score's key projection, e.g. U_a h_j, outside the time loop), binds it to
-the cell for the duration of the call, runs the ordinary RNN loop, and unbinds it.
-Everything is a constructor argument or a tensor argument of `call`, so the layer is
-serialisable and works in functional models, `.keras` files and SavedModels.
-"""
-import contextlib
+An `AttentionCell` is three pieces: the wrapped cell, the attention mechanism(s), and two
+pluggable objects, the step order (`AttendThenRun`, Bahdanau; `RunThenAttend`, Luong;
+`kerasrnn.cells.step_order`) and the projection that makes the attention vector
+(`LuongProjection`, `LinearProjection`, `ContextProjection`, `ConcatProjection`, any
+Keras layer; `kerasrnn.cells.projection`).
 
+The encoder memory is always given explicitly: `cell(inputs, states, memory=prepared)`
+or `cell.step(inputs, states, prepared)`. Keras 3's `keras.layers.RNN` has no
+`constants` argument (and its states must be flat tensors of fixed width), so
+`AttentiveRNN` runs the recurrence itself with a step function that passes the memory,
+prepared once per source sequence (the score's key projection, e.g. U_a h_j, outside the
+time loop); `cell.with_memory(prepared)` gives a bound cell for a plain
+`keras.layers.RNN`.
+"""
 import keras
 from keras import ops, tree
 
 from kerasrnn.attention.layers import Attention, AttentionMemory
+from kerasrnn.cells import projection as projection_lib
+from kerasrnn.cells import step_order as step_order_lib
 
 # Keras' RNN configures dropout masks only for cells that are instances of this mixin
 # (it is not exported publicly); the attentive cell forwards them to the wrapped cell.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
-MODES = ("bahdanau", "luong")
-
-
-class _MemorySlot:
-    """Holds the bound memory outside Keras' attribute tracking (it is call-scoped)."""
-
-    memory = None
-    emit_alignments = False
-    noise_width = 0  # trailing input columns that carry pre-drawn sigmoid noise
+# The backend's recurrence loop that keras.layers.RNN runs (no public export): the
+# decoder runs it over a step function that hands the cell its memory, since
+# keras.layers.RNN has no `constants`. Public API it waits for: `keras.ops.rnn`.
+from keras.src.backend import rnn as backend_rnn
 
 
 def _deserialize(obj):
@@ -40,58 +41,57 @@ def _deserialize(obj):
 class AttentionCell(DropoutRNNCell, keras.layers.Layer):
     """Wraps any recurrent cell with attention over an encoder memory h_1 ... h_Tk.
 
-    Bahdanau mode (Bahdanau, Cho & Bengio 2015): the query is the previous state, and the
-    context enters the cell beside the input y_{i-1}:
+    Each step the step order decides the query and what the wrapped cell reads; the
+    projection turns the contexts into the attention vector a_t.
+
+    `AttendThenRun()` (the default; Bahdanau, Cho & Bengio 2015): the query is the
+    previous state, and the context enters the cell beside the input y_{i-1}:
 
     .. math::
 
         c_i &= \\text{Attention}(s_{i-1}, h) \\\\
         s_i &= \\text{cell}([y_{i-1}; c_i], s_{i-1}) \\\\
-        \\text{output}_i &= [s_i; c_i]
-            \\quad\\text{or}\\quad \\tanh(W_c [c_i; s_i])
-            \\text{ with attention\\_layer\\_size}
+        \\text{output}_i &= a_i = [s_i; c_i] \\quad (\\text{ConcatProjection, the default})
 
     (For a GRU cell, W [y; c] = W y + C c: the C c_i terms of the paper's decoder.)
     With an LSTM or stacked cell, s_{i-1} is the h state (of the top layer).
 
-    Luong mode (Luong, Pham & Manning 2015): the query is the new output h_t, and the
-    attentional state is the output; with input feeding it also joins the next input:
+    `RunThenAttend()` (Luong, Pham & Manning 2015): the query is the new output h_t, and
+    the attentional state is the output; with input feeding it also joins the next input:
 
     .. math::
 
-        h_t &= \\text{cell}([y_t; \\tilde h_{t-1}], s_{t-1})
+        h_t &= \\text{cell}([y_t; a_{t-1}], s_{t-1})
             \\quad (\\text{without input feeding: cell}(y_t, s_{t-1})) \\\\
         c_t &= \\text{Attention}(h_t, h) \\\\
-        \\tilde h_t &= \\tanh(W_c [c_t; h_t]) = \\text{output}_t
+        a_t &= \\tanh(W_c [c_t; h_t]) = \\text{output}_t
+            \\quad (\\text{LuongProjection, the default})
 
-    TensorFlow Addons' `AttentionWrapper` is Luong mode with input feeding and its own
-    attention layer; these options reproduce it exactly (tested against TFA's outputs):
-    `attention_activation=None, context_first=False` (its linear layer
-    h~ = W [h; c]; `attention_layer_size`), `raw_context=True` (its
-    `attention_layer_size=None`: h~ = c), `attention_layer=` (its `attention_layer`,
-    applied to [h; c]), `output_attention=False` and `alignment_history=True`. The
-    defaults are the papers' (tanh, [c; h]).
+    TensorFlow Addons' `AttentionWrapper` (run-then-attend with input feeding, its
+    linear layer W [h; c]) is `kerasrnn.compat.tfa.AttentionWrapper`, which builds the
+    equivalent `AttentionCell` (tested against TFA's outputs).
 
     Several attention mechanisms (TensorFlow Addons' list of mechanisms): pass a list of
-    attention layers; each attends its own memory, each gets its own attention layer
-    (W_c^(k), with `attention_layer_size` one int or one per mechanism), and the
-    attention vectors (contexts in Bahdanau mode) are concatenated.
+    attention layers; each attends its own memory, each gets its own projection weights
+    (W_c^(k)), and the attention vectors (contexts into the cell with `AttendThenRun`)
+    are concatenated.
 
-    States (flat, as Keras requires): the wrapped cell's states, then h~_{t-1} in Luong
-    mode with input feeding (zeros at t = 0), then one `[batch, Tk]` state per stateful
-    mechanism: the previous alignment of a monotonic attention (one-hot at position 0
-    at t = 0) or the coverage of a coverage attention (zeros at t = 0).
+    States (flat, as Keras requires): the wrapped cell's states, then a_{t-1} with input
+    feeding (zeros at t = 0), then one `[batch, Tk]` state per stateful mechanism: the
+    previous alignment of a monotonic attention (one-hot at position 0 at t = 0) or the
+    coverage of a coverage attention (zeros at t = 0).
 
-    How the memory reaches the cell:
-        * inside a model: `kerasrnn.AttentiveRNN(cell)(targets, memory, ...)`, which binds
-          it for the duration of the call and can return the alignments;
-        * step by step (decoding, beam search), with no binding at all:
+    How the memory reaches the cell (always explicitly):
+        * inside a model: `kerasrnn.AttentiveRNN(cell)(targets, memory, ...)`, which can
+          also return the alignments;
+        * step by step (decoding, beam search):
           `memory = cell.prepare_memory(keys, mask=mask)` once per source, then
           `output, states, alignments = cell.step(inputs, states, memory)` per step;
+        * as a Keras cell call: `cell(inputs, states, memory=memory)`;
         * inside a plain `keras.layers.RNN` (eager code, subclassed models):
-          `with cell.attending(memory): outputs = keras.layers.RNN(cell)(targets)`
-          (with a target mask, pass `zero_output_for_mask=True`: JAX's masked loop
-          otherwise repeats the first state as the output of padded steps).
+          `keras.layers.RNN(cell.with_memory(memory))(targets)` (with a target mask,
+          pass `zero_output_for_mask=True`: JAX's masked loop otherwise repeats the
+          first state as the output of padded steps).
 
     Args:
         cell: the recurrent cell to wrap (a kerasrnn or Keras cell, or
@@ -99,30 +99,18 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         attention: a `kerasrnn.Attention` layer (e.g. `BahdanauAttention(units)`,
             `LuongAttention("general")`, a monotonic or coverage attention), or a list
             of them, each with its own memory.
-        mode: "bahdanau" or "luong" (see above).
-        attention_layer_size: width of h~ = tanh(W_c [c; h]) (an int, or a list with one
-            per mechanism). Luong mode: default the cell's output width. Bahdanau mode:
-            None (default) outputs [s_i; c_i].
-        input_feeding: Luong mode only: concatenate h~_{t-1} to the input (default
-            True). Bahdanau mode always feeds c_i to the cell, so `input_feeding=False`
-            there raises a ValueError.
-        kernel_initializer: initializer of W_c (`attention_kernel`, (d_v + d_h) x size).
-        output_attention: emit the attention vector h~ (default; in Bahdanau mode the
-            output above). False emits the cell output h_t (s_i) and uses h~ only for
-            input feeding (TensorFlow Addons' `output_attention=False`).
-        attention_activation: activation of the attention layer, "tanh" (default, the
-            papers') or None for TensorFlow Addons' linear layer.
-        context_first: the attention layer reads [c; h] (default, Luong et al.'s order);
-            False: [h; c], TensorFlow Addons' order (its weights load unchanged).
-        attention_layer: a Keras layer (or one per mechanism) applied to [h; c] instead
-            of W_c (TensorFlow Addons' `attention_layer`, e.g. a `Dense` with an
-            activation and bias).
-        raw_context: Luong mode: no attention layer, h~ = c (TensorFlow Addons'
-            `attention_layer_size=None`): the context itself is output and fed back.
+        step_order: `kerasrnn.AttendThenRun()` (default) or
+            `kerasrnn.RunThenAttend(input_feeding=True, output_attention=True)`, or a
+            `kerasrnn.cells.step_order.StepOrder` subclass.
+        projection: the attention vector a_t: `kerasrnn.LuongProjection(units)`
+            (tanh(W_c [c; h])), `LinearProjection(units)` (W [h; c]),
+            `ContextProjection()` (c), `ConcatProjection()` ([h; c]), any Keras layer
+            (applied to [h; c]) or a list of them, one per mechanism. Default: the step
+            order's (`ConcatProjection()` for `AttendThenRun`, `LuongProjection()` as
+            wide as h for `RunThenAttend`).
         alignment_history: `AttentiveRNN` returns the alignments of every step by
-            default (TensorFlow Addons' `alignment_history`), and a plain
-            `keras.layers.RNN` over `with cell.attending(memory):` gets them appended to
-            each step's output.
+            default, and the bound cell of `with_memory` appends them to each step's
+            output (TensorFlow Addons' `alignment_history`).
 
     Example:
 
@@ -139,22 +127,14 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         self,
         cell,
         attention,
-        mode="bahdanau",
-        attention_layer_size=None,
-        input_feeding=True,
-        kernel_initializer="glorot_uniform",
-        output_attention=True,
-        attention_activation="tanh",
-        context_first=True,
-        attention_layer=None,
-        raw_context=False,
+        step_order=None,
+        projection=None,
         alignment_history=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        cell = _deserialize(cell)
         multi = isinstance(attention, (list, tuple))
-        mechanisms = [_deserialize(a) for a in (attention if multi else [attention])]
+        mechanisms = list(attention) if multi else [attention]
         if not hasattr(cell, "state_size") or not hasattr(cell, "call"):
             raise ValueError(
                 f"`cell` must be a recurrent cell (with `state_size` and `call`); got "
@@ -169,38 +149,6 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                     "BahdanauAttention(units) or LuongAttention('general')) or a list of "
                     f"them; got {mechanism!r}."
                 )
-        if mode not in MODES:
-            raise ValueError(f"`mode` must be one of {MODES}; got mode={mode!r}.")
-        if mode == "bahdanau" and not input_feeding:
-            raise ValueError(
-                "`input_feeding=False` applies to mode='luong' only: Bahdanau mode always "
-                "feeds the context c_i to the cell (it is the paper's decoder). Use "
-                "mode='luong' for a decoder without input feeding."
-            )
-        sizes = _layer_sizes(attention_layer_size, len(mechanisms))
-        layers = None
-        if attention_layer is not None:
-            layers = attention_layer if isinstance(attention_layer, (list, tuple)) else [
-                attention_layer
-            ]
-            layers = [_deserialize(layer) for layer in layers]
-            if len(layers) != len(mechanisms):
-                raise ValueError(
-                    f"`attention_layer` must hold one layer per attention mechanism "
-                    f"({len(mechanisms)}); got {len(layers)}."
-                )
-            if attention_layer_size is not None:
-                raise ValueError(
-                    "Give `attention_layer_size` or `attention_layer`, not both; got "
-                    f"attention_layer_size={attention_layer_size!r} and an attention_layer."
-                )
-        if raw_context and (mode != "luong" or attention_layer is not None or sizes):
-            raise ValueError(
-                "`raw_context=True` (h~ = c, no attention layer) applies to mode='luong' "
-                "without `attention_layer_size` or `attention_layer`; got "
-                f"mode={mode!r}, attention_layer_size={attention_layer_size!r}"
-                f"{', an attention_layer' if attention_layer is not None else ''}."
-            )
         if isinstance(cell, keras.layers.StackedRNNCells) and any(
             getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0)
             for c in cell.cells
@@ -212,36 +160,31 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             )
         self.cell = cell
         self.attention = mechanisms if multi else mechanisms[0]
-        self.mode = mode
-        self.input_feeding = bool(input_feeding)
-        self.attention_layer_size = attention_layer_size
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.output_attention = bool(output_attention)
-        self.attention_activation = attention_activation
-        self._activation = keras.activations.get(attention_activation)
-        self.context_first = bool(context_first)
-        self.attention_layer = (layers if isinstance(attention_layer, (list, tuple)) else
-                                layers[0]) if layers is not None else None
-        self.raw_context = bool(raw_context)
+        self.step_order = step_order_lib.get(step_order)
+        self.projection = projection_lib.get(
+            self.step_order.default_projection() if projection is None else projection
+        )
         self.alignment_history = bool(alignment_history)
         self._multi = multi
         self._cell_sizes = [int(s) for s in tree.flatten(cell.state_size)]
-        self._cell_output_size = int(
+        self.cell_output_size = int(
             getattr(cell, "output_size", None) or self._cell_sizes[0]
         )
-        if layers is not None:
-            self._kind = "layer"
-        elif raw_context or (mode == "bahdanau" and not sizes):
-            self._kind = "context"
-        else:
-            self._kind = "kernel"
-            if not sizes:  # Luong mode's default: h~ as wide as h
-                sizes = [self._cell_output_size] * len(mechanisms)
-        self._sizes = sizes
-        self._feeds = mode == "luong" and self.input_feeding
-        self._slot = _MemorySlot()
         self._memory_shapes = None
         self._value_dims = None
+        self._attention_width()  # the projection's per-mechanism parts fit: raises if not
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("cell", "step_order", "projection"):
+            config[key] = _deserialize(config.get(key))
+        attention = config.pop("attention")
+        attention = (
+            [_deserialize(a) for a in attention] if isinstance(attention, list)
+            else _deserialize(attention)
+        )
+        return cls(attention=attention, **config)
 
     # ---- sizes ---------------------------------------------------------------------
     @property
@@ -250,38 +193,15 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         return list(self.attention) if self._multi else [self.attention]
 
     @property
-    def _attention_layers(self):
-        if self.attention_layer is None:
-            return None
-        if isinstance(self.attention_layer, (list, tuple)):
-            return list(self.attention_layer)
-        return [self.attention_layer]
-
-    @property
-    def _value_dim(self):  # one mechanism's d_v (kept for callers of the 1-memory API)
-        return None if self._value_dims is None else sum(self._value_dims)
-
-    def _attention_widths(self):
-        """Width of each mechanism's attention vector (None where not yet known)."""
-        widths = []
-        for index in range(len(self.mechanisms)):
-            value_dim = None if self._value_dims is None else self._value_dims[index]
-            if self._kind == "kernel":
-                widths.append(self._sizes[index])
-            elif self._kind == "context":
-                widths.append(value_dim)
-            else:
-                layer = self._attention_layers[index]
-                width = getattr(layer, "units", None)
-                if width is None and value_dim is not None:
-                    shape = (None, self._cell_output_size + value_dim)
-                    width = layer.compute_output_shape(shape)[-1]
-                widths.append(width)
-        return widths
+    def cell_state_sizes(self):
+        """The widths of the wrapped cell's flat states (the first entries of `states`)."""
+        return list(self._cell_sizes)
 
     def _attention_width(self):
-        widths = self._attention_widths()
-        return None if None in widths else int(sum(widths))
+        """Width of the attention vector a_t (None until the memory's width is known)."""
+        dims = self._value_dims or [None] * len(self.mechanisms)
+        width = self.projection.output_width(list(dims), self.cell_output_size)
+        return None if width is None else int(width)
 
     def _memory_lengths(self):
         if self._memory_shapes is None:
@@ -291,7 +211,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
     @property
     def state_size(self):
         sizes = list(self._cell_sizes)
-        if self._feeds:
+        if self.step_order.feeds_attention:
             sizes.append(self._attention_width())
         for mechanism, length in zip(self.mechanisms, self._memory_lengths()):
             if mechanism.stateful_attention:
@@ -300,28 +220,19 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
 
     @property
     def output_size(self):
-        if not self.output_attention:
-            return self._cell_output_size
-        width = self._attention_width()
-        if width is None:
+        size = self.step_order.output_size(self._attention_width(), self.cell_output_size)
+        if size is None:
             raise ValueError(
                 "The output width of this AttentionCell depends on the memory's width, "
                 "known only once the memory is: call `prepare_memory` or use the cell "
                 "in kerasrnn.AttentiveRNN first."
             )
-        if self.mode == "bahdanau" and self._kind == "context":
-            return self._cell_output_size + width  # [s_i; c_i]
-        return width
+        return size
 
     @property
     def query_size(self):
-        """Width of the attention query: s_{i-1}'s h (Bahdanau) or h_t (Luong)."""
-        if self.mode == "luong":
-            return self._cell_output_size
-        size = self.cell.state_size
-        if isinstance(self.cell, keras.layers.StackedRNNCells):
-            size = size[-1]
-        return int(tree.flatten(size)[0])
+        """Width of the attention query: s_{i-1}'s h (AttendThenRun) or h_t (RunThenAttend)."""
+        return self.step_order.query_size(self)
 
     # ---- building --------------------------------------------------------------------
     def build_memory(self, keys_shape, values_shape=None):
@@ -363,31 +274,17 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             raise ValueError(
                 "AttentionCell needs the encoder memory before it is built: use it in "
                 "kerasrnn.AttentiveRNN, or call `cell.prepare_memory(keys, mask=...)` "
-                "(or `with cell.attending(memory):`) first."
+                "first."
             )
         if not self.cell.built:
             self.cell.build((input_shape[0], self._cell_input_dim(input_shape[-1])))
-        self.attention_kernels = []
-        if self._kind == "kernel":
-            for index, (size, dim) in enumerate(zip(self._sizes, self._value_dims)):
-                name = "attention_kernel" if not self._multi else f"attention_kernel_{index}"
-                self.attention_kernels.append(
-                    self.add_weight(
-                        name=name,
-                        shape=(dim + self._cell_output_size, size),
-                        initializer=self.kernel_initializer,
-                    )
-                )
-        elif self._kind == "layer":
-            for layer, dim in zip(self._attention_layers, self._value_dims):
-                if not layer.built:
-                    layer.build((None, self._cell_output_size + dim))
-        self.attention_kernel = self.attention_kernels[0] if self.attention_kernels else None
+        if not self.projection.built:
+            self.projection.build(list(self._value_dims), self.cell_output_size)
 
     def _cell_input_dim(self, input_dim):
-        if self.mode == "bahdanau":
-            return input_dim + sum(self._value_dims)
-        return input_dim + (self._attention_width() if self._feeds else 0)
+        return self.step_order.cell_input_dim(
+            input_dim, self._value_dims, self._attention_width()
+        )
 
     def get_build_config(self):
         config = super().get_build_config()
@@ -432,23 +329,20 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         )
         return memories if self._multi else memories[0]
 
-    @contextlib.contextmanager
-    def attending(self, memory, emit_alignments=None):
-        """Binds a prepared memory for calls through `cell(inputs, states)`.
+    def with_memory(self, memory, return_alignments=None):
+        """A cell bound to a prepared memory, for a plain `keras.layers.RNN`.
 
-        With `emit_alignments` (default: `alignment_history`), each step's output is
-        [output; alignments] (how `AttentiveRNN` collects the `[batch, Tq, Tk]`
-        alignment matrix; several mechanisms' alignments follow each other).
+        `keras.layers.RNN(cell.with_memory(cell.prepare_memory(keys, mask=m)))(targets)`
+        runs this cell's weights over `targets`, attending `memory`. With
+        `return_alignments` (default: `alignment_history`), each step's output is
+        [output; alignments] (several mechanisms' alignments follow each other). The
+        bound cell lives for the call that uses it: it is not saved in `.keras` files
+        (use `AttentiveRNN` inside a model).
         """
         self._memories(memory)
-        if emit_alignments is None:
-            emit_alignments = self.alignment_history
-        previous = (self._slot.memory, self._slot.emit_alignments)
-        self._slot.memory, self._slot.emit_alignments = memory, bool(emit_alignments)
-        try:
-            yield self
-        finally:
-            self._slot.memory, self._slot.emit_alignments = previous
+        if return_alignments is None:
+            return_alignments = self.alignment_history
+        return BoundAttentionCell(self, memory, bool(return_alignments))
 
     def _memories(self, memory):
         """The prepared memory as a list with one AttentionMemory per mechanism."""
@@ -469,11 +363,11 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
 
     # ---- states ----------------------------------------------------------------------
     def get_initial_state(self, batch_size=None, memory=None):
-        """Zero states, h~_0 = 0 and the attention states' initial values.
+        """Zero states, a_0 = 0 and the attention states' initial values.
 
         A stateful mechanism's first state (monotonic: one-hot at position 0, coverage:
-        zeros) needs the memory's length: from `memory`, the memory bound by
-        `attending` / `AttentiveRNN`, or the last `prepare_memory`'s static shape.
+        zeros) needs the memory's length: from `memory` (the prepared memory) or the
+        last `prepare_memory`'s static shape.
         """
         init = getattr(self.cell, "get_initial_state", None)
         if init is not None:
@@ -483,9 +377,8 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         return self._extra_states(states, batch_size, memory)
 
     def _extra_states(self, states, batch_size, memory):
-        if self._feeds:
+        if self.step_order.feeds_attention:
             states.append(ops.zeros((batch_size, self._attention_width()), self.compute_dtype))
-        memory = memory if memory is not None else self._slot.memory
         memories = self._memories(memory) if memory is not None else None
         for index, mechanism in enumerate(self.mechanisms):
             if not mechanism.stateful_attention:
@@ -505,8 +398,8 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
 
     def initial_state_from(self, cell_states, memory=None):
         """The full state list from the wrapped cell's states (e.g. an encoder's final
-        states): appends h~_0 = 0 in Luong mode with input feeding and the attention
-        states' initial values (see `get_initial_state`), checks the widths."""
+        states): appends a_0 = 0 with input feeding and the attention states' initial
+        values (see `get_initial_state`), checks the widths."""
         states = tree.flatten(cell_states)
         full = self.state_size
         if len(states) not in (len(self._cell_sizes), len(full)):
@@ -532,7 +425,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
 
     # ---- one step ----------------------------------------------------------------------
     def step(self, inputs, states, memory, training=False, noise=None):
-        """One decoder step against a prepared memory, with no binding.
+        """One decoder step against a prepared memory.
 
         Args:
             inputs: `[batch, d_in]`, e.g. the embedded previous token.
@@ -553,87 +446,84 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             self.build(tuple(inputs.shape))
         states = tree.flatten(states)
         count = len(self._cell_sizes)
-        expected = count + int(self._feeds) + sum(
-            m.stateful_attention for m in self.mechanisms
-        )
+        feeds = int(self.step_order.feeds_attention)
+        expected = count + feeds + sum(m.stateful_attention for m in self.mechanisms)
         if len(states) != expected:
             raise ValueError(
                 f"AttentionCell.step needs {expected} state tensors (the wrapped cell's "
-                f"{count}{', h~' if self._feeds else ''}"
-                f"{', the attention states' if expected > count + self._feeds else ''}); "
+                f"{count}{', a_{t-1}' if feeds else ''}"
+                f"{', the attention states' if expected > count + feeds else ''}); "
                 f"got {len(states)}. Start from `get_initial_state` or `initial_state_from`."
             )
-        cell_states = self._pack(states[:count])
-        attention_states = iter(states[count + int(self._feeds):])
+        attention_states = iter(states[count + feeds:])
         previous = [
             next(attention_states) if m.stateful_attention else None for m in self.mechanisms
         ]
 
-        noise = noise or [None] * len(memories)
+        def attend(query):  # the memory reaches the step order through this closure
+            return self.attend(query, memories, previous, training=training, noise=noise)
 
-        def attend(query):
-            results = [
-                mechanism.step(query, mem, state, training=training, noise=draws)
-                for mechanism, mem, state, draws in zip(
-                    self.mechanisms, memories, previous, noise
-                )
-            ]
-            contexts = [ops.cast(context, query.dtype) for context, _, _ in results]
-            alignments = [a for _, a, _ in results]
-            next_states = [s for _, _, s in results if s is not None]
-            return contexts, alignments, next_states
-
-        if self.mode == "bahdanau":
-            contexts, alignments, next_attention = attend(self._query(cell_states))
-            h, new_cell_states = self._run_cell(
-                ops.concatenate([inputs] + [ops.cast(c, inputs.dtype) for c in contexts],
-                                axis=-1),
-                cell_states,
-                training,
-            )
-            contexts = [ops.cast(c, h.dtype) for c in contexts]
-            if not self.output_attention:
-                output = h
-            elif self._kind == "context":
-                output = ops.concatenate([h] + contexts, axis=-1)
-            else:
-                output = self._attentional(contexts, h)
-            new_states = tree.flatten(new_cell_states)
-        else:
-            if self._feeds:
-                inputs = ops.concatenate([inputs, states[count]], axis=-1)
-            h, new_cell_states = self._run_cell(inputs, cell_states, training)
-            contexts, alignments, next_attention = attend(h)
-            attentional = self._attentional(contexts, h)
-            output = attentional if self.output_attention else h
-            new_states = tree.flatten(new_cell_states) + ([attentional] if self._feeds else [])
-        new_states = new_states + [
-            ops.cast(s, new_states[0].dtype) for s in next_attention
-        ]
+        output, new_cell_states, fed, alignments, next_attention = self.step_order.step(
+            self, inputs, self._pack(states[:count]), states[count] if feeds else None,
+            attend, training,
+        )
+        new_states = tree.flatten(new_cell_states) + ([fed] if feeds else [])
+        new_states = new_states + [ops.cast(s, new_states[0].dtype) for s in next_attention]
         return output, new_states, tuple(alignments) if self._multi else alignments[0]
 
-    def call(self, inputs, states, training=False):
-        memory = self._slot.memory
+    # the pieces a step order composes (see kerasrnn.cells.step_order)
+    def query(self, cell_states):
+        """s_{i-1}'s h: the first state (of the top layer of a stacked cell)."""
+        state = cell_states
+        if isinstance(self.cell, keras.layers.StackedRNNCells):
+            state = state[-1]
+        while tree.is_nested(state):
+            state = state[0]
+        return state
+
+    def attend(self, query, memory, attention_states=None, training=False, noise=None):
+        """Every mechanism attends its prepared memory with `query`: (contexts,
+        alignments, next attention states), lists in the mechanisms' order.
+        `attention_states` and `noise` hold one entry (or None) per mechanism."""
+        memories = self._memories(memory)
+        count = len(memories)
+        attention_states = attention_states or [None] * count
+        noise = noise or [None] * count
+        results = [
+            mechanism.step(query, mem, state, training=training, noise=draws)
+            for mechanism, mem, state, draws in zip(
+                self.mechanisms, memories, attention_states, noise
+            )
+        ]
+        contexts = [ops.cast(context, query.dtype) for context, _, _ in results]
+        alignments = [a for _, a, _ in results]
+        next_states = [s for _, _, s in results if s is not None]
+        return contexts, alignments, next_states
+
+    def run_cell(self, inputs, cell_states, training=False):
+        """The wrapped cell's step: (h, new cell states)."""
+        kwargs = {}
+        if getattr(self.cell, "_call_has_training_arg", False):
+            kwargs["training"] = training
+        return self.cell(inputs, cell_states, **kwargs)
+
+    def project(self, contexts, cell_output):
+        """The projection's attention vector a_t."""
+        return self.projection(contexts, cell_output)
+
+    def call(self, inputs, states, memory=None, training=False, noise=None,
+             return_alignments=False):
+        """The Keras cell call: `(output, new_states)` against the prepared `memory`
+        (`[output; alignments]` with `return_alignments`)."""
         if memory is None:
             raise ValueError(
-                "AttentionCell has no encoder memory: use it in kerasrnn.AttentiveRNN, or "
-                "bind one with `with cell.attending(cell.prepare_memory(keys, mask=m)):`, "
-                "or call `cell.step(inputs, states, memory)`."
+                "AttentionCell has no encoder memory: use it in kerasrnn.AttentiveRNN, "
+                "call `cell(inputs, states, memory=cell.prepare_memory(keys, mask=m))` or "
+                "`cell.step(inputs, states, memory)`, or run a plain keras.layers.RNN over "
+                "`cell.with_memory(memory)`."
             )
-        noise = None
-        if self._slot.noise_width:  # split off the noise AttentiveRNN drew for this step
-            width = self._slot.noise_width
-            inputs, draws = inputs[:, :-width], inputs[:, -width:]
-            noise, start = [], 0
-            for mechanism, mem in zip(self.mechanisms, self._memories(memory)):
-                if _noisy(mechanism):
-                    length = ops.shape(mem.values)[1]
-                    noise.append(draws[:, start : start + length])
-                    start = start + length
-                else:
-                    noise.append(None)
         output, new_states, alignments = self.step(inputs, states, memory, training, noise)
-        if self._slot.emit_alignments:
+        if return_alignments:
             alignments = list(alignments) if self._multi else [alignments]
             output = ops.concatenate(
                 [output] + [ops.cast(a, output.dtype) for a in alignments], axis=-1
@@ -645,43 +535,10 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             return flat
         return tree.pack_sequence_as(self.cell.state_size, flat)
 
-    def _query(self, cell_states):
-        state = cell_states
-        if isinstance(self.cell, keras.layers.StackedRNNCells):
-            state = state[-1]
-        while tree.is_nested(state):
-            state = state[0]
-        return state
-
-    def _run_cell(self, inputs, cell_states, training):
-        kwargs = {}
-        if getattr(self.cell, "_call_has_training_arg", False):
-            kwargs["training"] = training
-        return self.cell(inputs, cell_states, **kwargs)
-
-    def _attentional(self, contexts, h):
-        """The attention vectors, concatenated: f(W_c [c; h]) (or [h; c]), the
-        `attention_layer` on [h; c], or the contexts themselves (`raw_context`)."""
-        vectors = []
-        for index, context in enumerate(contexts):
-            if self._kind == "context":
-                vectors.append(context)
-            elif self._kind == "layer":
-                vectors.append(
-                    self._attention_layers[index](ops.concatenate([h, context], axis=-1))
-                )
-            else:
-                pair = [context, h] if self.context_first else [h, context]
-                projected = ops.matmul(
-                    ops.concatenate(pair, axis=-1), self.attention_kernels[index]
-                )
-                vectors.append(self._activation(projected))
-        return vectors[0] if len(vectors) == 1 else ops.concatenate(vectors, axis=-1)
-
     # ---- dropout: fixed masks for the wrapped cell -----------------------------------
     def get_dropout_mask(self, step_input):
         if isinstance(self.cell, DropoutRNNCell):
-            width = self._cell_input_dim(step_input.shape[-1] - self._slot.noise_width)
+            width = self._cell_input_dim(step_input.shape[-1])
             dummy = ops.zeros((ops.shape(step_input)[0], width), step_input.dtype)
             return self.cell.get_dropout_mask(dummy)
         return None
@@ -702,51 +559,80 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         serialize = keras.saving.serialize_keras_object
-        layers = self._attention_layers
         config.update(
             {
                 "cell": serialize(self.cell),
                 "attention": [serialize(m) for m in self.attention]
                 if self._multi
                 else serialize(self.attention),
-                "mode": self.mode,
-                "attention_layer_size": self.attention_layer_size,
-                "input_feeding": self.input_feeding,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "output_attention": self.output_attention,
-                "attention_activation": self.attention_activation,
-                "context_first": self.context_first,
-                "attention_layer": None
-                if layers is None
-                else (
-                    [serialize(layer) for layer in layers]
-                    if isinstance(self.attention_layer, (list, tuple))
-                    else serialize(layers[0])
-                ),
-                "raw_context": self.raw_context,
+                "step_order": serialize(self.step_order),
+                "projection": serialize(self.projection),
                 "alignment_history": self.alignment_history,
             }
         )
         return config
 
 
+class BoundAttentionCell(DropoutRNNCell, keras.layers.Layer):
+    """An `AttentionCell` with its memory: a plain Keras cell for `keras.layers.RNN`.
+
+    Made by `AttentionCell.with_memory(memory)`; shares the cell's weights and calls
+    `cell(inputs, states, memory=memory)`. Not serialisable (the memory is a tensor of
+    one call): inside a saved model use `AttentiveRNN`.
+    """
+
+    def __init__(self, cell, memory, return_alignments=False, **kwargs):
+        super().__init__(**kwargs)
+        self.attention_cell = cell
+        self._memory = memory
+        self.return_alignments = return_alignments
+
+    @property
+    def state_size(self):
+        return self.attention_cell.state_size
+
+    @property
+    def output_size(self):
+        width = self.attention_cell.output_size
+        if self.return_alignments:  # [output; alignments]
+            memories = self.attention_cell._memories(self._memory)
+            width += sum(int(m.values.shape[1]) for m in memories)
+        return width
+
+    def build(self, input_shape):
+        if not self.attention_cell.built:
+            self.attention_cell.build(input_shape)
+
+    def get_initial_state(self, batch_size=None):
+        return self.attention_cell.get_initial_state(batch_size, memory=self._memory)
+
+    def call(self, inputs, states, training=False):
+        return self.attention_cell(
+            inputs, states, memory=self._memory, training=training,
+            return_alignments=self.return_alignments,
+        )
+
+    def get_dropout_mask(self, step_input):
+        return self.attention_cell.get_dropout_mask(step_input)
+
+    def get_recurrent_dropout_mask(self, step_input):
+        return self.attention_cell.get_recurrent_dropout_mask(step_input)
+
+    def reset_dropout_mask(self):
+        self.attention_cell.reset_dropout_mask()
+
+    def reset_recurrent_dropout_mask(self):
+        self.attention_cell.reset_recurrent_dropout_mask()
+
+    def get_config(self):
+        raise NotImplementedError(
+            "A BoundAttentionCell holds one call's memory and is not serialisable: use "
+            "kerasrnn.AttentiveRNN(cell) inside a saved model."
+        )
+
+
 def _noisy(mechanism):
     return bool(getattr(mechanism, "sigmoid_noise", 0))
-
-
-def _layer_sizes(size, count):
-    """`attention_layer_size` as a list with one int per mechanism ([] for None)."""
-    if size is None:
-        return []
-    sizes = list(size) if isinstance(size, (list, tuple)) else [size] * count
-    if len(sizes) != count or any(
-        isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in sizes
-    ):
-        raise ValueError(
-            "`attention_layer_size` must be a positive integer, one per attention "
-            f"mechanism ({count}), or None; got attention_layer_size={size!r}."
-        )
-    return sizes
 
 
 def _listed(value, count, name):
@@ -806,8 +692,9 @@ class AttentiveRNN(keras.layers.RNN):
     `decoder(targets, memory, initial_state=None, mask=None, memory_mask=None)` runs the
     cell over the (teacher-forced) target inputs `[batch, Tq, d_in]`, attending to
     `memory` `[batch, Tk, d]` (the encoder outputs). The key projection is computed once
-    per call, outside the time loop; the memory is bound to the cell only while the loop
-    runs (Keras 3's RNN has no `constants`), so the layer serialises like any other.
+    per call, outside the time loop; the step function of the recurrence hands it to the
+    cell, `cell(y_t, states, memory=prepared)` (Keras 3's RNN has no `constants`), so
+    the layer serialises like any other.
     Masks that Keras attaches (an `Embedding(mask_zero=True)` before either input) are
     picked up: padded target steps keep their states, padded source positions get zero
     attention.
@@ -846,7 +733,8 @@ class AttentiveRNN(keras.layers.RNN):
 
     >>> import numpy as np, kerasrnn
     >>> cell = kerasrnn.AttentionCell(
-    ...     kerasrnn.LSTMCell(8), kerasrnn.LuongAttention("general"), mode="luong")
+    ...     kerasrnn.LSTMCell(8), kerasrnn.LuongAttention("general"),
+    ...     kerasrnn.RunThenAttend())
     >>> decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True)
     >>> outputs, alignments = decoder(np.ones((2, 4, 3), "float32"),
     ...                               np.ones((2, 6, 5), "float32"))
@@ -964,31 +852,67 @@ class AttentiveRNN(keras.layers.RNN):
             mask = sequences_mask
         if isinstance(memory_mask, (list, tuple)) and all(m is None for m in memory_mask):
             memory_mask = None
-        prepared = self.cell.prepare_memory(memory, mask=memory_mask)
-        if initial_state is not None:
+        cell = self.cell
+        prepared = cell.prepare_memory(memory, mask=memory_mask)
+        if initial_state is None:
+            initial_state = cell.get_initial_state(
+                batch_size=ops.shape(sequences)[0], memory=prepared
+            )
+        else:
             initial_state = self.initial_state_from(initial_state, memory=prepared)
-        noisy = [m for m in self.cell.mechanisms if _noisy(m)]
-        memories = self.cell._memories(prepared)
-        draws = []
+        initial_state = [
+            ops.convert_to_tensor(s, dtype=cell.compute_dtype) for s in initial_state
+        ]
+        # fixed dropout masks, drawn before the loop (JAX's scan cannot draw them)
+        self._maybe_config_dropout_masks(cell, sequences[:, 0, :], initial_state)
+        memories = cell._memories(prepared)
+        widths = []
         static = all(mem.values.shape[1] is not None for mem in memories)
-        if training and noisy and static:
-            # the sigmoid noise of every step, drawn here: JAX cannot advance a seed
-            # generator inside its scan; the cell splits it off its step inputs. (A
-            # memory length unknown while tracing, TensorFlow only, draws in the loop.)
+        if training and static and any(_noisy(m) for m in cell.mechanisms):
+            # the sigmoid noise of every step, drawn here and carried as extra input
+            # columns: JAX cannot advance a seed generator inside its scan. (A memory
+            # length unknown while tracing, TensorFlow only, draws in the loop.)
             batch, steps = ops.shape(sequences)[0], ops.shape(sequences)[1]
-            for mechanism, mem in zip(self.cell.mechanisms, memories):
-                if _noisy(mechanism):
-                    shape = (batch, steps, ops.shape(mem.values)[1])
-                    draws.append(ops.cast(mechanism.draw_noise(shape), sequences.dtype))
+            draws = []
+            for mechanism, mem in zip(cell.mechanisms, memories):
+                width = int(mem.values.shape[1]) if _noisy(mechanism) else 0
+                widths.append(width)
+                if width:
+                    draws.append(ops.cast(
+                        mechanism.draw_noise((batch, steps, width)), sequences.dtype
+                    ))
             sequences = ops.concatenate([sequences] + draws, axis=-1)
-        with self.cell.attending(prepared, emit_alignments=self.return_alignments):
-            self.cell._slot.noise_width = sum(int(d.shape[-1]) for d in draws)
-            try:
-                result = super().call(
-                    sequences, initial_state=initial_state, mask=mask, training=training
-                )
-            finally:
-                self.cell._slot.noise_width = 0
+        noise_width = sum(widths)
+
+        def step(inputs, states):
+            noise = None
+            if noise_width:  # split the pre-drawn noise off the step's inputs
+                inputs, draws = inputs[:, :-noise_width], inputs[:, -noise_width:]
+                noise, start = [], 0
+                for width in widths:
+                    noise.append(draws[:, start : start + width] if width else None)
+                    start += width
+            return cell(
+                inputs, states, memory=prepared, training=training, noise=noise,
+                return_alignments=self.return_alignments,
+            )
+
+        last_output, outputs, states = backend_rnn(
+            step,
+            sequences,
+            initial_state,
+            go_backwards=False,
+            mask=mask,
+            unroll=self.unroll,
+            input_length=sequences.shape[1],
+            zero_output_for_mask=self.zero_output_for_mask,
+            return_all_outputs=self.return_sequences,
+        )
+        self._maybe_reset_dropout_masks(cell)
+        output = ops.cast(outputs if self.return_sequences else last_output,
+                          self.compute_dtype)
+        states = [ops.cast(s, self.compute_dtype) for s in tree.flatten(states)]
+        result = (output, *states) if self.return_state else output
         if not self.return_alignments:
             return result
         output, states = (result[0], list(result[1:])) if self.return_state else (result, [])
@@ -996,7 +920,6 @@ class AttentiveRNN(keras.layers.RNN):
         output, alignments = output[..., :width], output[..., width:]
         if self.cell._multi:  # one [batch, Tq, Tk_k] block per mechanism, in order
             blocks, start = [], 0
-            memories = self.cell._memories(prepared)
             for index, mem in enumerate(memories):
                 if index == len(memories) - 1:
                     blocks.append(alignments[..., start:])

@@ -14,16 +14,31 @@ equations; `cell_from_tfa_config` turns a TFA cell's `get_config()` into such a 
 | `PeepholeLSTMCell` | `LSTMCell(peephole=True)` |
 | `NASCell` | `NASCell` (states [h, c], TFA's were [c, h]) |
 | `ESNCell` | `ESNCell` |
+
+and `AttentionWrapper(cell, mechanism, ...)`, with TFA's arguments, builds the
+`kerasrnn.AttentionCell` that computes what TFA's wrapper computed:
+
+| TF Addons `AttentionWrapper` | kerasrnn `AttentionCell` piece |
+|---|---|
+| run the cell, then attend with its output, input feeding (TFA's `cell_input_fn`) | `RunThenAttend()` |
+| `attention_layer_size=n` (a linear layer on [h; c]) | `LinearProjection(n)` |
+| `attention_layer_size=None` (the context itself) | `ContextProjection()` |
+| `attention_layer=layer` (applied to [h; c]) | `LayerProjection(layer)` |
+| `output_attention=False` | `RunThenAttend(output_attention=False)` |
+| `alignment_history=True` | `alignment_history=True` |
 """
 import pathlib
 
 import keras
 import numpy as np
 
+from kerasrnn.cells.attentive import AttentionCell
 from kerasrnn.cells.esn import ESNCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
 from kerasrnn.cells.nas import NASCell
+from kerasrnn.cells.projection import ContextProjection, LayerProjection, LinearProjection
+from kerasrnn.cells.step_order import RunThenAttend
 
 # TFA weight name (its last one or two path components) -> the kerasrnn weight name.
 _RENAMES = {
@@ -319,3 +334,82 @@ def cell_from_tfa_config(class_name, config):
 
 def _pick(config, names):
     return {k: config[k] for k in names if k in config}
+
+
+# ---- AttentionWrapper ----------------------------------------------------------------
+
+
+def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code reads the same
+    cell,
+    attention_mechanism,
+    attention_layer_size=None,
+    alignment_history=False,
+    output_attention=True,
+    attention_layer=None,
+    name=None,
+):
+    """The `kerasrnn.AttentionCell` that computes what TF Addons' `AttentionWrapper` did.
+
+    TFA's wrapper runs the cell on [y_t; a_{t-1}] (input feeding), attends with the new
+    cell output h_t, and makes the attention vector with its own layer:
+
+    .. math::
+
+        h_t &= \\text{cell}([y_t; a_{t-1}], s_{t-1}), \\quad
+        c_t = \\text{Attention}(h_t, h) \\\\
+        a_t &= W [h_t; c_t] \\;(\\text{attention\\_layer\\_size}), \\quad
+        f([h_t; c_t]) \\;(\\text{attention\\_layer}), \\quad
+        c_t \\;(\\text{neither})
+
+    and outputs a_t (h_t with `output_attention=False`). This builds the same cell from
+    kerasrnn's pieces: `RunThenAttend(output_attention=...)` and `LinearProjection`,
+    `LayerProjection` or `ContextProjection`. Use it in `kerasrnn.AttentiveRNN`; TFA's
+    weights load unchanged (`cell.projection.kernels` are its `attention_layer`
+    kernels). TFA's `cell_input_fn`, `attention_fn` and `initial_cell_state` are not
+    taken: write a `kerasrnn.cells.step_order.StepOrder` subclass, pass a projection, or
+    give `AttentiveRNN` an `initial_state`.
+
+    Args:
+        cell: the recurrent cell (a Keras or kerasrnn cell).
+        attention_mechanism: a `kerasrnn.Attention` layer (e.g. `LuongAttention("general")`
+            for TFA's `LuongAttention`), or a list of them.
+        attention_layer_size: TFA's: an int (or one per mechanism) for its linear layer,
+            None for no layer (the context is the attention vector).
+        alignment_history: `AttentiveRNN` returns every step's alignments by default.
+        output_attention: TFA's: False outputs the cell output h_t.
+        attention_layer: TFA's: a Keras layer (or one per mechanism) applied to [h; c],
+            instead of `attention_layer_size`.
+        name: the cell's name.
+
+    Example:
+
+    >>> import numpy as np, keras, kerasrnn
+    >>> from kerasrnn.compat.tfa import AttentionWrapper
+    >>> cell = AttentionWrapper(keras.layers.LSTMCell(8), kerasrnn.LuongAttention("general"),
+    ...                         attention_layer_size=6, alignment_history=True)
+    >>> type(cell.projection).__name__, cell.step_order
+    ('LinearProjection', RunThenAttend(input_feeding=True, output_attention=True))
+    >>> outputs, alignments = kerasrnn.AttentiveRNN(cell)(
+    ...     np.ones((2, 4, 3), "float32"), np.ones((2, 5, 8), "float32"))
+    >>> tuple(outputs.shape), tuple(alignments.shape)
+    ((2, 4, 6), (2, 4, 5))
+    """
+    if attention_layer_size is not None and attention_layer is not None:
+        raise ValueError(
+            "Give `attention_layer_size` or `attention_layer`, not both (as TF Addons); "
+            f"got attention_layer_size={attention_layer_size!r} and an attention_layer."
+        )
+    if attention_layer is not None:
+        projection = LayerProjection(attention_layer)
+    elif attention_layer_size is not None:
+        projection = LinearProjection(attention_layer_size)
+    else:
+        projection = ContextProjection()
+    return AttentionCell(
+        cell,
+        attention_mechanism,
+        RunThenAttend(input_feeding=True, output_attention=output_attention),
+        projection,
+        alignment_history=alignment_history,
+        name=name,
+    )

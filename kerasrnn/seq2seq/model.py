@@ -111,7 +111,7 @@ class Seq2Seq(keras.Model):
         dropout: dropout rate on the embeddings and on the decoder outputs.
         tie_embeddings: use the target embedding matrix as the readout weights (Press &
             Wolf 2017); the decoder output must then have width `embedding_dim` (set
-            `attention_layer_size=embedding_dim` on the `AttentionCell`).
+            `projection=kerasrnn.LuongProjection(embedding_dim)` on the `AttentionCell`).
         pad_id: padding id of both sides (default 0, `kerasrnn.data`'s `[PAD]`).
         start_id: the target start id fed at the first step (default 2, `[START]`).
         end_id: the target end id that finishes a hypothesis (default 3, `[END]`).
@@ -256,7 +256,8 @@ class Seq2Seq(keras.Model):
                 raise ValueError(
                     f"`tie_embeddings=True` needs decoder outputs of width embedding_dim="
                     f"{self.embedding_dim}, but the decoder cell outputs {width}: set "
-                    f"attention_layer_size={self.embedding_dim} on the AttentionCell."
+                    f"projection=kerasrnn.LuongProjection({self.embedding_dim}) on the "
+                    f"AttentionCell."
                 )
             self.readout_bias = self.add_weight(
                 shape=(self.target_vocab_size,), initializer="zeros", name="readout_bias"

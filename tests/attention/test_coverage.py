@@ -60,9 +60,9 @@ def test_coverage_in_the_decoder_is_the_running_sum_of_its_alignments():
     x = np.random.default_rng(1).normal(size=(B, STEPS, 3)).astype("float32")
     target_mask = np.ones((B, STEPS), bool)
     target_mask[1, 3:] = False
-    for mode in ("bahdanau", "luong"):
+    for order in (kerasrnn.AttendThenRun(), kerasrnn.RunThenAttend()):
         cell = kerasrnn.AttentionCell(
-            kerasrnn.GRUCell(DQ), kerasrnn.BahdanauAttention(UNITS, coverage=True), mode=mode
+            kerasrnn.GRUCell(DQ), kerasrnn.BahdanauAttention(UNITS, coverage=True), order
         )
         decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True, return_state=True)
         _, alignments, *states = decoder(x, memory, mask=target_mask, memory_mask=mask)

@@ -15,6 +15,7 @@ import pytest
 
 import kerasrnn
 from kerasrnn.attention import BahdanauMonotonicAttention, LuongMonotonicAttention
+from kerasrnn.compat.tfa import AttentionWrapper
 
 pytestmark = pytest.mark.core
 
@@ -121,19 +122,18 @@ def test_mechanism_today(name):
 
 
 # ---- AttentionWrapper ------------------------------------------------------------------
-TFA_LAYER = dict(attention_activation=None, context_first=False)  # W [h; c], linear
-
+# through kerasrnn.compat.tfa.AttentionWrapper, with TF Addons' own arguments
 WRAPPERS = {
     "wrapper_lstm_layer_size": (
         "lstm", lambda: kerasrnn.BahdanauAttention(UNITS),
-        dict(attention_layer_size=6, alignment_history=True, **TFA_LAYER),
+        dict(attention_layer_size=6, alignment_history=True),
     ),
     "wrapper_gru_raw_context": (
-        "gru", lambda: kerasrnn.LuongAttention("general"), dict(raw_context=True),
+        "gru", lambda: kerasrnn.LuongAttention("general"), dict(attention_layer_size=None),
     ),
     "wrapper_lstm_cell_output": (
         "lstm", lambda: kerasrnn.LuongAttention("general", scale=True),
-        dict(attention_layer_size=UNITS, output_attention=False, **TFA_LAYER),
+        dict(attention_layer_size=UNITS, output_attention=False),
     ),
     "wrapper_gru_attention_layer": (
         "gru", lambda: kerasrnn.BahdanauAttention(UNITS),
@@ -141,33 +141,46 @@ WRAPPERS = {
     ),
     "wrapper_lstm_multi": (
         "lstm", lambda: [kerasrnn.BahdanauAttention(UNITS), kerasrnn.LuongAttention("general")],
-        dict(attention_layer_size=[4, 3], alignment_history=True, **TFA_LAYER),
+        dict(attention_layer_size=[4, 3], alignment_history=True),
     ),
     "wrapper_gru_monotonic": (
         "gru", lambda: BahdanauMonotonicAttention(UNITS, score_bias_init=-0.5),
-        dict(attention_layer_size=UNITS, alignment_history=True, **TFA_LAYER),
+        dict(attention_layer_size=UNITS, alignment_history=True),
     ),
 }
 
-# what each option reverts to: the papers' defaults, as kerasrnn computed before
+# each TFA choice replaced by the papers' piece (what kerasrnn computes by default):
+# the AttentionCell arguments (step order, projection) that differ from TFA's, made
+# fresh for each test
 TODAY = {
-    "wrapper_lstm_layer_size": dict(attention_activation="tanh", context_first=True),
-    # h~ = tanh(W_c [c; h]) as wide as c (so the cell's weights still fit)
-    "wrapper_gru_raw_context": dict(raw_context=False, attention_layer_size=6),
-    "wrapper_lstm_cell_output": dict(output_attention=True),
-    "wrapper_lstm_multi": dict(attention_activation="tanh", context_first=True),
-    "wrapper_gru_monotonic": dict(attention_activation="tanh"),
+    # Luong's tanh(W_c [c; h]) in place of TFA's linear W [h; c]
+    "wrapper_lstm_layer_size": lambda: dict(projection=kerasrnn.LuongProjection(6)),
+    # a_t = tanh(W_c [c; h]) as wide as c (so the cell's weights still fit), not a_t = c
+    "wrapper_gru_raw_context": lambda: dict(projection=kerasrnn.LuongProjection(6)),
+    # the attention vector as the output, not the cell output
+    "wrapper_lstm_cell_output": lambda: dict(
+        step_order=kerasrnn.RunThenAttend(), projection=kerasrnn.LinearProjection(UNITS)
+    ),
+    "wrapper_lstm_multi": lambda: dict(projection=kerasrnn.LuongProjection([4, 3])),
+    "wrapper_gru_monotonic": lambda: dict(projection=kerasrnn.LuongProjection(UNITS)),
 }
 
 
-def _wrapper(name, overrides=None):
+def _wrapper(name, today=None):
     data = _load(name)
     kind, mechanisms, options = WRAPPERS[name]
-    options = {**options, **(overrides or {})}
+    options = dict(options)
     if isinstance(options.get("attention_layer"), keras.layers.Layer):
         options["attention_layer"] = keras.layers.Dense(5, activation="tanh")
     cell = (keras.layers.LSTMCell if kind == "lstm" else keras.layers.GRUCell)(UNITS)
-    attention_cell = kerasrnn.AttentionCell(cell, mechanisms(), mode="luong", **options)
+    attention_cell = AttentionWrapper(cell, mechanisms(), **options)
+    if today is not None:  # the same cell and mechanisms with the papers' pieces
+        pieces = {"step_order": attention_cell.step_order, "projection": attention_cell.projection,
+                  **today}
+        attention_cell = kerasrnn.AttentionCell(
+            cell, attention_cell.attention, alignment_history=attention_cell.alignment_history,
+            **pieces,
+        )
     decoder = kerasrnn.AttentiveRNN(attention_cell, return_state=True)
     multi = isinstance(attention_cell.attention, list)
     memory = [data["memory0"], data["memory1"]] if multi else data["memory0"]
@@ -177,18 +190,18 @@ def _wrapper(name, overrides=None):
         getattr(cell, weight).assign(data[f"cell/{weight}"])
     for index, mechanism in enumerate(attention_cell.mechanisms):
         _set_mechanism_weights(mechanism, data, f"mech{index}")
-    if attention_cell.attention_layer is not None:
-        layer = attention_cell.attention_layer
-        layer.kernel.assign(data["layer0/kernel"])
-        layer.bias.assign(data["layer0/bias"])
-    for index, kernel in enumerate(attention_cell.attention_kernels):
+    projection = attention_cell.projection
+    if isinstance(projection, kerasrnn.LayerProjection):
+        projection.layers.kernel.assign(data["layer0/kernel"])
+        projection.layers.bias.assign(data["layer0/bias"])
+    for index, kernel in enumerate(getattr(projection, "kernels", [])):
         if f"layer{index}/kernel" in data:  # (a `today` variant may have its own W_c)
             kernel.assign(data[f"layer{index}/kernel"])
     return data, decoder, memory, mask
 
 
-def _compare(name, overrides=None):
-    data, decoder, memory, mask = _wrapper(name, overrides)
+def _compare(name, today=None):
+    data, decoder, memory, mask = _wrapper(name, today)
     results = decoder(data["inputs"], memory, memory_mask=mask)
     cell = decoder.cell
     if decoder.return_alignments:
@@ -197,7 +210,7 @@ def _compare(name, overrides=None):
     else:
         outputs, *states = results
         alignments = []
-    count = len(cell._cell_sizes)
+    count = len(cell.cell_state_sizes)
     return data, {
         "outputs": _np(outputs),
         "final_cell_state": np.concatenate([_np(s) for s in states[:count]], axis=-1),
@@ -221,7 +234,7 @@ def test_attention_wrapper_matches_tfa(name):
 @pytest.mark.parametrize("name", list(TODAY))
 def test_attention_wrapper_today(name):
     """The papers' formula in place of each TFA option gives other outputs."""
-    data, ours = _compare(name, TODAY[name])
+    data, ours = _compare(name, TODAY[name]())
     assert np.abs(ours["outputs"] - data["outputs"]).max() > 1e-2
 
 

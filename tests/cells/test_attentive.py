@@ -66,12 +66,18 @@ def _np_decoder(mode, cell, x, memory, source_mask, target_mask, feeding=True):
     return np.stack(outputs, 1), np.stack(alignments, 1), s
 
 
+def _order(mode, feeding=True):
+    """The step order of each paper: attend-then-run (Bahdanau), run-then-attend (Luong)."""
+    if mode == "bahdanau":
+        return kerasrnn.AttendThenRun()
+    return kerasrnn.RunThenAttend(input_feeding=feeding)
+
+
 def _cell(mode, feeding=True, inner=None):
     return kerasrnn.AttentionCell(
         inner or kerasrnn.SimpleRNNCell(UNITS),
         kerasrnn.BahdanauAttention(5),
-        mode=mode,
-        input_feeding=feeding,
+        _order(mode, feeding),
     )
 
 
@@ -108,14 +114,14 @@ def test_luong_sequence_attention_equals_step_by_step_in_the_cell():
     x, memory, source_mask, _ = _data()
     attention = kerasrnn.LuongAttention("general")
     cell = kerasrnn.AttentionCell(
-        kerasrnn.LSTMCell(UNITS), attention, mode="luong", input_feeding=False
+        kerasrnn.LSTMCell(UNITS), attention, kerasrnn.RunThenAttend(input_feeding=False)
     )
     decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True)
     outputs, alignments = decoder(x, memory, memory_mask=source_mask)
     h = keras.layers.RNN(cell.cell, return_sequences=True)(x)  # the same LSTM weights
     context, weights = attention(h, memory, mask=source_mask, return_attention_scores=True)
     attentional = ops.tanh(
-        ops.matmul(ops.concatenate([context, h], -1), cell.attention_kernel)
+        ops.matmul(ops.concatenate([context, h], -1), cell.projection.kernels[0])
     )
     np.testing.assert_allclose(numpy(alignments), numpy(weights), atol=1e-5)
     np.testing.assert_allclose(numpy(outputs), numpy(attentional), atol=1e-5)
@@ -172,7 +178,7 @@ def test_keras_cells_and_stacks_can_be_wrapped():
         ("bahdanau", lambda: keras.layers.StackedRNNCells([kerasrnn.GRUCell(6), kerasrnn.LSTMCell(UNITS)])),
     )
     for mode, make in factories:
-        cell = kerasrnn.AttentionCell(make(), kerasrnn.LuongAttention("general"), mode=mode)
+        cell = kerasrnn.AttentionCell(make(), kerasrnn.LuongAttention("general"), _order(mode))
         out = kerasrnn.AttentiveRNN(cell)(x, memory, mask=target_mask, memory_mask=source_mask)
         width = UNITS + DM if mode == "bahdanau" else UNITS
         assert tuple(out.shape) == (B, TQ, width)
@@ -184,9 +190,14 @@ def test_plain_keras_rnn_with_bound_memory():
     cell = _cell("luong")
     decoder = kerasrnn.AttentiveRNN(cell)
     expected = decoder(x, memory, memory_mask=source_mask)
-    with cell.attending(cell.prepare_memory(memory, mask=source_mask)):
-        out = keras.layers.RNN(cell, return_sequences=True)(x)
+    bound = cell.with_memory(cell.prepare_memory(memory, mask=source_mask))
+    out = keras.layers.RNN(bound, return_sequences=True)(x)
     np.testing.assert_allclose(numpy(out), numpy(expected), atol=1e-6)
+    # the cell call takes the memory as an argument, too
+    states = cell.get_initial_state(batch_size=B)
+    prepared = cell.prepare_memory(memory, mask=source_mask)
+    first, _ = cell(x[:, 0], states, memory=prepared)
+    np.testing.assert_allclose(numpy(first), numpy(expected)[:, 0], atol=1e-6)
     with pytest.raises(ValueError, match="no encoder memory"):
         keras.layers.RNN(cell, return_sequences=True)(x)
 
@@ -214,7 +225,7 @@ def _translator(mode="bahdanau", bridge=True):
         states = kerasrnn.merge_bidirectional_states(states)  # 2 x 4 = the decoder's 8
     y = keras.layers.Embedding(12, 6, mask_zero=True)(tgt)
     attention = kerasrnn.BahdanauAttention(5) if mode == "bahdanau" else kerasrnn.LuongAttention("dot")
-    cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(UNITS), attention, mode=mode)
+    cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(UNITS), attention, _order(mode))
     outputs, alignments = kerasrnn.AttentiveRNN(cell, return_alignments=True, bridge=bridge)(
         y, sequence, initial_state=states
     )
@@ -280,14 +291,17 @@ def test_initial_state_from_bidirectional_encoder():
 
 
 def test_bad_arguments_are_named():
-    with pytest.raises(ValueError, match="`mode`"):
-        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), mode="x")
+    with pytest.raises(TypeError, match="`step_order`"):
+        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), "luong")
+    with pytest.raises(TypeError, match="`projection`"):
+        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4),
+                               projection="tanh")
     with pytest.raises(ValueError, match="`attention`"):
         kerasrnn.AttentionCell(kerasrnn.GRUCell(4), "additive")
     with pytest.raises(ValueError, match="`cell`"):
         kerasrnn.AttentionCell(keras.layers.Dense(4), kerasrnn.BahdanauAttention(4))
-    with pytest.raises(ValueError, match="`attention_layer_size`"):
-        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), attention_layer_size=0)
+    with pytest.raises(ValueError, match="`units`"):
+        kerasrnn.LuongProjection(0)
     with pytest.raises(ValueError, match="`cell`"):
         kerasrnn.AttentiveRNN(kerasrnn.GRUCell(4))
     with pytest.raises(ValueError, match="return_sequences"):

@@ -1,5 +1,6 @@
-"""AttentionCell's newer options: several mechanisms, stateful attention in the decoder,
-TFA-style options, saving, XLA, and the error messages of the usual mistakes."""
+"""AttentionCell's pieces: several mechanisms, stateful attention in the decoder, the
+projections and step orders (TFA's through kerasrnn.compat.tfa), saving, XLA, and the
+error messages of the usual mistakes."""
 import keras
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ from keras import ops
 
 import kerasrnn
 from kerasrnn.attention import BahdanauMonotonicAttention, LuongMonotonicAttention
+from kerasrnn.compat.tfa import AttentionWrapper
 
 pytestmark = pytest.mark.core
 
@@ -67,13 +69,12 @@ def test_two_mechanisms_in_bahdanau_mode_match_numpy():
 def test_alignment_history_in_a_plain_keras_rnn():
     memories, masks = _memories()
     cell = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), kerasrnn.LuongAttention("general"), mode="luong",
+        kerasrnn.GRUCell(UNITS), kerasrnn.LuongAttention("general"), kerasrnn.RunThenAttend(),
         alignment_history=True,
     )
     memory = cell.prepare_memory(memories[0], mask=masks[0])
     x = np.ones((B, TQ, DIN), "float32")
-    with cell.attending(memory):
-        outputs = keras.layers.RNN(cell, return_sequences=True)(x)
+    outputs = keras.layers.RNN(cell.with_memory(memory), return_sequences=True)(x)
     assert tuple(outputs.shape) == (B, TQ, UNITS + 5)
     history = _np(outputs[..., UNITS:])
     np.testing.assert_allclose(history.sum(-1), 1.0, atol=1e-5)
@@ -87,24 +88,27 @@ def test_alignment_history_in_a_plain_keras_rnn():
 
 
 CONFIGS = {
-    "multi": lambda: kerasrnn.AttentionCell(
+    "multi": lambda: AttentionWrapper(
         kerasrnn.LSTMCell(UNITS),
         [kerasrnn.BahdanauAttention(5, probability_fn="sparsemax"),
          BahdanauMonotonicAttention(4, mode="recursive", score_bias_init=-1.0)],
-        mode="luong", attention_layer_size=[3, 2], attention_activation=None,
-        context_first=False, alignment_history=True,
+        attention_layer_size=[3, 2], alignment_history=True,
     ),
     "coverage_output": lambda: kerasrnn.AttentionCell(
         kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5, coverage=True),
-        mode="luong", output_attention=False,
+        kerasrnn.RunThenAttend(output_attention=False),
     ),
     "attention_layer": lambda: kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), LuongMonotonicAttention(mode="hard"), mode="luong",
-        attention_layer=keras.layers.Dense(4, activation="relu"),
+        kerasrnn.GRUCell(UNITS), LuongMonotonicAttention(mode="hard"), kerasrnn.RunThenAttend(),
+        keras.layers.Dense(4, activation="relu"),
     ),
     "raw_context": lambda: kerasrnn.AttentionCell(
         kerasrnn.GRUCell(UNITS), kerasrnn.Attention("general", probability_fn="hardmax"),
-        mode="luong", raw_context=True,
+        kerasrnn.RunThenAttend(), kerasrnn.ContextProjection(),
+    ),
+    "bahdanau_tanh": lambda: kerasrnn.AttentionCell(
+        kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5), kerasrnn.AttendThenRun(),
+        kerasrnn.LuongProjection(4),
     ),
 }
 
@@ -145,7 +149,8 @@ def test_sigmoid_noise_trains_inside_the_decoder():
     keras.utils.set_random_seed(0)
     memories, _ = _memories()
     cell = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), BahdanauMonotonicAttention(5, sigmoid_noise=1.0), mode="luong"
+        kerasrnn.GRUCell(UNITS), BahdanauMonotonicAttention(5, sigmoid_noise=1.0),
+        kerasrnn.RunThenAttend(),
     )
     target = keras.Input((None, DIN))
     source = keras.Input((None, 4))
@@ -172,7 +177,7 @@ def test_memory_batch_differs_from_the_states_names_the_tiling():
     output, _, _ = cell.step(np.ones((6, DIN), "float32"), states, memory.repeat(3))
     assert tuple(output.shape) == (6, UNITS + 4)
     luong = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), kerasrnn.LuongAttention("general"), mode="luong"
+        kerasrnn.GRUCell(UNITS), kerasrnn.LuongAttention("general"), kerasrnn.RunThenAttend()
     )
     memory = luong.prepare_memory(np.ones((2, 5, 4), "float32"))
     with pytest.raises(ValueError, match=r"memory\.repeat\(2\)"):
@@ -196,7 +201,7 @@ def test_memory_of_another_width_is_named():
 
 def test_dot_score_width_error_names_the_score_and_the_fix():
     cell = kerasrnn.AttentionCell(
-        kerasrnn.LSTMCell(8), kerasrnn.LuongAttention("dot"), mode="luong"
+        kerasrnn.LSTMCell(8), kerasrnn.LuongAttention("dot"), kerasrnn.RunThenAttend()
     )
     with pytest.raises(
         ValueError,
@@ -206,29 +211,28 @@ def test_dot_score_width_error_names_the_score_and_the_fix():
                                     np.ones((2, 5, 6), "float32"))
 
 
-def test_input_feeding_false_in_bahdanau_mode_is_rejected():
-    with pytest.raises(ValueError, match="`input_feeding=False` applies to mode='luong'"):
+def test_step_order_and_projection_must_be_objects():
+    with pytest.raises(TypeError, match=r"`step_order` must be kerasrnn.AttendThenRun\(\)"):
         kerasrnn.AttentionCell(
-            kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), input_feeding=False
+            kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), step_order="bahdanau"
+        )
+    with pytest.raises(TypeError, match="`projection` must be an attention projection"):
+        kerasrnn.AttentionCell(
+            kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), projection=6
         )
 
 
 def test_bad_option_combinations_are_named():
     gru, attention = kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4)
-    with pytest.raises(ValueError, match="`raw_context=True`"):
-        kerasrnn.AttentionCell(gru, attention, mode="luong", raw_context=True,
-                               attention_layer_size=3)
-    with pytest.raises(ValueError, match="`raw_context=True`"):
-        kerasrnn.AttentionCell(gru, attention, raw_context=True)
     with pytest.raises(ValueError, match="not both"):
-        kerasrnn.AttentionCell(gru, attention, mode="luong", attention_layer_size=3,
-                               attention_layer=keras.layers.Dense(3))
+        AttentionWrapper(gru, attention, attention_layer_size=3,
+                         attention_layer=keras.layers.Dense(3))
     with pytest.raises(ValueError, match="one per attention mechanism"):
         kerasrnn.AttentionCell(gru, [attention, kerasrnn.BahdanauAttention(3)],
-                               attention_layer_size=[3])
-    with pytest.raises(ValueError, match="`attention_layer` must hold one layer"):
+                               projection=kerasrnn.LuongProjection([3]))
+    with pytest.raises(ValueError, match="one layer per attention mechanism"):
         kerasrnn.AttentionCell(gru, [attention, kerasrnn.BahdanauAttention(3)],
-                               mode="luong", attention_layer=[keras.layers.Dense(3)])
+                               kerasrnn.RunThenAttend(), [keras.layers.Dense(3)])
     two = kerasrnn.AttentionCell(gru, [attention, kerasrnn.BahdanauAttention(3)])
     with pytest.raises(ValueError, match="`keys` must be a list with one entry per"):
         two.prepare_memory(np.ones((2, 5, 4), "float32"))
@@ -250,7 +254,7 @@ def test_stateful_attention_under_greedy_and_beam_search(mechanism):
         attention = BahdanauMonotonicAttention(6, mode="parallel", score_bias_init=-0.5)
     else:
         attention = kerasrnn.BahdanauAttention(6, coverage=True)
-    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(8), attention, mode="luong")
+    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(8), attention, kerasrnn.RunThenAttend())
     embed, readout = keras.layers.Embedding(9, 4), keras.layers.Dense(9)
     source = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
     memory = cell.prepare_memory(source, mask=np.array([[1] * 5, [1, 1, 1, 0, 0]], bool))

@@ -21,7 +21,7 @@ def np_(x):
 
 def luong_model(**kwargs):
     cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(6), kerasrnn.LuongAttention("general"),
-                                  mode="luong")
+                                  kerasrnn.RunThenAttend())
     return Seq2Seq(12, 10, encoder=RNNEncoder(kerasrnn.LSTMCell(3)), decoder_cell=cell,
                    embedding_dim=5, **kwargs)
 
@@ -172,7 +172,7 @@ def test_keras_file_round_trip_gives_identical_generation(tmp_path):
 
 def test_tied_embeddings_read_out_through_the_embedding_matrix():
     cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4),
-                                  attention_layer_size=5)
+                                  projection=kerasrnn.LuongProjection(5))
     model = Seq2Seq(12, 10, decoder_cell=cell, embedding_dim=5, tie_embeddings=True)
     logits = np_(model({"source": SOURCE, "target_in": TARGET_IN}))
     assert model.readout is None
@@ -183,7 +183,7 @@ def test_tied_embeddings_read_out_through_the_embedding_matrix():
     embeddings.assign(embeddings * 2.0)
     doubled = np_(model({"source": SOURCE, "target_in": TARGET_IN}))
     assert not np.allclose(logits, doubled)
-    with pytest.raises(ValueError, match="attention_layer_size=5"):
+    with pytest.raises(ValueError, match=r"projection=kerasrnn.LuongProjection\(5\)"):
         bahdanau_model(tie_embeddings=True)({"source": SOURCE, "target_in": TARGET_IN})
 
 

@@ -33,7 +33,7 @@ def model(**kwargs):
 def test_readout_rounds_its_operands(dtype, tied):
     if tied:
         cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4),
-                                      attention_layer_size=5)
+                                      projection=kerasrnn.LuongProjection(5))
         seq2seq = Seq2Seq(12, 10, decoder_cell=cell, embedding_dim=5, tie_embeddings=True)
     else:
         seq2seq = model()
