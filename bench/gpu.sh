@@ -22,10 +22,13 @@ PYVER="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_inf
 download_hint() {
     echo "On a machine with internet, from the repository root:" >&2
     echo "  pip download --dest .whl --only-binary=:all: --python-version $PYVER \\" >&2
+    echo "      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \\" >&2
     echo "      --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \\" >&2
     echo "      keras==3.15.1 absl-py rich namex h5py optree ml-dtypes packaging" >&2
     echo "then copy .whl/ here. (pip download also fetches numpy and the other" >&2
-    echo "dependencies; this script installs only those the machine lacks.)" >&2
+    echo "dependencies; this script installs only those the machine lacks. A CUDA" >&2
+    echo "image with JAX and PyTorch usually lacks only keras, namex and optree:" >&2
+    echo "add --no-deps and name those three.)" >&2
 }
 
 TARGET="$(mktemp -d)"
