@@ -290,11 +290,12 @@ def crf_decode(potentials, mask=None, allowed_transitions=None):
 
     def backward(tag, pointer):
         previous = ops.take_along_axis(pointer, tag[:, None], axis=1)[:, 0]
-        return previous, previous
+        return previous, tag
 
-    # pointers[t] maps the tag at step t to the tag at t - 1: walk t = T-1 .. 1
-    _, earlier = ops.scan(backward, last, pointers[1:], reverse=True)
-    tags = ops.concatenate([earlier, last[None]], axis=0)
+    # pointers[t] maps the tag at step t to the tag at t - 1: walk t = T-1 .. 0, output
+    # the tag at t (over all T steps, so a one-step batch scans once, not zero times,
+    # which the torch backend's scan cannot)
+    _, tags = ops.scan(backward, last, pointers, reverse=True)
     tags = ops.moveaxis(tags, 0, 1)
     return ops.where(mask, tags, ops.zeros_like(tags)), best_score
 
