@@ -270,7 +270,7 @@ class TextTranslator:
             raise ValueError("`replace_unk` needs `max_source_length` (the alignments "
                              "decoding collects need a static source width).")
         self.replace_unk, self.options = bool(replace_unk), options
-        self._settings, self._scorer, self._constraints = _generation_options(options)
+        _generation_options(options)  # checked here, read at every decoding
         with tf.init_scope():  # eagerly, even when first made inside a tf.function
             # (a TextSide's own lookup layer, so that a SavedModel tracks just one)
             self.lookup = getattr(source, "lookup", None)
@@ -312,17 +312,18 @@ class TextTranslator:
         from kerasrnn.decoding import replace_unk
 
         beam_size = max(beam_size, n_best)
+        settings, beam_search, scorer, constraints = _generation_options(self.options)
         if beam_size <= 1:
-            strategy = decoding.GreedySearch(self._constraints)
+            strategy = decoding.GreedySearch(constraints)
         else:
-            strategy = decoding.BeamSearch(beam_size, n_best, self._scorer, self._constraints)
+            strategy = beam_search(beam_size, n_best, scorer, constraints)
         alignments = self.replace_unk or return_alignments
         # The coverage penalty reads the alignments beam search collects: a static width.
         static = alignments or strategy.needs_alignments
         ids, words, blank = self.encode(texts, static_width=static and not
                                         tf.executing_eagerly())
         result = self.model.generate(ids, strategy, return_alignments=alignments,
-                                     **self._settings)
+                                     **settings)
         names = tf.gather(self._target_tokens, tf.convert_to_tensor(result.tokens))
         if self.replace_unk:
             names = replace_unk(result, words, names, unk_id=UNK_ID)
@@ -447,16 +448,18 @@ class TextTranslator:
 
 
 def _generation_options(options):
-    """`TextTranslator`'s generate options as (`Seq2Seq.generate` settings, a
+    """`TextTranslator`'s generate options as (`Seq2Seq.generate` settings, the beam
+    search class (`beam_search`, default `kerasrnn.decoding.BeamSearch`), a
     `kerasrnn.decoding.Scorer`, `kerasrnn.decoding.Constraints`)."""
     from kerasrnn import decoding
 
     options = dict(options)
     settings = {key: options.pop(key) for key in ("max_length", "readout_dtype", "jit_compile")
                 if key in options}
+    beam_search = options.pop("beam_search", decoding.BeamSearch)
     scorer = decoding.Scorer(**{key: options.pop(key) for key in (
         "length_normalization", "alpha", "coverage_penalty_weight") if key in options})
-    return settings, scorer, decoding.Constraints(**options)
+    return settings, beam_search, scorer, decoding.Constraints(**options)
 
 
 def export_seq2seq(

@@ -237,6 +237,20 @@ def _without_dropping(strategy):
     return strategy
 
 
+class _Decode:
+    """The function one compiled TensorFlow decoder traces. A callable object, not a
+    closure: TensorFlow counts traces per function code, so the closures of one `def`
+    would share one count and print its retracing warning from the sixth strategy
+    tried on, though each is traced once."""
+
+    def __init__(self, model, settings, cache):
+        self.model, self.settings, self.cache = model, settings, cache
+
+    def __call__(self, source_ids):
+        self.cache.traces += 1
+        return tuple(self.model._decode(source_ids, **self.settings))
+
+
 def _tensorflow_decoder(model, settings, shape, cache, xla):
     """tf.function (with XLA if `xla`) over `_decode`, traced once for this source
     shape (None dimensions, inside an outer graph, stay unknown: XLA then compiles
@@ -245,12 +259,7 @@ def _tensorflow_decoder(model, settings, shape, cache, xla):
 
     if xla:
         settings = dict(settings, strategy=_without_dropping(settings["strategy"]))
-
-    def decode(source_ids):
-        cache.traces += 1
-        return tuple(model._decode(source_ids, **settings))
-
-    function = tf.function(decode, jit_compile=xla, autograph=False,
+    function = tf.function(_Decode(model, settings, cache), jit_compile=xla, autograph=False,
                            input_signature=[tf.TensorSpec(shape, tf.int32)])
     return lambda source_ids: decoding.DecodeResult(*function(source_ids))
 
