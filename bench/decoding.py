@@ -118,9 +118,9 @@ def main(argv=None):
         parser.error("the old path is the translator's tf.function: run on tensorflow")
     lengths, batches = source_batches(args.data, args.sentences)
     model = build_model()
-    options = dict(method=args.method, max_length=args.max_length, return_alignments=False)
-    if args.method == "beam":
-        options.update(beam_size=args.beam_size, n_best=args.beam_size)
+    strategy = (kerasrnn.decoding.BeamSearch(args.beam_size) if args.method == "beam"
+                else kerasrnn.decoding.GreedySearch())
+    options = dict(strategy=strategy, max_length=args.max_length, return_alignments=False)
     print(f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__}; "
           f"load {os.getloadavg()[0]:.1f}; {args.method}"
           + (f" {args.beam_size}" if args.method == "beam" else "")

@@ -1,5 +1,5 @@
 """BLEU of a trained translator under beam-search settings: length normalisation, the
-GNMT length and coverage penalties, and the two stop rules (`kerasrnn.decoding.beam_search`).
+GNMT length and coverage penalties, and the two stop rules (`kerasrnn.decoding.BeamSearch`, `CompetingBeamSearch`).
 
 Decodes test_2016_flickr (1,000 sentences) with a run of `bench/translator.py` once per
 setting and prints one table: sacreBLEU corpus BLEU (cased unless the run lower-cased),
@@ -18,6 +18,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from kerasrnn.decoding import CompetingBeamSearch  # noqa: E402
 from recipes import common, translator  # noqa: E402
 import timing  # noqa: E402  (bench/, the script's folder)
 
@@ -37,9 +38,9 @@ SETTINGS = [
     ("average, coverage beta=0.2", dict(length_normalization="average",
                                         coverage_penalty_weight=0.2)),
     ("average, stop_rule=compete", dict(length_normalization="average",
-                                        stop_rule="compete")),
+                                        beam_search=CompetingBeamSearch)),
     ("wu alpha=0.6, stop_rule=compete", dict(length_normalization="wu", alpha=0.6,
-                                             stop_rule="compete")),
+                                             beam_search=CompetingBeamSearch)),
 ]
 
 

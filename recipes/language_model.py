@@ -770,27 +770,35 @@ def prompt_states(step, initial_states, ids, lengths):
     return states, last
 
 
-def decode(config, step, states, start, max_length, sampler=None):
-    """Continuation ids `(batch, max_length)` with the configured method."""
+# The configuration keys of each `--method`'s kerasrnn.decoding strategy (an option
+# table: `kerasrnn.decoding.get` makes the strategy).
+STRATEGY_OPTIONS = {
+    "greedy": lambda config: {},
+    "sample": lambda config: dict(temperature=config["temperature"],
+                                  top_k=config["top_k"] or None,
+                                  top_p=config["top_p"] or None, seed=config["seed"]),
+    "beam": lambda config: dict(beam_size=config["beam_size"], n_best=1, scorer={
+        "length_normalization": config["length_normalization"] or None}),
+}
+
+
+def decoding_strategy(config):
+    """The configured `kerasrnn.decoding` strategy (`--method` and its options)."""
     from kerasrnn import decoding
-    from kerasrnn.data.vocabulary import END_ID
 
     method = config["method"]
-    if method == "greedy":
-        return decoding.greedy_search(step, start, states, max_length, end_token=END_ID).tokens[:, 0]
-    if method == "sample":
-        sampler = sampler or decoding.make_sampler(
-            config["temperature"], config["top_k"] or None, config["top_p"] or None,
-            seed=config["seed"],
-        )
-        return decoding.decode_with_sampler(sampler, step, start, states, max_length, END_ID).tokens[:, 0]
-    if method == "beam":
-        result = decoding.beam_search(
-            step, start, states, max_length, end_token=END_ID, beam_size=config["beam_size"],
-            n_best=1, length_normalization=config["length_normalization"] or None,
-        )
-        return result.tokens[:, 0]
-    raise ConfigError(f"`method` must be 'greedy', 'sample' or 'beam', got {method!r}.")
+    if method not in STRATEGY_OPTIONS:
+        raise ConfigError(f"`method` must be 'greedy', 'sample' or 'beam', got {method!r}.")
+    strategy = type(decoding.get(method))
+    return strategy.from_config(STRATEGY_OPTIONS[method](config))
+
+
+def decode(config, step, states, start, max_length):
+    """Continuation ids `(batch, max_length)` with the configured strategy."""
+    from kerasrnn.data.vocabulary import END_ID
+
+    strategy = decoding_strategy(config)
+    return strategy(step, start, states, max_length, end_token=END_ID).tokens[:, 0]
 
 
 def first_token(config):

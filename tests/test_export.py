@@ -134,18 +134,18 @@ def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
     served = json.loads(result.stdout.strip().splitlines()[-1])
 
     # the same as the in-process model: ids -> generate -> tokens joined
-    def local(method, **kwargs):
+    def local(strategy):
         rows = [source_vocab.encode(t.split()[:4]) or [0] for t in texts]
         ids = keras.utils.pad_sequences(rows, padding="post")
-        out = model.generate(ids, method=method, max_length=7, **kwargs)
+        out = model.generate(ids, strategy, max_length=7)
         tokens = keras.ops.convert_to_numpy(out.tokens)
         strings = [["".join(target_vocab.decode(r, skip_special=True)) for r in row]
                    for row in tokens]
         return strings, keras.ops.convert_to_numpy(
-            out.log_probs if method == "greedy" else out.scores)
+            out.log_probs if strategy == "greedy" else out.scores)
 
     greedy, greedy_scores = local("greedy")
-    beam, beam_scores = local("beam", beam_size=3, n_best=2)
+    beam, beam_scores = local(kerasrnn.decoding.BeamSearch(3, n_best=2))
     for i, text in enumerate(texts):
         if text.strip():
             assert served["translation"][i] == greedy[i][0]
@@ -206,12 +206,13 @@ def test_text_translator_coverage_penalty_decodes_like_generate():
     keras.utils.set_random_seed(3)
     model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=6, units=8,
                                      max_source_length=5)
-    options = dict(max_length=6, length_normalization="wu", coverage_penalty_weight=0.7)
-    texts = TextTranslator(model, vocab, vocab, **options)
+    texts = TextTranslator(model, vocab, vocab, max_length=6, length_normalization="wu",
+                           coverage_penalty_weight=0.7)
     rows = texts.translate(["a b c", "d a"], beam_size=3, n_best=3)
     ids = keras.utils.pad_sequences([vocab.encode(["a", "b", "c"]), vocab.encode(["d", "a"])],
                                     maxlen=5, padding="post")
-    expected = model.generate(ids, "beam", beam_size=3, n_best=3, **options)
+    expected = model.generate(ids, kerasrnn.decoding.BeamSearch(
+        3, scorer=kerasrnn.decoding.Scorer("wu", coverage_penalty_weight=0.7)), max_length=6)
     tokens = keras.ops.convert_to_numpy(expected.tokens)
     scores = keras.ops.convert_to_numpy(expected.scores)
     for row, row_tokens, row_scores in zip(rows, tokens, scores):

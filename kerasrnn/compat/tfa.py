@@ -413,3 +413,27 @@ def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code re
         alignment_history=alignment_history,
         name=name,
     )
+
+
+# ---- BeamSearchDecoder ---------------------------------------------------------------
+
+
+def beam_search_decoder(beam_width, length_penalty_weight=0.0, coverage_penalty_weight=0.0,
+                        constraints=None):
+    """TensorFlow Addons' `BeamSearchDecoder` ranking as a kerasrnn decoding strategy:
+    `kerasrnn.decoding.CompetingBeamSearch` (finished hypotheses stay in the beam and
+    compete) with `kerasrnn.decoding.TFAScorer` (GNMT length penalty with alpha =
+    `length_penalty_weight`, the end token not counted at the step that picks it),
+    which reproduce TFA's ids, scores and lengths (tests/decoding/test_tfa_beam.py).
+
+    Example:
+
+    >>> from kerasrnn.compat import tfa
+    >>> tfa.beam_search_decoder(5, length_penalty_weight=0.6).scorer.alpha
+    0.6
+    """
+    from kerasrnn import decoding
+
+    return decoding.CompetingBeamSearch(
+        beam_width, scorer=decoding.TFAScorer(length_penalty_weight, coverage_penalty_weight),
+        constraints=constraints)

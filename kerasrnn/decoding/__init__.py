@@ -1,34 +1,48 @@
-"""Decoding: greedy, sampling and beam search over any step function.
+"""Decoding strategies as objects, over any step function.
 
 A decoder is a step function `step_fn(tokens, states) -> (logits, states)` (or
 `(logits, states, alignments)`): int32 tokens `(batch,)` in, unnormalised next-token
 scores `(batch, vocab_size)` out, any nested structure of `(batch, ...)` state tensors
 carried along, and optionally the step's attention weights `(batch, source_length)`.
-All loops are `keras.ops.while_loop`s over tensors (batched; usable in `tf.function`,
-XLA, a SavedModel or `jax.jit`), and all return a `DecodeResult` with hypotheses along
-axis 1: tokens `(batch, n_best, max_length)`, `n_best = 1` for greedy and sampling.
+
+A strategy (`GreedySearch`, `RandomSampling`, `BeamSearch`, `CompetingBeamSearch`, or a
+subclass of your own) holds its options, a `Scorer` for beam search's ranking and the
+`Constraints` on the output; calling it runs one `keras.ops.while_loop` over tensors
+(batched; usable in `tf.function`, XLA, a SavedModel or `jax.jit`) and returns a
+`DecodeResult` with hypotheses along axis 1: tokens `(batch, n_best, max_length)`,
+`n_best = 1` for greedy search and sampling. `get("beam")` and `serialize` name and
+save them as keras-hub's samplers; `greedy_search`, `sample` and `beam_search` build and
+run one in a call.
 """
-from kerasrnn.decoding.beam_search import beam_search, coverage_penalty
-from kerasrnn.decoding.common import DecodeResult, length_penalty
+from kerasrnn.decoding.beam_search import BeamSearch, CompetingBeamSearch, repeat_beams
+from kerasrnn.decoding.common import DecodeResult
+from kerasrnn.decoding.constraints import Constraints
 from kerasrnn.decoding.ensemble import Ensemble
+from kerasrnn.decoding.functions import beam_search, greedy_search, sample
 from kerasrnn.decoding.replace_unk import replace_unk, unk_source_positions
-from kerasrnn.decoding.sampling import (
-    decode_with_sampler,
-    greedy_search,
-    make_sampler,
-    sample,
-)
+from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
+from kerasrnn.decoding.scorer import Scorer, TFAScorer, coverage_penalty, length_penalty
+from kerasrnn.decoding.strategy import DecodingStrategy, get, serialize
 
 __all__ = [
+    "BeamSearch",
+    "CompetingBeamSearch",
+    "Constraints",
     "DecodeResult",
+    "DecodingStrategy",
     "Ensemble",
+    "GreedySearch",
+    "RandomSampling",
+    "Scorer",
+    "TFAScorer",
     "beam_search",
     "coverage_penalty",
-    "decode_with_sampler",
+    "get",
     "greedy_search",
     "length_penalty",
-    "make_sampler",
+    "repeat_beams",
     "replace_unk",
     "sample",
+    "serialize",
     "unk_source_positions",
 ]

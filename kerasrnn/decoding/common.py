@@ -1,6 +1,5 @@
-"""What greedy, sampling and beam search share: the result type, the step-function
-contract (and its checks), length limits, the constraints on the next token and the
-length and coverage penalties."""
+"""What every decoding strategy shares: the result type, the step-function contract
+(and its checks), the per-example length limits and the loops' buffer writes."""
 import collections
 import copy
 
@@ -116,6 +115,7 @@ class StepFunction:
         # log-probabilities; they are then used as they are, never renormalised.
         self.outputs_log_probs = bool(getattr(step_fn, "outputs_log_probs", False))
         logits, _, alignments = self(start_tokens, states)
+        self.first_logits = logits  # beam search checks its rows (tiled memory)
         self.vocab_size = logits.shape[-1]
         self.has_alignments = alignments is not None
         self.source_length = alignments.shape[-1] if self.has_alignments else None
@@ -226,29 +226,6 @@ def length_limits(batch_size, max_length, source_lengths=None, max_length_ratio=
     return ops.clip(ratio_limits, 1, max_length)
 
 
-LENGTH_NORMALIZATIONS = (None, "average", "gnmt", "wu")
-
-
-def length_penalty(lengths, length_normalization, alpha=0.6):
-    """The divisor lp(t) of the ranking score log p(y) / lp(t).
-
-    * `None`: lp = 1, the raw log-probability (favours short outputs);
-    * `"average"`: lp = t, the mean log-probability per token (1/t sum_i log p(y_i|...));
-    * `"gnmt"` or its alias `"wu"`: lp = ((5 + t) / 6) ** alpha (Wu et al. 2016, GNMT).
-    """
-    lengths = ops.cast(lengths, "float32")
-    if length_normalization is None:
-        return ops.ones_like(lengths)
-    if length_normalization == "average":
-        return ops.maximum(lengths, 1.0)
-    if length_normalization in ("gnmt", "wu"):
-        return ops.power((5.0 + lengths) / 6.0, float(alpha))
-    raise ValueError(
-        "`length_normalization` must be None, 'average', 'gnmt' or 'wu' (the same), got "
-        f"length_normalization={length_normalization!r}."
-    )
-
-
 def write_step(buffer, t, values, axis):
     """`buffer` with `values` written at position `t` of `axis` (`values` has the
     buffer's shape without that axis): the loops' per-step write into their output
@@ -270,6 +247,3 @@ def write_step(buffer, t, values, axis):
     here = ops.reshape(ops.equal(ops.arange(buffer.shape[axis], dtype="int32"), t), shape)
     return ops.where(here, ops.cast(values, buffer.dtype), buffer)
 
-
-def map_states(fn, states):
-    return keras.tree.map_structure(fn, states)

@@ -1,58 +1,181 @@
-"""Constraints on the next token, shared by greedy search, sampling and beam search:
-a user's logits processor, a minimum length and n-gram blocking."""
+"""What a decoder may generate, shared by every strategy: `Constraints` (length limits,
+a minimum length, n-gram blocking, forbidden tokens, logits processors) and `NextToken`,
+which applies them to one step's logits."""
+import keras
 from keras import ops
 
-from kerasrnn.decoding.common import NEG_INF, check_count
+from kerasrnn.decoding.common import NEG_INF, check_count, length_limits
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class Constraints:
+    """The rules on a decoder's output, given once and shared by every strategy.
+
+    Per step t (t tokens generated so far, `tokens` the `(rows, max_length)` buffer of
+    them with `pad_token` from position t on) the step's logits z become the
+    log-probabilities a strategy chooses from:
+
+    1. each logits processor in order: z <- processor(t, tokens, z);
+    2. forbidden tokens: z_v <- -inf (renormalised away: they are never generated);
+    3. log p = log_softmax(z);
+    4. blocked tokens get log p = -inf *without* renormalising the rest (so scores
+       stay the decoder's log-probabilities): the end token while t < `min_length`,
+       and every token that would repeat an n-gram of the hypothesis.
+
+    and the number of tokens an example may generate is
+    min(max_length, ceil(max_length_ratio * source_length)) when `max_length_ratio`
+    is set (the strategy is then called with `source_lengths`).
+
+    Args:
+        min_length: the end token is not allowed before `min_length` other tokens.
+        block_ngram_repeat: n; no n-gram occurs twice in an output (1: no token twice).
+        forbidden_tokens: ids never generated (e.g. [UNK]).
+        max_length_ratio: example b generates at most ceil(ratio * source_lengths[b])
+            tokens (at least one, at most `max_length`).
+        logits_processors: a list of callables `(step, tokens, logits) -> logits`,
+            applied first, in order: forced prefixes and other rules of your own.
+            A processor registered with `keras.saving.register_keras_serializable`
+            survives `get_config`; a lambda does not.
+
+    Example:
+
+    >>> import kerasrnn
+    >>> rules = kerasrnn.decoding.Constraints(min_length=2, forbidden_tokens=[1])
+    >>> greedy = kerasrnn.decoding.GreedySearch(constraints=rules)
+    >>> beam = kerasrnn.decoding.BeamSearch(beam_size=3, constraints=rules)
+    >>> greedy.constraints.get_config()["forbidden_tokens"]
+    [1]
+    """
+
+    def __init__(self, min_length=None, block_ngram_repeat=None, forbidden_tokens=(),
+                 max_length_ratio=None, logits_processors=()):
+        self.min_length = check_count("min_length", min_length)
+        self.block_ngram_repeat = check_count("block_ngram_repeat", block_ngram_repeat,
+                                              minimum=1)
+        forbidden_tokens = list(forbidden_tokens)
+        for token in forbidden_tokens:
+            check_count("forbidden_tokens", token)
+        self.forbidden_tokens = forbidden_tokens
+        if max_length_ratio is not None and (
+            isinstance(max_length_ratio, bool) or float(max_length_ratio) <= 0
+        ):
+            raise ValueError(
+                f"`max_length_ratio` must be a positive number or None, got "
+                f"{max_length_ratio!r}."
+            )
+        self.max_length_ratio = max_length_ratio
+        if callable(logits_processors):
+            raise TypeError(
+                "`logits_processors` takes a list of callables; got one callable: pass "
+                "[processor]."
+            )
+        logits_processors = list(logits_processors)
+        for processor in logits_processors:
+            if not callable(processor):
+                raise TypeError(
+                    "`logits_processors` must hold callables (step, tokens, logits) -> "
+                    f"logits, got {processor!r}."
+                )
+        self.logits_processors = logits_processors
+
+    def limits(self, batch_size, max_length, source_lengths=None):
+        """Per-example maximum number of generated tokens, int32 `(batch,)`."""
+        if source_lengths is not None and self.max_length_ratio is None:
+            source_lengths = None  # the lengths only matter with a ratio
+        return length_limits(batch_size, max_length, source_lengths, self.max_length_ratio)
+
+    def next_token(self, end_token, outputs_log_probs=False):
+        """The per-step function applying these constraints (see `NextToken`)."""
+        return NextToken(self, end_token, outputs_log_probs)
+
+    def cache_key(self):
+        """A hashable summary (processors by identity) for compiled-decoder caches."""
+        return (tuple(self.forbidden_tokens), self.min_length, self.block_ngram_repeat,
+                self.max_length_ratio, tuple(self.logits_processors))
+
+    def get_config(self):
+        return {
+            "min_length": self.min_length,
+            "block_ngram_repeat": self.block_ngram_repeat,
+            "forbidden_tokens": list(self.forbidden_tokens),
+            "max_length_ratio": self.max_length_ratio,
+            "logits_processors": [keras.saving.serialize_keras_object(p)
+                                  for p in self.logits_processors],
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["logits_processors"] = [
+            keras.saving.deserialize_keras_object(p) if isinstance(p, dict) else p
+            for p in config.get("logits_processors", ())
+        ]
+        return cls(**config)
+
+    def __repr__(self):
+        set_ = {k: v for k, v in self.get_config().items() if v not in (None, [], ())}
+        return "Constraints(" + ", ".join(f"{k}={v!r}" for k, v in set_.items()) + ")"
+
+
+def get_constraints(constraints):
+    """None -> no constraints; a `Constraints` as is; a dict -> its config."""
+    if constraints is None:
+        return Constraints()
+    if isinstance(constraints, Constraints):
+        return constraints
+    if isinstance(constraints, dict):
+        if "class_name" in constraints:
+            return keras.saving.deserialize_keras_object(constraints)
+        return Constraints(**constraints)
+    raise TypeError(
+        "`constraints` must be a kerasrnn.decoding.Constraints, its config dict or None; "
+        f"got {constraints!r}."
+    )
 
 
 class NextToken:
-    """Turns a step's logits into the log-probabilities a decoder chooses from.
+    """One step's logits -> (log-probabilities to choose from, logits for a sampler),
+    under `constraints` (see `Constraints` for the order of the rules).
 
-    Per step t (t tokens generated so far, `tokens` the `(rows, max_length)` buffer of
-    them with `pad_token` from position t on):
-
-    1. `logits_processor(t, tokens, logits) -> logits`, the user's hook (forbidden
-       tokens, forced prefixes, ...);
-    2. log p = log_softmax(logits) (skipped for a step function that declares
-       `outputs_log_probs`, e.g. an ensemble: its log-probabilities are used as they are);
-    3. blocked tokens get log p = NEG_INF, *without* renormalising the rest (so scores
-       stay the decoder's log-probabilities): the end token while t < `min_length`,
-       and every token that would repeat an n-gram of the hypothesis
-       (`block_ngram_repeat=n`).
+    A step function that declares `outputs_log_probs` (an `Ensemble`) returns
+    log-probabilities: they are used as they are, never renormalised.
     """
 
-    def __init__(
-        self,
-        end_token,
-        min_length=None,
-        block_ngram_repeat=None,
-        logits_processor=None,
-        outputs_log_probs=False,
-    ):
+    def __init__(self, constraints, end_token, outputs_log_probs=False):
         self.end_token = end_token
-        self.min_length = check_count("min_length", min_length)
-        self.ngram = check_count("block_ngram_repeat", block_ngram_repeat, minimum=1)
+        self.min_length = constraints.min_length
+        self.ngram = constraints.block_ngram_repeat
+        self.forbidden = constraints.forbidden_tokens
+        self.processors = constraints.logits_processors
         if self.min_length and end_token is None:
             raise ValueError("`min_length` needs an `end_token` (the token it holds back).")
-        if logits_processor is not None and not callable(logits_processor):
-            raise ValueError(
-                "`logits_processor` must be a callable (step, tokens, logits) -> logits, "
-                f"got {logits_processor!r}."
-            )
-        self.logits_processor = logits_processor
         self.outputs_log_probs = outputs_log_probs
 
     def processed_logits(self, t, tokens, logits):
-        if self.logits_processor is None:
-            return logits
-        processed = self.logits_processor(t, tokens, logits)
-        processed = ops.cast(ops.convert_to_tensor(processed), "float32")
-        if tuple(processed.shape[1:]) != tuple(logits.shape[1:]) or len(processed.shape) != 2:
-            raise ValueError(
-                "`logits_processor(step, tokens, logits)` must return logits of the "
-                f"shape it received, {tuple(logits.shape)}; got {tuple(processed.shape)}."
-            )
-        return processed
+        for processor in self.processors:
+            processed = ops.cast(ops.convert_to_tensor(processor(t, tokens, logits)),
+                                 "float32")
+            if len(processed.shape) != 2 or tuple(processed.shape[1:]) != tuple(
+                logits.shape[1:]
+            ):
+                raise ValueError(
+                    "A logits processor `(step, tokens, logits) -> logits` must return "
+                    f"logits of the shape it received, {tuple(logits.shape)}; got "
+                    f"{tuple(processed.shape)} from {processor!r}."
+                )
+            logits = processed
+        if self.forbidden:
+            vocab_size = logits.shape[-1]
+            if max(self.forbidden) >= vocab_size:
+                raise ValueError(
+                    f"`forbidden_tokens` holds id {max(self.forbidden)}, outside the "
+                    f"decoder's vocabulary of {vocab_size}."
+                )
+            ids = ops.arange(vocab_size, dtype="int32")[:, None]
+            forbidden = ops.any(ops.equal(ids, ops.convert_to_tensor(
+                self.forbidden, "int32")[None, :]), axis=1)
+            logits = ops.where(forbidden[None, :], NEG_INF, logits)
+        return logits
 
     def blocked(self, t, tokens, vocab_size):
         """bool `(rows, vocab_size)`: tokens not allowed at step t; None if none are."""

@@ -154,6 +154,7 @@ class TextTranslator:
             raise ValueError("`replace_unk` needs `max_source_length` (the alignments "
                              "decoding collects need a static source width).")
         self.replace_unk, self.options = bool(replace_unk), options
+        _generation_options(options)  # checked here, read at every decoding
         with tf.init_scope():  # eagerly, even when first made inside a tf.function
             # (a TextSide's own lookup layer, so that a SavedModel tracks just one)
             self.lookup = getattr(source, "lookup", None)
@@ -190,21 +191,23 @@ class TextTranslator:
         `beam_size` 1, else beam search widened to `n_best` beams), its output tokens
         as strings `(batch, n, length)` (``[UNK]`` replaced with `replace_unk`), the
         source tokens and the blank mask (TensorFlow ops)."""
+        from kerasrnn import decoding
         from kerasrnn.data import UNK_ID
         from kerasrnn.decoding import replace_unk
 
         beam_size = max(beam_size, n_best)
-        # The coverage penalty reads the alignments beam search collects.
-        alignments = (self.replace_unk or return_alignments
-                      or bool(self.options.get("coverage_penalty_weight")))
-        ids, words, blank = self.encode(texts, static_width=alignments and not
-                                        tf.executing_eagerly())
+        settings, beam_search, scorer, constraints = _generation_options(self.options)
         if beam_size <= 1:
-            result = self.model.generate(ids, "greedy", return_alignments=alignments,
-                                         **self.options)
+            strategy = decoding.GreedySearch(constraints)
         else:
-            result = self.model.generate(ids, "beam", beam_size=beam_size, n_best=n_best,
-                                         return_alignments=alignments, **self.options)
+            strategy = beam_search(beam_size, n_best, scorer, constraints)
+        alignments = self.replace_unk or return_alignments
+        # The coverage penalty reads the alignments beam search collects: a static width.
+        static = alignments or strategy.needs_alignments
+        ids, words, blank = self.encode(texts, static_width=static and not
+                                        tf.executing_eagerly())
+        result = self.model.generate(ids, strategy, return_alignments=alignments,
+                                     **settings)
         names = tf.gather(self._target_tokens, tf.convert_to_tensor(result.tokens))
         if self.replace_unk:
             names = replace_unk(result, words, names, unk_id=UNK_ID)
@@ -293,6 +296,21 @@ class TextTranslator:
              "translate_n_best": (translate_n_best, signature)},
             track=[self.lookup], verbose=verbose,
         )
+
+
+def _generation_options(options):
+    """`TextTranslator`'s generate options as (`Seq2Seq.generate` settings, the beam
+    search class (`beam_search`, default `kerasrnn.decoding.BeamSearch`), a
+    `kerasrnn.decoding.Scorer`, `kerasrnn.decoding.Constraints`)."""
+    from kerasrnn import decoding
+
+    options = dict(options)
+    settings = {key: options.pop(key) for key in ("max_length", "readout_dtype", "jit_compile")
+                if key in options}
+    beam_search = options.pop("beam_search", decoding.BeamSearch)
+    scorer = decoding.Scorer(**{key: options.pop(key) for key in (
+        "length_normalization", "alpha", "coverage_penalty_weight") if key in options})
+    return settings, beam_search, scorer, decoding.Constraints(**options)
 
 
 def export_seq2seq(

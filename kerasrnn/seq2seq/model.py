@@ -5,18 +5,15 @@ import collections
 import keras
 from keras import ops, tree
 
-from kerasrnn import decoding
 from kerasrnn.attention.layers import AttentionMemory, BahdanauAttention
 from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN, merge_bidirectional_states
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.layers.crf import _scan as scan_sequences
 from kerasrnn.seq2seq import sampling
 from kerasrnn.seq2seq.encoder import RNNEncoder
+from kerasrnn.seq2seq.generation import GenerationMixin
 
 BRIDGES = ("dense", "copy", "zeros")
-METHODS = ("greedy", "beam", "sample")
-# `generate`'s readout precisions (`_decoding_readout`)
-READOUT_DTYPES = ("float32", "bfloat16", "float16")
 # The special ids of kerasrnn.data's vocabularies ([PAD]=0, [UNK]=1, [START]=2,
 # [END]=3); repeated here because the core never imports kerasrnn.data.
 PAD_ID, START_ID, END_ID = 0, 2, 3
@@ -47,11 +44,6 @@ def _deserialize(obj):
     return obj
 
 
-def _check_readout_dtype(dtype):
-    if dtype not in READOUT_DTYPES:
-        raise ValueError(f"`readout_dtype` must be one of {READOUT_DTYPES}; got {dtype!r}.")
-
-
 def _check_int(name, value, low, allow_none=False):
     if value is None and allow_none:
         return
@@ -60,7 +52,7 @@ def _check_int(name, value, low, allow_none=False):
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class Seq2Seq(keras.Model):
+class Seq2Seq(GenerationMixin, keras.Model):
     """An attentive encoder-decoder (Bahdanau et al. 2015; Luong et al. 2015) as a Keras
     model: source and target embeddings, a recurrent encoder, a bridge, an attentive
     decoder and a readout.
@@ -91,9 +83,10 @@ class Seq2Seq(keras.Model):
     teacher-forced.
 
     Generation: `encode(source_ids)` once per batch, `step_fn(encoded)` gives
-    `kerasrnn.decoding`'s step function, and `generate(source_ids, method=...)` runs
-    greedy search, sampling or beam search and returns tokens, scores and attention
-    alignments for every hypothesis.
+    `kerasrnn.decoding`'s step function, and `generate(source_ids, strategy)` runs a
+    decoding strategy (`GreedySearch()`, `RandomSampling(...)`, `BeamSearch(...)`; the
+    default is `compile(sampler=...)`'s, greedy before) and returns tokens, scores and
+    attention alignments for every hypothesis.
 
     Args:
         source_vocab_size: source ids are in [0, source_vocab_size).
@@ -135,7 +128,8 @@ class Seq2Seq(keras.Model):
     >>> target_in = np.array([[2, 4, 5], [2, 6, 0]])
     >>> tuple(model({"source": source, "target_in": target_in}).shape)
     (2, 3, 12)
-    >>> result = model.generate(source, method="beam", beam_size=3, max_length=5)
+    >>> beam = kerasrnn.decoding.BeamSearch(beam_size=3)
+    >>> result = model.generate(source, beam, max_length=5)
     >>> tuple(result.tokens.shape), tuple(result.alignments.shape)
     ((2, 3, 5), (2, 3, 5, 4))
     """
@@ -537,218 +531,16 @@ class Seq2Seq(keras.Model):
                                                     readout)
         return step
 
-    def _decoding_readout(self, dtype):
-        """Decoder outputs -> float32 logits, the matmul's operands in `dtype`.
-
-        logits = round(round(o) round(W)) + b, round() to `dtype`: exact for "float32";
-        for "bfloat16" / "float16" the decoder output o and the kernel W are rounded,
-        and so are their products' sums before the float32 bias b is added."""
-        _check_readout_dtype(dtype)
-        if dtype == "float32":
-            return lambda outputs: ops.cast(self._logits(outputs), "float32")
-        if self.tie_embeddings:
-            kernel, bias = ops.transpose(self.target_embedding.embeddings), self.readout_bias
-        else:
-            kernel, bias = self.readout.kernel, self.readout.bias
-        # cast once per decoding: the loop reuses it at every step
-        kernel = ops.cast(kernel, dtype)
-
-        def readout(outputs):
-            logits = ops.cast(ops.matmul(ops.cast(outputs, dtype), kernel), "float32")
-            return logits if bias is None else logits + ops.cast(bias, "float32")
-
-        return readout
-
-    def generate(
-        self,
-        source_ids,
-        method="greedy",
-        max_length=None,
-        beam_size=4,
-        n_best=None,
-        length_normalization="average",
-        alpha=0.6,
-        temperature=1.0,
-        top_k=None,
-        top_p=None,
-        seed=None,
-        max_length_ratio=None,
-        return_alignments=True,
-        readout_dtype="float32",
-        jit_compile="auto",
-        **options,
-    ):
-        """Decodes a batch of sources.
-
-        Greedy and beam search run compiled: one function per (method, options,
-        source shape) is built on the first call and reused after (a `tf.function`
-        graph on TensorFlow, `jax.jit` on JAX), so decoding batch after batch of one
-        shape traces once instead of running the loop op by op. Called inside a
-        graph (`tf.function`, `jax.jit`) it nests the compiled function in it.
-        Sampling, and the torch backend, run as called.
-
-        Args:
-            source_ids: int ids `(batch, source_length)`, padded with `pad_id`.
-            method: "greedy", "beam" or "sample" (see `kerasrnn.decoding`).
-            max_length: the most tokens generated (default `max_target_length`).
-            beam_size: beam search's k.
-            n_best: beam search: how many hypotheses to return per source, best first
-                (1 <= n_best <= beam_size; default beam_size). The search always
-                completes beam_size hypotheses and returns the n_best best of them.
-                Greedy and sampling return one.
-            length_normalization: beam search's ranking: None, "average" or "gnmt".
-            alpha: GNMT's exponent.
-            temperature: sampling temperature.
-            top_k: sampling: draw among the k most likely tokens.
-            top_p: sampling: nucleus probability.
-            seed: sampling seed (an int repeats the draw).
-            max_length_ratio: if set, source b gets at most
-                ceil(max_length_ratio * length_b) tokens.
-            return_alignments: collect the attention weights of every generated
-                token (the decoding loops need a static source length for them; in a
-                graph with a variable source length pass False).
-            readout_dtype: the precision of the readout matmul, decoding's largest
-                cost: "float32" (exact) or "bfloat16" / "float16", whose rounded
-                operands make it faster where the hardware multiplies them natively
-                (a CPU with AVX512-BF16 or AMX; a GPU) and slower where it does not.
-                Approximate: the logits carry the rounding (about 3 significant
-                digits for bfloat16), so near ties can pick another token.
-                `bench/README.md` measures speed and BLEU on the translator.
-            jit_compile: "auto" (compile greedy and beam search as above), True
-                (the same with XLA on TensorFlow, which measured 1.6-2.7x slower than
-                the graph for beam search on a CPU, `bench/decoding.py`; an error
-                where it cannot compile: sampling or torch) or False (run the loops
-                as called: op by op in eager code).
-            **options: further arguments of the `kerasrnn.decoding` function
-                (`min_length`, `block_ngram_repeat`, `logits_processor`; for beam
-                search `coverage_penalty_weight`, `stop_rule`, ...). Beam search drops
-                the rows of finished sources (`drop_finished`, same results) except
-                on JAX and under XLA; pass `drop_finished=False` to keep them.
-
-        Returns:
-            A `kerasrnn.decoding.DecodeResult` with tokens int32 `(batch, n, max_length)`
-            (the end token included, `pad_id` after it), lengths and scores /
-            log_probs `(batch, n)`, and alignments float32
-            `(batch, n, max_length, source_length)` (zero rows after the end), where
-            n = n_best for beam search and 1 otherwise (alignments None with
-            `return_alignments=False`).
-        """
-        if method not in METHODS:
-            raise ValueError(f"`method` must be one of {METHODS}, got method={method!r}.")
-        max_length = self.max_target_length if max_length is None else max_length
-        _check_int("max_length", max_length, 1)
-        _check_int("beam_size", beam_size, 1)
-        if method == "beam":
-            n_best = beam_size if n_best is None else n_best
-            _check_int("n_best", n_best, 1)
-            if n_best > beam_size:
-                raise ValueError(
-                    f"`n_best`={n_best} hypotheses need at least as many beams: "
-                    f"beam_size={beam_size}; raise beam_size or lower n_best."
-                )
-        elif n_best not in (None, 1):
-            raise ValueError(
-                f"`n_best`={n_best!r}: method={method!r} gives one hypothesis per source; "
-                "use method='beam' for n-best lists."
-            )
-        _check_readout_dtype(readout_dtype)
-        if jit_compile not in ("auto", True, False):
-            raise ValueError(
-                f"`jit_compile` must be 'auto', True or False, got {jit_compile!r}."
-            )
-        source_ids = self._source(source_ids)
-        settings = dict(method=method, max_length=max_length, beam_size=beam_size,
-                        n_best=n_best, length_normalization=length_normalization,
-                        alpha=alpha, max_length_ratio=max_length_ratio,
-                        return_alignments=return_alignments,
-                        readout_dtype=readout_dtype, **options)
-        key = _settings_key(settings)
-        compilable = method != "sample" and keras.backend.backend() in _COMPILERS
-        if jit_compile is True and not compilable:
-            raise ValueError(
-                f"`jit_compile=True`: method={method!r} on the {keras.backend.backend()} "
-                "backend runs uncompiled (greedy and beam search compile on tensorflow "
-                "and jax); pass jit_compile='auto' or False."
-            )
-        # an unhashable option (a tensor, an array) cannot key the cache: run as called
-        compilable = compilable and key is not None
-        if jit_compile is False or not compilable:
-            return self._decode(source_ids, temperature=temperature, top_k=top_k,
-                                top_p=top_p, seed=seed, **settings)
-        if not self.built:  # weights made here, not in the trace (which would run twice)
-            self.build()
-        xla = _XLA_BY_DEFAULT if jit_compile == "auto" else True
-        return self._compiled_decoder(settings, key, source_ids, xla)(source_ids)
-
-    def _compiled_decoder(self, settings, settings_key, source_ids, xla):
-        """The cached compiled `_decode` for these settings and this source shape."""
-        shape = tuple(source_ids.shape)
-        key = (settings_key, shape, xla)
-        cache = self._generate_cache()
-        if key not in cache.functions:
-            cache.functions[key] = _COMPILERS[keras.backend.backend()](
-                self, settings, shape, cache, xla
-            )
-        return cache.functions[key]
-
-    def _generate_cache(self):
-        # A plain object, not a dict: Keras and TensorFlow track dict attributes (and
-        # would save tf.functions found in them with the model).
-        cache = self.__dict__.get("_compiled_generate")
-        if cache is None:
-            cache = _GenerateCache()
-            object.__setattr__(self, "_compiled_generate", cache)
-        return cache
-
-    def _decode(self, source_ids, method, max_length, beam_size, n_best,
-                length_normalization, alpha, max_length_ratio, return_alignments,
-                readout_dtype="float32", temperature=1.0, top_k=None, top_p=None,
-                seed=None, drop_finished=None, **options):
-        """`generate` without the checks and the compile cache: the decoding itself.
-        Beam search drops finished examples (`drop_finished`) where shapes may change
-        at run time: by default on every backend but JAX, and the TensorFlow decoder
-        turns it off under XLA."""
-        if drop_finished is None:
-            drop_finished = keras.backend.backend() != "jax"
-        readout = self._decoding_readout(readout_dtype)
-        encoded = self.encode(source_ids)
-        batch_size = ops.shape(source_ids)[0]
-        starts = ops.full((batch_size,), self.start_id, "int32")
-        if max_length_ratio is not None:
-            options.update(source_lengths=ops.maximum(encoded.lengths, 1),
-                           max_length_ratio=max_length_ratio)
-        options.update(end_token=self.end_id, pad_token=self.pad_id)
-        if method == "greedy":
-            step = self._step_on(encoded.memory, return_alignments, readout)
-            return decoding.greedy_search(step, starts, encoded.states, max_length,
-                                          **options)
-        if method == "sample":
-            step = self._step_on(encoded.memory, return_alignments, readout)
-            return decoding.sample(step, starts, encoded.states, max_length,
-                                   temperature=temperature, top_k=top_k, top_p=top_p,
-                                   seed=seed, **options)
-        # beam search calls the step function on batch * beam_size rows
-        step = self._step_on(encoded.tile_memory(beam_size).memory, return_alignments,
-                             readout)
-        # All k hypotheses are completed, then the n best kept: stopping once n_best
-        # are complete would return whichever end first, often too short ones.
-        result = decoding.beam_search(
-            step, starts, encoded.states, max_length, beam_size=beam_size,
-            n_best=beam_size, length_normalization=length_normalization, alpha=alpha,
-            drop_finished=drop_finished, **options,
-        )
-        if n_best == beam_size:
-            return result
-        return decoding.DecodeResult(
-            *(None if field is None else field[:, :n_best] for field in result)
-        )
-
     # ---- training defaults -------------------------------------------------------------
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", *, sampler="greedy",
+                **kwargs):
         """`keras.Model.compile` with the defaults of a sequence model: "auto" gives
         Adam (learning rate 1e-3, gradient norm clipped at 5), the masked token
         cross-entropy `kerasrnn.losses.SequenceCrossEntropy(pad_id=pad_id)` and the
-        per-token `kerasrnn.metrics.MaskedAccuracy(pad_id=pad_id)`."""
+        per-token `kerasrnn.metrics.MaskedAccuracy(pad_id=pad_id)`. `sampler` is
+        `generate`'s default decoding strategy (a `kerasrnn.decoding` strategy or a
+        name: "greedy", "sample", "beam"), saved with the compile config, as
+        keras-hub's `compile(sampler=...)`."""
         from kerasrnn.losses import SequenceCrossEntropy
         from kerasrnn.metrics import MaskedAccuracy
 
@@ -758,7 +550,9 @@ class Seq2Seq(keras.Model):
             loss = SequenceCrossEntropy(pad_id=self.pad_id)
         if metrics == "auto":
             metrics = [MaskedAccuracy(pad_id=self.pad_id)]
+        self.set_sampler(sampler)  # checked before Keras compiles anything
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        self._compile_config.config["sampler"] = self.sampler
 
     def compile_from_config(self, config):
         # Keras skips restoring the compilation of a model whose `compile` is
@@ -815,68 +609,3 @@ def _check_ids(name, ids, vocab_size):
             f"{values.max()}): the model's {name.split('_')[0]} vocabulary has "
             f"{vocab_size} ids; was it built with the same vocabulary?"
         )
-
-
-class _GenerateCache:
-    """`Seq2Seq.generate`'s compiled functions, by (settings, source shape), and how
-    many times any of them was traced (`traces`: a test counts retracing)."""
-
-    def __init__(self):
-        self.functions, self.traces = {}, 0
-
-
-def _settings_key(settings):
-    """`generate`'s settings as a hashable cache key, or None if one cannot be."""
-    def frozen(value):
-        if isinstance(value, (list, tuple)):
-            return tuple(frozen(v) for v in value)
-        if isinstance(value, dict):
-            return tuple(sorted((k, frozen(v)) for k, v in value.items()))
-        hash(value)  # TypeError for arrays and tensors
-        return value
-
-    try:
-        return frozen(settings)
-    except TypeError:
-        return None
-
-
-def _tensorflow_decoder(model, settings, shape, cache, xla):
-    """tf.function (with XLA if `xla`) over `_decode`, traced once for this source
-    shape (None dimensions, inside an outer graph, stay unknown: XLA then compiles
-    per concrete shape at run time)."""
-    import tensorflow as tf
-
-    def decode(source_ids):
-        cache.traces += 1
-        # XLA compiles static shapes only
-        return tuple(model._decode(source_ids, **{"drop_finished": not xla, **settings}))
-
-    function = tf.function(decode, jit_compile=xla, autograph=False,
-                           input_signature=[tf.TensorSpec(shape, tf.int32)])
-    return lambda source_ids: decoding.DecodeResult(*function(source_ids))
-
-
-def _jax_decoder(model, settings, shape, cache, xla):
-    """jax.jit over `_decode`, the model's variables passed in (not baked into the
-    compiled function as constants, so new weights need no recompilation)."""
-    import jax
-
-    variables = model.variables
-
-    def decode(values, source_ids):
-        cache.traces += 1
-        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-            return tuple(model._decode(source_ids, **settings))
-
-    function = jax.jit(decode)
-    return lambda source_ids: decoding.DecodeResult(
-        *function([v.value for v in variables], source_ids)
-    )
-
-
-_COMPILERS = {"tensorflow": _tensorflow_decoder, "jax": _jax_decoder}
-# XLA on TensorFlow only when asked: beam-5 decoding of the reduced Multi30k model
-# measured 0.37-0.61x the graph's speed with it on a CPU in two runs (bench/decoding.py;
-# XLA's CPU top_k sorts, and the loop's gathers are not fused away).
-_XLA_BY_DEFAULT = False

@@ -274,7 +274,7 @@ def test_stateful_attention_under_greedy_and_beam_search(mechanism):
     )
     one = kerasrnn.decoding.beam_search(
         step_fn(memory.repeat(1)), start, states, 6, end_token=2, beam_size=1,
-        length_normalization=None,
+        scorer=kerasrnn.decoding.Scorer(None),
     )
     tokens = lambda result: _np(result.tokens).reshape(2, -1)[:, :6]  # noqa: E731
     assert tokens(beam).shape == (2, 6)

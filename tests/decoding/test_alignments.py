@@ -76,10 +76,9 @@ def check_against_rerun(step, result, h, memory, mask):
 def test_beam_alignment_history_follows_the_beams(stop_rule):
     step = AttentiveStep()
     h, memory, mask = inputs()
-    result = decoding.beam_search(
-        step, [0, 0, 0], (h, memory, mask), max_length=6, end_token=END, beam_size=3,
-        stop_rule=stop_rule,
-    )
+    strategy = {"set_aside": decoding.BeamSearch,
+                "compete": decoding.CompetingBeamSearch}[stop_rule](beam_size=3)
+    result = strategy(step, [0, 0, 0], (h, memory, mask), max_length=6, end_token=END)
     # Hypotheses of one example differ in their histories (not one row's copied).
     assert len({tuple(np_(result.tokens)[1, n]) for n in range(3)}) == 3
     check_against_rerun(step, result, h, memory, mask)
@@ -141,7 +140,8 @@ def test_alignments_inside_tf_function_and_xla(jit_compile):
     def run(h, memory, mask):
         start = tf.zeros(tf.shape(h)[:1], tf.int32)
         return decoding.beam_search(
-            step, start, (h, memory, mask), 6, END, beam_size=3, coverage_penalty_weight=0.5,
+            step, start, (h, memory, mask), 6, END, beam_size=3,
+            scorer=decoding.Scorer(coverage_penalty_weight=0.5),
         )
 
     spec = [tf.TensorSpec([None, UNITS]), tf.TensorSpec([None, SOURCE, UNITS]),

@@ -19,17 +19,18 @@ def no_token_four(step, tokens, logits):
 def run_all(h, memory):
     start = ops.zeros(ops.shape(h)[:1], "int32")
     states = (h, memory)
-    constraints = dict(min_length=2, block_ngram_repeat=2, logits_processor=no_token_four)
+    constraints = decoding.Constraints(min_length=2, block_ngram_repeat=2,
+                                       logits_processors=[no_token_four])
     return {
-        "greedy": decoding.greedy_search(MODEL, start, states, 7, END, **constraints),
+        "greedy": decoding.greedy_search(MODEL, start, states, 7, END,
+                                         constraints=constraints),
         "beam": decoding.beam_search(
-            MODEL, start, states, 7, END, beam_size=3, length_normalization="wu",
-            alpha=0.8, coverage_penalty_weight=0.4, **constraints,
+            MODEL, start, states, 7, END, beam_size=3, constraints=constraints,
+            scorer=decoding.Scorer("wu", alpha=0.8, coverage_penalty_weight=0.4),
         ),
-        "compete": decoding.beam_search(
-            MODEL, start, states, 7, END, beam_size=3, length_normalization="gnmt",
-            coverage_penalty_weight=0.4, stop_rule="compete", count_end_token=False,
-        ),
+        "compete": decoding.CompetingBeamSearch(
+            beam_size=3, scorer=decoding.TFAScorer(0.6, coverage_penalty_weight=0.4),
+        )(MODEL, start, states, 7, END),
         "ensemble": decoding.beam_search(
             decoding.Ensemble([MODEL, OTHER]), start, (states, states), 7, END, beam_size=2,
         ),

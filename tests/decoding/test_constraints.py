@@ -64,10 +64,9 @@ def greedy_numpy(model, h, memory, max_length, min_length=0, no_repeat=None, for
 def test_greedy_with_constraints_equals_numpy(min_length, no_repeat):
     model = RecurrentDecoder(vocab=5, source=3, seed=2)
     h, memory = model.initial_states(6, seed=4)
-    out = decoding.greedy_search(
-        model, [0] * 6, (h, memory), max_length=7, end_token=END,
-        min_length=min_length or None, block_ngram_repeat=no_repeat,
-    )
+    rules = decoding.Constraints(min_length=min_length or None, block_ngram_repeat=no_repeat)
+    out = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END,
+                                 constraints=rules)
     plain = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END)
     assert not np.array_equal(np_(out.tokens), np_(plain.tokens))  # the constraint bit
     for b in range(6):
@@ -85,8 +84,8 @@ def test_exhaustive_beam_with_constraints(min_length, no_repeat):
     expected_count = len(list(complete_sequences(4, END, 4, min_length or 0, no_repeat)))
     k = min(expected_count, 64)
     out = decoding.beam_search(
-        model, [0, 0], (h, memory), 4, END, beam_size=k, length_normalization=None,
-        min_length=min_length, block_ngram_repeat=no_repeat,
+        model, [0, 0], (h, memory), 4, END, beam_size=k, scorer=decoding.Scorer(None),
+        constraints=decoding.Constraints(min_length=min_length, block_ngram_repeat=no_repeat),
     )
     for b in range(2):
         expected = sorted(
@@ -108,7 +107,8 @@ def test_min_length_holds_back_the_end_in_sampling():
     def step(tokens, states):
         return ops.take(table, tokens, axis=0), states
 
-    out = decoding.sample(step, [0] * 200, (), max_length=6, end_token=END, min_length=3, seed=1)
+    out = decoding.sample(step, [0] * 200, (), max_length=6, end_token=END, seed=1,
+                          constraints=decoding.Constraints(min_length=3))
     tokens, lengths = np_(out.tokens)[:, 0], np_(out.lengths)[:, 0]
     assert (tokens[:, :3] != END).all()
     assert (tokens[:, 3] == END).mean() > 0.7  # and then it comes as the model wants
@@ -135,7 +135,8 @@ def test_logits_processor_sees_step_and_tokens_and_constrains():
         return ops.where(step == 0, forced, logits)
 
     out = decoding.greedy_search(model, [0] * 4, (h, memory), max_length=6, end_token=END,
-                                 logits_processor=processor)
+                                 constraints=decoding.Constraints(
+                                     logits_processors=[processor]))
     tokens, lengths = np_(out.tokens)[:, 0], np_(out.lengths)[:, 0]
     for b in range(4):
         seq, log_p = [], 0.0
@@ -166,19 +167,74 @@ def test_beam_logits_processor_gets_each_hypothesis():
         return ops.where(ops.arange(5)[None, :] == 1, -1e9, logits)
 
     out = decoding.beam_search(model, [0, 0], (h, memory), 6, END, beam_size=3,
-                               logits_processor=no_token_one)
+                               constraints=decoding.Constraints(
+                                   logits_processors=[no_token_one]))
     assert not (np_(out.tokens) == 1).any()
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
-    [(dict(min_length=-1), "min_length"), (dict(block_ngram_repeat=0), "block_ngram_repeat"),
-     (dict(logits_processor=3), "logits_processor"),
-     (dict(logits_processor=lambda s, t, z: z[:, :2]), "logits_processor")],
+    "kwargs, error, message",
+    [(dict(min_length=-1), ValueError, "min_length"),
+     (dict(block_ngram_repeat=0), ValueError, "block_ngram_repeat"),
+     (dict(forbidden_tokens=[-2]), ValueError, "forbidden_tokens"),
+     (dict(max_length_ratio=0), ValueError, "max_length_ratio"),
+     (dict(logits_processors=[3]), TypeError, "logits_processors"),
+     (dict(logits_processors=lambda s, t, z: z), TypeError, r"pass \[processor\]")],
 )
-def test_bad_constraints_are_named(kwargs, message):
+def test_bad_constraints_are_named(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        decoding.Constraints(**kwargs)
+
+
+def test_bad_constraints_at_decoding_time_are_named():
     model = RecurrentDecoder(attentive=False)
-    with pytest.raises(ValueError, match=message):
-        decoding.greedy_search(model, [0], model.initial_states(1), 3, END, **kwargs)
+    narrowing = decoding.Constraints(logits_processors=[lambda s, t, z: z[:, :2]])
+    with pytest.raises(ValueError, match="logits processor.*shape it received"):
+        decoding.greedy_search(model, [0], model.initial_states(1), 3, END,
+                               constraints=narrowing)
     with pytest.raises(ValueError, match="min_length.*end_token"):
-        decoding.greedy_search(model, [0], model.initial_states(1), 3, min_length=2)
+        decoding.greedy_search(model, [0], model.initial_states(1), 3,
+                               constraints=decoding.Constraints(min_length=2))
+    too_big = decoding.Constraints(forbidden_tokens=[model.vocab])
+    with pytest.raises(ValueError, match="forbidden_tokens.*vocabulary"):
+        decoding.greedy_search(model, [0], model.initial_states(1), 3, END,
+                               constraints=too_big)
+
+
+def test_forbidden_tokens_are_renormalised_away_as_numpy_does():
+    """A forbidden token is removed from the softmax: greedy search then picks the argmax
+    of the others, scored by their renormalised log-probabilities (NumPy reference)."""
+    model = RecurrentDecoder(seed=3)
+    h, memory = model.initial_states(6, seed=4)
+    rules = decoding.Constraints(forbidden_tokens=[1])
+    out = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END,
+                                 constraints=rules)
+    plain = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END)
+    assert (np_(plain.tokens) == 1).any()  # the constraint bites
+    assert not (np_(out.tokens) == 1).any()
+    for b in range(6):
+        seq, log_p = [], 0.0
+        for _ in range(7):
+            logp = model.next_log_probs(seq, h[b], memory[b]).copy()
+            logp[1] = -np.inf
+            logp -= np.log(np.exp(logp).sum())
+            seq.append(int(np.argmax(logp)))
+            log_p += logp[seq[-1]]
+            if seq[-1] == END:
+                break
+        length = np_(out.lengths)[b, 0]
+        assert np_(out.tokens)[b, 0, :length].tolist() == seq
+        np.testing.assert_allclose(np_(out.log_probs)[b, 0], log_p, rtol=1e-5)
+
+
+def test_constraints_are_shared_and_serialised():
+    rules = decoding.Constraints(min_length=2, block_ngram_repeat=3, forbidden_tokens=[1],
+                                 max_length_ratio=1.5)
+    strategies = [decoding.GreedySearch(rules), decoding.RandomSampling(constraints=rules),
+                  decoding.BeamSearch(constraints=rules)]
+    assert all(s.constraints is rules for s in strategies)
+    for strategy in strategies:
+        again = decoding.get(decoding.serialize(strategy))
+        assert type(again) is type(strategy)
+        assert again.get_config() == strategy.get_config()
+        assert again.constraints.get_config() == rules.get_config()

@@ -125,7 +125,7 @@ LENGTH_TABLE = [[0, .55, .05, .4], [0, .08, .9, .02], [0, .1, .1, .8], [.25] * 4
 def test_length_normalisation_changes_the_winner(normalization, alpha, winner):
     out = decoding.beam_search(
         table_step(LENGTH_TABLE), [0], (), max_length=6, end_token=END, beam_size=2,
-        length_normalization=normalization, alpha=alpha,
+        scorer=decoding.Scorer(normalization, alpha=alpha),
     )
     best = np_(out.tokens)[0, 0]
     assert best[: len(winner)].tolist() == winner
@@ -143,7 +143,7 @@ def test_finished_hypotheses_stay_frozen():
     # step 3; example 1 (a different start) runs beside it in the same batch.
     out = decoding.beam_search(
         table_step(LENGTH_TABLE), [0, 2], (), max_length=6, end_token=END, beam_size=2,
-        length_normalization=None,
+        scorer=decoding.Scorer(None),
     )
     tokens, log_probs, lengths = np_(out.tokens), np_(out.log_probs), np_(out.lengths)
     assert tokens[0].tolist() == [[3, 0, 0, 0, 0, 0], [1, 2, 3, 0, 0, 0]]
@@ -164,7 +164,7 @@ def test_exhaustive_beam_matches_brute_force(normalization):
     k = 40
     out = decoding.beam_search(
         step, [0, 0], (h0, (c0,)), max_length=max_length, end_token=END, beam_size=k,
-        length_normalization=normalization, alpha=0.8,
+        scorer=decoding.Scorer(normalization, alpha=0.8),
     )
 
     def normalise(t):
@@ -197,9 +197,10 @@ def test_n_best_are_distinct_and_sorted():
 
 def test_length_limit_from_source_ratio():
     step = table_step([[0, .9, .05, .05]] * 4)
-    kwargs = dict(max_length=8, end_token=END, source_lengths=[1, 3, 20], max_length_ratio=1.5)
-    greedy = decoding.greedy_search(step, [0, 0, 0], (), **kwargs)
-    beam = decoding.beam_search(step, [0, 0, 0], (), beam_size=2, **kwargs)
+    rules = decoding.Constraints(max_length_ratio=1.5)
+    kwargs = dict(max_length=8, end_token=END, source_lengths=[1, 3, 20])
+    greedy = decoding.GreedySearch(rules)(step, [0, 0, 0], (), **kwargs)
+    beam = decoding.BeamSearch(beam_size=2, constraints=rules)(step, [0, 0, 0], (), **kwargs)
     assert np_(greedy.lengths)[:, 0].tolist() == [2, 5, 8]
     assert np_(beam.lengths)[:, 0].tolist() == [2, 5, 8]
     assert (np_(greedy.tokens)[0, 0, 2:] == PAD).all()
@@ -254,21 +255,26 @@ def test_sample_scores_are_model_log_probs():
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "build, message",
     [
-        (dict(beam_size=0), "beam_size"),
-        (dict(beam_size=2, n_best=3), "n_best"),
-        (dict(length_normalization="mean"), "length_normalization"),
-        (dict(max_length=0), "max_length"),
-        (dict(max_length_ratio=1.0), "source_lengths"),
+        (lambda: decoding.BeamSearch(beam_size=0), "beam_size"),
+        (lambda: decoding.BeamSearch(beam_size=2, n_best=3), "n_best"),
+        (lambda: decoding.Scorer("mean"), "length_normalization"),
+        (lambda: decoding.Scorer(coverage_penalty_weight=-1), "coverage_penalty_weight"),
+        (lambda: decoding.BeamSearch(drop_finished="yes"), "drop_finished"),
+        (lambda: decoding.BeamSearch()(table_step(LENGTH_TABLE), [0], (), 0, END),
+         "max_length"),
+        (lambda: decoding.BeamSearch()(table_step(LENGTH_TABLE), [0], (), 4),
+         "needs an `end_token`"),
+        (lambda: decoding.BeamSearch(constraints=decoding.Constraints(max_length_ratio=1.0))(
+            table_step(LENGTH_TABLE), [0], (), 4, END), "source_lengths"),
+        (lambda: decoding.get("nucleus"), "Unknown decoding strategy 'nucleus'"),
     ],
 )
-def test_bad_arguments_are_named(kwargs, message):
+def test_bad_arguments_are_named(build, message):
     step = table_step(LENGTH_TABLE)
-    arguments = dict(max_length=4, end_token=END)
-    arguments.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        decoding.beam_search(step, [0], (), **arguments)
+        build()
     with pytest.raises(ValueError, match="temperature"):
         decoding.sample(step, [0], (), max_length=3, temperature=0)
     with pytest.raises(ValueError, match="start_tokens"):
@@ -282,15 +288,15 @@ def test_inside_tf_function_and_xla(jit_compile):
 
     step, _ = recurrent_step()
     h0, c0 = initial_states(3)
-    sampler = decoding.make_sampler(top_k=2, seed=4)
+    sampler = decoding.RandomSampling(top_k=2, seed=4)
 
     def run(start, h, c):
         greedy = decoding.greedy_search(step, start, (h, (c,)), max_length=6, end_token=END)
         beam = decoding.beam_search(
             step, start, (h, (c,)), max_length=6, end_token=END, beam_size=3,
-            length_normalization="gnmt",
+            scorer=decoding.Scorer("gnmt"),
         )
-        sampled = decoding.decode_with_sampler(sampler, step, start, (h, (c,)), 6, END)
+        sampled = sampler(step, start, (h, (c,)), 6, END)
         return greedy, beam, sampled
 
     # An unknown batch size, as in a serving signature.
@@ -303,3 +309,62 @@ def test_inside_tf_function_and_xla(jit_compile):
         np.testing.assert_array_equal(np_(a.tokens), np_(b.tokens))
         np.testing.assert_allclose(np_(a.scores), np_(b.scores), rtol=1e-5)
     assert set(np_(graph[2].tokens).ravel().tolist()) <= {0, 1, 2, 3}
+
+
+def test_tfa_argument_names_get_kerasrnn_equivalents():
+    """TFA's `length_penalty_weight` (and the options that became objects) name the
+    kerasrnn spelling in one line instead of a bare TypeError."""
+    with pytest.raises(TypeError, match=r"length_penalty_weight=0\.6.*Scorer\('gnmt'"):
+        decoding.BeamSearch(beam_size=3, length_penalty_weight=0.6)
+    with pytest.raises(TypeError, match="beam_width=5.*beam_size="):
+        decoding.BeamSearch(beam_width=5)
+    with pytest.raises(TypeError, match="min_length=2.*Constraints"):
+        decoding.BeamSearch(min_length=2)
+    with pytest.raises(TypeError, match="colour=1: it takes beam_size"):
+        decoding.BeamSearch(colour=1)
+
+
+@pytest.mark.parametrize("strategy", [
+    decoding.GreedySearch(),
+    decoding.RandomSampling(temperature=0.5, top_k=3, top_p=0.9, seed=1),
+    decoding.BeamSearch(beam_size=3, n_best=2, scorer=decoding.Scorer("gnmt", 0.8)),
+    decoding.CompetingBeamSearch(beam_size=2, scorer=decoding.TFAScorer(0.6)),
+])
+def test_strategies_round_trip_through_config_and_give_the_same_output(strategy):
+    again = decoding.get(decoding.serialize(strategy))
+    assert type(again) is type(strategy)
+    assert again.get_config() == strategy.get_config()
+    assert type(getattr(again, "scorer", None)) is type(getattr(strategy, "scorer", None))
+    step, _ = recurrent_step()
+    h0, c0 = initial_states(3)
+    outputs = [s(step, np.zeros((3,), "int32"), (h0, (c0,)), 6, END) for s in (strategy, again)]
+    np.testing.assert_array_equal(np_(outputs[0].tokens), np_(outputs[1].tokens))
+    np.testing.assert_allclose(np_(outputs[0].scores), np_(outputs[1].scores))
+
+
+def test_names_give_the_default_strategies():
+    assert type(decoding.get("greedy")) is decoding.GreedySearch
+    assert type(decoding.get("sample")) is decoding.RandomSampling
+    beam = decoding.get("beam")
+    assert type(beam) is decoding.BeamSearch and beam.beam_size == 4
+    with pytest.raises(TypeError, match="'greedy', 'sample', 'beam'"):
+        decoding.get(3)
+
+
+def test_tiled_memory_is_detected_eagerly():
+    """A step function whose memory was laid out with np.tile instead of repeated
+    per example gives the beams of one example different logits at the first step."""
+    rng = np.random.default_rng(0)
+    memory = rng.normal(size=(3, 4)).astype("float32")
+    kernel = rng.normal(size=(4, 5)).astype("float32")
+
+    def step_on(rows_memory):
+        table = ops.convert_to_tensor(rows_memory @ kernel)
+        return lambda tokens, states: (table + ops.cast(tokens, "float32")[:, None], states)
+
+    beam = decoding.BeamSearch(beam_size=2)
+    start = np.zeros((3,), "int32")
+    good = beam(step_on(np.asarray(decoding.repeat_beams(memory, 2))), start, (), 4, END)
+    assert np_(good.tokens).shape == (3, 2, 4)
+    with pytest.raises(ValueError, match=r"np\.tile.*repeat_beams\(memory, 2\)"):
+        beam(step_on(np.tile(memory, (2, 1))), start, (), 4, END)

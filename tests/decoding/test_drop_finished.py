@@ -61,14 +61,13 @@ def assert_same(a, b):
                                    rtol=1e-6, atol=1e-7, err_msg=field)
 
 
-OPTIONS = {
-    "set aside": dict(),
-    "set aside, n-best 2, wu, coverage": dict(n_best=2, length_normalization="wu",
-                                              coverage_penalty_weight=0.3),
-    "compete": dict(stop_rule="compete"),
-    "compete, TFA scoring, coverage": dict(stop_rule="compete", count_end_token=False,
-                                           length_normalization="gnmt",
-                                           coverage_penalty_weight=0.3),
+OPTIONS = {  # (strategy class, its options)
+    "set aside": (decoding.BeamSearch, dict()),
+    "set aside, n-best 2, wu, coverage": (decoding.BeamSearch, dict(
+        n_best=2, scorer=decoding.Scorer("wu", coverage_penalty_weight=0.3))),
+    "compete": (decoding.CompetingBeamSearch, dict()),
+    "compete, TFA scoring, coverage": (decoding.CompetingBeamSearch, dict(
+        scorer=decoding.TFAScorer(0.6, coverage_penalty_weight=0.3))),
 }
 
 
@@ -77,12 +76,12 @@ OPTIONS = {
 def test_dropping_finished_examples_changes_no_result(case):
     memory, h0 = inputs()
     starts = np.zeros(BATCH, "int32")
-    every_row = decoding.beam_search(memory_step(ops.convert_to_tensor(memory)), starts,
-                                     (h0,), 12, END, beam_size=BEAM, **OPTIONS[case])
+    strategy, options = OPTIONS[case]
+    every_row = strategy(beam_size=BEAM, drop_finished=False, **options)(
+        memory_step(ops.convert_to_tensor(memory)), starts, (h0,), 12, END)
     seen = []
-    dropping = decoding.beam_search(memory_step(ops.convert_to_tensor(memory), seen),
-                                    starts, (h0,), 12, END, beam_size=BEAM,
-                                    drop_finished=True, **OPTIONS[case])
+    dropping = strategy(beam_size=BEAM, drop_finished=True, **options)(
+        memory_step(ops.convert_to_tensor(memory), seen), starts, (h0,), 12, END)
     assert_same(every_row, dropping)
     # the examples end at different steps, and the later steps ran on fewer rows
     assert len(set(np_(every_row.lengths)[:, 0].tolist())) > 3
@@ -97,9 +96,10 @@ def test_in_a_tf_function_of_known_or_unknown_batch_size(batch):
     memory, h0 = inputs()
 
     def search(memory, h0, drop_finished):
-        return tuple(decoding.beam_search(
-            memory_step(memory), tf.zeros_like(h0[:, 0], tf.int32), (h0,), 12, END,
-            beam_size=BEAM, coverage_penalty_weight=0.3, drop_finished=drop_finished))
+        beam = decoding.BeamSearch(beam_size=BEAM, drop_finished=drop_finished,
+                                   scorer=decoding.Scorer(coverage_penalty_weight=0.3))
+        return tuple(beam(memory_step(memory), tf.zeros_like(h0[:, 0], tf.int32), (h0,), 12,
+                          END))
 
     spec = [tf.TensorSpec([None if batch is None else batch * BEAM, 1 + UNITS]),
             tf.TensorSpec([batch, UNITS])]
@@ -116,9 +116,11 @@ def test_seq2seq_generate_drops_finished_examples_with_the_same_results():
     ids[::3, 2:] = 0  # sources of 2, 4 and 6 tokens: with max_length_ratio=1 the
     ids[1::3, 4:] = 0  # examples end at steps 2, 4 and 6
     for jit_compile in ("auto", False):
-        options = dict(beam_size=3, max_length_ratio=1.0, jit_compile=jit_compile)
-        every_row = model.generate(ids, "beam", drop_finished=False, **options)
-        default = model.generate(ids, "beam", **options)
+        rules = decoding.Constraints(max_length_ratio=1.0)
+        every_row = model.generate(ids, decoding.BeamSearch(
+            3, constraints=rules, drop_finished=False), jit_compile=jit_compile)
+        default = model.generate(ids, decoding.BeamSearch(3, constraints=rules),
+                                 jit_compile=jit_compile)
         assert_same(every_row, default)
     assert sorted(set(np_(every_row.lengths)[:, 0].tolist())) == [2, 4, 6]
 
@@ -128,9 +130,9 @@ def test_needs_a_step_function_with_take_rows_and_dynamic_shapes():
     step = memory_step(ops.convert_to_tensor(memory))
     plain = lambda tokens, states: step(tokens, states)  # noqa: E731
     with pytest.raises(ValueError, match="take_rows"):
-        decoding.beam_search(plain, np.zeros(BATCH, "int32"), (h0,), 5, END,
-                             beam_size=BEAM, drop_finished=True)
+        decoding.BeamSearch(beam_size=BEAM, drop_finished=True)(
+            plain, np.zeros(BATCH, "int32"), (h0,), 5, END)
     if not DYNAMIC:
         with pytest.raises(ValueError, match="drop_finished=False"):
-            decoding.beam_search(step, np.zeros(BATCH, "int32"), (h0,), 5, END,
-                                 beam_size=BEAM, drop_finished=True)
+            decoding.BeamSearch(beam_size=BEAM, drop_finished=True)(
+                step, np.zeros(BATCH, "int32"), (h0,), 5, END)

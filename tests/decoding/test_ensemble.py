@@ -60,7 +60,7 @@ def test_exhaustive_beam_ensemble_equals_brute_force():
     models = members()
     states = (models[0].initial_states(2, seed=1), models[1].initial_states(2, seed=2), ())
     out = decoding.beam_search(decoding.Ensemble(models), [0, 0], states, 3, END,
-                               beam_size=40, length_normalization="average")
+                               beam_size=40, scorer=decoding.Scorer("average"))
     for b in range(2):
         expected = sorted(
             (mean_log_prob(models, states, b, seq) / len(seq)

@@ -1,22 +1,24 @@
-"""`Seq2Seq.generate` compiled once per (method, options, source shape): the compiled
+"""`Seq2Seq.generate` compiled once per (strategy, settings, source shape): the compiled
 decoder gives the uncompiled loop's results, and a second call of the same shape
 reuses it without tracing again."""
 import keras
 import numpy as np
 import pytest
 
+from kerasrnn import decoding
 from kerasrnn.seq2seq import Seq2Seq
 
 pytestmark = pytest.mark.core
 
 COMPILES = keras.backend.backend() in ("tensorflow", "jax")
-CASES = {
-    "greedy": dict(method="greedy"),
-    "beam": dict(method="beam", beam_size=3),
-    "beam, n_best, ratio, gnmt": dict(method="beam", beam_size=3, n_best=2,
-                                      max_length_ratio=1.5, length_normalization="gnmt"),
-    "beam, constraints": dict(method="beam", beam_size=2, min_length=2,
-                              block_ngram_repeat=2, return_alignments=False),
+CASES = {  # generate's arguments
+    "greedy": dict(strategy="greedy"),
+    "beam": dict(strategy=decoding.BeamSearch(3)),
+    "beam, n_best, ratio, gnmt": dict(strategy=decoding.BeamSearch(
+        3, n_best=2, scorer=decoding.Scorer("gnmt"),
+        constraints=decoding.Constraints(max_length_ratio=1.5))),
+    "beam, constraints": dict(strategy=decoding.BeamSearch(2, constraints=decoding.Constraints(
+        min_length=2, block_ngram_repeat=2)), return_alignments=False),
 }
 
 
@@ -56,8 +58,7 @@ def test_compiled_generate_gives_the_uncompiled_results(model, case):
     eager = model.generate(ids, jit_compile=False, **CASES[case])
     compiled = model.generate(ids, **CASES[case])
     assert_same(eager, compiled)
-    assert np_(eager.tokens).shape[:2] == (4, CASES[case].get("n_best", CASES[case].get(
-        "beam_size", 1)))
+    assert np_(eager.tokens).shape[:2] == (4, decoding.get(CASES[case]["strategy"]).n_best)
 
 
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
@@ -74,19 +75,20 @@ def test_one_trace_per_shape_and_options():
     keras.utils.set_random_seed(2)
     model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=6)
     ids = sources()
-    first = model.generate(ids, "beam", beam_size=2)
+    first = model.generate(ids, decoding.BeamSearch(2))
     cache = model._compiled_generate
     assert cache.traces == 1 and len(cache.functions) == 1
-    # the same shape and options, other ids: the compiled decoder is reused
-    again = model.generate(sources(seed=5), "beam", beam_size=2)
+    # the same shape and options (another object with the same config), other ids: the
+    # compiled decoder is reused
+    again = model.generate(sources(seed=5), decoding.BeamSearch(beam_size=2))
     assert cache.traces == 1
     assert not np.array_equal(np_(first.tokens), np_(again.tokens))
-    # another source length, another beam size, another method: one trace each
-    model.generate(sources(length=5), "beam", beam_size=2)
-    model.generate(ids, "beam", beam_size=3)
+    # another source length, another beam size, another strategy: one trace each
+    model.generate(sources(length=5), decoding.BeamSearch(2))
+    model.generate(ids, decoding.BeamSearch(3))
     model.generate(ids, "greedy")
     assert cache.traces == 4 and len(cache.functions) == 4
-    model.generate(ids, "greedy")
+    model.generate(ids, decoding.GreedySearch())
     assert cache.traces == 4
 
 
@@ -96,25 +98,25 @@ def test_compiled_decoder_reads_the_current_weights():
     keras.utils.set_random_seed(3)
     model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=6)
     ids = sources()
-    before = model.generate(ids, "beam", beam_size=2)
+    before = model.generate(ids, decoding.BeamSearch(2))
     rng = np.random.default_rng(4)
     model.set_weights([rng.normal(0, 1, w.shape).astype(w.dtype) for w in model.get_weights()])
-    after = model.generate(ids, "beam", beam_size=2)
+    after = model.generate(ids, decoding.BeamSearch(2))
     assert model._compiled_generate.traces == 1
-    assert_same(model.generate(ids, "beam", beam_size=2, jit_compile=False), after)
+    assert_same(model.generate(ids, decoding.BeamSearch(2), jit_compile=False), after)
     assert not np.allclose(np_(before.scores), np_(after.scores))
 
 
 def test_jit_compile_is_checked(model):
     with pytest.raises(ValueError, match="jit_compile"):
         model.generate(sources(), jit_compile="yes")
-    with pytest.raises(ValueError, match="method='sample'"):
+    with pytest.raises(ValueError, match="RandomSampling on the"):
         model.generate(sources(), "sample", jit_compile=True)
     if not COMPILES:
         with pytest.raises(ValueError, match="backend runs uncompiled"):
             model.generate(sources(), "greedy", jit_compile=True)
     else:  # sampling runs as called, also with "auto"
-        model.generate(sources(), "sample", seed=1)
+        model.generate(sources(), decoding.RandomSampling(seed=1))
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.function is TF's")
@@ -122,13 +124,70 @@ def test_nested_in_an_outer_tf_function_with_unknown_shape(model):
     """The translator's path: generate inside a tf.function over (None, None) ids."""
     import tensorflow as tf
 
-    outer = tf.function(lambda ids: tuple(model.generate(ids, "beam", beam_size=2,
+    outer = tf.function(lambda ids: tuple(model.generate(ids, decoding.BeamSearch(2),
                                                          return_alignments=False)),
                         input_signature=[tf.TensorSpec([None, None], tf.int32)],
                         autograph=False)
     for ids in (sources(), sources(batch=3, length=5, seed=1)):
-        eager = model.generate(ids, "beam", beam_size=2, return_alignments=False,
+        eager = model.generate(ids, decoding.BeamSearch(2), return_alignments=False,
                                jit_compile=False)
         compiled = tuple(outer(ids))
         np.testing.assert_array_equal(np_(compiled[0]), np_(eager.tokens))
         np.testing.assert_allclose(np_(compiled[2]), np_(eager.scores), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TF's retracing warning")
+def test_new_option_sets_trace_once_each_without_the_retracing_warning(caplog):
+    """Each strategy config has its own compiled function, traced once: trying option
+    set after option set never retraces one function (TensorFlow's warning)."""
+    import logging
+
+    keras.utils.set_random_seed(2)
+    model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=5)
+    ids = sources()
+    with caplog.at_level(logging.WARNING):
+        for alpha in (0.2, 0.4, 0.6, 0.8, 1.0, 1.2):
+            model.generate(ids, decoding.BeamSearch(2, scorer=decoding.Scorer("gnmt", alpha)))
+    assert model._compiled_generate.traces == 6
+    assert "retracing" not in caplog.text
+
+
+def test_compile_sets_the_default_strategy_and_saves_it(tmp_path):
+    keras.utils.set_random_seed(4)
+    model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=5)
+    ids = sources()
+    assert type(model.sampler) is decoding.GreedySearch
+    beam = decoding.BeamSearch(3, n_best=2, scorer=decoding.Scorer("gnmt", 0.8))
+    model.compile(sampler=beam)
+    assert_same(model.generate(ids, beam), model.generate(ids))
+    target = ids % 30  # target ids in [0, 30)
+    model.fit({"source": ids, "target_in": target[:, :4]}, target[:, 1:5], epochs=1, verbose=0)
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert loaded.sampler.get_config() == beam.get_config()
+    assert_same(model.generate(ids), loaded.generate(ids))
+    with pytest.raises(ValueError, match="Unknown decoding strategy 'topk'"):
+        model.compile(sampler="topk")
+
+
+def test_token_ids_as_strings_or_ragged_lists_fail_in_one_line(model):
+    with pytest.raises(TypeError, match="holds strings.*integer token ids"):
+        model.generate(np.array([["5", "6"]]))
+    with pytest.raises(TypeError, match="holds strings"):
+        model.generate([["a", "b"]])
+    with pytest.raises(ValueError, match=r"ragged list \(rows of lengths \[1, 3\]\).*"
+                                         r"pad_sequences"):
+        model.generate([[5, 6, 7], [8]])
+
+
+def test_the_coverage_penalty_gets_alignments_even_when_not_returned(model):
+    """A Seq2Seq user never wrote a step function: the coverage penalty asks the
+    decoder for its alignments itself, and they are dropped from the result."""
+    # 3 steps of near-uniform attention over 6 positions cover none of them fully
+    covered = decoding.BeamSearch(2, scorer=decoding.Scorer(coverage_penalty_weight=1.0))
+    without = model.generate(sources(), covered, max_length=3, return_alignments=False)
+    with_them = model.generate(sources(), covered, max_length=3)
+    assert without.alignments is None and with_them.alignments is not None
+    np.testing.assert_allclose(np_(without.scores), np_(with_them.scores), rtol=1e-5)
+    plain = model.generate(sources(), decoding.BeamSearch(2), max_length=3)
+    assert not np.allclose(np_(plain.scores), np_(with_them.scores))

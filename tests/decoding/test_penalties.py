@@ -53,10 +53,13 @@ def test_exhaustive_beam_with_coverage_penalty(normalization, alpha, beta, count
     model = RecurrentDecoder(vocab=4, source=3)
     h, memory = model.initial_states(2)
     max_length = 3
+    if count_end_token:
+        scorer = decoding.Scorer(normalization, alpha=alpha, coverage_penalty_weight=beta)
+    else:  # TFA's scoring is GNMT's (wu) with the end token not counted
+        assert normalization == "wu"
+        scorer = decoding.TFAScorer(alpha, coverage_penalty_weight=beta)
     out = decoding.beam_search(
-        model, [0, 0], (h, memory), max_length, END, beam_size=40,
-        length_normalization=normalization, alpha=alpha, coverage_penalty_weight=beta,
-        count_end_token=count_end_token,
+        model, [0, 0], (h, memory), max_length, END, beam_size=40, scorer=scorer,
     )
     for b in range(2):
         expected = reference_scores(model, h[b], memory[b], normalization, alpha, beta,
@@ -72,9 +75,11 @@ def test_coverage_penalty_changes_the_winner():
     """A strong coverage penalty prefers the hypothesis that attends more of the source."""
     model = RecurrentDecoder(vocab=4, source=3, seed=3)
     h, memory = model.initial_states(4, seed=5)
-    kwargs = dict(max_length=5, end_token=END, beam_size=4, length_normalization="wu")
-    plain = decoding.beam_search(model, [0] * 4, (h, memory), **kwargs)
-    covered = decoding.beam_search(model, [0] * 4, (h, memory), coverage_penalty_weight=5.0, **kwargs)
+    kwargs = dict(max_length=5, end_token=END, beam_size=4)
+    plain = decoding.beam_search(model, [0] * 4, (h, memory), scorer=decoding.Scorer("wu"),
+                                 **kwargs)
+    covered = decoding.beam_search(model, [0] * 4, (h, memory), **kwargs,
+                                   scorer=decoding.Scorer("wu", coverage_penalty_weight=5.0))
 
     def cp(result, b):
         length = np_(result.lengths)[b, 0]
@@ -91,6 +96,6 @@ def test_coverage_needs_alignments():
     model = RecurrentDecoder(attentive=False)
     with pytest.raises(ValueError, match="coverage_penalty_weight.*alignments"):
         decoding.beam_search(model, [0], model.initial_states(1), 3, END,
-                             coverage_penalty_weight=0.2)
-    with pytest.raises(ValueError, match="stop_rule"):
-        decoding.beam_search(model, [0], model.initial_states(1), 3, END, stop_rule="tfa")
+                             scorer=decoding.Scorer(coverage_penalty_weight=0.2))
+    with pytest.raises(TypeError, match="stop_rule.*CompetingBeamSearch"):
+        decoding.BeamSearch(3, stop_rule="compete")

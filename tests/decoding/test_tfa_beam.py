@@ -15,7 +15,8 @@ from kerasrnn import decoding
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tfa"
 CASES = sorted(p.stem for p in FIXTURES.glob("beam_*.npz"))
-TFA_OPTIONS = dict(stop_rule="compete", count_end_token=False)
+# TFA's rules: finished hypotheses compete in the beam, the end token is not counted
+TFA_OPTIONS = dict(competing=True, tfa_scorer=True)
 
 
 def test_the_fixtures_are_there():
@@ -29,7 +30,7 @@ def load(name):
         return {key: data[key] for key in data.files}
 
 
-def search(fixture, **options):
+def search(fixture, competing=False, tfa_scorer=False):
     logits = ops.convert_to_tensor(fixture["logits"])
     alignments = ops.convert_to_tensor(fixture["alignments"])
     last_step = fixture["logits"].shape[0] - 1
@@ -45,12 +46,16 @@ def search(fixture, **options):
     alpha = float(fixture["length_penalty_weight"])
     start = fixture["start_tokens"]
     k = int(fixture["beam_width"])
-    return decoding.beam_search(
-        step, start, np.zeros(len(start), "int32"), int(fixture["max_length"]),
-        int(fixture["end_token"]), beam_size=k, n_best=k,
-        length_normalization="gnmt" if alpha else None, alpha=alpha,
-        coverage_penalty_weight=float(fixture["coverage_penalty_weight"]), **options,
-    )
+    beta = float(fixture["coverage_penalty_weight"])
+    if tfa_scorer:
+        scorer = decoding.TFAScorer(length_penalty_weight=alpha, coverage_penalty_weight=beta)
+    else:
+        scorer = decoding.Scorer("gnmt" if alpha else None, alpha=alpha,
+                                 coverage_penalty_weight=beta)
+    strategy = (decoding.CompetingBeamSearch if competing else decoding.BeamSearch)(
+        beam_size=k, n_best=k, scorer=scorer)
+    return strategy(step, start, np.zeros(len(start), "int32"), int(fixture["max_length"]),
+                    int(fixture["end_token"]))
 
 
 def same_as_tfa(fixture, result):
@@ -91,10 +96,26 @@ def test_the_default_rules_are_not_tfa(name):
     fixture test above would fail if either rule were dropped."""
     fixture = load(name)
     assert not same_as_tfa(fixture, search(fixture))
-    assert not same_as_tfa(fixture, search(fixture, count_end_token=False))
+    assert not same_as_tfa(fixture, search(fixture, tfa_scorer=True))
     if name == "beam_no_penalty":
         # Without a length or coverage penalty the length a score counts cannot
         # matter: there the stop rule alone makes the difference.
-        assert same_as_tfa(fixture, search(fixture, stop_rule="compete"))
+        assert same_as_tfa(fixture, search(fixture, competing=True))
     else:
-        assert not same_as_tfa(fixture, search(fixture, stop_rule="compete"))
+        assert not same_as_tfa(fixture, search(fixture, competing=True))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_compat_beam_search_decoder_is_tfa(name):
+    from kerasrnn.compat import tfa
+
+    fixture = load(name)
+    strategy = tfa.beam_search_decoder(
+        int(fixture["beam_width"]), float(fixture["length_penalty_weight"]),
+        float(fixture["coverage_penalty_weight"]))
+    logits_alignments = search(fixture, competing=True, tfa_scorer=True)
+    assert strategy.get_config() == decoding.CompetingBeamSearch(
+        int(fixture["beam_width"]), scorer=decoding.TFAScorer(
+            float(fixture["length_penalty_weight"]),
+            float(fixture["coverage_penalty_weight"]))).get_config()
+    assert same_as_tfa(fixture, logits_alignments)

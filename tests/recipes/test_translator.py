@@ -530,10 +530,12 @@ def test_cli_heatmap_draws_the_alignments_beam_search_returned(demo_run, tmp_pat
         # source token.
         src = trained.source.tokenize([row["text"]])[0]
         ids = np.array(trained.source.encode([row["text"]]), "int32")
-        result = trained.model.generate(
-            ids, "beam", beam_size=config["beam_size"], n_best=1,
-            max_length=config["max_decode_length"],
-            length_normalization=config["length_normalization"])
+        import kerasrnn.decoding
+
+        beam = kerasrnn.decoding.BeamSearch(
+            config["beam_size"], n_best=1,
+            scorer=kerasrnn.decoding.Scorer(config["length_normalization"]))
+        result = trained.model.generate(ids, beam, max_length=config["max_decode_length"])
         length = int(np.asarray(result.lengths)[0, 0])
         tokens = np.asarray(result.tokens)[0, 0, :length]
         drawn = trained.heatmap(row["text"], tmp_path / "again.png")

@@ -102,8 +102,9 @@ def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
     trained = translator.Translator.from_run(
         common.saved_config(translator.OPTIONS, str(run), {}))
     ids = keras.utils.pad_sequences(trained.source.encode(TEXTS[3:]), padding="post")
-    result = trained.model.generate(ids, "beam", beam_size=K, n_best=K, max_length=8,
-                                    length_normalization="average")
+    import kerasrnn.decoding
+
+    result = trained.model.generate(ids, kerasrnn.decoding.BeamSearch(K), max_length=8)
     np.testing.assert_allclose(scores[3:], np.asarray(result.scores), atol=1e-5)
     # translate (beam_size 2) gives the best of its own, narrower search.
     assert served["translation"][4] == _main(

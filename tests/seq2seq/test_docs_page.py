@@ -22,4 +22,4 @@ def test_page_runs_on_this_backend(example, tmp_path, monkeypatch):
 
 def test_page_has_the_worked_example():
     assert len(EXAMPLES) >= 3 and all(e.output for e in EXAMPLES)
-    assert 'method="beam"' in EXAMPLES[0].code
+    assert "BeamSearch(beam_size=4, n_best=2)" in EXAMPLES[0].code

@@ -123,8 +123,8 @@ def teacher_forced_log_probs(model, source, tokens, lengths):
 @pytest.mark.parametrize("name", ["bahdanau_dense", "luong_copy"])
 def test_beam_search_hypotheses_score_as_the_model_says(name):
     model = MODELS[name]()
-    result = model.generate(SOURCE, method="beam", beam_size=3, n_best=2, max_length=6,
-                            length_normalization=None)
+    beam = kerasrnn.decoding.BeamSearch(3, n_best=2, scorer=kerasrnn.decoding.Scorer(None))
+    result = model.generate(SOURCE, beam, max_length=6)
     tokens, lengths = np_(result.tokens), np_(result.lengths)
     assert tokens.shape == (3, 2, 6) and np_(result.scores).shape == (3, 2)
     assert np_(result.alignments).shape == (3, 2, 6, 5)
@@ -143,8 +143,9 @@ def test_beam_search_hypotheses_score_as_the_model_says(name):
 
 def test_sampling_repeats_with_a_seed_and_scores_are_model_log_probs():
     model = bahdanau_model()
-    a = model.generate(SOURCE, method="sample", seed=3, max_length=6, temperature=2.0)
-    b = model.generate(SOURCE, method="sample", seed=3, max_length=6, temperature=2.0)
+    sampling = kerasrnn.decoding.RandomSampling(temperature=2.0, seed=3)
+    a = model.generate(SOURCE, sampling, max_length=6)
+    b = model.generate(SOURCE, sampling, max_length=6)
     np.testing.assert_array_equal(np_(a.tokens), np_(b.tokens))
     assert tuple(a.tokens.shape) == (3, 1, 6)
     expected = teacher_forced_log_probs(model, SOURCE, np_(a.tokens), np_(a.lengths))
@@ -160,9 +161,9 @@ def test_keras_file_round_trip_gives_identical_generation(tmp_path):
     assert isinstance(loaded, Seq2Seq) and loaded.max_source_length == 8
     assert loaded.optimizer is not None and isinstance(loaded.loss,
                                                        kerasrnn.losses.SequenceCrossEntropy)
-    for method in ("greedy", "beam"):
-        a = model.generate(SOURCE, method=method, max_length=5)
-        b = loaded.generate(SOURCE, method=method, max_length=5)
+    for strategy in ("greedy", "beam"):
+        a = model.generate(SOURCE, strategy, max_length=5)
+        b = loaded.generate(SOURCE, strategy, max_length=5)
         np.testing.assert_array_equal(np_(a.tokens), np_(b.tokens))
         np.testing.assert_allclose(np_(a.scores), np_(b.scores), rtol=1e-6)
         np.testing.assert_allclose(np_(a.alignments), np_(b.alignments), atol=1e-7)
@@ -202,7 +203,7 @@ def test_fit_learns_and_compile_defaults():
     history = model.fit({"source": SOURCE, "target_in": TARGET_IN}, TARGET_OUT,
                         epochs=40, verbose=0)
     assert history.history["accuracy"][-1] == 1.0
-    result = model.generate(SOURCE, method="beam", beam_size=2, max_length=5)
+    result = model.generate(SOURCE, kerasrnn.decoding.BeamSearch(2), max_length=5)
     best = np_(result.tokens)[:, 0]
     np.testing.assert_array_equal(best[:, :4], TARGET_OUT)
 
@@ -214,10 +215,10 @@ def test_fit_learns_and_compile_defaults():
          r"`source` must be int ids of shape \(batch, source_length\); got shape \(3,\)"),
         (lambda m: m.generate(np.array([[5, 60]])),
          r"`source` holds ids outside \[0, 12\).*same vocabulary"),
-        (lambda m: m.generate(SOURCE, method="nucleus"), "`method` must be one of"),
-        (lambda m: m.generate(SOURCE, method="beam", beam_size=2, n_best=3),
-         "`n_best`=3 hypotheses need at least as many beams: beam_size=2"),
-        (lambda m: m.generate(SOURCE, n_best=2), "use method='beam' for n-best"),
+        (lambda m: m.generate(SOURCE, "nucleus"),
+         r"Unknown decoding strategy 'nucleus': use one of \['beam', 'greedy', 'sample'\]"),
+        (lambda m: m.generate(SOURCE, kerasrnn.decoding.BeamSearch(2, n_best=3)),
+         r"`n_best` must be an integer in \[1, beam_size=2\].*raise beam_size"),
         (lambda m: m.generate(SOURCE, max_length=0), "`max_length` must be an integer >= 1"),
         (lambda m: m({"source": SOURCE, "target": TARGET_IN}), r"missing \['target_in'\]"),
         (lambda m: m({"source": SOURCE, "target_in": TARGET_IN + 20}),
@@ -257,11 +258,13 @@ def test_copy_bridge_width_mismatch():
 
 def test_generation_without_alignments_and_decoding_options():
     model = bahdanau_model()
-    plain = model.generate(SOURCE, method="beam", beam_size=2, max_length=5,
-                           return_alignments=False)
+    beam = kerasrnn.decoding.BeamSearch(2)
+    plain = model.generate(SOURCE, beam, max_length=5, return_alignments=False)
     assert plain.alignments is None and tuple(plain.tokens.shape) == (3, 2, 5)
-    with_them = model.generate(SOURCE, method="beam", beam_size=2, max_length=5)
+    with_them = model.generate(SOURCE, beam, max_length=5)
     np.testing.assert_array_equal(np_(plain.tokens), np_(with_them.tokens))
-    # options of kerasrnn.decoding pass through: no token before step 3 ends a sequence
-    forced = model.generate(SOURCE, max_length=5, min_length=3)
+    # the strategy's constraints apply: no token before step 3 ends a sequence
+    at_least_three = kerasrnn.decoding.Constraints(min_length=3)
+    forced = model.generate(SOURCE, kerasrnn.decoding.GreedySearch(at_least_three),
+                            max_length=5)
     assert (np_(forced.lengths) >= 3).all()

@@ -79,10 +79,11 @@ def test_operands_are_rounded_before_they_are_multiplied(dtype):
 def test_beam_search_with_a_bfloat16_readout():
     # (greedy search and sampling take the same readout function, tested above)
     seq2seq = model()
-    options = dict(max_length=6, beam_size=3, return_alignments=False)
-    exact = seq2seq.generate(SOURCE, "beam", **options)
-    fast = seq2seq.generate(SOURCE, "beam", readout_dtype="bfloat16", **options)
-    uncompiled = seq2seq.generate(SOURCE, "beam", readout_dtype="bfloat16",
+    beam = kerasrnn.decoding.BeamSearch(3)
+    options = dict(max_length=6, return_alignments=False)
+    exact = seq2seq.generate(SOURCE, beam, **options)
+    fast = seq2seq.generate(SOURCE, beam, readout_dtype="bfloat16", **options)
+    uncompiled = seq2seq.generate(SOURCE, beam, readout_dtype="bfloat16",
                                   jit_compile=False, **options)
     # the compiled decoder is keyed by the dtype: it is not the float32 one reused
     np.testing.assert_array_equal(np_(fast.tokens), np_(uncompiled.tokens))
