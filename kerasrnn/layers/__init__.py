@@ -1,10 +1,19 @@
 """Reusable Keras layers for sequence models: masking, pooling, word dropout, the
-batch/time reshapes of per-word networks, a Naive Bayes expert, the linear-chain CRF and
-ELMo's scalar mix.
+batch/time reshapes of per-word networks, the encoder-decoder bridges, a Naive Bayes
+expert, the linear-chain CRF and ELMo's scalar mix.
 
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
 """
+from kerasrnn.layers import bridge
+from kerasrnn.layers.bridge import (
+    Bridge,
+    CopyBridge,
+    DenseBridge,
+    NoBridge,
+    ZerosBridge,
+    join_directions,
+)
 from kerasrnn.layers.crf import (
     CRF,
     CRFAccuracy,
@@ -24,6 +33,12 @@ from kerasrnn.layers.reshape import MergeBatchTime, SplitBatchTime
 from kerasrnn.layers.scalar_mix import ScalarMix
 
 __all__ = [
+    "Bridge",
+    "CopyBridge",
+    "DenseBridge",
+    "NoBridge",
+    "ZerosBridge",
+    "join_directions",
     "CRF",
     "CRFAccuracy",
     "CRFLoss",
