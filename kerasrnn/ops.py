@@ -36,12 +36,12 @@ def scan(step, init, sequences, reverse=False):
 
     Example:
 
-    >>> import numpy as np
+    >>> import keras, numpy as np
     >>> from kerasrnn.ops import scan
     >>> x = np.arange(6, dtype="float32").reshape(3, 2)  # (time, batch)
     >>> carry, ys = scan(lambda c, xs: (c + xs[0] * xs[1], c), np.zeros(2, "float32"),
     ...                  [x, np.full((3, 2), 2.0, "float32")])
-    >>> carry.tolist()
+    >>> keras.ops.convert_to_numpy(carry).tolist()
     [12.0, 18.0]
     """
     dtype = sequences[0].dtype
@@ -71,8 +71,9 @@ def padding_mask(ids, pad_id=0):
 
     Example:
 
+    >>> import keras
     >>> from kerasrnn.ops import padding_mask
-    >>> padding_mask([[5, 6, 0]]).tolist()
+    >>> keras.ops.convert_to_numpy(padding_mask([[5, 6, 0]])).tolist()
     [[True, True, False]]
     """
     return ops.not_equal(ops.convert_to_tensor(ids), pad_id)
@@ -83,8 +84,10 @@ def lengths_from_mask(mask):
 
     Example:
 
+    >>> import keras
     >>> from kerasrnn.ops import lengths_from_mask
-    >>> lengths_from_mask([[True, True, False], [True, False, False]]).tolist()
+    >>> mask = [[True, True, False], [True, False, False]]
+    >>> keras.ops.convert_to_numpy(lengths_from_mask(mask)).tolist()
     [2, 1]
     """
     return ops.sum(ops.cast(ops.convert_to_tensor(mask), "int32"), axis=-1)

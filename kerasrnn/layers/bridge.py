@@ -186,10 +186,10 @@ class CopyBridge(Bridge):
 
     Example:
 
-    >>> import numpy as np, kerasrnn
+    >>> import keras, numpy as np, kerasrnn
     >>> bridge = kerasrnn.layers.CopyBridge(state_sizes=[6])
     >>> forward, backward = np.ones((2, 3), "float32"), np.zeros((2, 3), "float32")
-    >>> bridge([forward, backward])[0].tolist()[0]
+    >>> keras.ops.convert_to_numpy(bridge([forward, backward])[0])[0].tolist()
     [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
     """
 
@@ -213,9 +213,9 @@ class ZerosBridge(Bridge):
 
     Example:
 
-    >>> import numpy as np, kerasrnn
+    >>> import keras, numpy as np, kerasrnn
     >>> bridge = kerasrnn.layers.ZerosBridge(state_sizes=[2])
-    >>> bridge([np.ones((1, 3), "float32")])[0].tolist()
+    >>> keras.ops.convert_to_numpy(bridge([np.ones((1, 3), "float32")])[0]).tolist()
     [[0.0, 0.0]]
     """
 
