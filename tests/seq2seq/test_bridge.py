@@ -126,3 +126,22 @@ def test_a_learned_initial_state_shows_under_none_not_under_zeros():
     np.testing.assert_allclose(states, np.stack([learned, learned]), atol=1e-7)
     zeros = Seq2SeqBackbone(12, 10, decoder_cell=cell, bridge="zeros", embedding_dim=5)
     np.testing.assert_array_equal(np_(zeros.call_encoder(SOURCE).states[0]), 0.0)
+
+
+def test_attentive_rnn_takes_a_bridge_object():
+    """AttentiveRNN's own `bridge` is the same layer: a CopyBridge there starts the cell
+    from the joined directions, and the choice survives get_config."""
+    cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(7), kerasrnn.BahdanauAttention(4))
+    decoder = kerasrnn.AttentiveRNN(cell, bridge=CopyBridge())
+    states = decoder.initial_state_from(STATES)
+    np.testing.assert_array_equal(np_(states[0]), np.concatenate([H_FW, H_BW], -1)
+                                  .astype("float32"))
+    np.testing.assert_array_equal(np_(states[1]), np.concatenate([C_FW, C_BW], -1)
+                                  .astype("float32"))
+    clone = kerasrnn.AttentiveRNN.from_config(decoder.get_config())
+    assert type(clone.bridge) is CopyBridge and clone.bridge.state_sizes == [7, 7]
+    assert isinstance(kerasrnn.AttentiveRNN(cell, bridge=True).bridge, DenseBridge)
+    assert kerasrnn.AttentiveRNN(cell).bridge is None
+    # NoBridge: the cell's own (zero) initial state, whatever the encoder's
+    none = kerasrnn.AttentiveRNN(cell, bridge="none").initial_state_from(STATES)
+    assert all(not np.any(np_(s)) for s in none)
