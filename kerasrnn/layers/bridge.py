@@ -158,17 +158,24 @@ class DenseBridge(Bridge):
     """
 
     def __init__(self, activation="tanh", state_sizes=None, **kwargs):
-        super().__init__(state_sizes=state_sizes, **kwargs)
         self.activation = keras.activations.get(activation)
         self.dense = None
+        super().__init__(state_sizes=state_sizes, **kwargs)
+
+    def set_state_sizes(self, state_sizes):
+        super().set_state_sizes(state_sizes)
+        if self.dense is None:
+            # made as soon as the widths are known (their weights in `build`): Keras
+            # draws each initializer's seed when a layer is made, so a model makes its
+            # layers in one fixed order
+            self.dense = [
+                keras.layers.Dense(size, activation=self.activation, name=f"bridge_{index}")
+                for index, size in enumerate(self.state_sizes)
+            ]
 
     def build_bridge(self, shapes):
-        self.dense = []
-        for index, (size, shape) in enumerate(zip(self.state_sizes, shapes)):
-            layer = keras.layers.Dense(size, activation=self.activation,
-                                       name=f"bridge_{index}")
+        for layer, shape in zip(self.dense, shapes):
             layer.build(shape)
-            self.dense.append(layer)
 
     def bridge(self, states):
         return [layer(state) for layer, state in zip(self.dense, states)]

@@ -162,8 +162,6 @@ class Seq2SeqBackbone(keras.layers.Layer):
                 "kerasrnn.GRUCell(256), kerasrnn.BahdanauAttention(256))); got "
                 f"{decoder_cell!r}."
             )
-        self.bridge = bridges.get(bridge)
-        self.bridge.set_state_sizes(cell_state_sizes(decoder_cell.cell))
         self.source_vocab_size = source_vocab_size
         self.target_vocab_size = target_vocab_size
         self.embedding_dim = embedding_dim
@@ -179,6 +177,9 @@ class Seq2SeqBackbone(keras.layers.Layer):
             target_vocab_size, embedding_dim, name="target_embedding"
         )
         self.encoder = encoder
+        # (the layers are made in this order for a fixed random initialisation)
+        self.bridge = bridges.get(bridge)
+        self.bridge.set_state_sizes(cell_state_sizes(decoder_cell.cell))
         self.decoder = AttentiveRNN(decoder_cell, return_alignments=True, name="decoder")
         self.embedding_dropout = keras.layers.Dropout(self.dropout, name="embedding_dropout")
         self.output_dropout = keras.layers.Dropout(self.dropout, name="output_dropout")
@@ -196,10 +197,9 @@ class Seq2SeqBackbone(keras.layers.Layer):
         embedded = (None, None, self.embedding_dim)
         self.encoder.build(embedded)
         memory_shape, state_shapes = self.encoder.compute_output_shape(embedded)
-        state_shapes = [tuple(s) for s in state_shapes]
-        self.bridge.build(state_shapes)
-        decoder_states = self.bridge.compute_output_shape(state_shapes)
-        self.decoder.build(embedded, memory_shape, decoder_states)
+        self.decoder.build(embedded, memory_shape)
+        # after the decoder, as AttentiveRNN built its own bridge: the same random init
+        self.bridge.build([tuple(s) for s in state_shapes])
         width = self.decoder.cell.output_size
         if self.tie_embeddings:
             if width != self.embedding_dim:
