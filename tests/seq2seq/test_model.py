@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 import kerasrnn
-from kerasrnn.seq2seq import RNNEncoder, ScheduledSampling, Seq2Seq, Seq2SeqBackbone
+from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone
 
 pytestmark = pytest.mark.core
 
