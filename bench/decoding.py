@@ -51,7 +51,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kerasrnn  # noqa: E402
-from kerasrnn.seq2seq import RNNEncoder, Seq2Seq  # noqa: E402
+from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone  # noqa: E402
 import timing  # noqa: E402  (bench/)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
@@ -63,8 +63,9 @@ def build_model(seed=0):
     encoder = RNNEncoder(kerasrnn.GRUCell(ENCODER), bidirectional=True)
     cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(DECODER),
                                   kerasrnn.BahdanauAttention(ATTENTION), kerasrnn.AttendThenRun())
-    model = Seq2Seq(SOURCE_VOCAB, TARGET_VOCAB, encoder=encoder, decoder_cell=cell,
-                    embedding_dim=EMBEDDING, bridge="dense")
+    model = Seq2Seq(Seq2SeqBackbone(SOURCE_VOCAB, TARGET_VOCAB, encoder=encoder,
+                                    decoder_cell=cell, bridge="dense",
+                                    embedding_dim=EMBEDDING))
     model.build()
     return model
 

@@ -173,7 +173,7 @@ def build_model(config, source_vocab_size, target_vocab_size):
     sampling as configured. It trains on ``{"source", "target_in"}`` -> ``target_out``
     and decodes with `generate`."""
     import kerasrnn
-    from kerasrnn.seq2seq import RNNEncoder, Seq2Seq
+    from kerasrnn.seq2seq import RNNEncoder, ScheduledSampling, Seq2Seq, Seq2SeqBackbone
 
     encoder = RNNEncoder(
         common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
@@ -193,16 +193,18 @@ def build_model(config, source_vocab_size, target_vocab_size):
     decoder_cell = kerasrnn.AttentionCell(
         cell, attention, order, None if size is None else kerasrnn.LuongProjection(size)
     )
-    model = Seq2Seq(
+    backbone = Seq2SeqBackbone(
         source_vocab_size, target_vocab_size, encoder=encoder,
-        decoder_cell=decoder_cell, embedding_dim=config["embedding_dim"],
-        bridge="dense", dropout=config["dropout"],
-        max_target_length=config["max_decode_length"],
-        scheduled_sampling=config["scheduled_sampling"],
-        sampling_probability=config["sampling_probability"],
-        sampling_steps=config["sampling_steps"], sampling_mode=config["sampling_mode"],
-        seed=config["seed"], name="translator",
+        decoder_cell=decoder_cell, bridge="dense", embedding_dim=config["embedding_dim"],
+        dropout=config["dropout"], name="backbone",
     )
+    sampling = None
+    if config["scheduled_sampling"] != "off":
+        sampling = ScheduledSampling(
+            config["scheduled_sampling"], config["sampling_probability"],
+            steps=config["sampling_steps"], mode=config["sampling_mode"], seed=config["seed"])
+    model = Seq2Seq(backbone, max_target_length=config["max_decode_length"],
+                    scheduled_sampling=sampling, name="translator")
     model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
     return model
 

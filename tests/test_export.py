@@ -122,8 +122,10 @@ def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
 
     source_vocab = Vocabulary.build([["the", "cat", "sat"], ["a", "dog", "ran"]])
     target_vocab = Vocabulary.build([list("le chat"), list("un chien")])
-    model = kerasrnn.seq2seq.Seq2Seq(len(source_vocab), len(target_vocab), embedding_dim=6,
-                                     units=8, max_source_length=4, max_target_length=7)
+    model = kerasrnn.seq2seq.Seq2Seq(
+        kerasrnn.seq2seq.Seq2SeqBackbone(len(source_vocab), len(target_vocab),
+                                         embedding_dim=6, units=8),
+        max_source_length=4, max_target_length=7)
     texts = ["the cat sat", "", "   ", "a dog ran the cat sat unknownword", "zebra"]
     export_seq2seq(tmp_path / "sm", model, source_vocab, target_vocab, tokenize="word",
                    detokenize="char", beam_size=3, n_best=2)
@@ -164,11 +166,13 @@ def test_export_seq2seq_errors(tmp_path):
     from kerasrnn.export import export_seq2seq
 
     vocab = Vocabulary.build([["a", "b"]])
-    model = kerasrnn.seq2seq.Seq2Seq(len(vocab) + 1, len(vocab), embedding_dim=4, units=4)
+    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
+        len(vocab) + 1, len(vocab), embedding_dim=4, units=4))
     with pytest.raises(ValueError, match="`source_vocabulary` has 6 tokens but the model's "
                                          "source_vocab_size is 7"):
         export_seq2seq(tmp_path / "x", model, vocab, vocab)
-    model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=4, units=4)
+    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
+        len(vocab), len(vocab), embedding_dim=4, units=4))
     with pytest.raises(ValueError, match="`n_best` must be an integer in \\[1, beam_size=2\\]"):
         export_seq2seq(tmp_path / "x", model, vocab, vocab, beam_size=2, n_best=3)
     with pytest.raises(ValueError, match="`tokenize` must be one of"):
@@ -204,8 +208,8 @@ def test_text_translator_coverage_penalty_decodes_like_generate():
 
     vocab = Vocabulary.build([["a", "b", "c", "d"]])
     keras.utils.set_random_seed(3)
-    model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=6, units=8,
-                                     max_source_length=5)
+    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
+        len(vocab), len(vocab), embedding_dim=6, units=8), max_source_length=5)
     texts = TextTranslator(model, vocab, vocab, max_length=6, length_normalization="wu",
                            coverage_penalty_weight=0.7)
     rows = texts.translate(["a b c", "d a"], beam_size=3, n_best=3)
@@ -228,8 +232,8 @@ def test_text_translator_translate_batches_by_length_but_keeps_order():
 
     vocab = Vocabulary.build([["a", "b", "c", "d"]])
     keras.utils.set_random_seed(5)
-    model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=6, units=8,
-                                     max_source_length=6)
+    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
+        len(vocab), len(vocab), embedding_dim=6, units=8), max_source_length=6)
     texts = TextTranslator(model, vocab, vocab, max_length=5)
     sources = ["a b c d a", "b", "", "c d a", "d d", "a b c d b c"]
     batched = texts.translate(sources, beam_size=2, n_best=2, batch_size=2)

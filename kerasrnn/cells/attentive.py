@@ -20,6 +20,7 @@ from keras import ops, tree
 from kerasrnn.attention.layers import Attention, AttentionMemory
 from kerasrnn.cells import projection as projection_lib
 from kerasrnn.cells import step_order as step_order_lib
+from kerasrnn.layers import bridge as bridges
 
 # Keras' RNN configures dropout masks only for cells that are instances of this mixin
 # (it is not exported publicly); the attentive cell forwards them to the wrapped cell.
@@ -671,7 +672,7 @@ def merge_bidirectional_states(states):
 
     `keras.layers.Bidirectional(..., return_state=True)` returns the forward states, then
     the backward ones; a decoder with twice the encoder's units starts from their
-    concatenation.
+    concatenation (`kerasrnn.layers.join_directions`, which every bridge applies).
     """
     states = list(states)
     if len(states) % 2:
@@ -679,10 +680,7 @@ def merge_bidirectional_states(states):
             "`states` must hold the forward states then the backward states (an even "
             f"count); got {len(states)}."
         )
-    half = len(states) // 2
-    return [
-        ops.concatenate([fw, bw], axis=-1) for fw, bw in zip(states[:half], states[half:])
-    ]
+    return bridges.join_directions(states, len(states) // 2)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -708,11 +706,13 @@ class AttentiveRNN(keras.layers.RNN):
         return_sequences: return every step's output (default True, as a decoder needs).
         return_state: also return the final flat states.
         return_alignments: also return the attention weights of every step.
-        bridge: map the given `initial_state` through a learned s_0 = tanh(W_s h + b)
-            per wrapped-cell state (Bahdanau et al.'s initialisation), so the encoder's
-            states may have any width. A bidirectional encoder's states (twice as many:
-            forward then backward, as `keras.layers.Bidirectional` returns them) are
-            concatenated pairwise first.
+        bridge: map the given `initial_state` through a `kerasrnn.layers.Bridge` (or
+            its name, "dense", "copy", "zeros", "none"); True is "dense", a learned
+            s_0 = tanh(W_s h + b) per wrapped-cell state (Bahdanau et al.'s
+            initialisation), so the encoder's states may have any width. A
+            bidirectional encoder's states (twice as many: forward then backward, as
+            `keras.layers.Bidirectional` returns them) are concatenated pairwise first.
+            False (default): the states are the cell's own.
         unroll: as `keras.layers.RNN`.
         zero_output_for_mask: must stay True: padded target steps output zeros.
 
@@ -787,26 +787,16 @@ class AttentiveRNN(keras.layers.RNN):
             **kwargs,
         )
         self.return_alignments = bool(return_alignments)
-        self.bridge = bool(bridge)
-        if self.bridge:
-            self.bridges = [
-                keras.layers.Dense(size, activation="tanh", name=f"bridge_{index}")
-                for index, size in enumerate(cell._cell_sizes)
-            ]
+        self.bridge = None
+        if bridge is not False and bridge is not None:
+            self.bridge = bridges.get("dense" if bridge is True else bridge)
+            self.bridge.set_state_sizes(cell.cell_state_sizes)
 
     def build(self, sequences_shape, memory_shape, initial_state_shape=None):
         self.cell.build_memory(memory_shape)
         super().build(sequences_shape)
-        if self.bridge and initial_state_shape is not None:
-            shapes = _state_shapes(initial_state_shape)
-            if len(shapes) == 2 * len(self.bridges):  # bidirectional: merged first
-                half = len(self.bridges)
-                shapes = [
-                    (fw[0], fw[-1] + bw[-1]) for fw, bw in zip(shapes[:half], shapes[half:])
-                ]
-            for layer, shape in zip(self.bridges, shapes):
-                if not layer.built:
-                    layer.build(shape)
+        if self.bridge is not None and initial_state_shape is not None:
+            self.bridge.build(_state_shapes(initial_state_shape))
 
     # ---- the step-by-step API --------------------------------------------------------
     def prepare_memory(self, memory, mask=None):
@@ -821,16 +811,11 @@ class AttentiveRNN(keras.layers.RNN):
         if encoder_states is None:
             return self.cell.get_initial_state(batch_size=batch_size, memory=memory)
         states = tree.flatten(encoder_states)
-        if self.bridge:
-            if len(states) == 2 * len(self.bridges):
-                states = merge_bidirectional_states(states)
-            if len(states) != len(self.bridges):
-                raise ValueError(
-                    f"`initial_state` must hold {len(self.bridges)} encoder state(s), one "
-                    f"per state of the wrapped cell (or twice as many from a "
-                    f"bidirectional encoder); got {len(states)}."
-                )
-            states = [layer(state) for layer, state in zip(self.bridges, states)]
+        if self.bridge is not None:
+            batch = ops.shape(states[0])[0]
+            states = self.bridge(states)
+            if states is None:  # NoBridge: the cell's own initial state
+                return self.cell.get_initial_state(batch_size=batch, memory=memory)
         return self.cell.initial_state_from(states, memory=memory)
 
     def step(self, inputs, states, memory, training=False):
@@ -963,7 +948,9 @@ class AttentiveRNN(keras.layers.RNN):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"return_alignments": self.return_alignments, "bridge": self.bridge})
+        bridge = False if self.bridge is None else keras.saving.serialize_keras_object(
+            self.bridge)
+        config.update({"return_alignments": self.return_alignments, "bridge": bridge})
         return config
 
 

@@ -111,7 +111,8 @@ class TextTranslator:
     >>> from kerasrnn.data import Vocabulary
     >>> from kerasrnn.export import TextTranslator
     >>> vocab = Vocabulary.build([["a", "b", "c"]])
-    >>> model = kerasrnn.seq2seq.Seq2Seq(len(vocab), len(vocab), embedding_dim=4, units=4)
+    >>> model = kerasrnn.seq2seq.Seq2Seq(
+    ...     kerasrnn.seq2seq.Seq2SeqBackbone(len(vocab), len(vocab), embedding_dim=4, units=4))
     >>> texts = TextTranslator(model, vocab, vocab, max_source_length=5, max_length=4)
     >>> rows = texts.translate(["a b", " "], beam_size=2, n_best=2)
     >>> [len(row) for row in rows], rows[1][0]

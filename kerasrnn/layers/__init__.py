@@ -1,11 +1,20 @@
 """Reusable Keras layers for sequence models: masking, pooling, word dropout, the
-batch/time reshapes of per-word networks, a Naive Bayes expert, the linear-chain CRF with
-tag-scheme constraints, ELMo's biLM features and scalar mix, and sentence-pair features.
+batch/time reshapes of per-word networks, the encoder-decoder bridges, a Naive Bayes
+expert, the linear-chain CRF with tag-scheme constraints, ELMo's biLM features and scalar
+mix, and sentence-pair features.
 
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
 """
 from kerasrnn.layers.bilm import BiLMFeatures, reverse_padded
+from kerasrnn.layers.bridge import (
+    Bridge,
+    CopyBridge,
+    DenseBridge,
+    NoBridge,
+    ZerosBridge,
+    join_directions,
+)
 from kerasrnn.layers.crf import (
     CRF,
     CRFAccuracy,
@@ -35,6 +44,12 @@ from kerasrnn.layers.tag_schemes import (
 
 __all__ = [
     "BiLMFeatures",
+    "Bridge",
+    "CopyBridge",
+    "DenseBridge",
+    "NoBridge",
+    "ZerosBridge",
+    "join_directions",
     "CRF",
     "CRFAccuracy",
     "CRFLoss",

@@ -15,6 +15,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasrnn.ops import scan as _scan
+
 # A finite "minus infinity": exp() of it underflows to 0 in float32, sums of a few of
 # them stay finite (no inf - inf = nan in the gradients).
 _NEG = -1e30
@@ -137,37 +139,6 @@ def _check_potentials(potentials):
 
 def _time_major(x):
     return ops.moveaxis(x, 1, 0)
-
-
-def _scan(step, init, sequences, reverse=False):
-    """`ops.scan` over several time-major sequences (time, batch, ...), all passed to
-    `step` as one tuple.
-
-    Keras' TensorFlow scan checks the static lengths of several sequences against each
-    other and fails when the length is unknown (a tf.function over variable-length
-    batches, e.g. a serving signature), so the sequences travel packed into one float
-    tensor and are unpacked, with their shapes and dtypes, at each step.
-    """
-    dtype = sequences[0].dtype
-    specs, flat = [], []
-    for x in sequences:
-        tail = tuple(x.shape[2:])
-        size = int(np.prod(tail)) if tail else 1
-        specs.append((tail, size, x.dtype))
-        shape = ops.shape(x)
-        flat.append(ops.reshape(ops.cast(x, dtype), (shape[0], shape[1], size)))
-    packed = ops.concatenate(flat, axis=-1)
-
-    def unpack(carry, row):
-        parts, offset = [], 0
-        for tail, size, x_dtype in specs:
-            part = row[:, offset:offset + size]
-            part = ops.reshape(part, (-1,) + tail) if tail else part[:, 0]
-            parts.append(ops.cast(part, x_dtype))
-            offset += size
-        return step(carry, tuple(parts))
-
-    return ops.scan(unpack, init, packed, reverse=reverse)
 
 
 def _start_state(potentials):

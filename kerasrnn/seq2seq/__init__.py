@@ -1,28 +1,42 @@
-"""The encoder-decoder as a library model (keras.ops only; every backend).
+"""The encoder-decoder as a library model, keras-hub style (keras.ops only; every
+backend).
 
+* `Seq2SeqBackbone` -- the layers: embeddings, an `RNNEncoder`, a bridge
+  (`kerasrnn.layers.Bridge`), the attentive decoder and the readout, with
+  `call_encoder` and `call_decoder_step`;
+* `Seq2Seq` -- the task around a backbone: `fit` with teacher forcing (or a
+  `ScheduledSampling` regime), `encode`, `step_fn` and `generate` (greedy, sampling,
+  beam search) with alignments;
 * `RNNEncoder` -- an embedding-free recurrent encoder returning the memory and the final
   states;
-* `Seq2Seq` -- embeddings, encoder, bridge, attentive decoder and readout as one
-  `keras.Model`: `fit` with teacher forcing (optionally scheduled sampling), `encode`,
-  `step_fn` and `generate` (greedy, sampling, beam search) with alignments;
-* `sampling_probability` -- the scheduled-sampling schedules, and
-  `SamplingProbabilityLog`, a callback that logs p.
+* `ScheduledSampling`, `sampling_probability` -- scheduled sampling and its schedules,
+  and `SamplingProbabilityLog`, a callback that logs p.
 """
+from kerasrnn.layers.bridge import Bridge, CopyBridge, DenseBridge, NoBridge, ZerosBridge
+from kerasrnn.seq2seq.backbone import Encoded, Seq2SeqBackbone
 from kerasrnn.seq2seq.encoder import RNNEncoder
-from kerasrnn.seq2seq.model import Encoded, Seq2Seq
+from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.sampling import (
     SAMPLING_MODES,
     SCHEDULES,
     SamplingProbabilityLog,
+    ScheduledSampling,
     sampling_probability,
 )
 
 __all__ = [
-    "RNNEncoder",
-    "Seq2Seq",
+    "Bridge",
+    "CopyBridge",
+    "DenseBridge",
     "Encoded",
-    "sampling_probability",
-    "SamplingProbabilityLog",
-    "SCHEDULES",
+    "NoBridge",
+    "RNNEncoder",
     "SAMPLING_MODES",
+    "SCHEDULES",
+    "SamplingProbabilityLog",
+    "ScheduledSampling",
+    "Seq2Seq",
+    "Seq2SeqBackbone",
+    "ZerosBridge",
+    "sampling_probability",
 ]

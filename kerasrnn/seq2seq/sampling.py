@@ -11,6 +11,8 @@ import math
 import keras
 from keras import ops
 
+from kerasrnn.ops import NEG_INF, scan
+
 SCHEDULES = ("off", "constant", "linear", "inverse_sigmoid")
 SAMPLING_MODES = ("sample", "argmax")
 
@@ -56,20 +58,17 @@ def sampling_probability(step, schedule, probability, steps):
 
 
 def check_schedule(schedule, probability, steps, mode="sample"):
+    """One-line errors for a bad schedule, naming `ScheduledSampling`'s arguments."""
     if schedule not in SCHEDULES:
-        raise ValueError(
-            f"`scheduled_sampling` must be one of {SCHEDULES}, got {schedule!r}."
-        )
+        raise ValueError(f"`schedule` must be one of {SCHEDULES}, got schedule={schedule!r}.")
     if isinstance(probability, bool) or not isinstance(probability, (int, float)) or not (
         0.0 <= probability <= 1.0
     ):
-        raise ValueError(
-            f"`sampling_probability` must be in [0, 1], got {probability!r}."
-        )
+        raise ValueError(f"`probability` must be in [0, 1], got probability={probability!r}.")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"`sampling_steps` must be an integer >= 1, got {steps!r}.")
+        raise ValueError(f"`steps` must be an integer >= 1, got steps={steps!r}.")
     if mode not in SAMPLING_MODES:
-        raise ValueError(f"`sampling_mode` must be one of {SAMPLING_MODES}, got {mode!r}.")
+        raise ValueError(f"`mode` must be one of {SAMPLING_MODES}, got mode={mode!r}.")
 
 
 def own_tokens(logits, uniform, mode, pad_id=0):
@@ -81,7 +80,7 @@ def own_tokens(logits, uniform, mode, pad_id=0):
     vocab = logits.shape[-1]
     if pad_id is not None:
         is_pad = ops.arange(vocab) == pad_id
-        logits = ops.where(is_pad[None, :], -1e9, logits)
+        logits = ops.where(is_pad[None, :], NEG_INF, logits)
     if mode == "argmax":
         return ops.cast(ops.argmax(logits, axis=-1), "int32")
     cumulative = ops.cumsum(ops.softmax(logits, axis=-1), axis=-1)
@@ -102,16 +101,183 @@ def fed_tokens(gold, own, coin, probability, t, pad_id=0):
     return ops.where(use_own, own, gold)
 
 
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class ScheduledSampling(keras.layers.Layer):
+    """Scheduled sampling (Bengio et al. 2015) as a training regime a `Seq2Seq` takes:
+    the decoder runs step by step and is fed, at each step t > 0 and with probability
+    p, the model's own token instead of y_{t-1}:
+
+    .. math::
+
+        x_t = \\begin{cases} \\hat y_{t-1} & t > 0,\\ u_t < p_i,\\ y_{t-1} \\ne
+            \\text{pad} \\\\ y_{t-1} & \\text{otherwise} \\end{cases}
+        \\qquad \\hat y_{t-1} \\sim \\text{softmax}(z_{t-1}) \\text{ (or its argmax)}
+
+    where z_{t-1} are the logits of the step before (given the tokens actually fed) and
+    p_i follows `sampling_probability`'s schedule over the model's training steps i
+    (`step`, a variable saved with the model and advanced by each training batch).
+    Evaluation and generation stay as they are. Step-wise, as TensorFlow Addons'
+    `ScheduledEmbeddingTrainingSampler`.
+
+    Args:
+        schedule: "constant", "linear" or "inverse_sigmoid" (or "off": p = 0).
+        probability: the p_max the schedule grows to, in [0, 1].
+        steps: the schedule's S (linear: steps to reach p_max; inverse_sigmoid: steps
+            to reach p_max / 2).
+        mode: "sample" (the fed token is drawn from the model's distribution, as TFA)
+            or "argmax".
+        seed: seed of the draws (coins and tokens).
+
+    Example:
+
+    >>> import numpy as np, kerasrnn
+    >>> from kerasrnn.seq2seq import ScheduledSampling, Seq2Seq, Seq2SeqBackbone
+    >>> model = Seq2Seq(Seq2SeqBackbone(8, 8, embedding_dim=4, units=4),
+    ...                 scheduled_sampling=ScheduledSampling("linear", 0.5, steps=4))
+    >>> model.compile()
+    >>> x = {"source": np.full((4, 3), 5), "target_in": np.full((4, 2), 6)}
+    >>> _ = model.fit(x, np.full((4, 2), 7), batch_size=2, verbose=0)
+    >>> int(model.scheduled_sampling.step), float(model.scheduled_sampling.probability())
+    (2, 0.25)
+    """
+
+    def __init__(self, schedule="linear", probability=0.25, steps=5000, mode="sample",
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        check_schedule(schedule, probability, steps, mode)
+        self.schedule, self.max_probability = schedule, float(probability)
+        self.steps, self.mode, self.seed = steps, mode, seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def build(self, input_shape=None):
+        if self.built:  # (deserialised inside a Seq2Seq, it arrives built)
+            return
+        self.step = self.add_weight(
+            shape=(), dtype="int32", initializer="zeros", trainable=False, name="step",
+            aggregation="only_first_replica",
+        )
+        self.built = True
+
+    def probability(self):
+        """p at the current training step `step`."""
+        if not self.built:
+            self.build()
+        return sampling_probability(self.step, self.schedule, self.max_probability,
+                                    self.steps)
+
+    def advance(self):
+        """One training step more (the model calls this once per training batch)."""
+        self.step.assign_add(1)
+
+    def noise(self, shape, seed=None):
+        """The uniform draws `(coin, uniform)`, each of `shape` (batch, Ty), that decide
+        which tokens are fed (see `decode`); `seed` overrides the layer's generator."""
+        seed = self.seed_generator if seed is None else seed
+        coin = keras.random.uniform(shape, seed=seed)
+        uniform = keras.random.uniform(shape, seed=seed)
+        return coin, uniform
+
+    def decode(self, backbone, source_ids, target_in, probability=None, noise=None,
+               training=False):
+        """The backbone's decoder run step by step with scheduled sampling.
+
+        At step t the decoder is fed x_t = own_t if t > 0, coin_t < p and y_in_t is not
+        padding, else the gold input y_in_t; own_t is drawn from the model's
+        distribution at step t-1 by inverse transform sampling with uniform_t
+        (`mode="sample"`), or its argmax ("argmax"), never the padding id.
+
+        Args:
+            backbone: a `kerasrnn.seq2seq.Seq2SeqBackbone`.
+            source_ids, target_in: int ids `(batch, Tx)`, `(batch, Ty)`.
+            probability: p (default: the schedule's at the current step).
+            noise: `(coin, uniform)` draws `(batch, Ty)` in [0, 1) (default: fresh ones
+                from `noise`).
+            training: dropout on or off.
+
+        Returns:
+            `(logits (batch, Ty, vocab), fed tokens (batch, Ty) int32, alignments
+            (batch, Ty, Tx))`.
+        """
+        source_ids = ops.cast(ops.convert_to_tensor(source_ids), "int32")
+        target_in = ops.cast(ops.convert_to_tensor(target_in), "int32")
+        if not backbone.built:
+            backbone.build()
+        if probability is None:
+            probability = self.probability()
+        probability = ops.cast(probability, "float32")
+        if noise is None:
+            noise = self.noise(ops.shape(target_in))
+        coin, uniform = (ops.cast(n, "float32") for n in noise)
+        pad_id = backbone.pad_id
+        encoded = backbone.call_encoder(source_ids, training=training)
+        batch_size = ops.shape(source_ids)[0]
+        cell = backbone.decoder.cell
+        # Random masks are drawn before the loop (as keras.layers.RNN fixes its dropout
+        # masks): a seed generator must not advance inside a traced loop body (JAX).
+        steps = ops.shape(target_in)[1]
+        embedding_masks = backbone.embedding_dropout(
+            ops.ones((batch_size, steps, backbone.embedding_dim)), training=training)
+        output_masks = backbone.output_dropout(
+            ops.ones((batch_size, steps, cell.output_size)), training=training)
+        if training:
+            first = backbone.target_embedding(target_in[:, 0])
+            cell.get_dropout_mask(first)
+            cell.get_recurrent_dropout_mask(first)
+        # (the noise first: `scan` packs all five into one tensor of its dtype)
+        time_major = [ops.moveaxis(x, 1, 0) for x in
+                      (coin, uniform, target_in, embedding_masks, output_masks)]
+
+        def step(carry, xs):
+            t, previous_logits, states = carry[:3]
+            coin_t, uniform_t, gold, embedding_mask, output_mask = xs
+            own = own_tokens(previous_logits, uniform_t, self.mode, pad_id)
+            fed = fed_tokens(gold, own, coin_t, probability, t, pad_id)
+            y = backbone.target_embedding(fed) * ops.cast(embedding_mask, "float32")
+            output, new_states, alignments = backbone.decoder.step(
+                y, states, encoded.memory, training=training)
+            real = ops.not_equal(gold, pad_id)[:, None]
+            new_states = [ops.where(real, n, s) for n, s in zip(new_states, states)]
+            output = ops.where(real, output, ops.zeros_like(output))
+            alignments = ops.where(real, ops.cast(alignments, "float32"),
+                                   ops.zeros_like(alignments, "float32"))
+            logits = backbone.readout_logits(output * ops.cast(output_mask, output.dtype))
+            carry = (t + 1, ops.cast(logits, "float32"), new_states, fed, alignments)
+            # Keras' TensorFlow scan needs the per-step outputs shaped as the carry
+            return carry, carry
+
+        initial = (
+            ops.convert_to_tensor(0, "int32"),
+            ops.zeros((batch_size, backbone.target_vocab_size), "float32"),
+            list(encoded.states),
+            ops.zeros((batch_size,), "int32"),
+            ops.zeros((batch_size, ops.shape(source_ids)[1]), "float32"),
+        )
+        # One packed sequence, not five: Keras' TensorFlow scan fails on several when the
+        # number of steps is unknown at trace time (fit on padded_batch batches).
+        _, (_, logits, _, fed, alignments) = scan(step, initial, time_major)
+        if training:
+            cell.reset_dropout_mask()
+            cell.reset_recurrent_dropout_mask()
+        return (ops.moveaxis(logits, 0, 1), ops.moveaxis(fed, 0, 1),
+                ops.moveaxis(alignments, 0, 1))
+
+    def get_config(self):
+        return {**super().get_config(), "schedule": self.schedule,
+                "probability": self.max_probability, "steps": self.steps,
+                "mode": self.mode, "seed": self.seed}
+
+
 class SamplingProbabilityLog(keras.callbacks.Callback):
-    """Adds scheduled sampling's current p (`Seq2Seq.current_sampling_probability`) to
+    """Adds scheduled sampling's current p (`ScheduledSampling.probability`) to
     the logs after each epoch, as ``sampling_probability`` (in the history, the
     progress bar and any logging callback after it).
 
     Example:
 
     >>> import numpy as np, kerasrnn
-    >>> model = kerasrnn.seq2seq.Seq2Seq(8, 8, embedding_dim=4, units=4,
-    ...     scheduled_sampling="linear", sampling_probability=0.5, sampling_steps=4)
+    >>> from kerasrnn.seq2seq import ScheduledSampling, Seq2Seq, Seq2SeqBackbone
+    >>> model = Seq2Seq(Seq2SeqBackbone(8, 8, embedding_dim=4, units=4),
+    ...                 scheduled_sampling=ScheduledSampling("linear", 0.5, steps=4))
     >>> model.compile()
     >>> x = {"source": np.full((4, 3), 5), "target_in": np.full((4, 2), 6)}
     >>> history = model.fit(x, np.full((4, 2), 7), batch_size=2, epochs=2, verbose=0,
@@ -123,4 +289,4 @@ class SamplingProbabilityLog(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
             logs["sampling_probability"] = float(
-                ops.convert_to_numpy(self.model.current_sampling_probability()))
+                ops.convert_to_numpy(self.model.scheduled_sampling.probability()))

@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from kerasrnn import decoding
-from kerasrnn.seq2seq import Seq2Seq
+from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
 
 pytestmark = pytest.mark.core
 
@@ -111,7 +111,7 @@ def test_in_a_tf_function_of_known_or_unknown_batch_size(batch):
 
 def test_seq2seq_generate_drops_finished_examples_with_the_same_results():
     keras.utils.set_random_seed(3)
-    model = Seq2Seq(30, 20, embedding_dim=8, units=12, max_target_length=9)
+    model = Seq2Seq(Seq2SeqBackbone(30, 20, embedding_dim=8, units=12), max_target_length=9)
     ids = np.random.default_rng(0).integers(4, 30, (8, 6)).astype("int32")
     ids[::3, 2:] = 0  # sources of 2, 4 and 6 tokens: with max_length_ratio=1 the
     ids[1::3, 4:] = 0  # examples end at steps 2, 4 and 6

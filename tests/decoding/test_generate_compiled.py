@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kerasrnn import decoding
-from kerasrnn.seq2seq import Seq2Seq
+from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
 
 pytestmark = pytest.mark.core
 
@@ -29,7 +29,7 @@ def np_(x):
 @pytest.fixture(scope="module")
 def model():
     keras.utils.set_random_seed(1)
-    return Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=7)
+    return Seq2Seq(Seq2SeqBackbone(40, 30, embedding_dim=8, units=12), max_target_length=7)
 
 
 def sources(batch=4, length=6, seed=0):
@@ -73,7 +73,7 @@ def test_xla_decoder_gives_the_uncompiled_results(model):
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
 def test_one_trace_per_shape_and_options():
     keras.utils.set_random_seed(2)
-    model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=6)
+    model = Seq2Seq(Seq2SeqBackbone(40, 30, embedding_dim=8, units=12), max_target_length=6)
     ids = sources()
     first = model.generate(ids, decoding.BeamSearch(2))
     cache = model._compiled_generate
@@ -96,7 +96,7 @@ def test_one_trace_per_shape_and_options():
 def test_compiled_decoder_reads_the_current_weights():
     """Weights set after the first compile are used (not frozen into the function)."""
     keras.utils.set_random_seed(3)
-    model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=6)
+    model = Seq2Seq(Seq2SeqBackbone(40, 30, embedding_dim=8, units=12), max_target_length=6)
     ids = sources()
     before = model.generate(ids, decoding.BeamSearch(2))
     rng = np.random.default_rng(4)

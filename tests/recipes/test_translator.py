@@ -117,7 +117,7 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
     total, count = 0.0, 0
     for t in range(target_in.shape[1]):
         y = model.target_embedding(ops.convert_to_tensor(target_in[:, t]))
-        output, states, _ = model.decoder.step(y, states, encoded.memory)
+        output, states, _ = model.backbone.decoder.step(y, states, encoded.memory)
         step_logits = model.readout(output)
         log_p = ops.convert_to_numpy(ops.log_softmax(step_logits, axis=-1))
         for b in range(3):
@@ -190,7 +190,7 @@ def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
     loss_fn = SequenceCrossEntropy()
 
     def train_loss(probability):
-        model.sampling_probability = probability
+        model.scheduled_sampling.max_probability = probability
         # Learning rate 0: the weights stay the same. Eager: tracing the step-wise
         # pass would cost more than running it once.
         model.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss_fn, run_eagerly=True)
@@ -213,14 +213,16 @@ def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
         own = np.argmax(ops.convert_to_numpy(step_logits)[:, 1:], axis=-1) + 1
         expected[:, t + 1] = np.where(expected[:, t + 1] != 0, own, 0)
     assert (expected != x["target_in"]).any()
-    _, fed, _ = model.scheduled_pass(x["source"], x["target_in"], probability=1.0)
+    _, fed, _ = model.scheduled_sampling.decode(model.backbone, x["source"], x["target_in"],
+                                                probability=1.0)
     np.testing.assert_array_equal(ops.convert_to_numpy(fed), expected)
     own = float(loss_fn(y, model({**x, "target_in": expected}, training=False)))
     assert own != pytest.approx(teacher_forced, rel=1e-4)
     assert train_loss(1.0) == pytest.approx(own, rel=1e-5)
     # 0 < p < 1 replaces a part of them; the loss is that of the tokens fed.
     noise = tuple(np.random.default_rng(7).uniform(size=(2,) + x["target_in"].shape))
-    logits_half, half, _ = model.scheduled_pass(x["source"], x["target_in"], 0.5, noise)
+    logits_half, half, _ = model.scheduled_sampling.decode(
+        model.backbone, x["source"], x["target_in"], 0.5, noise)
     half = ops.convert_to_numpy(half)
     real = x["target_in"] != 0
     real[:, 0] = False

@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 import kerasrnn
-from kerasrnn.seq2seq import RNNEncoder, Seq2Seq
+from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone
 
 pytestmark = pytest.mark.core
 
@@ -19,15 +19,25 @@ def np_(x):
     return ops.convert_to_numpy(x)
 
 
+TASK_OPTIONS = ("start_id", "end_id", "max_source_length", "max_target_length",
+                "scheduled_sampling")
+
+
+def seq2seq(**kwargs):
+    """Seq2Seq(Seq2SeqBackbone(12, 10, ...), ...), each keyword to its owner."""
+    task = {key: kwargs.pop(key) for key in TASK_OPTIONS if key in kwargs}
+    return Seq2Seq(Seq2SeqBackbone(12, 10, **kwargs), **task)
+
+
 def luong_model(**kwargs):
     cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(6), kerasrnn.LuongAttention("general"),
                                   kerasrnn.RunThenAttend())
-    return Seq2Seq(12, 10, encoder=RNNEncoder(kerasrnn.LSTMCell(3)), decoder_cell=cell,
+    return seq2seq(encoder=RNNEncoder(kerasrnn.LSTMCell(3)), decoder_cell=cell,
                    embedding_dim=5, **kwargs)
 
 
 def bahdanau_model(**kwargs):
-    return Seq2Seq(12, 10, embedding_dim=5, units=6, **kwargs)
+    return seq2seq(embedding_dim=5, units=6, **kwargs)
 
 
 MODELS = {
@@ -174,13 +184,13 @@ def test_keras_file_round_trip_gives_identical_generation(tmp_path):
 def test_tied_embeddings_read_out_through_the_embedding_matrix():
     cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4),
                                   projection=kerasrnn.LuongProjection(5))
-    model = Seq2Seq(12, 10, decoder_cell=cell, embedding_dim=5, tie_embeddings=True)
+    model = seq2seq(decoder_cell=cell, embedding_dim=5, tie_embeddings=True)
     logits = np_(model({"source": SOURCE, "target_in": TARGET_IN}))
-    assert model.readout is None
+    assert model.backbone.readout is None
     names = [w.path for w in model.trainable_weights]
     assert not any("readout/kernel" in n for n in names)
     # logits = o E^T + b: moving the embedding moves the readout
-    embeddings = model.target_embedding.embeddings
+    embeddings = model.backbone.target_embedding.embeddings
     embeddings.assign(embeddings * 2.0)
     doubled = np_(model({"source": SOURCE, "target_in": TARGET_IN}))
     assert not np.allclose(logits, doubled)
@@ -240,8 +250,8 @@ def test_bad_input_errors(call, message):
         ({"bridge": "learned"}, "`bridge` must be one of"),
         ({"end_id": 10}, "`end_id`=10 is not a target id: target_vocab_size is 10"),
         ({"dropout": 1.0}, "`dropout` must be in"),
-        ({"scheduled_sampling": "always"}, "`scheduled_sampling` must be one of"),
-        ({"sampling_mode": "beam"}, "`sampling_mode` must be one of"),
+        ({"scheduled_sampling": "linear"},
+         "`scheduled_sampling` must be None or a kerasrnn.seq2seq.ScheduledSampling"),
         ({"max_source_length": 0}, "`max_source_length` must be an integer >= 1"),
     ],
 )
@@ -252,7 +262,7 @@ def test_bad_options(kwargs, message):
 
 def test_copy_bridge_width_mismatch():
     model = bahdanau_model(bridge="copy")  # encoder 2 x 6 wide, decoder 6
-    with pytest.raises(ValueError, match=r"`bridge='copy'`.*widths \[12\].*\[6\]"):
+    with pytest.raises(ValueError, match=r"CopyBridge passes.*widths \[12\].*\[6\]"):
         model.build()
 
 

@@ -7,7 +7,7 @@ import pytest
 from keras import ops
 
 import kerasrnn
-from kerasrnn.seq2seq import Seq2Seq
+from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
 
 pytestmark = pytest.mark.core
 
@@ -25,7 +25,7 @@ def rounded(x, dtype):
 
 
 def model(**kwargs):
-    return Seq2Seq(12, 10, embedding_dim=5, units=6, seed=3, **kwargs)
+    return Seq2Seq(Seq2SeqBackbone(12, 10, embedding_dim=5, units=6), **kwargs)
 
 
 @pytest.mark.parametrize("dtype", sorted(ROUNDED))
@@ -34,12 +34,13 @@ def test_readout_rounds_its_operands(dtype, tied):
     if tied:
         cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4),
                                       projection=kerasrnn.LuongProjection(5))
-        seq2seq = Seq2Seq(12, 10, decoder_cell=cell, embedding_dim=5, tie_embeddings=True)
+        seq2seq = Seq2Seq(Seq2SeqBackbone(12, 10, decoder_cell=cell, embedding_dim=5,
+                                          tie_embeddings=True))
     else:
         seq2seq = model()
     seq2seq.build()
     rng = np.random.default_rng(0)
-    width = seq2seq.decoder.cell.output_size
+    width = seq2seq.backbone.decoder.cell.output_size
     outputs = rng.normal(size=(4, width)).astype("float32")
     if tied:
         kernel, bias = np_(seq2seq.target_embedding.embeddings).T, seq2seq.readout_bias
@@ -65,7 +66,7 @@ def test_operands_are_rounded_before_they_are_multiplied(dtype):
     # `width`, where float32 gives width (1 + 2^-12)^2
     seq2seq = model()
     seq2seq.build()
-    width = seq2seq.decoder.cell.output_size
+    width = seq2seq.backbone.decoder.cell.output_size
     one_and_a_bit = 1 + 2.0**-12
     seq2seq.readout.kernel.assign(np.full((width, 10), one_and_a_bit, "float32"))
     seq2seq.readout.bias.assign(np.full(10, 0.5, "float32"))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from kerasrnn.seq2seq import Seq2Seq, sampling_probability
+from kerasrnn.seq2seq import ScheduledSampling, Seq2Seq, Seq2SeqBackbone, sampling_probability
 
 pytestmark = pytest.mark.core
 
@@ -36,10 +36,24 @@ def test_schedules():
         assert got == pytest.approx(0.8 * (1 - eps), abs=1e-4)
     assert float(np_(sampling_probability(steps, "inverse_sigmoid", 0.8, steps))) == \
         pytest.approx(0.4, abs=1e-5)
-    with pytest.raises(ValueError, match="`sampling_steps` must be an integer >= 1"):
+    with pytest.raises(ValueError, match="`steps` must be an integer >= 1"):
         sampling_probability(0, "linear", 0.5, 0)
-    with pytest.raises(ValueError, match="`sampling_probability` must be in"):
+    with pytest.raises(ValueError, match="`probability` must be in"):
         sampling_probability(0, "linear", 1.5, 10)
+    with pytest.raises(ValueError, match="`mode` must be one of"):
+        ScheduledSampling("linear", mode="beam")
+    with pytest.raises(ValueError, match="`schedule` must be one of"):
+        ScheduledSampling("always")
+
+
+def model_with(sampling, embedding_dim=5, units=6, target_vocab_size=10, dropout=0.0):
+    backbone = Seq2SeqBackbone(12, target_vocab_size, embedding_dim=embedding_dim,
+                               units=units, dropout=dropout)
+    return Seq2Seq(backbone, scheduled_sampling=sampling)
+
+
+def scheduled_pass(model, *args, **kwargs):
+    return model.scheduled_sampling.decode(model.backbone, *args, **kwargs)
 
 
 def reference_fed_tokens(logits, gold, coin, uniform, p, mode, pad_id=0):
@@ -64,13 +78,12 @@ def reference_fed_tokens(logits, gold, coin, uniform, p, mode, pad_id=0):
 
 @pytest.mark.parametrize("mode", ["sample", "argmax"])
 def test_fed_tokens_match_a_numpy_reference(mode):
-    model = Seq2Seq(12, 10, embedding_dim=5, units=6, scheduled_sampling="constant",
-                    sampling_probability=0.6, sampling_mode=mode)
+    model = model_with(ScheduledSampling("constant", 0.6, mode=mode))
     rng = np.random.default_rng(0)
     coin = rng.uniform(size=TARGET_IN.shape).astype("float32")
     uniform = rng.uniform(size=TARGET_IN.shape).astype("float32")
-    logits, fed, alignments = model.scheduled_pass(SOURCE, TARGET_IN, probability=0.6,
-                                                   noise=(coin, uniform))
+    logits, fed, alignments = scheduled_pass(model, SOURCE, TARGET_IN, probability=0.6,
+                                             noise=(coin, uniform))
     logits, fed = np_(logits), np_(fed)
     expected = reference_fed_tokens(logits, TARGET_IN, coin, uniform, 0.6, mode)
     np.testing.assert_array_equal(fed, expected)
@@ -86,14 +99,13 @@ def test_fed_tokens_match_a_numpy_reference(mode):
 
 
 def test_probability_zero_is_teacher_forcing_and_one_feeds_own_tokens():
-    model = Seq2Seq(12, 10, embedding_dim=5, units=6, scheduled_sampling="constant",
-                    sampling_mode="argmax")
-    logits, fed, _ = model.scheduled_pass(SOURCE, TARGET_IN, probability=0.0)
+    model = model_with(ScheduledSampling("constant", mode="argmax"))
+    logits, fed, _ = scheduled_pass(model, SOURCE, TARGET_IN, probability=0.0)
     np.testing.assert_array_equal(np_(fed), TARGET_IN)
     teacher_forced = np_(model({"source": SOURCE, "target_in": TARGET_IN}))
     real = TARGET_IN != 0
     np.testing.assert_allclose(np_(logits)[real], teacher_forced[real], atol=1e-5)
-    logits, fed, _ = model.scheduled_pass(SOURCE, TARGET_IN, probability=1.0)
+    logits, fed, _ = scheduled_pass(model, SOURCE, TARGET_IN, probability=1.0)
     logits, fed = np_(logits), np_(fed)
     own = logits[:, :-1, 1:].argmax(-1) + 1
     np.testing.assert_array_equal(fed[:, 0], TARGET_IN[:, 0])
@@ -104,11 +116,11 @@ def test_probability_zero_is_teacher_forcing_and_one_feeds_own_tokens():
 def test_sampled_tokens_follow_the_model_distribution():
     """Over many draws, the own tokens fed at step 1 are distributed as softmax(logits_0)
     (without [PAD])."""
-    model = Seq2Seq(12, 6, embedding_dim=4, units=4, scheduled_sampling="constant",
-                    sampling_probability=1.0)
+    model = model_with(ScheduledSampling("constant", 1.0), embedding_dim=4, units=4,
+                       target_vocab_size=6)
     source = np.repeat(SOURCE[:1], 4000, axis=0)
     target_in = np.repeat(TARGET_IN[:1, :2], 4000, axis=0)
-    logits, fed, _ = model.scheduled_pass(source, target_in, probability=1.0)
+    logits, fed, _ = scheduled_pass(model, source, target_in, probability=1.0)
     z = np_(logits)[0, 0].astype("float64")
     z[0] = -np.inf
     probs = np.exp(z - z.max())
@@ -118,20 +130,19 @@ def test_sampled_tokens_follow_the_model_distribution():
 
 
 def test_fit_follows_the_schedule_and_saves_its_step(tmp_path):
-    model = Seq2Seq(12, 10, embedding_dim=5, units=6, dropout=0.1,
-                    scheduled_sampling="linear", sampling_probability=0.5,
-                    sampling_steps=4, seed=1)
+    model = model_with(ScheduledSampling("linear", 0.5, steps=4, seed=1), dropout=0.1)
     model.compile()
     target_out = np.concatenate([TARGET_IN[:, 1:], np.zeros((4, 1), "int32")], 1)
     history = model.fit({"source": SOURCE, "target_in": TARGET_IN}, target_out,
                         batch_size=2, epochs=3, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
-    assert int(np_(model.sampling_step)) == 6
-    assert float(np_(model.current_sampling_probability())) == pytest.approx(0.5)
+    assert int(np_(model.scheduled_sampling.step)) == 6
+    assert float(np_(model.scheduled_sampling.probability())) == pytest.approx(0.5)
     model.save(tmp_path / "s.keras")
     loaded = keras.saving.load_model(tmp_path / "s.keras")
-    assert int(np_(loaded.sampling_step)) == 6
-    assert (loaded.scheduled_sampling, loaded.sampling_steps) == ("linear", 4)
+    assert int(np_(loaded.scheduled_sampling.step)) == 6
+    assert (loaded.scheduled_sampling.schedule, loaded.scheduled_sampling.steps) == (
+        "linear", 4)
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data padded_batch")
@@ -154,25 +165,24 @@ def test_fit_on_batches_of_unknown_length():
         examples, output_signature=({"source": spec, "target_in": spec}, spec)
     ).apply(tf.data.experimental.assert_cardinality(8)).padded_batch(3)
     assert data.element_spec[1].shape.as_list() == [None, None]
-    model = Seq2Seq(12, 10, embedding_dim=5, units=6, dropout=0.1,
-                    scheduled_sampling="constant", sampling_probability=0.5,
-                    sampling_mode="sample", seed=3)
+    model = model_with(ScheduledSampling("constant", 0.5, mode="sample", seed=3),
+                       dropout=0.1)
     model.compile()
     history = model.fit(data, epochs=2, verbose=0, shuffle=False)
     assert np.isfinite(history.history["loss"]).all()
-    assert int(np_(model.sampling_step)) == 6  # 3 batches (3 + 3 + 2 pairs) x 2 epochs
+    assert int(np_(model.scheduled_sampling.step)) == 6  # 3 batches (3 + 3 + 2 pairs) x 2 epochs
     # The same batches, padded to one fixed length, give the same loss: the loop
     # over an unknown number of steps computes what the static-length one does.
     for batch in data.take(1):
         x, y = batch
         fixed = {k: np.pad(v.numpy(), [(0, 0), (0, 2)]) for k, v in x.items()}
-        noise = model.sampling_noise(ops.shape(fixed["target_in"]), seed=5)
+        noise = model.scheduled_sampling.noise(ops.shape(fixed["target_in"]), seed=5)
         short = [n[:, : x["target_in"].shape[1]] for n in noise]
         unknown = tf.function(
-            lambda s, t, c, u: model.scheduled_pass(s, t, 0.5, (c, u))[0],
+            lambda s, t, c, u: scheduled_pass(model, s, t, 0.5, (c, u))[0],
             input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2
             + [tf.TensorSpec([None, None], tf.float32)] * 2,
         )(x["source"], x["target_in"], *short)
-        padded = model.scheduled_pass(fixed["source"], fixed["target_in"], 0.5, noise)[0]
+        padded = scheduled_pass(model, fixed["source"], fixed["target_in"], 0.5, noise)[0]
         np.testing.assert_allclose(np_(unknown), np_(padded)[:, : unknown.shape[1]],
                                    atol=1e-5)
