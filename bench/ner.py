@@ -159,8 +159,8 @@ def run_row(name, data, out, epochs, seed):
 
 
 def table(out):
-    lines = ["| model | valid F1 | test P | test R | test F1 | seqeval test F1 | epochs | "
-             "minutes |", "|---|---|---|---|---|---|---|---|"]
+    lines = [("| model | valid F1 | test P | test R | test F1 | seqeval test F1 | epochs | "
+              "minutes |"), "|---|---|---|---|---|---|---|---|"]
     for name in ROWS:
         path = out / name / "row.json"
         if not path.exists():

@@ -52,7 +52,6 @@ import re
 import sys
 
 import keras
-from keras import ops
 
 from kerasrnn.layers import MergeBatchTime, SplitBatchTime, WordDropout
 from recipes import common

@@ -80,7 +80,7 @@ def allowed_transitions(tag_names, scheme):
         for j, (tag, kind) in enumerate(tags + [("START", None), ("END", None)]):
             if tag == "START" or j == i == k:
                 continue
-            allowed[i if i < k else k, j] = _allowed(name, prev, prev_kind, tag, kind)
+            allowed[min(k, i), j] = _allowed(name, prev, prev_kind, tag, kind)
     return allowed
 
 

@@ -4,13 +4,22 @@ brute-force enumeration of the allowed tag paths, and a property test that const
 decoding never takes a forbidden transition."""
 import itertools
 
+import keras
 import numpy as np
 import pytest
-import keras
 
 from kerasrnn.layers import (
-    CRF, CRFAccuracy, CRFLoss, allowed_transitions, check_tags, convert_tags,
-    crf_decode, crf_log_likelihood, crf_log_norm, crf_marginals, detect_scheme,
+    CRF,
+    CRFAccuracy,
+    CRFLoss,
+    allowed_transitions,
+    check_tags,
+    convert_tags,
+    crf_decode,
+    crf_log_likelihood,
+    crf_log_norm,
+    crf_marginals,
+    detect_scheme,
     potentials_mask,
 )
 
@@ -54,7 +63,7 @@ def test_allowed_transitions_by_hand():
 def allowed_path(allowed, path):
     k = len(allowed) - 2
     steps = [k] + list(path) + [k + 1]
-    return all(allowed[a, b] for a, b in zip(steps[:-1], steps[1:]))
+    return all(allowed[a, b] for a, b in itertools.pairwise(steps))
 
 
 def make_crf(rng, allowed, features=4):
@@ -79,7 +88,7 @@ def enumerate_paths(layer, x, mask, allowed):
         scores = np.array([
             w["start_transitions"][p[0]] + w["end_transitions"][p[-1]]
             + sum(e[t, y] for t, y in enumerate(p))
-            + sum(w["transitions"][a, b] for a, b in zip(p[:-1], p[1:]))
+            + sum(w["transitions"][a, b] for a, b in itertools.pairwise(p))
             for p in paths])
         log_z = np.log(np.exp(scores - scores.max()).sum()) + scores.max()
         marginals = np.zeros((x.shape[1], k))

@@ -6,7 +6,7 @@ import pytest
 from kerasrnn.metrics import entity_scores, entity_spans
 
 seqeval = pytest.importorskip("seqeval.metrics")
-from seqeval.metrics.sequence_labeling import get_entities  # noqa: E402
+from seqeval.metrics.sequence_labeling import get_entities
 
 
 def seqeval_scores(gold, predicted):
