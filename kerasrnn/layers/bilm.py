@@ -9,7 +9,9 @@ def _stateless(layer):
     if not getattr(layer, "stateful", False):
         return layer
     copy = layer.__class__.from_config({**layer.get_config(), "stateful": False})
-    copy.build((None, None, layer.input.shape[-1]))
+    inputs = layer.input  # a list for a model loaded from a file (inputs, initial states)
+    inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+    copy.build((None, None, inputs.shape[-1]))
     copy.set_weights(layer.get_weights())
     return copy
 
