@@ -6,15 +6,18 @@ that breaks one of them breaks it here, with the reason beside it.
 """
 
 # Keras' RNN layer creates and clears the per-batch dropout masks only for cells that are
-# instances of this mixin (an isinstance check in keras.layers.RNN.call). Waits for: the
-# mixin exported as keras.layers.DropoutRNNCell.
+# instances of this mixin (an isinstance check in keras.layers.RNN.call); the attentive
+# cell forwards them to the cell it wraps. Waits for: the mixin exported as
+# keras.layers.DropoutRNNCell.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 # The per-backend pieces keras.layers.RNN / LSTM / GRU run on. `rnn` is the generic time
 # loop (tf.while_loop, lax.scan, a Python loop on torch), so masking and go_backwards stay
-# identical to keras.layers.RNN; `lstm` / `gru` are the fused kernels keras.layers.LSTM /
-# GRU try first (cuDNN on a GPU) and raise NotImplementedError for what they do not
-# support. Waits for: keras.ops.rnn / keras.ops.lstm / keras.ops.gru.
+# identical to keras.layers.RNN (AttentiveRNN runs it over a step function that hands
+# the cell its memory, since keras.layers.RNN has no `constants`); `lstm` / `gru` are
+# the fused kernels keras.layers.LSTM / GRU try first (cuDNN on a GPU) and raise
+# NotImplementedError for what they do not support. Waits for: keras.ops.rnn /
+# keras.ops.lstm / keras.ops.gru.
 from keras.src.backend import gru as backend_gru
 from keras.src.backend import lstm as backend_lstm
 from keras.src.backend import rnn as backend_rnn
@@ -29,13 +32,62 @@ def tensorflow_graph_in_xla_context(graph):
     return control_flow_util.GraphOrParentsInXlaContext(graph)
 
 
-def keras_tensorflow_trainer():
-    """Keras' TensorFlow trainer module, whose multi-worker reductions the recipes patch
-    (keras-team/keras#20585: `model.fit` fails under MultiWorkerMirroredStrategy in Keras
-    3 up to at least 3.15). Waits for: that issue's fix."""
-    from keras.src.backend.tensorflow import trainer
+def patch_keras_multi_worker_fit():
+    """Makes Keras 3's `model.fit` work under `MultiWorkerMirroredStrategy`.
 
-    return trainer
+    Keras 3 (up to at least 3.15; keras-team/keras#20585) fails there twice: building the
+    model from the first batch reduces the per-replica batch with
+    ``strategy.reduce("MEAN", batch, axis=None)``, and the per-step logs (scalars) are
+    reduced with ``axis=0``; both raise with more than one worker. This replaces the two
+    Keras internals, only for the multi-worker case: the first batch is taken from the
+    local replica (only its shapes matter), and scalar logs are averaged over replicas
+    with ``axis=None``.
+
+    It replaces `keras.src.backend.tensorflow.trainer`'s `reduce_per_replica` and
+    `TensorFlowTrainer._maybe_symbolic_build`, and reads its
+    `_collective_all_reduce_multi_worker`. Waits for: keras-team/keras#20585's fix
+    (remove this when Keras' own multi-worker test passes)."""
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    if getattr(tf_trainer, "_kerasrnn_multi_worker_fix", False):
+        return
+    multi_worker = tf_trainer._collective_all_reduce_multi_worker
+    reduce_per_replica = tf_trainer.reduce_per_replica
+
+    def reduce_logs(values, strategy, reduction):
+        if reduction in ("auto", "mean") and multi_worker(strategy):
+            return tf.nest.map_structure(
+                lambda v: strategy.reduce("MEAN", v, axis=None)
+                if isinstance(v, tf.distribute.DistributedValues) else v,
+                values,
+            )
+        return reduce_per_replica(values, strategy, reduction)
+
+    symbolic_build = tf_trainer.TensorFlowTrainer._maybe_symbolic_build
+
+    def build_from_local_batch(self, iterator=None, data_batch=None):
+        strategy = self._distribute_strategy
+        if iterator is None or strategy is None or not multi_worker(strategy):
+            return symbolic_build(self, iterator, data_batch)
+        for _, _, batches in iterator:
+            data_batch = tf.nest.map_structure(
+                lambda v: strategy.experimental_local_results(v)[0], next(batches)
+            )
+            break
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    tf_trainer.reduce_per_replica = reduce_logs
+    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = build_from_local_batch
+    tf_trainer._kerasrnn_multi_worker_fix = True
+
+
+def in_multi_worker_mode(strategy):
+    """Whether a `tf.distribute` strategy spans several workers: TensorFlow tells this
+    only through a private method of `strategy.extended`. Waits for: a public
+    `tf.distribute.Strategy` property."""
+    return bool(getattr(strategy.extended, "_in_multi_worker_mode", lambda: False)())
 
 
 __all__ = [
@@ -43,6 +95,7 @@ __all__ = [
     "backend_gru",
     "backend_lstm",
     "backend_rnn",
-    "keras_tensorflow_trainer",
+    "in_multi_worker_mode",
+    "patch_keras_multi_worker_fit",
     "tensorflow_graph_in_xla_context",
 ]

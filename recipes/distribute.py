@@ -1,9 +1,11 @@
 """Distribution of the recipes' training over devices and machines:
 `distribution_strategy` (default, mirrored, multi_worker) and `for_worker` (a folder
-per non-chief worker). Holds the recipes' one use of Keras internals (the multi-worker
-`fit` patch, `_fix_keras_multi_worker_fit`), with why and what would replace it."""
+per non-chief worker). The multi-worker `fit` patch this needs lives, with the package's
+other uses of Keras internals, in `kerasrnn._private`."""
 import json
 import os
+
+from kerasrnn._private import in_multi_worker_mode, patch_keras_multi_worker_fit
 
 from recipes.config import STRATEGIES, ConfigError, RecipeError
 
@@ -89,60 +91,8 @@ def _multi_worker_strategy():
         strategy = _MULTI_WORKER = tf.distribute.MultiWorkerMirroredStrategy()
     except RuntimeError as error:  # devices initialised already, as for "mirrored"
         raise RecipeError(f"--strategy multi_worker: {error}; start a fresh process.") from None
-    _fix_keras_multi_worker_fit()
+    patch_keras_multi_worker_fit()
     return strategy
-
-
-def _fix_keras_multi_worker_fit():
-    """Makes Keras 3's `model.fit` work under `MultiWorkerMirroredStrategy`.
-
-    Keras 3 (up to at least 3.15; keras-team/keras#20585) fails there twice: building the
-    model from the first batch reduces the per-replica batch with
-    ``strategy.reduce("MEAN", batch, axis=None)``, and the per-step logs (scalars) are
-    reduced with ``axis=0``; both raise with more than one worker. This replaces the two
-    Keras internals, only for the multi-worker case: the first batch is taken from the
-    local replica (only its shapes matter), and scalar logs are averaged over replicas
-    with ``axis=None``.
-
-    Private Keras API, kept together here on purpose (the recipes' only keras.src use):
-    `keras.src.backend.tensorflow.trainer`'s `reduce_per_replica`,
-    `_collective_all_reduce_multi_worker` and `TensorFlowTrainer._maybe_symbolic_build`.
-    No public API exists; Keras' own `fit` replaces it once keras-team/keras#20585 is
-    fixed (remove this when Keras' multi-worker test passes)."""
-    import tensorflow as tf
-    from keras.src.backend.tensorflow import trainer as tf_trainer
-
-    if getattr(tf_trainer, "_kerasrnn_multi_worker_fix", False):
-        return
-    multi_worker = tf_trainer._collective_all_reduce_multi_worker
-    reduce_per_replica = tf_trainer.reduce_per_replica
-
-    def reduce_logs(values, strategy, reduction):
-        if reduction in ("auto", "mean") and multi_worker(strategy):
-            return tf.nest.map_structure(
-                lambda v: strategy.reduce("MEAN", v, axis=None)
-                if isinstance(v, tf.distribute.DistributedValues) else v,
-                values,
-            )
-        return reduce_per_replica(values, strategy, reduction)
-
-    symbolic_build = tf_trainer.TensorFlowTrainer._maybe_symbolic_build
-
-    def build_from_local_batch(self, iterator=None, data_batch=None):
-        strategy = self._distribute_strategy
-        if iterator is None or strategy is None or not multi_worker(strategy):
-            return symbolic_build(self, iterator, data_batch)
-        for _, _, batches in iterator:
-            data_batch = tf.nest.map_structure(
-                lambda v: strategy.experimental_local_results(v)[0], next(batches)
-            )
-            break
-        with strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
-
-    tf_trainer.reduce_per_replica = reduce_logs
-    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = build_from_local_batch
-    tf_trainer._kerasrnn_multi_worker_fix = True
 
 
 def for_worker(config, strategy):
@@ -151,7 +101,7 @@ def for_worker(config, strategy):
     ``<output_dir>/workers/<task index>``, so that workers sharing a file system never
     write the same checkpoint (every worker saves, as TensorFlow requires)."""
     resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not getattr(strategy.extended, "_in_multi_worker_mode", lambda: False)():
+    if resolver is None or not in_multi_worker_mode(strategy):
         return config
     if resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
                                          and "chief" not in resolver.cluster_spec().jobs):

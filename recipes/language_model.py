@@ -44,7 +44,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from recipes import common  # noqa: E402
-from recipes.common import ConfigError, Option, RecipeError, write_json  # noqa: E402
+from recipes.common import ConfigError, Option, RecipeError  # noqa: E402
 
 PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
 

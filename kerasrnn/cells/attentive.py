@@ -17,19 +17,12 @@ time loop); `cell.with_memory(prepared)` gives a bound cell for a plain
 import keras
 from keras import ops, tree
 
+from kerasrnn._private import DropoutRNNCell, backend_rnn
 from kerasrnn.attention.layers import Attention, AttentionMemory
 from kerasrnn.cells import projection as projection_lib
 from kerasrnn.cells import step_order as step_order_lib
 from kerasrnn.layers import bridge as bridges
 
-# Keras' RNN configures dropout masks only for cells that are instances of this mixin
-# (it is not exported publicly); the attentive cell forwards them to the wrapped cell.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
-
-# The backend's recurrence loop that keras.layers.RNN runs (no public export): the
-# decoder runs it over a step function that hands the cell its memory, since
-# keras.layers.RNN has no `constants`. Public API it waits for: `keras.ops.rnn`.
-from keras.src.backend import rnn as backend_rnn
 
 
 def _deserialize(obj):

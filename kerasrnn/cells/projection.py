@@ -79,7 +79,7 @@ class LuongProjection(AttentionProjection):
     (1, 4)
     """
 
-    activation = "tanh"
+    activation: str | None = "tanh"
     context_first = True  # [c; h], the paper's order
 
     def __init__(self, units=None, kernel_initializer="glorot_uniform", **kwargs):
