@@ -136,7 +136,7 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
 
 
 def test_scheduled_sampling_schedules():
-    from recipes.translator import sampling_probability
+    from kerasrnn.seq2seq import sampling_probability
 
     def p(step, schedule, steps=100):
         return float(sampling_probability(step, schedule, 0.4, steps))
