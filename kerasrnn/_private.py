@@ -9,8 +9,6 @@ that breaks one of them breaks it here, with the reason beside it.
 # instances of this mixin (an isinstance check in keras.layers.RNN.call); the attentive
 # cell forwards them to the cell it wraps. Waits for: the mixin exported as
 # keras.layers.DropoutRNNCell.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
-
 # The per-backend pieces keras.layers.RNN / LSTM / GRU run on. `rnn` is the generic time
 # loop (tf.while_loop, lax.scan, a Python loop on torch), so masking and go_backwards stay
 # identical to keras.layers.RNN (AttentiveRNN runs it over a step function that hands
@@ -21,6 +19,7 @@ from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 from keras.src.backend import gru as backend_gru
 from keras.src.backend import lstm as backend_lstm
 from keras.src.backend import rnn as backend_rnn
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 
 def tensorflow_graph_in_xla_context(graph):
@@ -90,7 +89,16 @@ def in_multi_worker_mode(strategy):
     return bool(getattr(strategy.extended, "_in_multi_worker_mode", lambda: False)())
 
 
+def backup_files_and_position(callback):
+    """A `keras.callbacks.BackupAndRestore`'s two backup files and the position it
+    reached, which Keras keeps in private attributes: (weights path, metadata path,
+    {"epoch", "batch"}). Waits for: a public file hook on `BackupAndRestore`."""
+    position = {"epoch": callback._current_epoch, "batch": callback._last_batch_seen}
+    return callback._weights_path, callback._training_metadata_path, position
+
+
 __all__ = [
+    "backup_files_and_position",
     "DropoutRNNCell",
     "backend_gru",
     "backend_lstm",

@@ -9,6 +9,8 @@ import os
 
 import keras
 
+from kerasrnn._private import backup_files_and_position
+
 # Keras picks a file's format by its suffix: the temporary name keeps it.
 _SUFFIXES = (".weights.h5", ".keras", ".json", ".h5", ".png")
 
@@ -136,10 +138,10 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     """
 
     def _save_model(self):
-        # Keras' own private attributes: no public API names the two backup files or
-        # the position reached (a public `BackupAndRestore` file hook would replace them).
+        # Keras' hook that writes the backup (no public one: kerasrnn._private reads the
+        # files and the position it writes).
+        weights_path, metadata_path, position = backup_files_and_position(self)
         os.makedirs(self.backup_dir, exist_ok=True)
-        with atomic_path(self._weights_path) as weights:
+        with atomic_path(weights_path) as weights:
             self.model.save_weights(weights, overwrite=True)
-        write_json_atomically(self._training_metadata_path,
-                              {"epoch": self._current_epoch, "batch": self._last_batch_seen})
+        write_json_atomically(metadata_path, position)

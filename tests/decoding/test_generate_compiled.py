@@ -143,7 +143,7 @@ def test_new_option_sets_trace_once_each_without_the_retracing_warning(caplog):
     import logging
 
     keras.utils.set_random_seed(2)
-    model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=5)
+    model = Seq2Seq(Seq2SeqBackbone(40, 30, embedding_dim=8, units=12), max_target_length=5)
     ids = sources()
     with caplog.at_level(logging.WARNING):
         for alpha in (0.2, 0.4, 0.6, 0.8, 1.0, 1.2):
@@ -154,7 +154,7 @@ def test_new_option_sets_trace_once_each_without_the_retracing_warning(caplog):
 
 def test_compile_sets_the_default_strategy_and_saves_it(tmp_path):
     keras.utils.set_random_seed(4)
-    model = Seq2Seq(40, 30, embedding_dim=8, units=12, max_target_length=5)
+    model = Seq2Seq(Seq2SeqBackbone(40, 30, embedding_dim=8, units=12), max_target_length=5)
     ids = sources()
     assert type(model.sampler) is decoding.GreedySearch
     beam = decoding.BeamSearch(3, n_best=2, scorer=decoding.Scorer("gnmt", 0.8))
