@@ -14,13 +14,14 @@ learning: encoder-decoder reversing digit strings of length 5-15 (Bahdanau decod
 units, 4000 strings, 6 epochs); exact match on 1000 held-out strings with and without
 attention (the tests run a smaller version: 3-8 digits, 32 units, 2000 strings, 8 epochs).
 """
+
 import argparse
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 
 import kerasrnn  # noqa: E402
 from bench import timing  # noqa: E402  (run from the repository root, PYTHONPATH=.)
@@ -92,8 +93,16 @@ def exact_match(model, data):
     )
 
 
-def learning(score="additive", train=4000, epochs=6, units=64, min_length=5, max_length=15,
-             batch_size=64, seed=0):
+def learning(
+    score="additive",
+    train=4000,
+    epochs=6,
+    units=64,
+    min_length=5,
+    max_length=15,
+    batch_size=64,
+    seed=0,
+):
     rng = np.random.default_rng(seed)
     train_data = reversal_data(train, rng, min_length, max_length)
     test_data = reversal_data(1000, rng, min_length, max_length)
@@ -101,10 +110,15 @@ def learning(score="additive", train=4000, epochs=6, units=64, min_length=5, max
     for attention in (score, None):
         keras.utils.set_random_seed(seed)
         model = build_reverser(attention, units=units)
-        _, seconds = timing.timed(lambda model=model: model.fit(
-            [train_data[0], train_data[1]], train_data[2], batch_size=batch_size, epochs=epochs,
-            verbose=0,
-        ))
+        _, seconds = timing.timed(
+            lambda model=model: model.fit(
+                [train_data[0], train_data[1]],
+                train_data[2],
+                batch_size=batch_size,
+                epochs=epochs,
+                verbose=0,
+            )
+        )
         results[attention] = exact_match(model, test_data)
         print(
             f"reverse digits {min_length}-{max_length}: exact match "
@@ -136,8 +150,15 @@ def _speed_models(units, source_length, target_length, vocab):
     return {"kerasrnn AttentionCell (Bahdanau)": ours, "Keras GRU + AdditiveAttention": keras_only}
 
 
-def speed(units=256, source_length=128, target_length=30, batch=64, vocab=1000, steps=20,
-          jit_compile="auto"):
+def speed(
+    units=256,
+    source_length=128,
+    target_length=30,
+    batch=64,
+    vocab=1000,
+    steps=20,
+    jit_compile="auto",
+):
     rng = np.random.default_rng(0)
     inputs = [
         rng.normal(size=(batch, source_length, units)).astype("float32"),

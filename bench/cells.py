@@ -24,6 +24,7 @@ both sides run at their best: bench/omp_policy.py).
 Without PyTorch (`pip install torch==2.13.0` takes the CPU wheel) the reference is
 keras.layers.LSTM / GRU.
 """
+
 import argparse
 import json
 import os
@@ -65,17 +66,20 @@ class OldRNN(kerasrnn.RNN):
         cell = self.cell
         states = cell.check_states(initial_state)
         if training and cell.dropout > 0:
-            sequences = sequences * ops.expand_dims(
-                cell.get_dropout_mask(sequences[:, 0]), 1
-            )
+            sequences = sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0]), 1)
         projected = cell.input_projection(sequences)
 
         def step(projected_t, states):
             return cell.call_projected(projected_t, list(states), training=training)
 
         return backend_rnn(
-            step, projected, states, go_backwards=self.go_backwards, mask=mask,
-            unroll=self.unroll, input_length=sequences.shape[1],
+            step,
+            projected,
+            states,
+            go_backwards=self.go_backwards,
+            mask=mask,
+            unroll=self.unroll,
+            input_length=sequences.shape[1],
             zero_output_for_mask=self.zero_output_for_mask,
             return_all_outputs=self.return_sequences,
         )
@@ -132,20 +136,32 @@ def contenders(kind, have_torch):
     keras_layer = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[kind]
     name, tf = cell.__name__, keras.backend.backend() == "tensorflow"
     rows = [
-        (f"kerasrnn.{name} in keras.layers.RNN",
-         lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)))),
-        (f"kerasrnn.{name} in keras.layers.RNN, jit_compile",
-         lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)), True)),
+        (
+            f"kerasrnn.{name} in keras.layers.RNN",
+            lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS))),
+        ),
+        (
+            f"kerasrnn.{name} in keras.layers.RNN, jit_compile",
+            lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)), True),
+        ),
         ("kerasrnn.RNN, old (4a679ed)", lambda: keras_step(lambda: OldRNN(cell(UNITS)))),
-        ("kerasrnn.RNN, generic loop (fast_path=False)",
-         lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False))),
-        ("kerasrnn.RNN, generic loop, jit_compile",
-         lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False), True)),
+        (
+            "kerasrnn.RNN, generic loop (fast_path=False)",
+            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False)),
+        ),
+        (
+            "kerasrnn.RNN, generic loop, jit_compile",
+            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False), True),
+        ),
         ("kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
-        ("kerasrnn.RNN, fast path, jit_compile",
-         lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True)),
-        (f"keras.layers.{keras_cell.__name__} in keras.layers.RNN",
-         lambda: keras_step(lambda: keras.layers.RNN(keras_cell(UNITS)))),
+        (
+            "kerasrnn.RNN, fast path, jit_compile",
+            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True),
+        ),
+        (
+            f"keras.layers.{keras_cell.__name__} in keras.layers.RNN",
+            lambda: keras_step(lambda: keras.layers.RNN(keras_cell(UNITS))),
+        ),
         (f"keras.layers.{keras_layer.__name__}", lambda: keras_step(lambda: keras_layer(UNITS))),
     ]
     if not tf:  # JAX always compiles with XLA: the jit_compile rows would repeat others
@@ -160,42 +176,55 @@ def contenders(kind, have_torch):
 def measure(kind, have_torch, rounds, steps, warmup, skip=()):
     """Interleaved rounds (`timing`); returns one dict per contender (the reference last)."""
     *others, reference = contenders(kind, have_torch)
-    chosen = [(label, make) for label, make in others
-              if not any(word in label for word in skip)] + [reference]
+    chosen = [
+        (label, make) for label, make in others if not any(word in label for word in skip)
+    ] + [reference]
     built = []
     for label, make in chosen:
         step = make()
         seconds, _ = timing.warm_up(step, warmup)
         print(f"# built {label} ({seconds:.1f} s warm-up)", file=sys.stderr)
         built.append((label, step))
-    per_round = {label: [1000 * s for s in seconds] for label, seconds in
-                 timing.interleaved_rounds(built, rounds, steps).items()}
+    per_round = {
+        label: [1000 * s for s in seconds]
+        for label, seconds in timing.interleaved_rounds(built, rounds, steps).items()
+    }
     reference = built[-1][0]
-    keras_layer = next((label for label, _ in built if label.startswith("keras.layers.")
-                        and " in " not in label), reference)
+    keras_layer = next(
+        (label for label, _ in built if label.startswith("keras.layers.") and " in " not in label),
+        reference,
+    )
     results = []
     for label, _ in built:
         ms = per_round[label]
         ratio = timing.summary(timing.ratios(ms, per_round[reference]))
         versus_keras = timing.summary(timing.ratios(ms, per_round[keras_layer]))
-        results.append({
-            "kind": kind, "contender": label, "reference": reference,
-            "ms_per_step": round(statistics.median(ms), 2),
-            "ratio": round(ratio["median"], 3), "ratio_q1": round(ratio["q1"], 3),
-            "ratio_q3": round(ratio["q3"], 3),
-            "ratio_min": round(ratio["min"], 3), "ratio_max": round(ratio["max"], 3),
-            "keras_layer": keras_layer,
-            "vs_keras_layer": round(versus_keras["median"], 3),
-            "vs_keras_layer_min": round(versus_keras["min"], 3),
-            "vs_keras_layer_max": round(versus_keras["max"], 3),
-            "round_ms": [round(v, 2) for v in ms],
-        })
+        results.append(
+            {
+                "kind": kind,
+                "contender": label,
+                "reference": reference,
+                "ms_per_step": round(statistics.median(ms), 2),
+                "ratio": round(ratio["median"], 3),
+                "ratio_q1": round(ratio["q1"], 3),
+                "ratio_q3": round(ratio["q3"], 3),
+                "ratio_min": round(ratio["min"], 3),
+                "ratio_max": round(ratio["max"], 3),
+                "keras_layer": keras_layer,
+                "vs_keras_layer": round(versus_keras["median"], 3),
+                "vs_keras_layer_min": round(versus_keras["min"], 3),
+                "vs_keras_layer_max": round(versus_keras["max"], 3),
+                "round_ms": [round(v, 2) for v in ms],
+            }
+        )
     return results
 
 
 def format_table(rows):
-    lines = [f"{'contender':<50} {'ms/step':>8} {'ratio':>6} {'IQR':>11} {'min-max':>11}"
-             f" {'vs Keras layer (min-max)':>25}"]
+    lines = [
+        f"{'contender':<50} {'ms/step':>8} {'ratio':>6} {'IQR':>11} {'min-max':>11}"
+        f" {'vs Keras layer (min-max)':>25}"
+    ]
     for row in rows:
         lines.append(
             f"{row['contender']:<50} {row['ms_per_step']:8.1f} {row['ratio']:6.2f} "
@@ -228,10 +257,18 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--steps", type=int, default=2, help="timed steps per round")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
-    parser.add_argument("--threads", type=int, default=os.cpu_count(),
-                        help="intra-op threads for TensorFlow and torch (default: all cores)")
-    parser.add_argument("--skip", nargs="*", default=[],
-                        help="leave out contenders whose label contains one of these words")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count(),
+        help="intra-op threads for TensorFlow and torch (default: all cores)",
+    )
+    parser.add_argument(
+        "--skip",
+        nargs="*",
+        default=[],
+        help="leave out contenders whose label contains one of these words",
+    )
     parser.add_argument("--json", help="also write the rows (with every round) to this file")
     args = parser.parse_args(argv)
     have_torch = set_threads(args.threads)
@@ -253,9 +290,16 @@ def main(argv=None):
         rows.extend(results)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"header": header, "command": "python bench/cells.py "
-                       + " ".join(argv if argv is not None else sys.argv[1:]),
-                       "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "header": header,
+                    "command": "python bench/cells.py "
+                    + " ".join(argv if argv is not None else sys.argv[1:]),
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
     return rows
 
 

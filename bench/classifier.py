@@ -10,6 +10,7 @@ deviation, the command and the wall time. `--keep-runs DIR` keeps each fold's ru
 
 Anchors (10-fold CV): Kim 2014 CNN, random embeddings 76.1%, word2vec 81.5%.
 """
+
 import argparse
 import os
 import pathlib
@@ -25,7 +26,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from kerasrnn.data.specs import holdout  # noqa: E402
 from recipes import classifier, common  # noqa: E402
 
-DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "sentence_polarity"
+DATA = (
+    pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "sentence_polarity"
+)
 # From scratch (random embeddings); the recipe's defaults otherwise.
 BENCH_CONFIG = {
     "cell": "lstm",
@@ -51,18 +54,29 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--folds", type=int, default=10)
-    parser.add_argument("--only-folds", type=int, default=None,
-                        help="run only the first N folds (quick checks)")
-    parser.add_argument("--keep-runs", default=None, metavar="DIR",
-                        help="write each fold's run to DIR/foldK (default: a temporary "
-                             "directory, deleted at the end)")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="recipe options on top of the benchmark's")
+    parser.add_argument(
+        "--only-folds", type=int, default=None, help="run only the first N folds (quick checks)"
+    )
+    parser.add_argument(
+        "--keep-runs",
+        default=None,
+        metavar="DIR",
+        help="write each fold's run to DIR/foldK (default: a temporary "
+        "directory, deleted at the end)",
+    )
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="recipe options on top of the benchmark's",
+    )
     args = parser.parse_args()
     overrides = dict(BENCH_CONFIG)
     overrides.update(item.split("=", 1) for item in args.set)
 
     import numpy as np
+
     from kerasrnn.data import load_class_files
 
     data = pathlib.Path(args.data)
@@ -83,25 +97,31 @@ def main():
                 classifier.DEFAULTS,
                 overrides={**overrides, "output_dir": f"{runs}/fold{k}", "seed": 1234 + k},
             )
-            (train, valid) = holdout(*pick(train_idx), config["valid_fraction"],
-                                                config["seed"])
+            (train, valid) = holdout(*pick(train_idx), config["valid_fraction"], config["seed"])
             results = classifier.train(
                 config, {"train": train, "valid": valid, "test": pick(test_idx)}
             )
             acc = results["test"]["accuracy"]
             accuracies.append(acc)
-            print(f"fold {k + 1}/{args.folds}: test accuracy {acc:.4f} "
-                  f"({results['history']['epochs_run']} epochs, "
-                  f"{time.time() - fold_start:.0f}s)", flush=True)
+            print(
+                f"fold {k + 1}/{args.folds}: test accuracy {acc:.4f} "
+                f"({results['history']['epochs_run']} epochs, "
+                f"{time.time() - fold_start:.0f}s)",
+                flush=True,
+            )
     wall = time.time() - start
     print()
-    print(f"sentence polarity, {len(accuracies)} of {args.folds} CV folds: mean accuracy "
-          f"{100 * np.mean(accuracies):.2f}% (std {100 * np.std(accuracies):.2f})")
+    print(
+        f"sentence polarity, {len(accuracies)} of {args.folds} CV folds: mean accuracy "
+        f"{100 * np.mean(accuracies):.2f}% (std {100 * np.std(accuracies):.2f})"
+    )
     print("per fold:", " ".join(f"{100 * a:.2f}" for a in accuracies))
     print("config:", {k: overrides[k] for k in sorted(overrides)})
     print("command: PYTHONPATH=. python bench/classifier.py " + shlex.join(sys.argv[1:]))
-    print(f"wall time: {wall / 60:.1f} min on {os.cpu_count()} CPU cores "
-          f"({platform.processor() or platform.machine()})")
+    print(
+        f"wall time: {wall / 60:.1f} min on {os.cpu_count()} CPU cores "
+        f"({platform.processor() or platform.machine()})"
+    )
 
 
 if __name__ == "__main__":

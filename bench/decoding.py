@@ -34,6 +34,7 @@ old path's time over its time in that same round (> 1: faster).
     PYTHONPATH=. python bench/decoding.py                 # 256 sentences, 3 rounds
     PYTHONPATH=. python bench/decoding.py --method greedy
 """
+
 import argparse
 import gzip
 import os
@@ -51,8 +52,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kerasrnn  # noqa: E402
-from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone  # noqa: E402
 import timing  # noqa: E402  (bench/)
+from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 SOURCE_VOCAB, TARGET_VOCAB, EMBEDDING, ENCODER, DECODER, ATTENTION = 8050, 6197, 128, 128, 256, 128
@@ -61,11 +62,19 @@ SOURCE_VOCAB, TARGET_VOCAB, EMBEDDING, ENCODER, DECODER, ATTENTION = 8050, 6197,
 def build_model(seed=0):
     keras.utils.set_random_seed(seed)
     encoder = RNNEncoder(kerasrnn.GRUCell(ENCODER), bidirectional=True)
-    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(DECODER),
-                                  kerasrnn.BahdanauAttention(ATTENTION), kerasrnn.AttendThenRun())
-    model = Seq2Seq(Seq2SeqBackbone(SOURCE_VOCAB, TARGET_VOCAB, encoder=encoder,
-                                    decoder_cell=cell, bridge="dense",
-                                    embedding_dim=EMBEDDING))
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.GRUCell(DECODER), kerasrnn.BahdanauAttention(ATTENTION), kerasrnn.AttendThenRun()
+    )
+    model = Seq2Seq(
+        Seq2SeqBackbone(
+            SOURCE_VOCAB,
+            TARGET_VOCAB,
+            encoder=encoder,
+            decoder_cell=cell,
+            bridge="dense",
+            embedding_dim=EMBEDDING,
+        )
+    )
     model.build()
     return model
 
@@ -77,7 +86,7 @@ def source_batches(path, sentences, batch_size=64, seed=0):
     rng = np.random.default_rng(seed)
     batches = []
     for start in range(0, len(lengths), batch_size):
-        chunk = lengths[start:start + batch_size]
+        chunk = lengths[start : start + batch_size]
         ids = np.zeros((len(chunk), max(chunk)), "int32")
         for row, length in enumerate(chunk):
             ids[row, :length] = rng.integers(4, SOURCE_VOCAB, length)
@@ -89,13 +98,17 @@ def contenders(model, options):
     import tensorflow as tf
 
     spec = [tf.TensorSpec([None, None], tf.int32)]
-    old = tf.function(lambda ids: model.generate(ids, jit_compile=False, **options).tokens,
-                      input_signature=spec)
-    nested = tf.function(lambda ids: model.generate(ids, jit_compile=True, **options).tokens,
-                         input_signature=spec)
+    old = tf.function(
+        lambda ids: model.generate(ids, jit_compile=False, **options).tokens, input_signature=spec
+    )
+    nested = tf.function(
+        lambda ids: model.generate(ids, jit_compile=True, **options).tokens, input_signature=spec
+    )
+
     def called(jit_compile):
         return lambda ids: keras.ops.convert_to_numpy(
-            model.generate(ids, jit_compile=jit_compile, **options).tokens)
+            model.generate(ids, jit_compile=jit_compile, **options).tokens
+        )
 
     return [
         ("old: generate in tf.function", lambda ids: old(ids).numpy()),
@@ -119,29 +132,36 @@ def main(argv=None):
         parser.error("the old path is the translator's tf.function: run on tensorflow")
     lengths, batches = source_batches(args.data, args.sentences)
     model = build_model()
-    strategy = (kerasrnn.decoding.BeamSearch(args.beam_size) if args.method == "beam"
-                else kerasrnn.decoding.GreedySearch())
+    strategy = (
+        kerasrnn.decoding.BeamSearch(args.beam_size)
+        if args.method == "beam"
+        else kerasrnn.decoding.GreedySearch()
+    )
     options = dict(strategy=strategy, max_length=args.max_length, return_alignments=False)
-    print(f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__}; "
-          f"load {os.getloadavg()[0]:.1f}; {args.method}"
-          + (f" {args.beam_size}" if args.method == "beam" else "")
-          + f", max_length {args.max_length}, {len(lengths)} sentences (mean length "
-          f"{statistics.mean(lengths):.1f}, max {max(lengths)}) in {len(batches)} batches "
-          f"of 64; {args.rounds} interleaved rounds", flush=True)
+    print(
+        f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__}; "
+        f"load {os.getloadavg()[0]:.1f}; {args.method}"
+        + (f" {args.beam_size}" if args.method == "beam" else "")
+        + f", max_length {args.max_length}, {len(lengths)} sentences (mean length "
+        f"{statistics.mean(lengths):.1f}, max {max(lengths)}) in {len(batches)} batches "
+        f"of 64; {args.rounds} interleaved rounds",
+        flush=True,
+    )
     runs = contenders(model, options)
     outputs = {}
     for label, run in runs:
         outputs[label], took = timing.timed(lambda run=run: [run(ids) for ids in batches])
-        print(f"# {label}: first pass (tracing, compiling) {took:.1f} s",
-              flush=True)
+        print(f"# {label}: first pass (tracing, compiling) {took:.1f} s", flush=True)
     reference = outputs[runs[0][0]]
     for label, _ in runs[1:]:
         # the same model: the same best hypotheses, up to float rounding (random weights
         # give near-uniform distributions, where a last-bit difference can flip a pick)
-        same = sum(int(np.all(a[:, 0] == b[:, 0], axis=-1).sum())
-                   for a, b in zip(reference, outputs[label]))
-        print(f"# {label}: {same}/{len(lengths)} best hypotheses token-identical to the "
-              "old path's")
+        same = sum(
+            int(np.all(a[:, 0] == b[:, 0], axis=-1).sum())
+            for a, b in zip(reference, outputs[label])
+        )
+        print(f"# {label}: {same}/{len(lengths)} best hypotheses token-identical to the old path's")
+
     def one_pass(run):
         for ids in batches:
             run(ids)
@@ -149,8 +169,10 @@ def main(argv=None):
     seconds = timing.interleaved_rounds(
         [(label, lambda run=run: one_pass(run)) for label, run in runs],
         args.rounds,
-        after_round=lambda r, _: print(f"# round {r + 1}: load {os.getloadavg()[0]:.1f}",
-                                       flush=True))
+        after_round=lambda r, _: print(
+            f"# round {r + 1}: load {os.getloadavg()[0]:.1f}", flush=True
+        ),
+    )
     # Where the time goes: the readout matmul alone, (batch x beam) rows x 512 x 6,197
     # at each of max_length steps, as one graph (the decoder's own readout weights).
     if args.method == "beam":
@@ -160,19 +182,25 @@ def main(argv=None):
         rows = tf.random.normal((64 * args.beam_size, kernel.shape[0]))
         readout = tf.function(lambda h: tf.reduce_sum(tf.matmul(h, kernel)))
         readout(rows)
-        _, alone = timing.timed(lambda: [readout(rows)
-                                         for _ in range(args.max_length * len(batches))])
+        _, alone = timing.timed(
+            lambda: [readout(rows) for _ in range(args.max_length * len(batches))]
+        )
         share = alone / statistics.median(seconds[runs[0][0]])
-        print(f"# the readout matmul alone ({64 * args.beam_size} x {kernel.shape[0]} x "
-              f"{kernel.shape[1]}, {args.max_length} steps per batch): {100 * share:.0f}% "
-              "of the old path's time", flush=True)
+        print(
+            f"# the readout matmul alone ({64 * args.beam_size} x {kernel.shape[0]} x "
+            f"{kernel.shape[1]}, {args.max_length} steps per batch): {100 * share:.0f}% "
+            "of the old path's time",
+            flush=True,
+        )
     old = seconds[runs[0][0]]
     print(f"{'contender':<40} {'sentences/s':>11} {'speed-up vs old':>16} {'min-max':>11}")
     for label, _ in runs:
         speedups = timing.ratios(old, seconds[label])
         rate = len(lengths) / statistics.median(seconds[label])
-        print(f"{label:<40} {rate:11.1f} {statistics.median(speedups):16.2f} "
-              f"{min(speedups):5.2f}-{max(speedups):<5.2f}")
+        print(
+            f"{label:<40} {rate:11.1f} {statistics.median(speedups):16.2f} "
+            f"{min(speedups):5.2f}-{max(speedups):<5.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ runs as XlaDynamicUpdateSlice, which TensorFlow compiles for every new shape.
 
     PYTHONPATH=. python bench/decoding_profile.py runs/bench-translator-small-cased
 """
+
 import argparse
 import collections
 import glob
@@ -29,11 +30,12 @@ def main():
     args = parser.parse_args()
 
     import tensorflow as tf
+
     # The profiler's own converter (the one TensorBoard's profile plugin calls).
     from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
     sources = trained_translator.test_sources(args.data)
-    sources = sources[:args.sentences]
+    sources = sources[: args.sentences]
     model = trained_translator.load(args.run_dir)
     model.translate(sources, args.beam_size)  # every batch size traced and run once
     logdir = tempfile.mkdtemp(prefix="decoding_profile_")
@@ -51,23 +53,24 @@ def main():
         by_type[cells["type"]] += cells["total_self_time"] or 0.0
         by_op[cells["type"], cells["operation"]] += cells["total_self_time"] or 0.0
     total = sum(by_type.values())
-    print(f"{args.sentences} sentences, beam {args.beam_size}: self time summed over the "
-          f"compute threads {total / 1e6:.2f} s; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{args.sentences} sentences, beam {args.beam_size}: self time summed over the "
+        f"compute threads {total / 1e6:.2f} s; load average {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'op type':24s} {'share':>6s}")
-    for kind, time_us in sorted(by_type.items(), key=lambda kv: -kv[1])[:args.top]:
+    for kind, time_us in sorted(by_type.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"{kind:24s} {100 * time_us / total:5.1f}%")
     print(f"{'share':>6s}  op (the loop of phase n is while_n)")
-    for (kind, name), time_us in sorted(by_op.items(), key=lambda kv: -kv[1])[:args.top]:
+    for (kind, name), time_us in sorted(by_op.items(), key=lambda kv: -kv[1])[: args.top]:
         name = name.replace("StatefulPartitionedCall/", "")
         print(f"{100 * time_us / total:5.1f}%  {kind}: {name[-70:]}")
     step_write_cost(tf)
 
 
 def step_write_cost(tf):
-    import timing  # bench/
-
     from keras import ops
 
+    import timing  # bench/
     from kerasrnn.decoding.common import write_step
 
     spec = [tf.TensorSpec([None, 10, 60], tf.int32), tf.TensorSpec([], tf.int32)]
@@ -77,10 +80,13 @@ def step_write_cost(tf):
     }
     for name, write in contenders.items():
         function = tf.function(write, input_signature=spec)
-        _, seconds = timing.timed(lambda: [function(tf.zeros((batch, 10, 60), tf.int32),
-                                                    tf.constant(5)) for batch in range(20, 40)])
-        print(f"{name:20s} {seconds / 20 * 1e3:6.1f} ms per call, "
-              f"a new batch size each call")
+        _, seconds = timing.timed(
+            lambda: [
+                function(tf.zeros((batch, 10, 60), tf.int32), tf.constant(5))
+                for batch in range(20, 40)
+            ]
+        )
+        print(f"{name:20s} {seconds / 20 * 1e3:6.1f} ms per call, a new batch size each call")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ FAILED with the exception, and the others are still measured.
     python bench/gpu.py --merge out/jax.json out/torch.json --json out/gpu.json
     python bench/gpu.py --cpu                # tiny sizes, one round: a smoke run
 """
+
 import argparse
 import json
 import math
@@ -48,7 +49,7 @@ def parse_sizes(text):
         try:
             batch, steps, units = (int(v) for v in item.lower().split("x"))
         except ValueError:
-            raise SystemExit(f"--sizes: expected BATCHxTIMExUNITS items, got {item!r}")
+            raise SystemExit(f"--sizes: expected BATCHxTIMExUNITS items, got {item!r}") from None
         sizes.append((batch, steps, units))
     return sizes
 
@@ -56,6 +57,7 @@ def parse_sizes(text):
 # ---- Keras contenders -------------------------------------------------------------------
 def keras_contenders():
     import keras
+
     import kerasrnn
 
     def recurrent(make_layer):
@@ -63,28 +65,33 @@ def keras_contenders():
             inputs = keras.Input((steps, units // 2), batch_size=batch)
             outputs = keras.layers.Dense(CLASSES)(make_layer(units)(inputs))
             return keras.Model(inputs, outputs)
+
         return build
 
     def attentive(batch, steps, units):
         targets = keras.Input((steps, units // 2), batch_size=batch)
         memory = keras.Input((steps, units), batch_size=batch)
-        cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(units),
-                                      kerasrnn.BahdanauAttention(units))
+        cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(units), kerasrnn.BahdanauAttention(units))
         decoded = kerasrnn.AttentiveRNN(cell, return_sequences=False)(targets, memory)
         return keras.Model([targets, memory], keras.layers.Dense(CLASSES)(decoded))
 
     return [
-        ("kerasrnn LSTMCell, fast path", recurrent(
-            lambda u: kerasrnn.RNN(kerasrnn.LSTMCell(u)))),
-        ("kerasrnn GRUCell, fast path", recurrent(
-            lambda u: kerasrnn.RNN(kerasrnn.GRUCell(u)))),
-        ("kerasrnn LSTMCell peephole, generic loop", recurrent(
-            lambda u: kerasrnn.RNN(kerasrnn.LSTMCell(u, peephole=True)))),
-        ("kerasrnn LSTMCell peephole, hoisted projection", recurrent(
-            lambda u: kerasrnn.RNN(kerasrnn.LSTMCell(u, peephole=True),
-                                   hoist_projection=True))),
-        ("kerasrnn LayerNormLSTMCell, generic loop", recurrent(
-            lambda u: kerasrnn.RNN(kerasrnn.LayerNormLSTMCell(u)))),
+        ("kerasrnn LSTMCell, fast path", recurrent(lambda u: kerasrnn.RNN(kerasrnn.LSTMCell(u)))),
+        ("kerasrnn GRUCell, fast path", recurrent(lambda u: kerasrnn.RNN(kerasrnn.GRUCell(u)))),
+        (
+            "kerasrnn LSTMCell peephole, generic loop",
+            recurrent(lambda u: kerasrnn.RNN(kerasrnn.LSTMCell(u, peephole=True))),
+        ),
+        (
+            "kerasrnn LSTMCell peephole, hoisted projection",
+            recurrent(
+                lambda u: kerasrnn.RNN(kerasrnn.LSTMCell(u, peephole=True), hoist_projection=True)
+            ),
+        ),
+        (
+            "kerasrnn LayerNormLSTMCell, generic loop",
+            recurrent(lambda u: kerasrnn.RNN(kerasrnn.LayerNormLSTMCell(u))),
+        ),
         ("kerasrnn AttentiveRNN (Bahdanau, LSTM)", attentive),
     ]
 
@@ -93,8 +100,9 @@ def keras_train_step(build, batch, steps, units, rng):
     import keras
 
     model = build(batch, steps, units)
-    model.compile(keras.optimizers.Adam(1e-3),
-                  keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        keras.optimizers.Adam(1e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     x = [rng.normal(size=tuple(i.shape)).astype("float32") for i in model.inputs]
     y = rng.integers(0, CLASSES, batch).astype("int32")
 
@@ -128,9 +136,14 @@ def beam_step(batch, steps, units, rng):
             output, states, _ = decoder.step(embedding(tokens), states, prepared)
             return readout(output), states
 
-        return beam_search(step_fn, ops.ones((batch,), "int32"),
-                           decoder.initial_state_from(batch_size=batch),
-                           max_length=DECODE_LENGTH, end_token=2, beam_size=BEAM).scores
+        return beam_search(
+            step_fn,
+            ops.ones((batch,), "int32"),
+            decoder.initial_state_from(batch_size=batch),
+            max_length=DECODE_LENGTH,
+            end_token=2,
+            beam_size=BEAM,
+        ).scores
 
     if keras.backend.backend() == "jax":
         import jax
@@ -186,8 +199,7 @@ def failure(error):
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
-def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISIONS,
-            on_block=None):
+def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISIONS, on_block=None):
     """Rows of the table; `on_block(rows)` after each size and precision (partial results).
 
     A contender that raises (building, compiling or stepping) keeps its row, with `ms`
@@ -208,19 +220,30 @@ def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISI
         for precision in precisions:
             keras.mixed_precision.set_global_policy(precision)
             rng = np.random.default_rng(0)
-            contenders = [(label, "train",
-                           lambda b=build: keras_train_step(b, batch, length, units, rng))
-                          for label, build in keras_contenders()]
-            contenders.append((f"kerasrnn beam search (beam {BEAM}, {DECODE_LENGTH} tokens)",
-                               "decode", lambda: beam_step(batch, length, units, rng)))
+            contenders = [
+                (label, "train", lambda b=build: keras_train_step(b, batch, length, units, rng))
+                for label, build in keras_contenders()
+            ]
+            contenders.append(
+                (
+                    f"kerasrnn beam search (beam {BEAM}, {DECODE_LENGTH} tokens)",
+                    "decode",
+                    lambda: beam_step(batch, length, units, rng),
+                )
+            )
             if have_torch:
-                contenders += [(f"torch.nn.{kind.upper()}", "train",
-                                lambda k=kind: torch_train_step(k, batch, length, units,
-                                                                precision, rng))
-                               for kind in ("gru", "lstm")]
+                contenders += [
+                    (
+                        f"torch.nn.{kind.upper()}",
+                        "train",
+                        lambda k=kind: torch_train_step(k, batch, length, units, precision, rng),
+                    )
+                    for kind in ("gru", "lstm")
+                ]
             if only:
-                contenders = [c for c in contenders if any(w in c[0] for w in only)
-                              or c[0] == "torch.nn.LSTM"]
+                contenders = [
+                    c for c in contenders if any(w in c[0] for w in only) or c[0] == "torch.nn.LSTM"
+                ]
             errors, made = {}, []
             for label, workload, make in contenders:
                 try:
@@ -240,28 +263,50 @@ def measure(backend, sizes, rounds, steps, warmup, only=None, precisions=PRECISI
                     errors[label] = timing.detached(error)
             seconds = timing.interleaved_rounds(
                 [(label, step) for label, _, step in made if label not in errors],
-                rounds, steps, after_call=check, errors=errors)
+                rounds,
+                steps,
+                after_call=check,
+                errors=errors,
+            )
             times = {label: [1000 * s for s in v] for label, v in seconds.items()}
             reference = None if "torch.nn.LSTM" in errors else times.get("torch.nn.LSTM")
             for label, workload, _ in contenders:
-                row = {"backend": backend, "batch": batch, "time": length, "units": units,
-                       "precision": precision, "contender": label, "workload": workload}
+                row = {
+                    "backend": backend,
+                    "batch": batch,
+                    "time": length,
+                    "units": units,
+                    "precision": precision,
+                    "contender": label,
+                    "workload": workload,
+                }
                 if label in errors:
-                    rows.append({**row, "ms": None, "ratio": None, "ratio_min": None,
-                                 "ratio_max": None, "finite": None, "round_ms": [],
-                                 "error": failure(errors[label])})
+                    rows.append(
+                        {
+                            **row,
+                            "ms": None,
+                            "ratio": None,
+                            "ratio_min": None,
+                            "ratio_max": None,
+                            "finite": None,
+                            "round_ms": [],
+                            "error": failure(errors[label]),
+                        }
+                    )
                     continue
                 ms = times[label]
-                ratios = (timing.ratios(ms, reference)
-                          if reference and workload == "train" else None)
-                rows.append({
-                    **row,
-                    "ms": round(statistics.median(ms), 3),
-                    "ratio": round(statistics.median(ratios), 3) if ratios else None,
-                    "ratio_min": round(min(ratios), 3) if ratios else None,
-                    "ratio_max": round(max(ratios), 3) if ratios else None,
-                    "finite": bool(finite[label]), "round_ms": [round(v, 3) for v in ms],
-                })
+                ratios = timing.ratios(ms, reference) if reference and workload == "train" else None
+                rows.append(
+                    {
+                        **row,
+                        "ms": round(statistics.median(ms), 3),
+                        "ratio": round(statistics.median(ratios), 3) if ratios else None,
+                        "ratio_min": round(min(ratios), 3) if ratios else None,
+                        "ratio_max": round(max(ratios), 3) if ratios else None,
+                        "finite": bool(finite[label]),
+                        "round_ms": [round(v, 3) for v in ms],
+                    }
+                )
             keras.mixed_precision.set_global_policy("float32")
             if on_block is not None:
                 on_block(rows)
@@ -290,36 +335,55 @@ COLUMNS = ("backend", "size", "precision", "contender", "ms", "ratio", "min-max"
 
 
 def format_table(rows):
-    lines = [f"{'backend':<7} {'B x T x H':<13} {'precision':<14} {'contender':<50} "
-             f"{'ms':>9} {'ratio':>6} {'min-max':>12} finite"]
+    lines = [
+        f"{'backend':<7} {'B x T x H':<13} {'precision':<14} {'contender':<50} "
+        f"{'ms':>9} {'ratio':>6} {'min-max':>12} finite"
+    ]
     for row in rows:
         size = f"{row['batch']}x{row['time']}x{row['units']}"
         if row.get("error"):
-            lines.append(f"{row['backend']:<7} {size:<13} {row['precision']:<14} "
-                         f"{row['contender']:<50} FAILED {row['error'][:120]}")
+            lines.append(
+                f"{row['backend']:<7} {size:<13} {row['precision']:<14} "
+                f"{row['contender']:<50} FAILED {row['error'][:120]}"
+            )
             continue
         ratio = f"{row['ratio']:6.2f}" if row["ratio"] is not None else f"{'-':>6}"
-        spread = (f"{row['ratio_min']:.2f}-{row['ratio_max']:.2f}"
-                  if row["ratio"] is not None else "-")
-        lines.append(f"{row['backend']:<7} {size:<13} {row['precision']:<14} "
-                     f"{row['contender']:<50} {row['ms']:9.2f} {ratio} {spread:>12} "
-                     f"{'yes' if row['finite'] else 'NO'}")
+        spread = (
+            f"{row['ratio_min']:.2f}-{row['ratio_max']:.2f}" if row["ratio"] is not None else "-"
+        )
+        lines.append(
+            f"{row['backend']:<7} {size:<13} {row['precision']:<14} "
+            f"{row['contender']:<50} {row['ms']:9.2f} {ratio} {spread:>12} "
+            f"{'yes' if row['finite'] else 'NO'}"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cpu", action="store_true",
-                        help=f"smoke run: sizes {CPU_SIZES}, 1 round of 1 step, 1 warm-up")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help=f"smoke run: sizes {CPU_SIZES}, 1 round of 1 step, 1 warm-up",
+    )
     parser.add_argument("--sizes", help=f"BATCHxTIMExUNITS,... (default {SIZES})")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5)")
     parser.add_argument("--steps", type=int, help="timed steps per round (default 3)")
     parser.add_argument("--warmup", type=int, help="untimed steps first (default 3)")
-    parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=PRECISIONS,
-                        help="dtype policies to measure (default both)")
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=PRECISIONS,
+        default=PRECISIONS,
+        help="dtype policies to measure (default both)",
+    )
     parser.add_argument("--only", nargs="*", help="contenders whose label contains a word")
-    parser.add_argument("--merge", nargs="+", metavar="JSON",
-                        help="print and write one table from earlier --json files")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        help="print and write one table from earlier --json files",
+    )
     parser.add_argument("--json", help="write the rows and conditions to this file")
     args = parser.parse_args(argv)
     if args.merge:
@@ -327,21 +391,33 @@ def main(argv=None):
         for path in args.merge:
             with open(path) as f:
                 runs.append(json.load(f))
-        result = {"runs": [r for run in runs for r in run["runs"]],
-                  "rows": [row for run in runs for row in run["rows"]]}
+        result = {
+            "runs": [r for run in runs for r in run["runs"]],
+            "rows": [row for run in runs for row in run["rows"]],
+        }
     else:
         import keras
 
         backend = keras.backend.backend()
         default = (CPU_SIZES, 1, 1, 1) if args.cpu else (SIZES, 5, 3, 3)
         sizes = parse_sizes(args.sizes or default[0])
-        rounds, steps, warmup = (v if v is not None else d for v, d in zip(
-            (args.rounds, args.steps, args.warmup), default[1:]))
-        print(f"# {backend} on {device_name(backend)}, keras {keras.__version__}; "
-              f"{rounds} rounds x {steps} steps after {warmup} warm-up", file=sys.stderr)
-        run = {"backend": backend, "device": device_name(backend),
-               "keras": keras.__version__, "rounds": rounds, "steps": steps,
-               "warmup": warmup}
+        rounds, steps, warmup = (
+            v if v is not None else d
+            for v, d in zip((args.rounds, args.steps, args.warmup), default[1:])
+        )
+        print(
+            f"# {backend} on {device_name(backend)}, keras {keras.__version__}; "
+            f"{rounds} rounds x {steps} steps after {warmup} warm-up",
+            file=sys.stderr,
+        )
+        run = {
+            "backend": backend,
+            "device": device_name(backend),
+            "keras": keras.__version__,
+            "rounds": rounds,
+            "steps": steps,
+            "warmup": warmup,
+        }
 
         def write(rows):  # after every block too, so a run cut short keeps its rows
             print(f"# {backend}: {len(rows)} rows measured", file=sys.stderr)
@@ -349,12 +425,15 @@ def main(argv=None):
                 with open(args.json, "w") as f:
                     json.dump({"runs": [run], "rows": rows}, f, indent=1)
 
-        rows = measure(backend, sizes, rounds, steps, warmup, args.only,
-                       tuple(args.precisions), on_block=write)
+        rows = measure(
+            backend, sizes, rounds, steps, warmup, args.only, tuple(args.precisions), on_block=write
+        )
         result = {"runs": [run], "rows": rows}
     for run in result["runs"]:
-        print(f"# {run['backend']} on {run['device']}, keras {run['keras']}; "
-              f"{run['rounds']} rounds x {run['steps']} steps after {run['warmup']} warm-up")
+        print(
+            f"# {run['backend']} on {run['device']}, keras {run['keras']}; "
+            f"{run['rounds']} rounds x {run['steps']} steps after {run['warmup']} warm-up"
+        )
     print(format_table(result["rows"]))
     if args.json:
         with open(args.json, "w") as f:

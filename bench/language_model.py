@@ -15,6 +15,7 @@ validation perplexity (the weights the recipe keeps) and of the last one (the pa
 protocol), the training wall time and the training speed in tokens/s; the recipe writes
 them to <output_dir>/results.json.
 """
+
 import argparse
 import json
 import os
@@ -29,10 +30,26 @@ from recipes import language_model  # noqa: E402
 PTB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "ptb")
 
 SIZES = {
-    "small": dict(units=200, steps=20, dropout=0.0, init_scale=0.1, epochs=13,
-                  lr_decay=0.5, lr_decay_after=4, clipnorm=5.0),
-    "medium": dict(units=650, steps=35, dropout=0.5, init_scale=0.05, epochs=39,
-                   lr_decay=0.8, lr_decay_after=6, clipnorm=5.0),
+    "small": dict(
+        units=200,
+        steps=20,
+        dropout=0.0,
+        init_scale=0.1,
+        epochs=13,
+        lr_decay=0.5,
+        lr_decay_after=4,
+        clipnorm=5.0,
+    ),
+    "medium": dict(
+        units=650,
+        steps=35,
+        dropout=0.5,
+        init_scale=0.05,
+        epochs=39,
+        lr_decay=0.8,
+        lr_decay_after=6,
+        clipnorm=5.0,
+    ),
 }
 
 
@@ -67,25 +84,33 @@ def main(argv=None):
     )
     if args.epochs:
         config["epochs"] = args.epochs
-    print(f"PTB {args.size} {args.cell}: {json.dumps({k: config[k] for k in SIZES['small']})}"
-          f" on {platform.machine()} with {os.cpu_count()} CPUs", flush=True)
+    print(
+        f"PTB {args.size} {args.cell}: {json.dumps({k: config[k] for k in SIZES['small']})}"
+        f" on {platform.machine()} with {os.cpu_count()} CPUs",
+        flush=True,
+    )
     started = time.time()
     results = language_model.train(config)
     last = results["epochs"][-1]
-    print(json.dumps({
-        "size": args.size,
-        "cell": args.cell,
-        "epochs_run": len(results["epochs"]),
-        # The recipe keeps the weights of the epoch with the best validation perplexity;
-        # the paper reports the model after the last epoch. Both are printed.
-        "best_valid_perplexity": results["valid"]["perplexity"],
-        "test_perplexity_at_best_valid": results["test"]["perplexity"],
-        "last_epoch_valid_perplexity": last.get("valid_perplexity"),
-        "last_epoch_test_perplexity": last.get("test_perplexity"),
-        "train_seconds": results["train_seconds"],
-        "tokens_per_second": results["tokens_per_second"],
-        "wall_seconds": time.time() - started,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "size": args.size,
+                "cell": args.cell,
+                "epochs_run": len(results["epochs"]),
+                # The recipe keeps the weights of the epoch with the best validation perplexity;
+                # the paper reports the model after the last epoch. Both are printed.
+                "best_valid_perplexity": results["valid"]["perplexity"],
+                "test_perplexity_at_best_valid": results["test"]["perplexity"],
+                "last_epoch_valid_perplexity": last.get("valid_perplexity"),
+                "last_epoch_test_perplexity": last.get("test_perplexity"),
+                "train_seconds": results["train_seconds"],
+                "tokens_per_second": results["tokens_per_second"],
+                "wall_seconds": time.time() - started,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

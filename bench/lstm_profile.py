@@ -24,6 +24,7 @@ same weights:
 Both check their outputs and gradients against `keras.layers.LSTM` first and print the
 largest difference. Neither is in the package: see bench/README.md for what they measured.
 """
+
 import argparse
 import collections
 import glob
@@ -77,13 +78,17 @@ def profile(traced):
         by_type[cells["type"]][0] += cells["total_self_time"] or 0.0
         by_type[cells["type"]][1] += cells["occurrences"] or 0
     total = sum(t for t, _ in by_type.values())
-    print(f"kerasrnn.RNN(LSTMCell({UNITS})) training step, {traced} steps traced; self time "
-          f"summed over both compute threads: {total / traced / 1000:.1f} ms per step")
+    print(
+        f"kerasrnn.RNN(LSTMCell({UNITS})) training step, {traced} steps traced; self time "
+        f"summed over both compute threads: {total / traced / 1000:.1f} ms per step"
+    )
     print(f"{'op type':24s} {'ms/step':>8s} {'share':>6s} {'events/step':>11s} {'us/event':>8s}")
     for kind, (time_us, calls) in sorted(by_type.items(), key=lambda kv: -kv[1][0])[:12]:
         per_call = f"{time_us / calls:8.1f}" if calls else f"{'':8s}"
-        print(f"{kind:24s} {time_us / traced / 1000:8.2f} {100 * time_us / total:5.1f}% "
-              f"{calls / traced:11.0f} {per_call}")
+        print(
+            f"{kind:24s} {time_us / traced / 1000:8.2f} {100 * time_us / total:5.1f}% "
+            f"{calls / traced:11.0f} {per_call}"
+        )
 
 
 class SequenceLSTM(keras.layers.Layer):
@@ -94,10 +99,12 @@ class SequenceLSTM(keras.layers.Layer):
         self.units, self.implementation = units, implementation
 
     def build(self, shape):
-        self.kernel = self.add_weight(shape=(shape[-1], 4 * self.units),
-                                      initializer="glorot_uniform")
-        self.recurrent_kernel = self.add_weight(shape=(self.units, 4 * self.units),
-                                                initializer="orthogonal")
+        self.kernel = self.add_weight(
+            shape=(shape[-1], 4 * self.units), initializer="glorot_uniform"
+        )
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, 4 * self.units), initializer="orthogonal"
+        )
         self.bias = self.add_weight(shape=(4 * self.units,), initializer="zeros")
 
     def call(self, x):
@@ -110,9 +117,18 @@ class SequenceLSTM(keras.layers.Layer):
 def block_lstm(x, kernel, recurrent_kernel, bias, h0, c0):
     no_peephole = tf.zeros((h0.shape[-1],), x.dtype)
     outputs = tf.raw_ops.BlockLSTMV2(
-        seq_len_max=tf.cast(tf.shape(x)[0], tf.int64), x=x, cs_prev=c0, h_prev=h0,
-        w=tf.concat([kernel, recurrent_kernel], 0), wci=no_peephole, wcf=no_peephole,
-        wco=no_peephole, b=bias, cell_clip=0.0, use_peephole=False)
+        seq_len_max=tf.cast(tf.shape(x)[0], tf.int64),
+        x=x,
+        cs_prev=c0,
+        h_prev=h0,
+        w=tf.concat([kernel, recurrent_kernel], 0),
+        wci=no_peephole,
+        wcf=no_peephole,
+        wco=no_peephole,
+        b=bias,
+        cell_clip=0.0,
+        use_peephole=False,
+    )
     return outputs[-1]
 
 
@@ -126,12 +142,19 @@ def hand_written_backward(x, kernel, recurrent_kernel, bias, h0, c0):
         i, f, g, o = tf.sigmoid(zi), tf.sigmoid(zf), tf.tanh(zc), tf.sigmoid(zo)
         c = f * c + i * g
         h = o * tf.tanh(c)
-        return (t + 1, h, c, gates.write(t, tf.concat([i, f, g, o], -1)),
-                cells.write(t, c), hiddens.write(t, h))
+        return (
+            t + 1,
+            h,
+            c,
+            gates.write(t, tf.concat([i, f, g, o], -1)),
+            cells.write(t, c),
+            hiddens.write(t, h),
+        )
 
     arrays = [tf.TensorArray(x.dtype, size=steps) for _ in range(3)]
     _, _, _, gates, cells, hiddens = tf.while_loop(
-        lambda t, *_: t < steps, forward, (0, h0, c0, *arrays))
+        lambda t, *_: t < steps, forward, (0, h0, c0, *arrays)
+    )
     gates, cells, hiddens = gates.stack(), cells.stack(), hiddens.stack()
 
     def backward(d_hiddens):
@@ -143,15 +166,27 @@ def hand_written_backward(x, kernel, recurrent_kernel, bias, h0, c0):
             tanh_c = tf.tanh(cells[t])
             dh = d_hiddens[t] + dh_next
             dc = dc_next + dh * o * (1 - tanh_c * tanh_c)
-            dz = tf.concat([dc * g * i * (1 - i), dc * previous_c[t] * f * (1 - f),
-                            dc * i * (1 - g * g), dh * tanh_c * o * (1 - o)], -1)
-            return (t - 1, tf.matmul(dz, recurrent_kernel, transpose_b=True), dc * f,
-                    dz_array.write(t, dz))
+            dz = tf.concat(
+                [
+                    dc * g * i * (1 - i),
+                    dc * previous_c[t] * f * (1 - f),
+                    dc * i * (1 - g * g),
+                    dh * tanh_c * o * (1 - o),
+                ],
+                -1,
+            )
+            return (
+                t - 1,
+                tf.matmul(dz, recurrent_kernel, transpose_b=True),
+                dc * f,
+                dz_array.write(t, dz),
+            )
 
         _, dh0, dc0, dz = tf.while_loop(
-            lambda t, *_: t >= 0, step,
-            (steps - 1, tf.zeros_like(h0), tf.zeros_like(c0),
-             tf.TensorArray(x.dtype, size=steps)))
+            lambda t, *_: t >= 0,
+            step,
+            (steps - 1, tf.zeros_like(h0), tf.zeros_like(c0), tf.TensorArray(x.dtype, size=steps)),
+        )
         dz = tf.reshape(dz.stack(), (-1, 4 * units))
         d_kernel = tf.matmul(tf.reshape(x, (-1, x.shape[-1])), dz, transpose_a=True)
         d_recurrent = tf.matmul(tf.reshape(previous_h, (-1, units)), dz, transpose_a=True)
@@ -176,27 +211,37 @@ def check_against_keras(layer):
         outputs = [reference(x), layer(x)]
         losses = [tf.reduce_sum(tf.sin(o)) for o in outputs]
     gradients = [tape.gradient(losses[0], [x] + theirs), tape.gradient(losses[1], [x] + ours)]
-    return (float(np.abs(outputs[0] - outputs[1]).max()),
-            max(float(np.abs(a - b).max()) for a, b in zip(*gradients)))
+    return (
+        float(np.abs(outputs[0] - outputs[1]).max()),
+        max(float(np.abs(a - b).max()) for a, b in zip(*gradients)),
+    )
 
 
 def alternatives(rounds, steps):
-    contenders = {"keras.layers.LSTM": lambda: keras.layers.LSTM(UNITS),
-                  "tf.raw_ops.BlockLSTMV2": lambda: SequenceLSTM(UNITS, block_lstm),
-                  "hand-written backward": lambda: SequenceLSTM(UNITS, hand_written_backward)}
+    contenders = {
+        "keras.layers.LSTM": lambda: keras.layers.LSTM(UNITS),
+        "tf.raw_ops.BlockLSTMV2": lambda: SequenceLSTM(UNITS, block_lstm),
+        "hand-written backward": lambda: SequenceLSTM(UNITS, hand_written_backward),
+    }
     for label in list(contenders)[1:]:
         output_diff, gradient_diff = check_against_keras(contenders[label]())
-        print(f"# {label}: max |output - keras| {output_diff:.1e}, "
-              f"max |gradient - keras| {gradient_diff:.1e}")
+        print(
+            f"# {label}: max |output - keras| {output_diff:.1e}, "
+            f"max |gradient - keras| {gradient_diff:.1e}"
+        )
     built = [(label, train_step(make())) for label, make in contenders.items()]
-    times = {label: [1000 * s for s in seconds] for label, seconds in
-             timing.interleaved_rounds(built, rounds, steps).items()}
+    times = {
+        label: [1000 * s for s in seconds]
+        for label, seconds in timing.interleaved_rounds(built, rounds, steps).items()
+    }
     reference = times["keras.layers.LSTM"]
     print(f"{'contender':24s} {'ms/step':>8s} {'vs keras.layers.LSTM':>21s} {'min-max':>10s}")
     for label, ms in times.items():
         ratios = timing.ratios(ms, reference)
-        print(f"{label:24s} {statistics.median(ms):8.1f} {statistics.median(ratios):21.2f} "
-              f"{min(ratios):4.2f}-{max(ratios):4.2f}")
+        print(
+            f"{label:24s} {statistics.median(ms):8.1f} {statistics.median(ratios):21.2f} "
+            f"{min(ratios):4.2f}-{max(ratios):4.2f}"
+        )
 
 
 def main(argv=None):
@@ -206,8 +251,10 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--steps", type=int, default=3)
     args = parser.parse_args(argv)
-    print(f"# load average {os.getloadavg()[0]:.1f}; TensorFlow {tf.__version__}, "
-          f"{os.cpu_count()} cores")
+    print(
+        f"# load average {os.getloadavg()[0]:.1f}; TensorFlow {tf.__version__}, "
+        f"{os.cpu_count()} cores"
+    )
     if args.part in ("profile", "both"):
         profile(args.traced)
     if args.part in ("alternatives", "both"):

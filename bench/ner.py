@@ -24,6 +24,7 @@ Published anchors (test F1): 88.76 (best system of the CoNLL-2003 shared task, F
 et al. 2003, with gazetteers); 90.94 (Lample et al. 2016, BiLSTM-CRF with pretrained
 word embeddings); Lample et al. report 83.63 for the same model with random embeddings.
 """
+
 import argparse
 import collections
 import json
@@ -38,12 +39,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 # ../shared/data beside the checkout (a worktree one level deeper looks one level up)
-DATA = next((p / "shared" / "data" / "conll2003"
-             for p in pathlib.Path(__file__).resolve().parents[1:4]
-             if (p / "shared" / "data" / "conll2003").is_dir()),
-            pathlib.Path("../shared/data/conll2003"))
-PUBLISHED = [("CoNLL-2003 shared task best (Florian et al. 2003, gazetteers)", 88.76),
-             ("Lample et al. 2016 BiLSTM-CRF, pretrained embeddings", 90.94)]
+DATA = next(
+    (
+        p / "shared" / "data" / "conll2003"
+        for p in pathlib.Path(__file__).resolve().parents[1:4]
+        if (p / "shared" / "data" / "conll2003").is_dir()
+    ),
+    pathlib.Path("../shared/data/conll2003"),
+)
+PUBLISHED = [
+    ("CoNLL-2003 shared task best (Florian et al. 2003, gazetteers)", 88.76),
+    ("Lample et al. 2016 BiLSTM-CRF, pretrained embeddings", 90.94),
+]
 BENCH_CONFIG = {
     "format": "columns",
     "lowercase": True,
@@ -68,8 +75,12 @@ ROWS = {
     "crf-constrained-bioes": {"crf": True, "crf_constraints": "true", "tag_scheme": "bioes"},
     "crf-constrained": {"crf": True, "crf_constraints": "true"},
     "softmax-bioes": {"crf": False, "tag_scheme": "bioes"},
-    "crf-constrained-bioes-nochars": {"crf": True, "crf_constraints": "true",
-                                      "tag_scheme": "bioes", "char_dim": 0},
+    "crf-constrained-bioes-nochars": {
+        "crf": True,
+        "crf_constraints": "true",
+        "tag_scheme": "bioes",
+        "char_dim": 0,
+    },
     "softmax-nochars": {"crf": False, "char_dim": 0},
 }
 
@@ -98,9 +109,9 @@ class Dictionary:
         tags, i = ["O"] * len(words), 0
         while i < len(words):
             for n in range(min(self.longest, len(words) - i), 0, -1):
-                kind = self.types.get(tuple(words[i:i + n]))
+                kind = self.types.get(tuple(words[i : i + n]))
                 if kind is not None:
-                    tags[i:i + n] = [f"B-{kind}"] + [f"I-{kind}"] * (n - 1)
+                    tags[i : i + n] = [f"B-{kind}"] + [f"I-{kind}"] * (n - 1)
                     i += n
                     break
             else:
@@ -137,30 +148,47 @@ def run_row(name, data, out, epochs, seed):
     else:
         from recipes import common, tagger
 
-        overrides = {**BENCH_CONFIG, **ROWS[name], "epochs": epochs, "seed": seed,
-                     "output_dir": str(folder / "run"),
-                     **{s: str(data / f"{s}.txt.gz") for s in ("train", "valid", "test")}}
+        overrides = {
+            **BENCH_CONFIG,
+            **ROWS[name],
+            "epochs": epochs,
+            "seed": seed,
+            "output_dir": str(folder / "run"),
+            **{s: str(data / f"{s}.txt.gz") for s in ("train", "valid", "test")},
+        }
         config = common.load_config(tagger.DEFAULTS, overrides=overrides)
         run = folder / "run"
         if not (run / "training_curves.png").exists() or (run / "backup").exists():
             tagger.train(config)  # else: trained, only the scoring is missing
         trained = tagger.Tagger.from_run(config)
-        predicted = {s: [p["tags"] for p in trained.predict(splits[s][0])]
-                     for s in ("valid", "test")}
+        predicted = {
+            s: [p["tags"] for p in trained.predict(splits[s][0])] for s in ("valid", "test")
+        }
         history = json.loads((run / "history.json").read_text())
-        info = {"epochs": len(history["rows"]),
-                "config": {k: overrides[k] for k in sorted(overrides)
-                           if k not in ("train", "valid", "test", "output_dir")}}
-    row = {"row": name, "seconds": time.time() - began, **info,
-           **{s: scores(splits[s][1], predicted[s]) for s in ("valid", "test")}}
+        info = {
+            "epochs": len(history["rows"]),
+            "config": {
+                k: overrides[k]
+                for k in sorted(overrides)
+                if k not in ("train", "valid", "test", "output_dir")
+            },
+        }
+    row = {
+        "row": name,
+        "seconds": time.time() - began,
+        **info,
+        **{s: scores(splits[s][1], predicted[s]) for s in ("valid", "test")},
+    }
     (folder / "test_predictions.json").write_text(json.dumps(predicted["test"]))
     done.write_text(json.dumps(row, indent=1))
     return row
 
 
 def table(out):
-    lines = [("| model | valid F1 | test P | test R | test F1 | seqeval test F1 | epochs | "
-              "minutes |"), "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        ("| model | valid F1 | test P | test R | test F1 | seqeval test F1 | epochs | minutes |"),
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name in ROWS:
         path = out / name / "row.json"
         if not path.exists():
@@ -172,7 +200,8 @@ def table(out):
             f"| {name} | {100 * row['valid']['f1']:.2f} | {100 * test['precision']:.2f} | "
             f"{100 * test['recall']:.2f} | {100 * test['f1']:.2f} | "
             f"{'-' if seqeval is None else f'{100 * seqeval:.2f}'} | {row['epochs']} | "
-            f"{row['seconds'] / 60:.1f} |")
+            f"{row['seconds'] / 60:.1f} |"
+        )
     for label, f1 in PUBLISHED:
         lines.append(f"| {label} (published) | | | | {f1:.2f} | | | |")
     return "\n".join(lines)
@@ -181,22 +210,33 @@ def table(out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DATA), help="the conll2003 folder")
-    parser.add_argument("--output-dir", default="runs/ner-bench",
-                        help="one folder per row; finished rows are not run again")
-    parser.add_argument("--rows", nargs="*", default=list(ROWS), choices=list(ROWS),
-                        help="rows to run (default: all, most informative first)")
-    parser.add_argument("--epochs", type=int, default=BENCH_CONFIG["epochs"],
-                        help="epochs per trained row at most")
+    parser.add_argument(
+        "--output-dir",
+        default="runs/ner-bench",
+        help="one folder per row; finished rows are not run again",
+    )
+    parser.add_argument(
+        "--rows",
+        nargs="*",
+        default=list(ROWS),
+        choices=list(ROWS),
+        help="rows to run (default: all, most informative first)",
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=BENCH_CONFIG["epochs"], help="epochs per trained row at most"
+    )
     parser.add_argument("--seed", type=int, default=1234, help="the recipe's seed")
-    parser.add_argument("--table", action="store_true",
-                        help="print the table of the finished rows, train nothing")
+    parser.add_argument(
+        "--table", action="store_true", help="print the table of the finished rows, train nothing"
+    )
     args = parser.parse_args()
     out = pathlib.Path(args.output_dir)
     if not args.table:
         for name in args.rows:
             row = run_row(name, pathlib.Path(args.data), out, args.epochs, args.seed)
-            print(f"{name}: test entity F1 {100 * row['test']['f1']:.2f}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"{name}: test entity F1 {100 * row['test']['f1']:.2f}", file=sys.stderr, flush=True
+            )
     print(table(out))
     print("command: PYTHONPATH=. python bench/ner.py " + shlex.join(sys.argv[1:]))
     print(f"on {os.cpu_count()} CPU cores ({platform.processor() or platform.machine()})")

@@ -11,6 +11,7 @@
 * ACTIVE: threads spin until the next parallel region, taking CPU from whatever
   runs in between, the other contenders included.
 """
+
 import functools
 import os
 

@@ -24,6 +24,7 @@ ratio in a round is its median step over PyTorch's in that round.
     PYTHONPATH=. python bench/recipes_torch.py                 # all three recipes
     PYTHONPATH=. python bench/recipes_torch.py --only lm
 """
+
 import argparse
 import os
 import platform
@@ -90,8 +91,10 @@ def lm_torch():
         optimizer.zero_grad()
         logits = net(x)
         # summed over time, averaged over the batch (the recipe's loss)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, LM_VOCAB),
-                                                 y.reshape(-1)) * LM_STEPS
+        loss = (
+            torch.nn.functional.cross_entropy(logits.reshape(-1, LM_VOCAB), y.reshape(-1))
+            * LM_STEPS
+        )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
         optimizer.step()
@@ -106,7 +109,7 @@ WORDS, CHARS, TAGS, T_BATCH, T_LEN, T_CHARS = 20000, 100, 17, 32, 25, 12
 
 def tagger_data():
     words = RNG.integers(4, WORDS, (T_BATCH, T_LEN)).astype("int32")
-    words[T_BATCH // 2:, T_LEN * 3 // 4:] = 0  # half the sentences shorter
+    words[T_BATCH // 2 :, T_LEN * 3 // 4 :] = 0  # half the sentences shorter
     lengths = RNG.integers(1, T_CHARS + 1, (T_BATCH, T_LEN))
     chars = RNG.integers(4, CHARS, (T_BATCH, T_LEN, T_CHARS)).astype("int32")
     chars[np.arange(T_CHARS)[None, None, :] >= lengths[..., None]] = 0
@@ -120,8 +123,9 @@ def tagger_keras(jit_compile):
 
     config = common.load_config(tagger.DEFAULTS)
     model = tagger.build_model(config, WORDS, CHARS, TAGS)
-    model.compile(common.optimizer(config), "sparse_categorical_crossentropy",
-                  jit_compile=jit_compile)
+    model.compile(
+        common.optimizer(config), "sparse_categorical_crossentropy", jit_compile=jit_compile
+    )
     words, chars, tags = tagger_data()
     inputs = {"word_ids": words, "char_ids": chars}
     return lambda: model.train_on_batch(inputs, tags)
@@ -143,13 +147,17 @@ def tagger_torch():
         def forward(self, words, chars, char_lengths, lengths):
             b, t, c = chars.shape
             packed = nn.utils.rnn.pack_padded_sequence(
-                self.chars(chars.reshape(b * t, c)), char_lengths.reshape(-1).clamp(min=1),
-                batch_first=True, enforce_sorted=False)
+                self.chars(chars.reshape(b * t, c)),
+                char_lengths.reshape(-1).clamp(min=1),
+                batch_first=True,
+                enforce_sorted=False,
+            )
             _, (h, _) = self.char_rnn(packed)
             char_features = torch.cat([h[0], h[1]], -1).reshape(b, t, 64)
             x = self.drop_embedding(torch.cat([self.words(words), char_features], -1))
-            packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True,
-                                                       enforce_sorted=False)
+            packed = nn.utils.rnn.pack_padded_sequence(
+                x, lengths, batch_first=True, enforce_sorted=False
+            )
             out, _ = self.rnn(packed)
             out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=t)
             return self.out(self.drop(out))
@@ -162,8 +170,9 @@ def tagger_torch():
     def step():
         optimizer.zero_grad()
         logits = net(words, chars, char_lengths, lengths)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, TAGS), tags.reshape(-1),
-                                           reduction="none")
+        loss = nn.functional.cross_entropy(
+            logits.reshape(-1, TAGS), tags.reshape(-1), reduction="none"
+        )
         loss = (loss * (words.reshape(-1) != 0)).sum() / (words != 0).sum()
         loss.backward()
         # Keras' clipnorm clips each gradient's norm
@@ -177,15 +186,21 @@ def tagger_torch():
 
 # ------------------------------------------------------------------------ translator
 SOURCE_VOCAB, TARGET_VOCAB, TR_BATCH, SRC_LEN, TGT_LEN = 8050, 6197, 64, 16, 16
-REDUCED = dict(embedding_dim=128, encoder_units=128, decoder_units=256,
-               attention_units=128, cell="gru", attention="bahdanau")
+REDUCED = dict(
+    embedding_dim=128,
+    encoder_units=128,
+    decoder_units=256,
+    attention_units=128,
+    cell="gru",
+    attention="bahdanau",
+)
 
 
 def translator_data():
     source = RNG.integers(4, SOURCE_VOCAB, (TR_BATCH, SRC_LEN)).astype("int32")
     target = RNG.integers(4, TARGET_VOCAB, (TR_BATCH, TGT_LEN + 1)).astype("int32")
-    source[: TR_BATCH // 4, SRC_LEN // 2:] = 0
-    target[: TR_BATCH // 4, TGT_LEN // 2:] = 0
+    source[: TR_BATCH // 4, SRC_LEN // 2 :] = 0
+    target[: TR_BATCH // 4, TGT_LEN // 2 :] = 0
     return source, target[:, :-1], target[:, 1:]
 
 
@@ -195,8 +210,12 @@ def translator_keras(jit_compile):
 
     config = common.load_config(translator.DEFAULTS, overrides=REDUCED)
     model = translator.build_model(config, SOURCE_VOCAB, TARGET_VOCAB)
-    model.compile(optimizer=common.optimizer(config), loss=SequenceCrossEntropy(),
-                  metrics=[], jit_compile=jit_compile)
+    model.compile(
+        optimizer=common.optimizer(config),
+        loss=SequenceCrossEntropy(),
+        metrics=[],
+        jit_compile=jit_compile,
+    )
     source, target_in, target_out = translator_data()
     inputs = {"source": source, "target_in": target_in}
     return lambda: model.train_on_batch(inputs, target_out)
@@ -222,11 +241,12 @@ def translator_torch():
         def forward(self, source, target_in):
             mask = source != 0
             packed = nn.utils.rnn.pack_padded_sequence(
-                self.drop(self.source(source)), mask.sum(-1), batch_first=True,
-                enforce_sorted=False)
+                self.drop(self.source(source)), mask.sum(-1), batch_first=True, enforce_sorted=False
+            )
             memory, h = self.encoder(packed)
-            memory, _ = nn.utils.rnn.pad_packed_sequence(memory, batch_first=True,
-                                                         total_length=source.shape[1])
+            memory, _ = nn.utils.rnn.pad_packed_sequence(
+                memory, batch_first=True, total_length=source.shape[1]
+            )
             s = torch.tanh(self.bridge(torch.cat([h[0], h[1]], -1)))
             keys = self.key(memory)
             y = self.drop(self.target(target_in))
@@ -246,8 +266,9 @@ def translator_torch():
     def step():
         optimizer.zero_grad()
         logits = net(source, target_in)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, TARGET_VOCAB),
-                                           target_out.reshape(-1), ignore_index=0)
+        loss = nn.functional.cross_entropy(
+            logits.reshape(-1, TARGET_VOCAB), target_out.reshape(-1), ignore_index=0
+        )
         loss.backward()
         for p in net.parameters():
             torch.nn.utils.clip_grad_norm_([p], 5.0)
@@ -260,31 +281,41 @@ def translator_torch():
 RECIPES = {
     "lm": ("LM small (2x200 LSTM, SGD, global clipnorm)", lm_keras, lm_torch),
     "tagger": ("tagger default (char + word BiLSTM)", tagger_keras, tagger_torch),
-    "translator": ("translator teacher forcing (reduced Multi30k)", translator_keras,
-                   translator_torch),
+    "translator": (
+        "translator teacher forcing (reduced Multi30k)",
+        translator_keras,
+        translator_torch,
+    ),
 }
 
 
 def measure(name, rounds, steps, warmup):
     title, make_keras, make_torch = RECIPES[name]
     built = []
-    for label, make in [("Keras, default compile", lambda: make_keras("auto")),
-                        ("Keras, jit_compile=True", lambda: make_keras(True)),
-                        ("PyTorch", make_torch)]:
+    for label, make in [
+        ("Keras, default compile", lambda: make_keras("auto")),
+        ("Keras, jit_compile=True", lambda: make_keras(True)),
+        ("PyTorch", make_torch),
+    ]:
         step = make()
         seconds, _ = timing.warm_up(step, warmup)
-        print(f"# {name}: built {label} ({seconds:.1f} s warm-up)",
-              file=sys.stderr, flush=True)
+        print(f"# {name}: built {label} ({seconds:.1f} s warm-up)", file=sys.stderr, flush=True)
         built.append((label, step))
-    per_round = {label: [1000 * s for s in seconds] for label, seconds in
-                 timing.interleaved_rounds(built, rounds, steps).items()}
-    lines = [f"\n{title}; load {os.getloadavg()[0]:.1f} after the rounds",
-             f"{'contender':<26} {'ms/step':>8} {'vs PyTorch':>10} {'IQR':>11} {'min-max':>11}"]
+    per_round = {
+        label: [1000 * s for s in seconds]
+        for label, seconds in timing.interleaved_rounds(built, rounds, steps).items()
+    }
+    lines = [
+        f"\n{title}; load {os.getloadavg()[0]:.1f} after the rounds",
+        f"{'contender':<26} {'ms/step':>8} {'vs PyTorch':>10} {'IQR':>11} {'min-max':>11}",
+    ]
     for label, _ in built:
         ratio = timing.summary(timing.ratios(per_round[label], per_round["PyTorch"]))
-        lines.append(f"{label:<26} {statistics.median(per_round[label]):8.1f} "
-                     f"{ratio['median']:10.2f} {ratio['q1']:5.2f}-{ratio['q3']:<5.2f} "
-                     f"{ratio['min']:5.2f}-{ratio['max']:<5.2f}")
+        lines.append(
+            f"{label:<26} {statistics.median(per_round[label]):8.1f} "
+            f"{ratio['median']:10.2f} {ratio['q1']:5.2f}-{ratio['q3']:<5.2f} "
+            f"{ratio['min']:5.2f}-{ratio['max']:<5.2f}"
+        )
     return "\n".join(lines)
 
 
@@ -302,11 +333,14 @@ def main(argv=None):
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     torch.set_num_threads(args.threads)
-    print(f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__} "
-          f"({keras.backend.backend()}), torch {torch.__version__}; {args.threads} threads "
-          f"each; load {os.getloadavg()[0]:.1f}; {args.rounds} interleaved rounds x "
-          f"{args.steps} steps after {args.warmup} warm-up; ratio = step time / PyTorch's "
-          f"in the same round; OMP_WAIT_POLICY={OMP_POLICY}", flush=True)
+    print(
+        f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__} "
+        f"({keras.backend.backend()}), torch {torch.__version__}; {args.threads} threads "
+        f"each; load {os.getloadavg()[0]:.1f}; {args.rounds} interleaved rounds x "
+        f"{args.steps} steps after {args.warmup} warm-up; ratio = step time / PyTorch's "
+        f"in the same round; OMP_WAIT_POLICY={OMP_POLICY}",
+        flush=True,
+    )
     for name in args.only:
         print(measure(name, args.rounds, args.steps, args.warmup), flush=True)
 

@@ -20,6 +20,7 @@ median over rounds of both, with the ratio's spread (`summary`).
     >>> timing.summary(timing.ratios([2.0, 4.0, 3.0], [1.0, 2.0, 1.0]))["median"]
     2.0
 """
+
 import statistics
 import time
 
@@ -48,8 +49,7 @@ def warm_up(call, times):
     return time.perf_counter() - start, results
 
 
-def interleaved_rounds(contenders, rounds, steps=1, after_call=None, after_round=None,
-                       errors=None):
+def interleaved_rounds(contenders, rounds, steps=1, after_call=None, after_round=None, errors=None):
     """Times each `(label, call)` of `contenders` for `rounds` interleaved rounds.
 
     Args:
@@ -114,5 +114,10 @@ def summary(values):
     """`{"median", "q1", "q3", "min", "max"}` of a list of per-round figures (quartiles
     by linear interpolation, as `numpy.percentile`)."""
     q1, median, q3 = (float(v) for v in np.percentile(values, [25, 50, 75]))
-    return {"median": median, "q1": q1, "q3": q3, "min": float(min(values)),
-            "max": float(max(values))}
+    return {
+        "median": median,
+        "q1": q1,
+        "q3": q3,
+        "min": float(min(values)),
+        "max": float(max(values)),
+    }

@@ -1,6 +1,7 @@
 """What the benchmarks of a trained translator share: the run directory and data
 arguments, the Multi30k test set (test_2016_flickr, 1,000 sentences), the model, and a
 timed comparison of two sets of decoding options."""
+
 import os
 import pathlib
 import sys
@@ -29,8 +30,7 @@ def test_pairs(data):
     from kerasrnn.data import load_parallel_text
 
     data = pathlib.Path(data)
-    return load_parallel_text(data / "test_2016_flickr.de.gz",
-                              data / "test_2016_flickr.en.gz")
+    return load_parallel_text(data / "test_2016_flickr.de.gz", data / "test_2016_flickr.en.gz")
 
 
 def test_sources(data):
@@ -64,25 +64,42 @@ def compare_options(run_dir, data, contenders, beam_size, rounds, batch_size):
         models[name].options.update(options)
         models[name].translate(sources[:2], beam_size)  # trace outside the timing
     (base, base_options), (new, new_options) = contenders.items()
-    print(f"run: {run_dir}; {len(sources)} sentences, batches of {batch_size}, beam "
-          f"{beam_size}; {new}: {new_options}; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"run: {run_dir}; {len(sources)} sentences, batches of {batch_size}, beam "
+        f"{beam_size}; {new}: {new_options}; load average {os.getloadavg()[0]:.1f}"
+    )
     outputs = {}
 
     def report(round_, seconds):
         base_s, new_s = seconds[base], seconds[new]
         same = sum(a == b for a, b in zip(outputs[base], outputs[new]))
-        print(f"round {round_}: {base} {len(sources) / base_s:.1f} sentences/s, {new} "
-              f"{len(sources) / new_s:.1f}; identical outputs {same}/{len(sources)}",
-              flush=True)
+        print(
+            f"round {round_}: {base} {len(sources) / base_s:.1f} sentences/s, {new} "
+            f"{len(sources) / new_s:.1f}; identical outputs {same}/{len(sources)}",
+            flush=True,
+        )
 
     seconds = timing.interleaved_rounds(
-        [(name, lambda name=name: models[name].translate(sources, beam_size,
-                                                          batch_size=batch_size))
-         for name in models],
-        rounds, after_call=outputs.__setitem__, after_round=report)
+        [
+            (
+                name,
+                lambda name=name: models[name].translate(sources, beam_size, batch_size=batch_size),
+            )
+            for name in models
+        ],
+        rounds,
+        after_call=outputs.__setitem__,
+        after_round=report,
+    )
     speedups = timing.ratios(seconds[base], seconds[new])
-    print(f"{new} / {base}: median {statistics.median(speedups):.2f} (min "
-          f"{min(speedups):.2f}, max {max(speedups):.2f}); load average "
-          f"{os.getloadavg()[0]:.1f}")
-    print("BLEU: " + ", ".join(f"{name} {corpus_bleu(out, references).score:.2f}"
-                               for name, out in outputs.items()))
+    print(
+        f"{new} / {base}: median {statistics.median(speedups):.2f} (min "
+        f"{min(speedups):.2f}, max {max(speedups):.2f}); load average "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "BLEU: "
+        + ", ".join(
+            f"{name} {corpus_bleu(out, references).score:.2f}" for name, out in outputs.items()
+        )
+    )

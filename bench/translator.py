@@ -14,6 +14,7 @@ on this machine, with the command.
 Anchor: the widely used PyTorch seq2seq notebooks' Bahdanau GRU (512 units) reaches
 28.3 BLEU with greedy decoding; target: >= 33 BLEU with beam search.
 """
+
 import argparse
 import os
 import pathlib
@@ -24,8 +25,8 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from recipes import common, translator  # noqa: E402
 import timing  # noqa: E402  (bench/, the script's folder)
+from recipes import common, translator  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 # The notebooks' model: 256-d embeddings, 512-unit GRUs (encoder per direction), dropout
@@ -57,12 +58,22 @@ BENCH_CONFIG = {
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DATA))
-    parser.add_argument("--train-pairs", type=int, default=0,
-                        help="train on the first N pairs only (0: all 29,000)")
-    parser.add_argument("--test-sentences", type=int, default=0,
-                        help="score the first N test sentences only (0: all 1,000)")
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="recipe options on top of the benchmark's")
+    parser.add_argument(
+        "--train-pairs", type=int, default=0, help="train on the first N pairs only (0: all 29,000)"
+    )
+    parser.add_argument(
+        "--test-sentences",
+        type=int,
+        default=0,
+        help="score the first N test sentences only (0: all 1,000)",
+    )
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="recipe options on top of the benchmark's",
+    )
     args = parser.parse_args()
     overrides = dict(BENCH_CONFIG)
     overrides.update(item.split("=", 1) for item in args.set)
@@ -92,21 +103,32 @@ def main():
     print()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
-    print(f"data: {len(splits['train'][0])} training pairs "
-          f"({results['train_pairs_used']} within the length limits), "
-          f"{len(splits['valid'][0])} validation, {test['examples']} test sentences")
-    print(f"model: {results['parameters']:,} parameters, vocabularies "
-          f"{results['source_vocabulary']} (de) / {results['target_vocabulary']} (en)")
-    print(f"training: {results['history']['epochs_run']} epoch(s), "
-          f"{results['train_seconds']:.0f} s wall; final val_loss "
-          f"{results['history']['val_loss'][-1]:.3f}")
-    print(f"test_2016_flickr BLEU ({case}): greedy {test['greedy']['bleu']:.2f}, "
-          f"{beam_label} {test[beam]['bleu']:.2f}")
-    print(f"decoding speed: greedy {test['greedy']['sentences_per_second']:.1f} "
-          f"sentences/s, {beam_label} {test[beam]['sentences_per_second']:.1f} sentences/s")
+    print(
+        f"data: {len(splits['train'][0])} training pairs "
+        f"({results['train_pairs_used']} within the length limits), "
+        f"{len(splits['valid'][0])} validation, {test['examples']} test sentences"
+    )
+    print(
+        f"model: {results['parameters']:,} parameters, vocabularies "
+        f"{results['source_vocabulary']} (de) / {results['target_vocabulary']} (en)"
+    )
+    print(
+        f"training: {results['history']['epochs_run']} epoch(s), "
+        f"{results['train_seconds']:.0f} s wall; final val_loss "
+        f"{results['history']['val_loss'][-1]:.3f}"
+    )
+    print(
+        f"test_2016_flickr BLEU ({case}): greedy {test['greedy']['bleu']:.2f}, "
+        f"{beam_label} {test[beam]['bleu']:.2f}"
+    )
+    print(
+        f"decoding speed: greedy {test['greedy']['sentences_per_second']:.1f} "
+        f"sentences/s, {beam_label} {test[beam]['sentences_per_second']:.1f} sentences/s"
+    )
     for sample in test[beam]["samples"][:3]:
-        print(f"  {sample['source']}\n    -> {sample['translation']}\n"
-              f"    ref {sample['reference']}")
+        print(
+            f"  {sample['source']}\n    -> {sample['translation']}\n    ref {sample['reference']}"
+        )
     print(f"total wall time {total:.0f} s; results in {config['output_dir']}/results.json")
 
 

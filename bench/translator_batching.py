@@ -9,6 +9,7 @@ and the speed-up's median and range.
 
     PYTHONPATH=. python bench/translator_batching.py runs/bench-translator-small-cased
 """
+
 import argparse
 import os
 import statistics
@@ -29,8 +30,10 @@ def main():
 
     sources = trained_translator.test_sources(args.data)
     model = trained_translator.load(args.run_dir)
-    print(f"run: {args.run_dir}; {len(sources)} sentences, batches of {args.batch_size}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"run: {args.run_dir}; {len(sources)} sentences, batches of {args.batch_size}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     for beam in args.beam_sizes:
         model.translate(sources[:2], beam)  # traces the function both contenders call
         decode = model._functions[beam, None]
@@ -38,7 +41,7 @@ def main():
         def in_order():
             out = []
             for start in range(0, len(sources), args.batch_size):
-                strings, _ = decode(tf.constant(sources[start:start + args.batch_size]))
+                strings, _ = decode(tf.constant(sources[start : start + args.batch_size]))
                 out += [row[0].decode("utf-8") for row in strings.numpy()]
             return out
 
@@ -46,17 +49,25 @@ def main():
 
         def report(round_, seconds, beam=beam):
             same = sum(a == b for a, b in zip(outputs["in order"], outputs["by length"]))
-            print(f"beam {beam}, round {round_}: in order "
-                  f"{len(sources) / seconds['in order']:.1f} sentences/s, by length "
-                  f"{len(sources) / seconds['by length']:.1f}; identical outputs "
-                  f"{same}/{len(sources)}", flush=True)
+            print(
+                f"beam {beam}, round {round_}: in order "
+                f"{len(sources) / seconds['in order']:.1f} sentences/s, by length "
+                f"{len(sources) / seconds['by length']:.1f}; identical outputs "
+                f"{same}/{len(sources)}",
+                flush=True,
+            )
 
         seconds = timing.interleaved_rounds(
             [("in order", in_order), ("by length", lambda: model.translate(sources, beam))],
-            args.rounds, after_call=outputs.__setitem__, after_round=report)
+            args.rounds,
+            after_call=outputs.__setitem__,
+            after_round=report,
+        )
         speedups = timing.ratios(seconds["in order"], seconds["by length"])
-        print(f"beam {beam}: by length / in order, median {statistics.median(speedups):.2f}"
-              f" (min {min(speedups):.2f}, max {max(speedups):.2f})")
+        print(
+            f"beam {beam}: by length / in order, median {statistics.median(speedups):.2f}"
+            f" (min {min(speedups):.2f}, max {max(speedups):.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """BLEU of a trained translator under beam-search settings: length normalisation, the
-GNMT length and coverage penalties, and the two stop rules (`kerasrnn.decoding.BeamSearch`, `CompetingBeamSearch`).
+GNMT length and coverage penalties, and the two stop rules
+(`kerasrnn.decoding.BeamSearch`, `CompetingBeamSearch`).
 
 Decodes test_2016_flickr (1,000 sentences) with a run of `bench/translator.py` once per
 setting and prints one table: sacreBLEU corpus BLEU (cased unless the run lower-cased),
@@ -10,6 +11,7 @@ the mean output length against the references', and decoding speed.
 The run is read as `python -m recipes.translator evaluate --set output_dir=RUN` reads it;
 only the decoding options change between rows.
 """
+
 import argparse
 import os
 import pathlib
@@ -18,9 +20,9 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+import timing  # noqa: E402  (bench/, the script's folder)
 from kerasrnn.decoding import CompetingBeamSearch  # noqa: E402
 from recipes import common, translator  # noqa: E402
-import timing  # noqa: E402  (bench/, the script's folder)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
 # (label, beam search options); the first row is the recipe's default.
@@ -29,18 +31,30 @@ SETTINGS = [
     ("none", dict(length_normalization=None)),
     ("wu alpha=0.6", dict(length_normalization="wu", alpha=0.6)),
     ("wu alpha=1.0", dict(length_normalization="wu", alpha=1.0)),
-    ("wu alpha=0.6, coverage beta=0.2", dict(length_normalization="wu", alpha=0.6,
-                                             coverage_penalty_weight=0.2)),
-    ("wu alpha=0.6, coverage beta=0.4", dict(length_normalization="wu", alpha=0.6,
-                                             coverage_penalty_weight=0.4)),
-    ("wu alpha=1.0, coverage beta=0.2", dict(length_normalization="wu", alpha=1.0,
-                                             coverage_penalty_weight=0.2)),
-    ("average, coverage beta=0.2", dict(length_normalization="average",
-                                        coverage_penalty_weight=0.2)),
-    ("average, stop_rule=compete", dict(length_normalization="average",
-                                        beam_search=CompetingBeamSearch)),
-    ("wu alpha=0.6, stop_rule=compete", dict(length_normalization="wu", alpha=0.6,
-                                             beam_search=CompetingBeamSearch)),
+    (
+        "wu alpha=0.6, coverage beta=0.2",
+        dict(length_normalization="wu", alpha=0.6, coverage_penalty_weight=0.2),
+    ),
+    (
+        "wu alpha=0.6, coverage beta=0.4",
+        dict(length_normalization="wu", alpha=0.6, coverage_penalty_weight=0.4),
+    ),
+    (
+        "wu alpha=1.0, coverage beta=0.2",
+        dict(length_normalization="wu", alpha=1.0, coverage_penalty_weight=0.2),
+    ),
+    (
+        "average, coverage beta=0.2",
+        dict(length_normalization="average", coverage_penalty_weight=0.2),
+    ),
+    (
+        "average, stop_rule=compete",
+        dict(length_normalization="average", beam_search=CompetingBeamSearch),
+    ),
+    (
+        "wu alpha=0.6, stop_rule=compete",
+        dict(length_normalization="wu", alpha=0.6, beam_search=CompetingBeamSearch),
+    ),
 ]
 
 
@@ -49,8 +63,12 @@ def main():
     parser.add_argument("run_dir", help="a trained translator run (bench/translator.py)")
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--test-sentences", type=int, default=0,
-                        help="score the first N test sentences only (0: all)")
+    parser.add_argument(
+        "--test-sentences",
+        type=int,
+        default=0,
+        help="score the first N test sentences only (0: all)",
+    )
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -60,21 +78,26 @@ def main():
 
     config = common.saved_config(translator.DEFAULTS, args.run_dir)
     data = pathlib.Path(args.data)
-    sources, references = load_parallel_text(data / "test_2016_flickr.de.gz",
-                                             data / "test_2016_flickr.en.gz")
+    sources, references = load_parallel_text(
+        data / "test_2016_flickr.de.gz", data / "test_2016_flickr.en.gz"
+    )
     if args.test_sentences:
-        sources, references = sources[:args.test_sentences], references[:args.test_sentences]
+        sources, references = sources[: args.test_sentences], references[: args.test_sentences]
     base = translator.Translator.from_run(config)
     tf.get_logger().setLevel("ERROR")  # one tf.function per row is the point: no retrace note
     if config["lowercase"]:  # as the recipe's evaluate: the target tokenizer's lower-casing
         from kerasrnn.data.text import lower_graph
 
-        references = [r.decode("utf-8") for r in
-                      lower_graph(list(references), config["target_tokenizer"]).numpy()]
+        references = [
+            r.decode("utf-8")
+            for r in lower_graph(list(references), config["target_tokenizer"]).numpy()
+        ]
     reference_words = sum(len(r.split()) for r in references) / len(references)
-    print(f"run: {args.run_dir}; test_2016_flickr, {len(sources)} sentences, beam "
-          f"{args.beam_size}; BLEU {'cased' if not config['lowercase'] else 'lower-cased'}"
-          f"; reference length {reference_words:.2f} words")
+    print(
+        f"run: {args.run_dir}; test_2016_flickr, {len(sources)} sentences, beam "
+        f"{args.beam_size}; BLEU {'cased' if not config['lowercase'] else 'lower-cased'}"
+        f"; reference length {reference_words:.2f} words"
+    )
     print(f"{'setting':36}{'BLEU':>7}{'words':>7}{'sent/s':>8}")
     for label, options in SETTINGS:
         decoder = translator.Translator(base.model, base.source, base.target, config)

@@ -8,6 +8,7 @@ same translations and prints sentences/s per round and the speed-up's median and
 
     PYTHONPATH=. python bench/translator_drop_finished.py runs/bench-translator-small-cased
 """
+
 import argparse
 
 import trained_translator  # bench/: the run, its test set and model
@@ -18,9 +19,13 @@ def main():
     trained_translator.add_comparison_arguments(parser)
     args = parser.parse_args()
     trained_translator.compare_options(
-        args.run_dir, args.data,
+        args.run_dir,
+        args.data,
         {"all rows": {"drop_finished": False}, "drop finished": {"drop_finished": True}},
-        args.beam_size, args.rounds, args.batch_size)
+        args.beam_size,
+        args.rounds,
+        args.batch_size,
+    )
 
 
 if __name__ == "__main__":

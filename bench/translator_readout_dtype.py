@@ -9,6 +9,7 @@ natively (`grep -o 'avx512_bf16\\|amx_bf16' /proc/cpuinfo` on a CPU).
 
     PYTHONPATH=. python bench/translator_readout_dtype.py runs/bench-translator-small-cased
 """
+
 import argparse
 
 import trained_translator  # bench/: the run, its test set and model
@@ -20,9 +21,13 @@ def main():
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"))
     args = parser.parse_args()
     trained_translator.compare_options(
-        args.run_dir, args.data,
+        args.run_dir,
+        args.data,
         {"float32": {"readout_dtype": "float32"}, args.dtype: {"readout_dtype": args.dtype}},
-        args.beam_size, args.rounds, args.batch_size)
+        args.beam_size,
+        args.rounds,
+        args.batch_size,
+    )
 
 
 if __name__ == "__main__":

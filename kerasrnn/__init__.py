@@ -3,19 +3,20 @@
 The core (cells, attention, decoding, seq2seq, layers, losses, metrics) uses
 `keras.ops` only and runs on every Keras backend. `kerasrnn.callbacks`,
 `kerasrnn.compat`, `kerasrnn.data`, `kerasrnn.datasets`, `kerasrnn.export`,
-`kerasrnn.tasks` and `kerasrnn.visualize` are reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
-imports TensorFlow itself.
+`kerasrnn.tasks` and `kerasrnn.visualize` are reachable as attributes too, but
+imported on first use, so ``import kerasrnn`` never imports TensorFlow itself.
 """
+
 import importlib
 
 from kerasrnn._startup import quiet_command_line
 
 quiet_command_line()  # `python -m kerasrnn.X` / `recipes.X`: before Keras is imported
 
-from kerasrnn import attention, decoding, layers, losses, metrics, seq2seq
-from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention
-from kerasrnn.cells import *  # noqa: F401,F403
-from kerasrnn.cells import __all__ as _cells_all
+from kerasrnn import attention, decoding, layers, losses, metrics, seq2seq  # noqa: E402
+from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention  # noqa: E402
+from kerasrnn.cells import *  # noqa: E402,F401,F403
+from kerasrnn.cells import __all__ as _cells_all  # noqa: E402
 
 __version__ = "0.1.0"
 _LAZY = ("callbacks", "compat", "data", "datasets", "export", "tasks", "visualize")

@@ -57,8 +57,11 @@ def patch_keras_multi_worker_fit():
     def reduce_logs(values, strategy, reduction):
         if reduction in ("auto", "mean") and multi_worker(strategy):
             return tf.nest.map_structure(
-                lambda v: strategy.reduce("MEAN", v, axis=None)
-                if isinstance(v, tf.distribute.DistributedValues) else v,
+                lambda v: (
+                    strategy.reduce("MEAN", v, axis=None)
+                    if isinstance(v, tf.distribute.DistributedValues)
+                    else v
+                ),
                 values,
             )
         return reduce_per_replica(values, strategy, reduction)

@@ -11,6 +11,7 @@ Keras (and TensorFlow) with the process' stderr sent to a temporary file, replay
 if the import fails, and turns absl's Python logging down to errors. Plain
 ``import kerasrnn`` in a user's program changes nothing.
 """
+
 import contextlib
 import os
 import sys

@@ -6,6 +6,7 @@ checked download from the corpus' public source; ``download(corpus)`` fetches a 
 corpus; ``resolve("corpus:NAME/FILE")`` is what the recipes' data options go through.
 See `kerasrnn.data.download` (the implementation) and docs/data.md.
 """
+
 from kerasrnn.data.download import (  # noqa: F401
     CORPORA,
     PREFIX,

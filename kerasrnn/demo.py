@@ -7,6 +7,7 @@ symbols comes first in a sequence of 20 to 60 steps. The script trains with `mod
 prints the held-out accuracy, saves the model as a `.keras` file, reloads it and checks
 that the reloaded model predicts exactly the same probabilities.
 """
+
 import argparse
 import os
 import sys
@@ -36,8 +37,9 @@ def build_model(cell, vocab_size=10):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Train, save and reload a kerasrnn model.",
-                                     allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        description="Train, save and reload a kerasrnn model.", allow_abbrev=False
+    )
     parser.add_argument("--cell", choices=sorted(CELLS), default="lstm")
     parser.add_argument("--units", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=3)
@@ -48,8 +50,9 @@ def main(argv=None):
     x_train, y_train = marker_order_task(args.examples, seed=1)
     x_test, y_test = marker_order_task(512, seed=2)
     model = build_model(CELLS[args.cell](args.units))
-    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model.compile(
+        keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"]
+    )
     model.fit(x_train, y_train, batch_size=64, epochs=args.epochs, verbose=2)
     accuracy = model.evaluate(x_test, y_test, verbose=0)[1]
     print(f"held-out accuracy ({args.cell}, 20-60 steps): {accuracy:.4f}")

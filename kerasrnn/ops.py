@@ -5,6 +5,7 @@
   algorithm and Viterbi, scheduled sampling's step-wise decoder);
 * `padding_mask`, `lengths_from_mask` -- ids -> the mask of real tokens -> lengths.
 """
+
 import numpy as np
 from keras import ops
 
@@ -57,7 +58,7 @@ def scan(step, init, sequences, reverse=False):
     def unpack(carry, row):
         parts, offset = [], 0
         for tail, size, x_dtype in specs:
-            part = row[:, offset:offset + size]
+            part = row[:, offset : offset + size]
             part = ops.reshape(part, (-1,) + tail) if tail else part[:, 0]
             parts.append(ops.cast(part, x_dtype))
             offset += size

@@ -2,6 +2,7 @@
 
 NumPy only: no corpus, no download, reproducible from a seed.
 """
+
 import numpy as np
 
 from kerasrnn.validation import check_int
@@ -35,7 +36,6 @@ def marker_order_task(num_examples, min_length=20, max_length=60, vocab_size=10,
         first, second = sorted(rng.choice(length, 2, replace=False))
         tokens[row, first], tokens[row, second] = (1, 2) if label else (2, 1)
     return tokens, labels
-
 
 
 def long_dependency_task(num_examples, distractors, num_classes=4, vocab_size=16, seed=0):
@@ -73,6 +73,7 @@ def long_dependency_task(num_examples, distractors, num_classes=4, vocab_size=16
     tokens[:, 0] = labels + 1
     return tokens.astype(np.int32), labels
 
+
 def adding_problem(num_examples, length, seed=0):
     """The adding problem (Hochreiter & Schmidhuber 1997, exp. 4; Arjovsky et al. 2016).
 
@@ -91,7 +92,8 @@ def adding_problem(num_examples, length, seed=0):
 
     >>> from kerasrnn.tasks import adding_problem
     >>> x, y = adding_problem(3, length=10, seed=0)
-    >>> x.shape, x[..., 1].sum(axis=1).tolist(), bool(abs((x[..., 0] * x[..., 1]).sum(1) - y).max() < 1e-6)
+    >>> exact = bool(abs((x[..., 0] * x[..., 1]).sum(1) - y).max() < 1e-6)
+    >>> x.shape, x[..., 1].sum(axis=1).tolist(), exact
     ((3, 10, 2), [2.0, 2.0, 2.0], True)
     """
     check_int("length", length, minimum=2)
@@ -133,8 +135,11 @@ def copy_task(num_examples, delay, copy_length=10, num_symbols=8, seed=0):
     >>> x.shape, bool((y[:, -3:] == x[:, :3]).all()), int(x[0, 7]), int(y[:, :-3].max())
     ((2, 11), True, 5, 0)
     """
-    for name, value, low in (("delay", delay, 1), ("copy_length", copy_length, 1),
-                             ("num_symbols", num_symbols, 2)):
+    for name, value, low in (
+        ("delay", delay, 1),
+        ("copy_length", copy_length, 1),
+        ("num_symbols", num_symbols, 2),
+    ):
         check_int(name, value, minimum=low)
     rng = np.random.default_rng(seed)
     total = delay + 2 * copy_length
@@ -147,8 +152,20 @@ def copy_task(num_examples, delay, copy_length=10, num_symbols=8, seed=0):
     return inputs, targets
 
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
@@ -210,8 +227,7 @@ def date_translation_task(num_examples, seed=0, first_year=1950, last_year=2049)
     capacity = days * len(_date_formats(datetime.date(2000, 1, 1))) * 3
     if not 1 <= num_examples <= capacity // 2:
         raise ValueError(
-            f"`num_examples` must be in [1, {capacity // 2}] for these years; got "
-            f"{num_examples}."
+            f"`num_examples` must be in [1, {capacity // 2}] for these years; got {num_examples}."
         )
     rng = np.random.default_rng(seed)
     sources, targets, seen = [], [], set()

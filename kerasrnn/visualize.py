@@ -2,6 +2,7 @@
 
 matplotlib is imported when a plot is drawn, never on `import kerasrnn`.
 """
+
 import os
 
 import numpy as np
@@ -101,8 +102,9 @@ def plot_alignments(
             from matplotlib.figure import Figure
 
             ax = Figure(figsize=size).subplots()
-    image = ax.imshow(weights, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto",
-                      interpolation="nearest")
+    image = ax.imshow(
+        weights, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest"
+    )
     ax.set_xticks(range(source_length))
     ax.set_xticklabels([str(t) for t in source_tokens], rotation=60, ha="right")
     ax.set_yticks(range(len(output_tokens)))

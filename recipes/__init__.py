@@ -5,6 +5,7 @@ atomic JSON), `recipes.distribute` (tf.distribute strategies), `recipes.training
 (model parts, `fit`), `recipes.evaluation`, `recipes.cli` (the parser) and
 `recipes.skeleton` (`Recipe`); `recipes.common` gathers what a recipe uses.
 """
+
 # First, before anything imports TensorFlow: a command line's start-up is quiet.
 from kerasrnn._startup import quiet_command_line
 

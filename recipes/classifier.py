@@ -24,6 +24,7 @@ mapping, or ``tfds:NAME[:SPLIT]`` (e.g. ``tfds:imdb_reviews``). Without a `valid
 `test`) set, `valid_fraction` (`test_fraction`) of the training examples are held out,
 with a fixed seed. Gzip files are read transparently.
 """
+
 import os
 import sys
 
@@ -40,14 +41,20 @@ OPTIONS = common.data_options(
     "a TSV file (label<TAB>text), a list of files one per class "
     "(label = extension), a {label: file} mapping, or tfds:NAME[:SPLIT]",
     holdouts=("valid", "test"),
-    encoding=Option("utf-8", "text encoding of local files (the sentence polarity "
-                    "corpus needs cp1252)"),
-    format=Option("auto", "how to read the data specs (auto: tfds: prefix, several "
-                  "files = one per class, else TSV)", FORMATS),
-    valid_fraction=Option(0.1, "part of `train` held out for validation when `valid` "
-                          "is not given; 0: no validation"),
-    test_fraction=Option(0.0, "part of `train` held out for testing when `test` is not "
-                         "given; 0: no test set"),
+    encoding=Option(
+        "utf-8", "text encoding of local files (the sentence polarity corpus needs cp1252)"
+    ),
+    format=Option(
+        "auto",
+        "how to read the data specs (auto: tfds: prefix, several files = one per class, else TSV)",
+        FORMATS,
+    ),
+    valid_fraction=Option(
+        0.1, "part of `train` held out for validation when `valid` is not given; 0: no validation"
+    ),
+    test_fraction=Option(
+        0.0, "part of `train` held out for testing when `test` is not given; 0: no test set"
+    ),
     lowercase=Option(False, "lower-case the text before tokenising"),
     max_vocab=Option(30000, "vocabulary size at most, the 4 special tokens included"),
     min_freq=Option(1, "words seen fewer times in training are [UNK]"),
@@ -60,17 +67,26 @@ OPTIONS = common.data_options(
     num_layers=Option(1, "stacked recurrent layers"),
     bidirectional=Option(True, "read the sentence in both directions"),
     dropout=Option(0.5, "dropout rate between recurrent layers and before the output"),
-    pooling=Option("last", "sentence vector: the last states, or the mean or max of "
-                   "the unmasked states of the last layer", POOLINGS),
-    naive_bayes=Option(0, "multiply in a Naive Bayes expert over n-grams up to this "
-                       "order (0: off)", (0, 1, 2)),
+    pooling=Option(
+        "last",
+        "sentence vector: the last states, or the mean or max of "
+        "the unmasked states of the last layer",
+        POOLINGS,
+    ),
+    naive_bayes=Option(
+        0, "multiply in a Naive Bayes expert over n-grams up to this order (0: off)", (0, 1, 2)
+    ),
     naive_bayes_buckets=Option(1000003, "hash buckets of the Naive Bayes bigrams"),
-    naive_bayes_scale=Option(1.0, "exponent of the Naive Bayes expert: 1 is the plain "
-                             "product, < 1 tempers it"),
-    naive_bayes_counts_valid=Option(False, "count the validation sentences into the "
-                                    "Naive Bayes expert too"),
-    bucket_boundaries=Option([10, 20, 30, 45], "sentence lengths (tokens) where length "
-                             "buckets split; [] for plain batching"),
+    naive_bayes_scale=Option(
+        1.0, "exponent of the Naive Bayes expert: 1 is the plain product, < 1 tempers it"
+    ),
+    naive_bayes_counts_valid=Option(
+        False, "count the validation sentences into the Naive Bayes expert too"
+    ),
+    bucket_boundaries=Option(
+        [10, 20, 30, 45],
+        "sentence lengths (tokens) where length buckets split; [] for plain batching",
+    ),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 
@@ -98,9 +114,9 @@ def load_examples(config, spec, split):
         return loaders.load_class_files(files, config["encoding"])
     texts, labels = [], []
     for path in files:
-        t, l = loaders.load_tsv(path, config["encoding"])
-        texts += t
-        labels += l
+        file_texts, file_labels = loaders.load_tsv(path, config["encoding"])
+        texts += file_texts
+        labels += file_labels
     return texts, labels
 
 
@@ -116,9 +132,7 @@ def build_model(config, vocab_size, num_classes, embedding_matrix=None):
     """The classifier as a functional Keras model: int32 ids (batch, time) -> class
     probabilities (batch, classes)."""
     if config["pooling"] not in POOLINGS:
-        raise common.ConfigError(
-            f"`pooling` must be one of {POOLINGS}, got {config['pooling']!r}."
-        )
+        raise common.ConfigError(f"`pooling` must be one of {POOLINGS}, got {config['pooling']!r}.")
     ids = keras.Input((None,), dtype="int32", name="token_ids")
     initializer = "uniform"
     dim = config["embedding_dim"]
@@ -126,14 +140,23 @@ def build_model(config, vocab_size, num_classes, embedding_matrix=None):
         initializer = keras.initializers.Constant(embedding_matrix)
         dim = embedding_matrix.shape[1]
     x = keras.layers.Embedding(
-        vocab_size, dim, mask_zero=True, embeddings_initializer=initializer,
-        trainable=not config["freeze_embeddings"], name="embedding",
+        vocab_size,
+        dim,
+        mask_zero=True,
+        embeddings_initializer=initializer,
+        trainable=not config["freeze_embeddings"],
+        name="embedding",
     )(ids)
     x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
     last = config["pooling"] == "last"
     x = common.rnn_stack(
-        x, config["cell"], config["units"], config["num_layers"],
-        config["bidirectional"], config["dropout"], config["cell_options"],
+        x,
+        config["cell"],
+        config["units"],
+        config["num_layers"],
+        config["bidirectional"],
+        config["dropout"],
+        config["cell_options"],
         return_sequences=not last,
     )
     if not last:
@@ -182,15 +205,17 @@ class Classifier:
         are fine: they give an all-masked or [UNK] input)."""
         results = []
         for start in range(0, len(texts), batch_size):
-            out = self._serve(list(texts[start:start + batch_size]))
+            out = self._serve(list(texts[start : start + batch_size]))
             for label, prob, probs in zip(
                 out["label"].numpy(), out["probability"].numpy(), out["probabilities"].numpy()
             ):
-                results.append({
-                    "label": label.decode("utf-8"),
-                    "probability": float(prob),
-                    "probabilities": dict(zip(self.labels, map(float, probs))),
-                })
+                results.append(
+                    {
+                        "label": label.decode("utf-8"),
+                        "probability": float(prob),
+                        "probabilities": dict(zip(self.labels, map(float, probs))),
+                    }
+                )
         return results
 
     def evaluate(self, texts, labels):
@@ -213,7 +238,9 @@ class Classifier:
 
         signature = [tf.TensorSpec([None], tf.string, name="text")]
         return export_saved_model(
-            path, self.model, {"serving_default": (self.serve, signature)},
+            path,
+            self.model,
+            {"serving_default": (self.serve, signature)},
             track=[self._lookup],
         )
 
@@ -231,8 +258,11 @@ def _dataset(vocab, tokens, labels, label_names, config, shuffle):
     index = {label: i for i, label in enumerate(label_names)}
     ids = [vocab.encode(t) or [0] for t in tokens]
     return sequence_dataset(
-        ids, [index[label] for label in labels], batch_size=config["batch_size"],
-        shuffle=shuffle, seed=config["seed"],
+        ids,
+        [index[label] for label in labels],
+        batch_size=config["batch_size"],
+        shuffle=shuffle,
+        seed=config["seed"],
         bucket_boundaries=config["bucket_boundaries"] or None,
     )
 
@@ -283,22 +313,31 @@ class ClassifierRecipe(common.Recipe):
         valid_data = None
         if splits.get("valid"):
             valid_tokens = tokenize(splits["valid"][0], config["lowercase"])
-            valid_data = _dataset(vocab, valid_tokens, splits["valid"][1], label_names,
-                                  config, shuffle=False)
+            valid_data = _dataset(
+                vocab, valid_tokens, splits["valid"][1], label_names, config, shuffle=False
+            )
             if config["naive_bayes_counts_valid"]:
                 counted.append((valid_tokens, splits["valid"][1]))
         return common.Prepared(
-            _dataset(vocab, tokens, labels, label_names, config, shuffle=True), valid_data,
+            _dataset(vocab, tokens, labels, label_names, config, shuffle=True),
+            valid_data,
             {"vocab": vocab, "labels": label_names, "matrix": matrix, "counted": counted},
-            {"train_examples": len(texts), "vocabulary_size": len(vocab),
-             "labels": label_names, "pretrained_vectors_found": found},
+            {
+                "train_examples": len(texts),
+                "vocabulary_size": len(vocab),
+                "labels": label_names,
+                "pretrained_vectors_found": found,
+            },
         )
 
     def build(self, config, prepared):
         parts = prepared.model
         model = build_model(config, len(parts["vocab"]), len(parts["labels"]), parts["matrix"])
-        model.compile(optimizer=common.optimizer(config),
-                      loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        model.compile(
+            optimizer=common.optimizer(config),
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+        )
         return model
 
     def monitor(self, config, prepared):
@@ -306,8 +345,9 @@ class ClassifierRecipe(common.Recipe):
 
     def after_fit(self, config, prepared, splits):
         if config["naive_bayes"]:
-            _add_naive_bayes(config, prepared.model["vocab"], prepared.model["labels"],
-                             prepared.model["counted"])
+            _add_naive_bayes(
+                config, prepared.model["vocab"], prepared.model["labels"], prepared.model["counted"]
+            )
 
 
 def _check_naive_bayes(config):
@@ -323,11 +363,18 @@ def _add_naive_bayes(config, vocab, label_names, counted):
     """Replaces the trained best checkpoint by the product of it and a
     `NaiveBayesExpert` counted on the `(tokens, labels)` splits in `counted`."""
     model = common.load_best_model(config)
-    expert = NaiveBayesExpert(len(vocab), model.output.shape[-1], config["naive_bayes"],
-                              config["naive_bayes_buckets"], config["naive_bayes_scale"],
-                              name="naive_bayes")
-    expert.estimate([vocab.encode(t) for tokens, _ in counted for t in tokens],
-                    [label_names.index(y) for _, labels in counted for y in labels])
+    expert = NaiveBayesExpert(
+        len(vocab),
+        model.output.shape[-1],
+        config["naive_bayes"],
+        config["naive_bayes_buckets"],
+        config["naive_bayes_scale"],
+        name="naive_bayes",
+    )
+    expert.estimate(
+        [vocab.encode(t) for tokens, _ in counted for t in tokens],
+        [label_names.index(y) for _, labels in counted for y in labels],
+    )
     ids = model.inputs[0]
     combined = keras.Model(ids, expert([ids, model.output]), name="classifier")
     common.save_model(combined, os.path.join(config["output_dir"], "best.keras"))

@@ -3,6 +3,7 @@ per command, a flag per option it takes, each value checked at parse time), `mai
 (JSON result on stdout, everything else on stderr, one-line errors with exit status 2)
 and the options reference of docs/cli.md (`options_markdown`). Imports neither
 TensorFlow nor Keras: ``--help`` and a bad flag answer before TensorFlow would start."""
+
 import argparse
 import contextlib
 import json
@@ -69,7 +70,8 @@ def option_type(key, option):
             value = _convert(key, text, option.default)
         except ConfigError as error:
             raise argparse.ArgumentTypeError(
-                str(error).replace(f"option {key!r} ", "", 1).rstrip(".")) from None
+                str(error).replace(f"option {key!r} ", "", 1).rstrip(".")
+            ) from None
         if option.choices is not None and value not in option.choices:
             raise argparse.ArgumentTypeError(
                 f"invalid choice {text!r} (choose from "
@@ -106,9 +108,11 @@ def build_parser(prog, description, options, commands):
     does, the allowed values and the default, and whose value is checked at parse time
     (`option_type`)."""
     parser = Parser(
-        prog=prog, description=description,
+        prog=prog,
+        description=description,
         epilog="Each command prints its result as JSON on stdout; logs and progress go "
-               "to stderr. Errors are one line on stderr, exit status 2.")
+        "to stderr. Errors are one line on stderr, exit status 2.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (help_text, add_arguments, *selected) in commands.items():
@@ -123,9 +127,12 @@ def build_parser(prog, description, options, commands):
             option = option if isinstance(option, Option) else Option(option, "")
             default = option.default
             group.add_argument(
-                _flag(key), dest=f"opt_{key}", default=argparse.SUPPRESS,
+                _flag(key),
+                dest=f"opt_{key}",
+                default=argparse.SUPPRESS,
                 metavar=type(default).__name__.upper() if default is not None else "VALUE",
-                help=option_help(option, key).replace("%", "%%"), type=option_type(key, option),
+                help=option_help(option, key).replace("%", "%%"),
+                type=option_type(key, option),
             )
     return parser
 
@@ -156,12 +163,14 @@ def _stdout_to_stderr():
 
 def main(argv, prog, description, options, commands):
     """Runs a recipe's command line. `commands` maps a subcommand to ``(help,
-    add_arguments, run[, option names])``; ``run(config, args)`` returns a JSON-able result, which is
-    printed on stdout, numbers rounded by `tidy` (``args.overrides`` holds the options
-    given on the command line). Everything else the command prints goes to stderr.
+    add_arguments, run[, option names])``; ``run(config, args)`` returns a JSON-able
+    result, which is printed on stdout, numbers rounded by `tidy` (``args.overrides``
+    holds the options given on the command line). Everything else the command prints goes to stderr.
     Configuration and data errors exit with a one-line message (status 2)."""
     parser = build_parser(
-        prog, description, options,
+        prog,
+        description,
+        options,
         {k: (v[0], v[1], *v[3:]) for k, v in commands.items()},
     )
     args = parser.parse_args(argv)
@@ -175,20 +184,36 @@ def main(argv, prog, description, options, commands):
         with _stdout_to_stderr():
             config = load_config(options, args.config, overrides)
             result = commands[args.command][2](config, args)
-    except (ConfigError, RecipeError, DataFormatError, DatasetUnavailableError, CorpusError,
-            FileNotFoundError, IsADirectoryError) as error:
+    except (
+        ConfigError,
+        RecipeError,
+        DataFormatError,
+        DatasetUnavailableError,
+        CorpusError,
+        FileNotFoundError,
+        IsADirectoryError,
+    ) as error:
         print(f"{prog} {args.command}: error: {error}", file=sys.stderr)
         return 2
     if result is not None:
-        print(json.dumps(tidy(result), indent=2, ensure_ascii=False, default=jsonable),
-              file=stdout, flush=True)
+        print(
+            json.dumps(tidy(result), indent=2, ensure_ascii=False, default=jsonable),
+            file=stdout,
+            flush=True,
+        )
     return 0
 
 
 def options_markdown(recipe):
     """The options reference of a recipe as a Markdown table (docs/cli.md holds it)."""
-    lines = [f"### `python -m recipes.{recipe.name}`", "", recipe.description, "",
-             "| option | what it does | default |", "| --- | --- | --- |"]
+    lines = [
+        f"### `python -m recipes.{recipe.name}`",
+        "",
+        recipe.description,
+        "",
+        "| option | what it does | default |",
+        "| --- | --- | --- |",
+    ]
     for key, option in recipe.options.items():
         text = option.help.rstrip(".")
         check = check_of(key, option)

@@ -7,20 +7,25 @@ option tables, the same source as their ``--help``::
 
 tests/recipes/test_cli.py checks that the page is up to date.
 """
+
 import os
 import sys
 
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
-PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
-                    "cli.md")
+PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "cli.md")
 
 
 def recipes():
     """The recipes' skeleton objects, in the order the page lists them."""
     from recipes import classifier, language_model, pair_classifier, tagger, translator
 
-    return [classifier.RECIPE, tagger.RECIPE, language_model.RECIPE, translator.RECIPE,
-            pair_classifier.RECIPE]
+    return [
+        classifier.RECIPE,
+        tagger.RECIPE,
+        language_model.RECIPE,
+        translator.RECIPE,
+        pair_classifier.RECIPE,
+    ]
 
 
 def options_section():

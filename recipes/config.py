@@ -3,6 +3,7 @@
 and `load_config` (defaults <- a YAML or JSON file <- command-line flags, every key and
 value checked). Imports neither TensorFlow nor Keras, so that the command line can check
 its options before TensorFlow starts."""
+
 import json
 import os
 from typing import Any, NamedTuple
@@ -26,16 +27,19 @@ class Range:
     `low_open`) and ``value <= high`` (``<`` when `high_open`); `integer`: whole
     numbers only. `hint` says what such a value is (shown in the error)."""
 
-    def __init__(self, low=None, high=None, low_open=False, high_open=False,
-                 integer=False, hint=""):
+    def __init__(
+        self, low=None, high=None, low_open=False, high_open=False, integer=False, hint=""
+    ):
         self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
         self.integer, self.hint = integer, hint
 
     def describe(self):
         kind = "an integer" if self.integer else "a number"
         if self.low is not None and self.high is not None:
-            text = (f"{kind} in {'(' if self.low_open else '['}{self.low}, {self.high}"
-                    f"{')' if self.high_open else ']'}")
+            text = (
+                f"{kind} in {'(' if self.low_open else '['}{self.low}, {self.high}"
+                f"{')' if self.high_open else ']'}"
+            )
         elif self.low is not None:
             text = f"{kind} {'>' if self.low_open else '>='} {self.low}"
         else:
@@ -44,8 +48,12 @@ class Range:
 
     def problem(self, value):
         """None if `value` is allowed, else what it must be."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                self.integer and not isinstance(value, int)) or value != value:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (self.integer and not isinstance(value, int))
+            or value != value
+        ):
             return f"must be {self.describe()}"
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return f"must be {self.describe()}"
@@ -61,11 +69,15 @@ class Boundaries:
         return "a list of increasing integers >= 1"
 
     def problem(self, value):
-        if not isinstance(value, list) or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value
-        ) or any(a >= b for a, b in zip(value, value[1:])):
-            return ("must be a list of increasing integers >= 1, e.g. [10, 20, 30] "
-                    "([] for plain batching)")
+        if (
+            not isinstance(value, list)
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
+            or any(a >= b for a, b in zip(value, value[1:]))
+        ):
+            return (
+                "must be a list of increasing integers >= 1, e.g. [10, 20, 30] "
+                "([] for plain batching)"
+            )
         return None
 
 
@@ -104,10 +116,13 @@ def count_or_zero(hint="0: off or all"):
 # means: off, all, the same as another size). tests/recipes/test_cli.py checks that
 # every numeric option of every recipe has one.
 CHECKS = {
-    **{name: rate() for name in (
-        "dropout", "embedding_dropout", "word_dropout", "label_smoothing")},
-    **{name: rate("a fraction of the training data") for name in (
-        "valid_fraction", "test_fraction")},
+    **{
+        name: rate() for name in ("dropout", "embedding_dropout", "word_dropout", "label_smoothing")
+    },
+    **{
+        name: rate("a fraction of the training data")
+        for name in ("valid_fraction", "test_fraction")
+    },
     "top_p": probability("0: all tokens"),
     "sampling_probability": probability(),
     "learning_rate": positive("a learning rate, e.g. 0.001"),
@@ -117,16 +132,51 @@ CHECKS = {
     "init_scale": non_negative("0: Keras' initializers"),
     "naive_bayes_scale": non_negative(),
     "max_length_ratio": non_negative("0: off"),
-    **{name: count() for name in (
-        "batch_size", "epochs", "units", "num_layers", "encoder_units", "decoder_units",
-        "attention_units", "attention_layer_size", "hidden_units", "embedding_dim",
-        "char_units", "beam_size", "n_best", "gen_length", "max_decode_length",
-        "max_length", "max_source_length", "max_target_length", "max_chars", "max_vocab",
-        "min_freq", "mirrored_cpus", "naive_bayes_buckets", "steps", "sampling_steps",
-        "wordpiece_vocab_size")},
-    **{name: count_or_zero() for name in (
-        "char_dim", "lr_decay_after", "max_sentence_length", "patience", "top_k",
-        "heatmaps", "token_column", "naive_bayes", "verbose")},
+    **{
+        name: count()
+        for name in (
+            "batch_size",
+            "epochs",
+            "units",
+            "num_layers",
+            "encoder_units",
+            "decoder_units",
+            "attention_units",
+            "attention_layer_size",
+            "hidden_units",
+            "embedding_dim",
+            "char_units",
+            "beam_size",
+            "n_best",
+            "gen_length",
+            "max_decode_length",
+            "max_length",
+            "max_source_length",
+            "max_target_length",
+            "max_chars",
+            "max_vocab",
+            "min_freq",
+            "mirrored_cpus",
+            "naive_bayes_buckets",
+            "steps",
+            "sampling_steps",
+            "wordpiece_vocab_size",
+        )
+    },
+    **{
+        name: count_or_zero()
+        for name in (
+            "char_dim",
+            "lr_decay_after",
+            "max_sentence_length",
+            "patience",
+            "top_k",
+            "heatmaps",
+            "token_column",
+            "naive_bayes",
+            "verbose",
+        )
+    },
     "seed": count_or_zero("a random seed"),
     "tag_column": Range(integer=True, hint="negative: from the right"),
     "bucket_boundaries": Boundaries(),
@@ -139,8 +189,13 @@ def check_of(key, option):
     if not isinstance(option, Option):
         return None
     check = option.check if option.check is not None else CHECKS.get(key)
-    if (isinstance(check, Range) and check.integer and check.low == 1
-            and option.default == 0 and not isinstance(option.default, bool)):
+    if (
+        isinstance(check, Range)
+        and check.integer
+        and check.low == 1
+        and option.default == 0
+        and not isinstance(option.default, bool)
+    ):
         return count_or_zero()  # its help says what 0 means
     return check
 
@@ -148,27 +203,39 @@ def check_of(key, option):
 STRATEGIES = ("default", "mirrored", "multi_worker")
 
 COMMON_OPTIONS = {
-    "output_dir": Option("runs/model", "folder of the run: config, vocabularies, "
-                         "checkpoints, results.json, training_curves.png, backups"),
+    "output_dir": Option(
+        "runs/model",
+        "folder of the run: config, vocabularies, "
+        "checkpoints, results.json, training_curves.png, backups",
+    ),
     "seed": Option(1234, "random seed of weights, shuffling, dropout and held-out splits"),
-    "batch_size": Option(32, "examples per training batch (the global batch, over all "
-                         "replicas)"),
+    "batch_size": Option(32, "examples per training batch (the global batch, over all replicas)"),
     "epochs": Option(10, "epochs to train at most (with --continue: the new total)"),
     "learning_rate": Option(1e-3, "the optimizer's learning rate"),
     "clipnorm": Option(5.0, "clip each gradient to this norm; 0 disables clipping"),
-    "patience": Option(3, "early stopping: epochs without improvement of the validation "
-                       "metric before training stops (the best weights are kept); 0 "
-                       "disables it"),
+    "patience": Option(
+        3,
+        "early stopping: epochs without improvement of the validation "
+        "metric before training stops (the best weights are kept); 0 "
+        "disables it",
+    ),
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
-    "strategy": Option("default", "tf.distribute strategy: default (one device), "
-                       "mirrored (all GPUs; without GPUs, `mirrored_cpus` CPU replicas) "
-                       "or multi_worker (MultiWorkerMirroredStrategy over the workers of "
-                       "the TF_CONFIG environment variable; see docs/distributed.md)",
-                       STRATEGIES),
-    "mirrored_cpus": Option(2, "logical CPU devices for `strategy: mirrored` on a machine "
-                            "without GPUs"),
-    "verbose": Option(1, "Keras progress output on stderr: 0 silent, 1 progress bar, 2 "
-                      "one line per epoch", (0, 1, 2)),
+    "strategy": Option(
+        "default",
+        "tf.distribute strategy: default (one device), "
+        "mirrored (all GPUs; without GPUs, `mirrored_cpus` CPU replicas) "
+        "or multi_worker (MultiWorkerMirroredStrategy over the workers of "
+        "the TF_CONFIG environment variable; see docs/distributed.md)",
+        STRATEGIES,
+    ),
+    "mirrored_cpus": Option(
+        2, "logical CPU devices for `strategy: mirrored` on a machine without GPUs"
+    ),
+    "verbose": Option(
+        1,
+        "Keras progress output on stderr: 0 silent, 1 progress bar, 2 one line per epoch",
+        (0, 1, 2),
+    ),
 }
 
 
@@ -178,6 +245,7 @@ def data_options(output_dir, train, holdouts=(), **more):
     be; valid and test take the same forms, and the splits in `holdouts` are held out
     of the training data when not given), the local files' `encoding`, the
     `tfds_data_dir`, then the recipe's own options (`more`)."""
+
     def other(split, name):
         absent = f"hold out `{split}_fraction` of `train`" if split in holdouts else "none"
         return Option(None, f"{name} data, in the forms of `train`; null: {absent}")
@@ -185,8 +253,11 @@ def data_options(output_dir, train, holdouts=(), **more):
     return {
         **COMMON_OPTIONS,
         "output_dir": Option(output_dir, COMMON_OPTIONS["output_dir"].help),
-        "train": Option(None, f"training data: {train}; any file may be a "
-                        "corpus:NAME/FILE of kerasrnn.datasets (fetched on first use)"),
+        "train": Option(
+            None,
+            f"training data: {train}; any file may be a "
+            "corpus:NAME/FILE of kerasrnn.datasets (fetched on first use)",
+        ),
         "valid": other("valid", "validation"),
         "test": other("test", "test"),
         "encoding": Option("utf-8", "text encoding of local files"),
@@ -200,8 +271,7 @@ class Defaults(dict):
     so that `load_config` given the defaults still checks the allowed values."""
 
     def __init__(self, options):
-        super().__init__((k, v.default if isinstance(v, Option) else v)
-                         for k, v in options.items())
+        super().__init__((k, v.default if isinstance(v, Option) else v) for k, v in options.items())
         self.options = options
 
 
@@ -282,9 +352,7 @@ def _check_choice(key, value, option):
     """`value` if it is one of the option's `choices` and in its range (`check_of`),
     else a `ConfigError` naming the option, the value and what it must be."""
     if isinstance(option, Option) and option.choices is not None and value not in option.choices:
-        raise ConfigError(
-            f"`{key}` must be one of {list(option.choices)}, got {value!r}."
-        )
+        raise ConfigError(f"`{key}` must be one of {list(option.choices)}, got {value!r}.")
     check = check_of(key, option)
     if check is not None and value is not None:
         problem = check.problem(value)
@@ -321,8 +389,7 @@ def load_config(defaults, path=None, overrides=None):
         unknown = sorted(set(values) - set(plain))
         if unknown:
             raise ConfigError(
-                f"unknown config key(s) {unknown} in {source}; valid keys: "
-                f"{sorted(plain)}."
+                f"unknown config key(s) {unknown} in {source}; valid keys: {sorted(plain)}."
             )
         for key, value in values.items():
             config[key] = _check_choice(key, _convert(key, value, plain[key]), defaults[key])
@@ -354,8 +421,15 @@ CELLS = {
 def cell_options(default):
     """The `cell` (with `default`) and `cell_options` options of a recipe."""
     return {
-        "cell": Option(default, "the recurrent cell: lstm, gru, simple (Elman), or the "
-                       "layer-normalised LSTM / Elman cell", tuple(CELLS)),
-        "cell_options": Option({}, "extra arguments of the cell's constructor, e.g. "
-                               "{recurrent_dropout: 0.1} or {peephole: true}"),
+        "cell": Option(
+            default,
+            "the recurrent cell: lstm, gru, simple (Elman), or the "
+            "layer-normalised LSTM / Elman cell",
+            tuple(CELLS),
+        ),
+        "cell_options": Option(
+            {},
+            "extra arguments of the cell's constructor, e.g. "
+            "{recurrent_dropout: 0.1} or {peephole: true}",
+        ),
     }

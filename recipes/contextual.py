@@ -1,6 +1,7 @@
 """Contextual word features for a recipe from a biLM run of `recipes.language_model`,
 read from the run's files only (config.json, vocabulary.txt, best.keras), so that no
 recipe imports another: the tagger's ``--contextual-lm RUN_DIR``."""
+
 import os
 
 from recipes.config import ConfigError
@@ -16,20 +17,29 @@ def language_model_run_config(run_dir):
     path = os.path.join(run_dir, "config.json")
     config = read_json(path) if os.path.exists(path) else {}
     if not {"steps", "level", "batching", "bidirectional", "units", "embedding_dim"} <= set(
-            config) or not os.path.exists(os.path.join(run_dir, "vocabulary.txt")):
-        raise ConfigError(f"`contextual_lm`: {run_dir!r} is not a language-model run "
-                          "(no config.json and vocabulary.txt of recipes.language_model).")
+        config
+    ) or not os.path.exists(os.path.join(run_dir, "vocabulary.txt")):
+        raise ConfigError(
+            f"`contextual_lm`: {run_dir!r} is not a language-model run "
+            "(no config.json and vocabulary.txt of recipes.language_model)."
+        )
     if not config["bidirectional"]:
-        raise ConfigError(f"`contextual_lm`: the language model in {run_dir!r} is not "
-                          "bidirectional; train one with --bidirectional true.")
+        raise ConfigError(
+            f"`contextual_lm`: the language model in {run_dir!r} is not "
+            "bidirectional; train one with --bidirectional true."
+        )
     if config["level"] != "word":
-        raise ConfigError(f"`contextual_lm`: the language model in {run_dir!r} is "
-                          f"{config['level']}-level; contextual word features need a "
-                          "word-level biLM.")
+        raise ConfigError(
+            f"`contextual_lm`: the language model in {run_dir!r} is "
+            f"{config['level']}-level; contextual word features need a "
+            "word-level biLM."
+        )
     if (config["embedding_dim"] or config["units"]) != config["units"]:
-        raise ConfigError(f"`contextual_lm`: the biLM in {run_dir!r} has embedding_dim "
-                          f"{config['embedding_dim']} != units {config['units']}; its "
-                          "layers' features must have one width to be mixed.")
+        raise ConfigError(
+            f"`contextual_lm`: the biLM in {run_dir!r} has embedding_dim "
+            f"{config['embedding_dim']} != units {config['units']}; its "
+            "layers' features must have one width to be mixed."
+        )
     if not os.path.exists(os.path.join(run_dir, "best.keras")):
         raise ConfigError(f"`contextual_lm`: {run_dir!r} has no best.keras; train it first.")
     return {**config, "output_dir": run_dir}

@@ -2,11 +2,11 @@
 `distribution_strategy` (default, mirrored, multi_worker) and `for_worker` (a folder
 per non-chief worker). The multi-worker `fit` patch this needs lives, with the package's
 other uses of Keras internals, in `kerasrnn._private`."""
+
 import json
 import os
 
 from kerasrnn._private import in_multi_worker_mode, patch_keras_multi_worker_fit
-
 from recipes.config import STRATEGIES, ConfigError, RecipeError
 
 
@@ -66,8 +66,8 @@ def _multi_worker_strategy():
         raise ConfigError(
             "--strategy multi_worker needs the TF_CONFIG environment variable (the "
             "cluster's workers and this process' task), e.g. TF_CONFIG='{\"cluster\": "
-            "{\"worker\": [\"host1:12345\", \"host2:12345\"]}, \"task\": {\"type\": "
-            "\"worker\", \"index\": 0}}'."
+            '{"worker": ["host1:12345", "host2:12345"]}, "task": {"type": '
+            '"worker", "index": 0}}\'.'
         )
     try:
         tf_config = json.loads(raw)
@@ -81,9 +81,7 @@ def _multi_worker_strategy():
             f"got {raw!r}."
         ) from None
     if task.get("type") not in ("worker", "chief") or not 0 <= index < len(workers):
-        raise ConfigError(
-            f"TF_CONFIG task {task} does not name one of the {len(workers)} workers."
-        )
+        raise ConfigError(f"TF_CONFIG task {task} does not name one of the {len(workers)} workers.")
     global _MULTI_WORKER
     if _MULTI_WORKER is not None:  # one per process: TensorFlow's collectives are global
         return _MULTI_WORKER
@@ -103,8 +101,11 @@ def for_worker(config, strategy):
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not in_multi_worker_mode(strategy):
         return config
-    if resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
-                                         and "chief" not in resolver.cluster_spec().jobs):
+    if resolver.task_type == "chief" or (
+        resolver.task_type == "worker"
+        and resolver.task_id == 0
+        and "chief" not in resolver.cluster_spec().jobs
+    ):
         return config
     folder = os.path.join(config["output_dir"], "workers", str(resolver.task_id))
     return {**config, "output_dir": folder}

@@ -1,5 +1,6 @@
 """Scores the recipes report: per-class precision / recall / F1 (`per_class_scores`)
 and the check that held-out labels were seen in training (`check_labels`)."""
+
 from recipes.config import RecipeError
 
 
@@ -20,8 +21,12 @@ def per_class_scores(gold, predicted, labels):
         precision = true_pos[label] / pred_count[label] if pred_count[label] else 0.0
         recall = true_pos[label] / gold_count[label] if gold_count[label] else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        scores[label] = {"precision": precision, "recall": recall, "f1": f1,
-                         "support": gold_count[label]}
+        scores[label] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "support": gold_count[label],
+        }
     return scores
 
 

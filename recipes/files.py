@@ -1,6 +1,7 @@
 """The files of a run folder (`run_files`) and how the recipes write and read them:
 results JSON (`tidy`, `write_json`, `read_json`, atomically through
 `kerasrnn.callbacks.atomic_path`), the best model and the vocabularies."""
+
 import json
 import math
 import os
@@ -41,6 +42,7 @@ def jsonable(value):
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
 
 def read_json(path):
     """A JSON file of a run; a missing one says to run `train` first."""

@@ -33,6 +33,7 @@ al.'s "small" (CPU) and "medium" (GPU) Penn Treebank models, e.g.
 Perplexity is exp(mean negative log-likelihood per token) over the whole stream, every
 `[END]` (`<eos>`) counted; at character level bits per character = mean NLL / ln 2.
 """
+
 import math
 import os
 import sys
@@ -52,64 +53,81 @@ OPTIONS = dict(
     common.COMMON_OPTIONS,
     output_dir=Option("runs/language_model", common.COMMON_OPTIONS["output_dir"].help),
     # data
-    train_file=Option(f"{PTB}/ptb.train.txt", "training text, one sentence per line "
-                      "(plain or gzip; corpus:NAME/FILE: a kerasrnn.datasets corpus)"),
+    train_file=Option(
+        f"{PTB}/ptb.train.txt",
+        "training text, one sentence per line "
+        "(plain or gzip; corpus:NAME/FILE: a kerasrnn.datasets corpus)",
+    ),
     valid_file=Option(f"{PTB}/ptb.valid.txt", "validation text; empty: none"),
     test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
-    level=Option("word", "tokens: whitespace-separated words or characters",
-                 ("word", "char")),
+    level=Option("word", "tokens: whitespace-separated words or characters", ("word", "char")),
     unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
-    max_vocab=Option(0, "vocabulary size at most; 0: every training token (with "
-                     "min_freq)"),
+    max_vocab=Option(0, "vocabulary size at most; 0: every training token (with min_freq)"),
     min_freq=Option(1, "tokens seen fewer times in training are [UNK]"),
-    batching=Option("stream", "stream: the corpus as one stream in stateful truncated-"
-                    "BPTT windows; sentences: padded sentence batches",
-                    ("stream", "sentences")),
+    batching=Option(
+        "stream",
+        "stream: the corpus as one stream in stateful truncated-"
+        "BPTT windows; sentences: padded sentence batches",
+        ("stream", "sentences"),
+    ),
     batch_size=Option(20, common.COMMON_OPTIONS["batch_size"].help),
     steps=Option(20, "unrolled steps per window (stream)"),
     max_sentence_length=Option(0, "cut longer sentences (sentences); 0: no limit"),
     # model (Zaremba et al.'s "small" configuration by default)
-    bidirectional=Option(False, "train a biLM: a forward and a backward LM (the backward "
-                         "reads the text reversed and predicts the previous token) with "
-                         "shared embedding and output layers; loss = the mean of the two; "
-                         "generate/export use the forward LM only"),
+    bidirectional=Option(
+        False,
+        "train a biLM: a forward and a backward LM (the backward "
+        "reads the text reversed and predicts the previous token) with "
+        "shared embedding and output layers; loss = the mean of the two; "
+        "generate/export use the forward LM only",
+    ),
     **common.cell_options("lstm"),
     units=Option(200, "cell units per layer"),
     num_layers=Option(2, "stacked recurrent layers"),
     embedding_dim=Option(0, "embedding width; 0: the same as units"),
     dropout=Option(0.0, "dropout rate on the non-recurrent connections"),
-    tie_embeddings=Option(False, "the output layer reuses the embedding matrix (needs "
-                          "embedding_dim == units)"),
+    tie_embeddings=Option(
+        False, "the output layer reuses the embedding matrix (needs embedding_dim == units)"
+    ),
     init_scale=Option(0.1, "weights uniform in [-s, s]; 0: Keras' initializers"),
     unroll=Option(False, "unroll the RNN time loop (short windows only)"),
-    jit_compile=Option(True, "compile the training step with XLA (on a 2-core CPU it "
-                       "measured 1.2-1.3x faster for the small LSTM: bench/README.md)"),
+    jit_compile=Option(
+        True,
+        "compile the training step with XLA (on a 2-core CPU it "
+        "measured 1.2-1.3x faster for the small LSTM: bench/README.md)",
+    ),
     # training
     optimizer=Option("sgd", "the training optimizer: SGD or Adam", ("sgd", "adam")),
     learning_rate=Option(1.0, common.COMMON_OPTIONS["learning_rate"].help),
-    lr_decay=Option(0.5, "after `lr_decay_after` epochs the rate is multiplied by this "
-                    "every epoch"),
+    lr_decay=Option(
+        0.5, "after `lr_decay_after` epochs the rate is multiplied by this every epoch"
+    ),
     lr_decay_after=Option(4, "epochs at the initial rate before decaying"),
     clipnorm=Option(5.0, "clip the global gradient norm to this; 0 disables clipping"),
-    loss_reduction=Option("sum_over_time", "sum_over_time: the paper's loss (summed over "
-                          "the unrolled steps, averaged over the batch); mean: per token",
-                          ("sum_over_time", "mean")),
+    loss_reduction=Option(
+        "sum_over_time",
+        "sum_over_time: the paper's loss (summed over "
+        "the unrolled steps, averaged over the batch); mean: per token",
+        ("sum_over_time", "mean"),
+    ),
     epochs=Option(13, common.COMMON_OPTIONS["epochs"].help),
     patience=Option(0, common.COMMON_OPTIONS["patience"].help),
-    evaluate_test_each_epoch=Option(False, "also measure the test perplexity after "
-                                    "every epoch"),
+    evaluate_test_each_epoch=Option(False, "also measure the test perplexity after every epoch"),
     # generation and export
     prompt=Option("", "generate: the prompt when none is given as an argument"),
-    method=Option("greedy", "generate / export decoding (export: greedy or beam)",
-                  ("greedy", "sample", "beam")),
+    method=Option(
+        "greedy",
+        "generate / export decoding (export: greedy or beam)",
+        ("greedy", "sample", "beam"),
+    ),
     gen_length=Option(30, "tokens generated at most"),
     temperature=Option(1.0, "sampling: divide the logits by this (< 1 sharper, > 1 flatter)"),
     top_k=Option(0, "sampling: only the k most likely tokens; 0: all"),
-    top_p=Option(0.0, "sampling: the smallest set of tokens with this much probability; "
-                 "0: all"),
+    top_p=Option(0.0, "sampling: the smallest set of tokens with this much probability; 0: all"),
     beam_size=Option(5, "beam width of beam search"),
-    length_normalization=Option("average", "beam search length normalisation",
-                                (None, "average", "gnmt")),
+    length_normalization=Option(
+        "average", "beam search length normalisation", (None, "average", "gnmt")
+    ),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 
@@ -128,8 +146,9 @@ def read_splits(config):
     for split in ("valid", "test"):
         splits[split] = None
         if config[f"{split}_file"]:
-            splits[split] = read_corpus(config[f"{split}_file"], config["level"],
-                                        config["unk_token"])
+            splits[split] = read_corpus(
+                config[f"{split}_file"], config["level"], config["unk_token"]
+            )
     return splits
 
 
@@ -164,8 +183,9 @@ def backward_stream(stream):
     return np.concatenate([[END_ID], stream[:-1]]).astype("int32")[::-1].copy()
 
 
-def batches(config, sentences, vocabulary, batch_size, shuffle=False, source=None,
-            direction="forward"):
+def batches(
+    config, sentences, vocabulary, batch_size, shuffle=False, source=None, direction="forward"
+):
     """`(inputs, targets)` numpy windows ("stream") or a padded dataset ("sentences").
     `source` (the file) names the data in errors: a `batch_size x steps` window longer
     than the corpus is a `RecipeError`, which the command line reports in one line.
@@ -188,12 +208,14 @@ def batches(config, sentences, vocabulary, batch_size, shuffle=False, source=Non
             raise RecipeError(f"{source or 'the corpus'}: {error}") from None
     if config["batching"] == "sentences":
         return lm_data.sentence_dataset(
-            sentences, vocabulary, batch_size, shuffle=shuffle, seed=config["seed"],
+            sentences,
+            vocabulary,
+            batch_size,
+            shuffle=shuffle,
+            seed=config["seed"],
             max_length=config["max_sentence_length"] or None,
         )
-    raise ConfigError(
-        f"`batching` must be 'stream' or 'sentences', got {config['batching']!r}."
-    )
+    raise ConfigError(f"`batching` must be 'stream' or 'sentences', got {config['batching']!r}.")
 
 
 DIRECTIONS = ("forward", "backward")
@@ -205,8 +227,10 @@ def directions_of(config):
 
 def direction_batches(config, sentences, vocabulary, batch_size, shuffle=False, source=None):
     """``{direction: batches(...)}`` for the forward (and, bidirectional, backward) LM."""
-    return {d: batches(config, sentences, vocabulary, batch_size, shuffle, source, d)
-            for d in directions_of(config)}
+    return {
+        d: batches(config, sentences, vocabulary, batch_size, shuffle, source, d)
+        for d in directions_of(config)
+    }
 
 
 def training_data(config, per_direction):
@@ -217,12 +241,15 @@ def training_data(config, per_direction):
         return per_direction["forward"]
     forward, backward = per_direction["forward"], per_direction["backward"]
     if isinstance(forward, tuple):
-        return ({"forward": forward[0], "backward": backward[0]},
-                {"forward": forward[1], "backward": backward[1]})
+        return (
+            {"forward": forward[0], "backward": backward[0]},
+            {"forward": forward[1], "backward": backward[1]},
+        )
     import tensorflow as tf
 
     return tf.data.Dataset.zip((forward, backward)).map(
-        lambda f, b: ({"forward": f[0], "backward": b[0]}, {"forward": f[1], "backward": b[1]}))
+        lambda f, b: ({"forward": f[0], "backward": b[0]}, {"forward": f[1], "backward": b[1]})
+    )
 
 
 # ----------------------------------------------------------------------------- model
@@ -244,8 +271,7 @@ def make_loss(config):
     gradient scale lr=1 SGD and clipping at 5 assume."""
     if config["loss_reduction"] not in ("sum_over_time", "mean"):
         raise ConfigError(
-            "`loss_reduction` must be 'sum_over_time' or 'mean', got "
-            f"{config['loss_reduction']!r}."
+            f"`loss_reduction` must be 'sum_over_time' or 'mean', got {config['loss_reduction']!r}."
         )
     sum_over_time = config["loss_reduction"] == "sum_over_time"
 
@@ -268,7 +294,11 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
 
     units, scale = config["units"], config["init_scale"]
     emb_dim = config["embedding_dim"] or units
-    init = (lambda: keras.initializers.RandomUniform(-scale, scale, seed=config["seed"])) if scale else None
+    init = (
+        (lambda: keras.initializers.RandomUniform(-scale, scale, seed=config["seed"]))
+        if scale
+        else None
+    )
     if config["tie_embeddings"] and emb_dim != units:
         raise ConfigError(
             f"`tie_embeddings` needs embedding_dim == units, got embedding_dim={emb_dim}, "
@@ -293,7 +323,8 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
     output = None
     if not config["tie_embeddings"]:
         output = keras.layers.Dense(
-            vocab_size, kernel_initializer=init() if scale else "glorot_uniform",
+            vocab_size,
+            kernel_initializer=init() if scale else "glorot_uniform",
             name="logits",
         )
 
@@ -304,7 +335,10 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
         for i in range(config["num_layers"]):
             cell = common.make_cell(config["cell"], units, **cell_options)
             x = keras.layers.RNN(
-                cell, return_sequences=True, stateful=stateful, unroll=config["unroll"],
+                cell,
+                return_sequences=True,
+                stateful=stateful,
+                unroll=config["unroll"],
                 name=f"{prefix}rnn_{i}",
             )(x)
             x = keras.layers.Dropout(config["dropout"], name=f"{prefix}dropout_{i}")(x)
@@ -313,13 +347,16 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
     if not config["bidirectional"]:
         inputs = keras.Input(batch_shape=(batch_size, None), dtype="int32", name="tokens")
         return keras.Model(inputs, language_model(inputs, ""), name="language_model")
-    inputs, backward = (keras.Input(batch_shape=(batch_size, None), dtype="int32", name=d)
-                        for d in DIRECTIONS)
+    inputs, backward = (
+        keras.Input(batch_shape=(batch_size, None), dtype="int32", name=d) for d in DIRECTIONS
+    )
     forward_logits = language_model(inputs, "")
     backward_logits = language_model(backward, "backward_")
-    return keras.Model({"forward": inputs, "backward": backward},
-                       {"forward": forward_logits, "backward": backward_logits},
-                       name="bidirectional_language_model")
+    return keras.Model(
+        {"forward": inputs, "backward": backward},
+        {"forward": forward_logits, "backward": backward_logits},
+        name="bidirectional_language_model",
+    )
 
 
 def direction_model(model, direction):
@@ -327,13 +364,13 @@ def direction_model(model, direction):
     logits, sharing the biLM's layers (and their states)."""
     if not isinstance(model.input, dict):
         return model
-    return keras.Model(model.input[direction], model.output[direction],
-                       name=f"{direction}_language_model")
+    return keras.Model(
+        model.input[direction], model.output[direction], name=f"{direction}_language_model"
+    )
 
 
 def all_rnn_layers(model):
-    return [layer for layer in model.layers
-            if layer.name.startswith(("rnn_", "backward_rnn_"))]
+    return [layer for layer in model.layers if layer.name.startswith(("rnn_", "backward_rnn_"))]
 
 
 def rnn_layers(model):
@@ -352,9 +389,9 @@ def compile_model(model, config):
         optimizer = keras.optimizers.Adam(config["learning_rate"], global_clipnorm=clip)
     else:
         raise ConfigError(f"`optimizer` must be 'sgd' or 'adam', got {config['optimizer']!r}.")
+
     def perplexity_metric():
-        return keras_hub.metrics.Perplexity(from_logits=True, mask_token_id=0,
-                                            name="perplexity")
+        return keras_hub.metrics.Perplexity(from_logits=True, mask_token_id=0, name="perplexity")
 
     if config["bidirectional"]:
         # the mean of the two directions' losses; metrics forward_/backward_perplexity
@@ -384,7 +421,9 @@ def multi_device():
 
 def learning_rate(config, epoch):
     """The rate of (0-based) `epoch`: lr * lr_decay ** max(0, epoch + 1 - lr_decay_after)."""
-    return config["learning_rate"] * config["lr_decay"] ** max(0, epoch + 1 - config["lr_decay_after"])
+    return config["learning_rate"] * config["lr_decay"] ** max(
+        0, epoch + 1 - config["lr_decay_after"]
+    )
 
 
 # ------------------------------------------------------------------------ evaluation
@@ -439,12 +478,14 @@ def direction_perplexity(model, per_direction, config):
     of the two, as the training loss), perplexity = exp(nll)."""
     if not isinstance(model.input, dict):
         return perplexity(model, per_direction["forward"], config)
-    results = {d: perplexity(direction_model(model, d), per_direction[d], config)
-               for d in DIRECTIONS}
+    results = {
+        d: perplexity(direction_model(model, d), per_direction[d], config) for d in DIRECTIONS
+    }
     tokens = sum(r["tokens"] for r in results.values())
     nll = sum(r["nll"] * r["tokens"] for r in results.values()) / max(tokens, 1)
-    return dict(results, nll=nll, tokens=tokens, perplexity=math.exp(nll),
-                bits_per_token=nll / math.log(2))
+    return dict(
+        results, nll=nll, tokens=tokens, perplexity=math.exp(nll), bits_per_token=nll / math.log(2)
+    )
 
 
 class EpochEvaluation(keras.callbacks.Callback):
@@ -489,9 +530,14 @@ class EpochEvaluation(keras.callbacks.Callback):
                     row[f"{split}_{d}_perplexity"] = result[d]["perplexity"]
         row["eval_seconds"] = time.time() - evaluation_started
         logs.update(row)
-        print(f"epoch={epoch + 1} " + " ".join(
-            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
-        ), file=sys.stderr, flush=True)
+        print(
+            f"epoch={epoch + 1} "
+            + " ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 # -------------------------------------------------------------------------- the model
@@ -548,8 +594,9 @@ class LanguageModel:
         results = {}
         for split in names:
             if splits.get(split):
-                data = direction_batches(config, splits[split], self.vocabulary, batch,
-                                         source=config[f"{split}_file"])
+                data = direction_batches(
+                    config, splits[split], self.vocabulary, batch, source=config[f"{split}_file"]
+                )
                 result = direction_perplexity(model, data, config)
                 if config["level"] == "char":
                     for part in [result] + [result.get(d) for d in DIRECTIONS]:
@@ -595,8 +642,19 @@ class LanguageModelRecipe(common.Recipe):
     predictor = LanguageModel
     metric = "perplexity"
     predict_command = "generate"
-    run_options = ("valid_file", "test_file", "unk_token", "prompt", "method", "gen_length",
-                   "temperature", "top_k", "top_p", "beam_size", "length_normalization")
+    run_options = (
+        "valid_file",
+        "test_file",
+        "unk_token",
+        "prompt",
+        "method",
+        "gen_length",
+        "temperature",
+        "top_k",
+        "top_p",
+        "beam_size",
+        "length_normalization",
+    )
 
     def check_config(self, config):
         if config["strategy"] in ("mirrored", "multi_worker") and config["batching"] == "stream":
@@ -622,8 +680,9 @@ class LanguageModelRecipe(common.Recipe):
         )
         vocabulary.save(os.path.join(config["output_dir"], "vocabulary.txt"))
         batch = config["batch_size"]
-        train_data = direction_batches(config, splits["train"], vocabulary, batch,
-                                       shuffle=True, source=config["train_file"])
+        train_data = direction_batches(
+            config, splits["train"], vocabulary, batch, shuffle=True, source=config["train_file"]
+        )
         eval_splits = {"valid": splits["valid"]} if splits.get("valid") else {}
         if config["evaluate_test_each_epoch"] and splits.get("test"):
             eval_splits["test"] = splits["test"]
@@ -635,10 +694,12 @@ class LanguageModelRecipe(common.Recipe):
             tokens = int((train_data["forward"][1] != 0).sum())
         else:
             tokens = sum(len(s) + 1 for s in splits["train"])
-        return common.Prepared(training_data(config, train_data), None,
-                               {"vocabulary": vocabulary, "eval_data": eval_data,
-                                "tokens": tokens},
-                               {"vocabulary_size": len(vocabulary)})
+        return common.Prepared(
+            training_data(config, train_data),
+            None,
+            {"vocabulary": vocabulary, "eval_data": eval_data, "tokens": tokens},
+            {"vocabulary_size": len(vocabulary)},
+        )
 
     def build(self, config, prepared):
         stream = config["batching"] == "stream"
@@ -650,8 +711,12 @@ class LanguageModelRecipe(common.Recipe):
         stream = config["batching"] == "stream"
         # The per-epoch evaluation's copy of the weights, outside the strategy's scope:
         # it runs predict on whole batches.
-        eval_model = build_model(config, len(prepared.model["vocabulary"]),
-                                 config["batch_size"] if stream else None, stream)
+        eval_model = build_model(
+            config,
+            len(prepared.model["vocabulary"]),
+            config["batch_size"] if stream else None,
+            stream,
+        )
         # Order matters at each epoch end: the evaluation puts valid_perplexity in the
         # logs for the checkpoint.
         return [
@@ -674,15 +739,17 @@ class LanguageModelRecipe(common.Recipe):
         results["epochs"] = rows
         results["train_seconds"] = train_seconds
         results["tokens_per_second"] = (
-            prepared.model["tokens"] * len(rows) / train_seconds if train_seconds else None)
+            prepared.model["tokens"] * len(rows) / train_seconds if train_seconds else None
+        )
         return results
 
     def evaluate_splits(self, config, splits):
         return LanguageModel.from_run(config).evaluate(splits)
 
     def predict_arguments(self, parser):
-        parser.add_argument("texts", nargs="*", metavar="prompts",
-                            help="prompts (default: --prompt)")
+        parser.add_argument(
+            "texts", nargs="*", metavar="prompts", help="prompts (default: --prompt)"
+        )
         parser.add_argument("--input", help="a file with one prompt per line")
 
     def predict_rows(self, trained, texts):
@@ -690,15 +757,22 @@ class LanguageModelRecipe(common.Recipe):
 
     def extra_commands(self):
         def evaluate_arguments(parser):
-            parser.add_argument("--split", choices=["valid", "test"],
-                                help="only this split (default: both)")
+            parser.add_argument(
+                "--split", choices=["valid", "test"], help="only this split (default: both)"
+            )
 
         def run_evaluate(config, args):
             config = self.stored(config, args)
             return evaluate(config, names=(args.split,) if args.split else ("valid", "test"))
 
-        return {"evaluate": ("perplexity of a trained model on the valid/test streams",
-                             evaluate_arguments, run_evaluate, self.options_of("evaluate"))}
+        return {
+            "evaluate": (
+                "perplexity of a trained model on the valid/test streams",
+                evaluate_arguments,
+                run_evaluate,
+                self.options_of("evaluate"),
+            )
+        }
 
 
 RECIPE = LanguageModelRecipe()
@@ -763,7 +837,9 @@ def prompt_states(step, initial_states, ids, lengths):
     def body(t, states):
         _, new_states = step(ids[:, t], states)
         keep = (t < lengths - 1)[:, None]
-        return [[ops.where(keep, n, o) for n, o in zip(ns, os_)] for ns, os_ in zip(new_states, states)]
+        return [
+            [ops.where(keep, n, o) for n, o in zip(ns, os_)] for ns, os_ in zip(new_states, states)
+        ]
 
     states = ops.fori_loop(0, ops.shape(ids)[1] - 1, body, initial_states(batch_size))
     last = ops.take_along_axis(ids, (lengths - 1)[:, None], axis=1)[:, 0]
@@ -774,11 +850,17 @@ def prompt_states(step, initial_states, ids, lengths):
 # table: `kerasrnn.decoding.get` makes the strategy).
 STRATEGY_OPTIONS = {
     "greedy": lambda config: {},
-    "sample": lambda config: dict(temperature=config["temperature"],
-                                  top_k=config["top_k"] or None,
-                                  top_p=config["top_p"] or None, seed=config["seed"]),
-    "beam": lambda config: dict(beam_size=config["beam_size"], n_best=1, scorer={
-        "length_normalization": config["length_normalization"] or None}),
+    "sample": lambda config: dict(
+        temperature=config["temperature"],
+        top_k=config["top_k"] or None,
+        top_p=config["top_p"] or None,
+        seed=config["seed"],
+    ),
+    "beam": lambda config: dict(
+        beam_size=config["beam_size"],
+        n_best=1,
+        scorer={"length_normalization": config["length_normalization"] or None},
+    ),
 }
 
 
@@ -840,11 +922,13 @@ def generate(config, prompts=None, vocabulary=None, model=None):
         words = vocabulary.decode([int(i) for i in row], skip_special=False)
         words = words[: words.index("[END]")] if "[END]" in words else words
         words = [w for w in words if w != "[PAD]"]
-        results.append({
-            "prompt": prompt,
-            "continuation": joiner.join(words),
-            "unknown_prompt_tokens": int(sum(i == 1 for i in sequence)),
-        })
+        results.append(
+            {
+                "prompt": prompt,
+                "continuation": joiner.join(words),
+                "unknown_prompt_tokens": int(sum(i == 1 for i in sequence)),
+            }
+        )
     return results
 
 

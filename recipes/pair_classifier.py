@@ -32,6 +32,7 @@ fetches the release) with the header ``pair_ID sentence_A sentence_B relatedness
 entailment_judgment`` (extra columns are ignored; the column names are what is looked
 up).
 """
+
 import os
 import sys
 
@@ -49,16 +50,23 @@ POOLINGS = ("last", "mean", "max")
 LABELS = ("CONTRADICTION", "ENTAILMENT", "NEUTRAL")
 COLUMNS = ("sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
 OPTIONS = {
-    key: option for key, option in common.data_options(
+    key: option
+    for key, option in common.data_options(
         "runs/pair",
         "a SICK-style tab-separated file whose header names the columns sentence_A, "
         "sentence_B, relatedness_score and entailment_judgment (others are ignored)",
-        task=Option("entailment", "the head: entailment (one of three judgments) or "
-                    "relatedness (a score in [1, 5])", TASKS),
+        task=Option(
+            "entailment",
+            "the head: entailment (one of three judgments) or relatedness (a score in [1, 5])",
+            TASKS,
+        ),
         relatedness_target=Option(
-            "score", "what the relatedness head learns: score (1 + 4 sigmoid, squared "
+            "score",
+            "what the relatedness head learns: score (1 + 4 sigmoid, squared "
             "error) or distribution (Tai et al. 2015: a distribution over 1..5, KL "
-            "divergence, read as its expected value)", TARGETS),
+            "divergence, read as its expected value)",
+            TARGETS,
+        ),
         lowercase=Option(True, "lower-case the sentences before tokenising"),
         max_vocab=Option(30000, "vocabulary size at most, the 4 special tokens included"),
         min_freq=Option(1, "words seen fewer times in training are [UNK]"),
@@ -68,11 +76,17 @@ OPTIONS = {
         units=Option(128, "cell units of the sentence encoder (per direction)"),
         num_layers=Option(1, "stacked recurrent layers of the encoder"),
         bidirectional=Option(True, "read each sentence in both directions"),
-        pooling=Option("max", "sentence vector: the last states, or the mean or max of "
-                       "the unmasked states of the last layer", POOLINGS),
+        pooling=Option(
+            "max",
+            "sentence vector: the last states, or the mean or max of "
+            "the unmasked states of the last layer",
+            POOLINGS,
+        ),
         hidden_units=Option(128, "width of the tanh layer over the pair features"),
-        dropout=Option(0.2, "dropout rate between recurrent layers, on the pair "
-                       "features and on the hidden layer"),
+        dropout=Option(
+            0.2,
+            "dropout rate between recurrent layers, on the pair features and on the hidden layer",
+        ),
         max_length=Option(100, "tokens kept of each sentence (longer ones are cut)"),
     ).items()
     if key != "tfds_data_dir"  # SICK comes as files only
@@ -95,8 +109,10 @@ def load_pairs(path, encoding="utf-8"):
     missing = [c for c in COLUMNS if c not in names]
     if missing:
         raise DataFormatError(
-            path, 1, f"the header lacks column(s) {missing}; expected the SICK header "
-            f"with {list(COLUMNS)}, got {names}"
+            path,
+            1,
+            f"the header lacks column(s) {missing}; expected the SICK header "
+            f"with {list(COLUMNS)}, got {names}",
         )
     index = [names.index(c) for c in COLUMNS]
     a, b, scores, labels = [], [], [], []
@@ -116,13 +132,10 @@ def load_pairs(path, encoding="utf-8"):
                 path, number, f"relatedness_score must be a number, got {score!r}"
             ) from None
         if not 1.0 <= score <= 5.0:
-            raise DataFormatError(
-                path, number, f"relatedness_score must be in [1, 5], got {score}"
-            )
+            raise DataFormatError(path, number, f"relatedness_score must be in [1, 5], got {score}")
         if label not in LABELS:
             raise DataFormatError(
-                path, number, f"entailment_judgment must be one of {list(LABELS)}, got "
-                f"{label!r}"
+                path, number, f"entailment_judgment must be one of {list(LABELS)}, got {label!r}"
             )
         a.append(first)
         b.append(second)
@@ -161,13 +174,21 @@ def build_model(config, vocab_size):
     ``relatedness_target: distribution``, also the distribution, as a dict)."""
     check_config(config)
     ids = keras.Input((None,), dtype="int32", name="ids")
-    x = keras.layers.Embedding(vocab_size, config["embedding_dim"], mask_zero=True,
-                               name="embedding")(ids)
+    x = keras.layers.Embedding(
+        vocab_size, config["embedding_dim"], mask_zero=True, name="embedding"
+    )(ids)
     x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
     last = config["pooling"] == "last"
-    x = common.rnn_stack(x, config["cell"], config["units"], config["num_layers"],
-                         config["bidirectional"], config["dropout"], config["cell_options"],
-                         return_sequences=not last)
+    x = common.rnn_stack(
+        x,
+        config["cell"],
+        config["units"],
+        config["num_layers"],
+        config["bidirectional"],
+        config["dropout"],
+        config["cell_options"],
+        return_sequences=not last,
+    )
     if not last:
         x = MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
     encoder = keras.Model(ids, x, name="encoder")
@@ -192,14 +213,17 @@ def build_model(config, vocab_size):
 
 def compile_model(model, config):
     if config["task"] == "entailment":
-        model.compile(common.optimizer(config), "sparse_categorical_crossentropy",
-                      metrics=["accuracy"])
+        model.compile(
+            common.optimizer(config), "sparse_categorical_crossentropy", metrics=["accuracy"]
+        )
     elif config["relatedness_target"] == "score":
         model.compile(common.optimizer(config), "mse")
     else:
-        model.compile(common.optimizer(config),
-                      loss={"distribution": "kl_divergence", "score": None},
-                      metrics={"score": ["mse"]})
+        model.compile(
+            common.optimizer(config),
+            loss={"distribution": "kl_divergence", "score": None},
+            metrics={"score": ["mse"]},
+        )
 
 
 # --------------------------------------------------------------------------- metrics
@@ -254,22 +278,29 @@ class PairClassifier:
         self.model, self.vocabulary, self.task = model, vocabulary, task
         self.lowercase, self.max_length = lowercase, max_length
         self._lookup = vocabulary.lookup()
-        spec = [tf.TensorSpec([None], tf.string, name="sentence_a"),
-                tf.TensorSpec([None], tf.string, name="sentence_b")]
+        spec = [
+            tf.TensorSpec([None], tf.string, name="sentence_a"),
+            tf.TensorSpec([None], tf.string, name="sentence_b"),
+        ]
         self._signature = spec
         self._serve = tf.function(self.serve, input_signature=spec)
 
     @classmethod
     def from_run(cls, config):
         """Loads the best checkpoint and the vocabulary of a `train` run."""
-        return cls(common.load_best_model(config), common.load_vocabulary(config, "vocab.txt"),
-                   config["task"], config["lowercase"], config["max_length"])
+        return cls(
+            common.load_best_model(config),
+            common.load_vocabulary(config, "vocab.txt"),
+            config["task"],
+            config["lowercase"],
+            config["max_length"],
+        )
 
     def encode(self, texts):
         from kerasrnn.data.tokenizers import encode_tokens, split_words
 
         ids = encode_tokens(split_words(texts, self.lowercase), self._lookup)
-        return ids[:, :self.max_length]
+        return ids[:, : self.max_length]
 
     def serve(self, sentence_a, sentence_b):
         """(batch,) strings twice -> entailment: label, probability, probabilities;
@@ -291,15 +322,23 @@ class PairClassifier:
             )
         results = []
         for start in range(0, len(sentences_a), batch_size):
-            out = self._serve(list(sentences_a[start:start + batch_size]),
-                              list(sentences_b[start:start + batch_size]))
+            out = self._serve(
+                list(sentences_a[start : start + batch_size]),
+                list(sentences_b[start : start + batch_size]),
+            )
             if self.task == "relatedness":
                 results += [{"score": float(s)} for s in out["score"].numpy()]
                 continue
-            for label, prob, probs in zip(out["label"].numpy(), out["probability"].numpy(),
-                                          out["probabilities"].numpy()):
-                results.append({"label": label.decode("utf-8"), "probability": float(prob),
-                                "probabilities": dict(zip(LABELS, map(float, probs)))})
+            for label, prob, probs in zip(
+                out["label"].numpy(), out["probability"].numpy(), out["probabilities"].numpy()
+            ):
+                results.append(
+                    {
+                        "label": label.decode("utf-8"),
+                        "probability": float(prob),
+                        "probabilities": dict(zip(LABELS, map(float, probs))),
+                    }
+                )
         return results
 
     def evaluate(self, sentences_a, sentences_b, scores, labels):
@@ -317,8 +356,12 @@ class PairClassifier:
         """A SavedModel: ``serving_default(sentence_a, sentence_b: string[batch])``."""
         from kerasrnn.export import export_saved_model
 
-        return export_saved_model(path, self.model, {
-            "serving_default": (self.serve, self._signature)}, track=[self._lookup])
+        return export_saved_model(
+            path,
+            self.model,
+            {"serving_default": (self.serve, self._signature)},
+            track=[self._lookup],
+        )
 
 
 # -------------------------------------------------------------------------- commands
@@ -332,8 +375,10 @@ def _dataset(vocab, split, config, shuffle):
     a, b, scores, labels = split
 
     def ids(texts):
-        rows = [vocab.encode(t)[:config["max_length"]] or [0]
-                for t in tokenize(texts, config["lowercase"])]
+        rows = [
+            vocab.encode(t)[: config["max_length"]] or [0]
+            for t in tokenize(texts, config["lowercase"])
+        ]
         return keras.utils.pad_sequences(rows, padding="post", dtype="int32")
 
     inputs = {"sentence_a": ids(a), "sentence_b": ids(b)}
@@ -342,8 +387,10 @@ def _dataset(vocab, split, config, shuffle):
     elif config["relatedness_target"] == "score":
         targets = np.array(scores, np.float32)[:, None]
     else:
-        targets = {"distribution": score_distribution(scores),
-                   "score": np.array(scores, np.float32)[:, None]}
+        targets = {
+            "distribution": score_distribution(scores),
+            "score": np.array(scores, np.float32)[:, None],
+        }
     data = tf.data.Dataset.from_tensor_slices((inputs, targets))
     if shuffle:
         data = data.shuffle(len(a), seed=config["seed"], reshuffle_each_iteration=True)
@@ -361,8 +408,9 @@ def read_pair_lines(path, encoding="utf-8"):
             continue
         fields = line.split("\t")
         if len(fields) != 2:
-            raise DataFormatError(path, number, "expected two tab-separated sentences, "
-                                  f"got {len(fields)} field(s)")
+            raise DataFormatError(
+                path, number, f"expected two tab-separated sentences, got {len(fields)} field(s)"
+            )
         pairs.append(tuple(fields))
     return pairs
 
@@ -387,8 +435,11 @@ class PairRecipe(common.Recipe):
         from kerasrnn.data.tokenizers import tokenize
 
         a, b = splits["train"][:2]
-        vocab = Vocabulary.build(tokenize(list(a) + list(b), config["lowercase"]),
-                                 config["max_vocab"], config["min_freq"])
+        vocab = Vocabulary.build(
+            tokenize(list(a) + list(b), config["lowercase"]),
+            config["max_vocab"],
+            config["min_freq"],
+        )
         vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
         valid = splits.get("valid")
         return common.Prepared(
@@ -421,10 +472,15 @@ class PairRecipe(common.Recipe):
         return results
 
     def predict_arguments(self, parser):
-        parser.add_argument("texts", nargs="*", metavar="sentences",
-                            help="sentence pairs: first and second sentence, alternating")
-        parser.add_argument("--input", help="a file with one pair per line, the two "
-                            "sentences separated by a tab")
+        parser.add_argument(
+            "texts",
+            nargs="*",
+            metavar="sentences",
+            help="sentence pairs: first and second sentence, alternating",
+        )
+        parser.add_argument(
+            "--input", help="a file with one pair per line, the two sentences separated by a tab"
+        )
 
     def inputs_of(self, config, args):
         """The pairs of the positional sentences, then those of ``--input``."""

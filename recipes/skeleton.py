@@ -1,6 +1,7 @@
 """The recipe skeleton: `Recipe` (one train / evaluate / predict / export flow and
 one command line, filled in by a few hooks) and `Prepared` (what `Recipe.prepare`
 returns)."""
+
 import os
 import sys
 from typing import Any, NamedTuple
@@ -28,7 +29,8 @@ class Recipe:
     and one command line.
 
     Class attributes: `name` (the module ``recipes.<name>``; its docstring's first
-    paragraph is the `description`), `options` (``{name: Option}``, including `COMMON_OPTIONS`), `predictor` (the
+    paragraph is the `description`), `options` (``{name: Option}``, including
+    `COMMON_OPTIONS`), `predictor` (the
     trained-model class: ``from_run(config)``, ``evaluate(*split)``, ``export(path)``
     and what `predict_rows` uses), `holdouts` (splits that ``<split>_fraction`` may
     hold out of the training data), `metric` (the task metric of the curves) and
@@ -55,8 +57,16 @@ class Recipe:
 
     # The options every command on a trained run takes (not only `train`): where the
     # run is, the test data and how to read it, progress output.
-    RUN_OPTIONS = ("output_dir", "test", "encoding", "tfds_data_dir", "format",
-                   "batch_size", "verbose", "seed")
+    RUN_OPTIONS = (
+        "output_dir",
+        "test",
+        "encoding",
+        "tfds_data_dir",
+        "format",
+        "batch_size",
+        "verbose",
+        "seed",
+    )
 
     def options_of(self, command):
         """The options a non-training command lists and accepts: `RUN_OPTIONS` and the
@@ -167,10 +177,18 @@ class Recipe:
                 restore_last_epoch(model, config)
         monitor, mode = self.monitor(config, prepared)
         began = time.perf_counter()
-        history = fit(model, config, prepared.train, prepared.valid, monitor, mode,
-                      callbacks, continue_run=continue_run,
-                      before=self.fit_callbacks(config, prepared),
-                      metric=self.curve_metric(config))
+        history = fit(
+            model,
+            config,
+            prepared.train,
+            prepared.valid,
+            monitor,
+            mode,
+            callbacks,
+            continue_run=continue_run,
+            before=self.fit_callbacks(config, prepared),
+            metric=self.curve_metric(config),
+        )
         results = dict(prepared.info)
         results.update(
             parameters=int(model.count_params()),
@@ -178,8 +196,7 @@ class Recipe:
             train_seconds=time.perf_counter() - began,
             history=history,
         )
-        results = self.summarize(config, prepared, results,
-                                 read_json(files["history"])["rows"])
+        results = self.summarize(config, prepared, results, read_json(files["history"])["rows"])
         self.after_fit(config, prepared, splits)
         results.update(self.evaluate_splits(config, splits))
         results = tidy(results)
@@ -221,8 +238,11 @@ class Recipe:
         config = self.stored(config, args)
         if not config["test"]:
             raise ConfigError(f"evaluate needs `--test` ({self.test_help}).")
-        results = self.evaluate_run(self.predictor.from_run(config), config,
-                                    self.load_examples(config, config["test"], "test"))
+        results = self.evaluate_run(
+            self.predictor.from_run(config),
+            config,
+            self.load_examples(config, config["test"], "test"),
+        )
         write_json(os.path.join(config["output_dir"], "evaluation.json"), results)
         return results
 
@@ -239,12 +259,16 @@ class Recipe:
     def commands(self):
         """``{name: (help, add_arguments, run[, option names])}`` of the command line
         (without names: every option)."""
+
         def train_arguments(parser):
             parser.add_argument(
-                "--continue", dest="continue_run", action="store_true",
+                "--continue",
+                dest="continue_run",
+                action="store_true",
                 help="extend the finished run in --output-dir from its last epoch "
-                     "(weights and optimizer state) to --epochs; its stored config is "
-                     "used, with the given flags on top")
+                "(weights and optimizer state) to --epochs; its stored config is "
+                "used, with the given flags on top",
+            )
 
         def export_arguments(parser):
             parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
@@ -252,12 +276,19 @@ class Recipe:
         run = self.options_of("run")
         commands = {
             "train": (f"train a {self.name} and evaluate it", train_arguments, self._train),
-            "evaluate": (f"evaluate a trained {self.name} on --test", None, self._evaluate,
-                         run),
-            self.predict_command: (f"run a trained {self.name} on inputs",
-                                   self.predict_arguments, self._predict, run),
-            "export": ("export a SavedModel taking raw strings", export_arguments,
-                       self._export, run),
+            "evaluate": (f"evaluate a trained {self.name} on --test", None, self._evaluate, run),
+            self.predict_command: (
+                f"run a trained {self.name} on inputs",
+                self.predict_arguments,
+                self._predict,
+                run,
+            ),
+            "export": (
+                "export a SavedModel taking raw strings",
+                export_arguments,
+                self._export,
+                run,
+            ),
         }
         commands.update(self.extra_commands())
         return commands
@@ -269,5 +300,10 @@ class Recipe:
 
     def main(self, argv=None):
         """The recipe's command line; returns the exit status."""
-        return main(sys.argv[1:] if argv is None else argv, f"recipes.{self.name}",
-                    self.description, self.options, self.commands())
+        return main(
+            sys.argv[1:] if argv is None else argv,
+            f"recipes.{self.name}",
+            self.description,
+            self.options,
+            self.commands(),
+        )

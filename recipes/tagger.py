@@ -47,6 +47,7 @@ Data: CoNLL-U (`column`: upos or xpos), CoNLL-2003-style columns (`token_column`
 `tag_column`), or ``tfds:NAME[:SPLIT]`` (e.g. ``tfds:conll2003`` with `tfds_tags_key`
 ner); gzip files are read transparently.
 """
+
 import os
 import re
 import sys
@@ -59,16 +60,20 @@ from recipes.common import Option
 
 FORMATS = ("auto", "conllu", "columns", "tfds")
 OPTIONS = common.data_options(
-    "runs/tagger", "a CoNLL-U file, a CoNLL-2003-style column file, or tfds:NAME[:SPLIT]",
-    format=Option("auto", "how to read the data (auto: tfds: prefix, .conllu in the "
-                  "name -> conllu, else columns)", FORMATS),
+    "runs/tagger",
+    "a CoNLL-U file, a CoNLL-2003-style column file, or tfds:NAME[:SPLIT]",
+    format=Option(
+        "auto",
+        "how to read the data (auto: tfds: prefix, .conllu in the name -> conllu, else columns)",
+        FORMATS,
+    ),
     column=Option("upos", "CoNLL-U tag column", ("upos", "xpos")),
     token_column=Option(0, "column files: the token's column"),
     tag_column=Option(-1, "column files: the tag's column (negative: from the right)"),
-    tfds_tags_key=Option("ner", "tensorflow-datasets feature holding the tags (e.g. "
-                         "ner, pos, chunks)"),
-    lowercase=Option(True, "lower-case the word-embedding input (characters keep "
-                     "their case)"),
+    tfds_tags_key=Option(
+        "ner", "tensorflow-datasets feature holding the tags (e.g. ner, pos, chunks)"
+    ),
+    lowercase=Option(True, "lower-case the word-embedding input (characters keep their case)"),
     max_vocab=Option(50000, "word vocabulary size at most, the 4 special tokens included"),
     min_freq=Option(1, "words seen fewer times in training are [UNK]"),
     embedding_dim=Option(100, "word embedding width"),
@@ -81,22 +86,39 @@ OPTIONS = common.data_options(
     units=Option(128, "cell units of the sentence BiRNN (per direction)"),
     num_layers=Option(1, "stacked sentence BiRNN layers"),
     dropout=Option(0.33, "dropout rate between recurrent layers and before the output"),
-    crf=Option(False, "a linear-chain CRF output layer (NLL training, Viterbi decoding, "
-               "marginal probabilities per tag)"),
-    tag_scheme=Option("auto", "entity tags: the scheme of the training tags (auto: the "
-                      "file's, detected; iob1/bio: the file's, checked; bioes: converted "
-                      "from the file's to BIOES for training, predictions written back in "
-                      "BIO)", ("auto", "iob1", "bio", "bioes")),
-    crf_constraints=Option("auto", "with --crf: forbid the tag scheme's impossible "
-                           "transitions in training and Viterbi (auto: when the tags are "
-                           "entity tags)", ("auto", "true", "false")),
-    contextual_lm=Option("", "a biLM run directory (recipes.language_model train "
-                         "--bidirectional true): its layers' features, mixed by a learned "
-                         "ScalarMix, join the word features; empty: none"),
-    contextual_lm_trainable=Option(False, "fine-tune the biLM with the tagger (default: "
-                                   "frozen; the mix is learned either way)"),
-    bucket_boundaries=Option([10, 20, 30, 50], "sentence lengths (tokens) where length "
-                             "buckets split; [] for plain batching"),
+    crf=Option(
+        False,
+        "a linear-chain CRF output layer (NLL training, Viterbi decoding, "
+        "marginal probabilities per tag)",
+    ),
+    tag_scheme=Option(
+        "auto",
+        "entity tags: the scheme of the training tags (auto: the "
+        "file's, detected; iob1/bio: the file's, checked; bioes: converted "
+        "from the file's to BIOES for training, predictions written back in "
+        "BIO)",
+        ("auto", "iob1", "bio", "bioes"),
+    ),
+    crf_constraints=Option(
+        "auto",
+        "with --crf: forbid the tag scheme's impossible "
+        "transitions in training and Viterbi (auto: when the tags are "
+        "entity tags)",
+        ("auto", "true", "false"),
+    ),
+    contextual_lm=Option(
+        "",
+        "a biLM run directory (recipes.language_model train "
+        "--bidirectional true): its layers' features, mixed by a learned "
+        "ScalarMix, join the word features; empty: none",
+    ),
+    contextual_lm_trainable=Option(
+        False, "fine-tune the biLM with the tagger (default: frozen; the mix is learned either way)"
+    ),
+    bucket_boundaries=Option(
+        [10, 20, 30, 50],
+        "sentence lengths (tokens) where length buckets split; [] for plain batching",
+    ),
     epochs=Option(20, common.COMMON_OPTIONS["epochs"].help),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
@@ -117,8 +139,9 @@ def load_examples(config, spec, split):
     if fmt == "tfds" and tfds is None:
         tfds = tfds_spec(f"tfds:{spec}", split)
     if fmt in ("auto", "tfds") and tfds:
-        return loaders.load_tfds_tagging(*tfds, data_dir=config["tfds_data_dir"],
-                                         tags_key=config["tfds_tags_key"])
+        return loaders.load_tfds_tagging(
+            *tfds, data_dir=config["tfds_data_dir"], tags_key=config["tfds_tags_key"]
+        )
     path = os.fspath(spec)
     conllu = fmt == "conllu" or (fmt == "auto" and ".conllu" in os.path.basename(path))
     if conllu:
@@ -195,8 +218,7 @@ class Encoder:
 # ----------------------------------------------------------------------------- model
 
 
-def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None,
-                allowed=None):
+def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None, allowed=None):
     """The tagger as a functional Keras model: ``{"word_ids": (batch, time),
     "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags).
     `bilm` (a `kerasrnn.layers.BiLMFeatures`, with `contextual_lm`): its layers,
@@ -216,9 +238,16 @@ def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None,
         c = keras.layers.Embedding(
             char_vocab_size, config["char_dim"], mask_zero=True, name="char_embedding"
         )(c)
-        c = common.rnn_stack(c, config["cell"], config["char_units"], 1, True,
-                             cell_options=config["cell_options"],
-                             return_sequences=False, name="char_rnn")
+        c = common.rnn_stack(
+            c,
+            config["cell"],
+            config["char_units"],
+            1,
+            True,
+            cell_options=config["cell_options"],
+            return_sequences=False,
+            name="char_rnn",
+        )
         c = SplitBatchTime(name="char_features")([c, char_ids])
         x = keras.layers.Concatenate(name="word_features")([x, c])
     if bilm is not None:
@@ -229,8 +258,15 @@ def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None,
         mixed = ScalarMix(name="bilm_mix")(bilm(lm_ids))
         x = keras.layers.Concatenate(name="contextual_word_features")([x, mixed])
     x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
-    x = common.rnn_stack(x, config["cell"], config["units"], config["num_layers"], True,
-                         config["dropout"], config["cell_options"])
+    x = common.rnn_stack(
+        x,
+        config["cell"],
+        config["units"],
+        config["num_layers"],
+        True,
+        config["dropout"],
+        config["cell_options"],
+    )
     x = keras.layers.Dropout(config["dropout"], name="output_dropout")(x)
     if config["crf"]:
         from kerasrnn.layers import CRF
@@ -344,25 +380,33 @@ def entity_outputs(tokens, tags):
     previous, previous_kind = shift(prefix, "O", False), shift(kind, "", False)
     following, following_kind = shift(prefix, "O", True), shift(kind, "_", True)
     chunk = tf.logical_and(prefix != "O", prefix != ".")
-    starts = (among(prefix, "B", "S")
-              | (among(previous, "E", "S", "O") & among(prefix, "E", "I"))
-              | (chunk & (previous_kind != kind)))
-    ends = (among(prefix, "E", "S")
-            | (among(prefix, "B", "I") & among(following, "B", "S", "O"))
-            | (chunk & (kind != following_kind)))
+    starts = (
+        among(prefix, "B", "S")
+        | (among(previous, "E", "S", "O") & among(prefix, "E", "I"))
+        | (chunk & (previous_kind != kind))
+    )
+    ends = (
+        among(prefix, "E", "S")
+        | (among(prefix, "B", "I") & among(following, "B", "S", "O"))
+        | (chunk & (kind != following_kind))
+    )
     start_at, end_at = tf.where(starts), tf.where(ends)
     count = tf.shape(start_at)[0]
-    inside = (tf.cumsum(tf.cast(starts, tf.int32), axis=1)
-              - tf.cumsum(tf.cast(ends, tf.int32), axis=1, exclusive=True)) > 0
+    inside = (
+        tf.cumsum(tf.cast(starts, tf.int32), axis=1)
+        - tf.cumsum(tf.cast(ends, tf.int32), axis=1, exclusive=True)
+    ) > 0
     entity = tf.cumsum(tf.reshape(tf.cast(starts, tf.int32), [-1])) - 1
     flat_inside = tf.reshape(inside, [-1])
     text = tf.strings.unsorted_segment_join(
         tf.boolean_mask(tf.reshape(tokens, [-1]), flat_inside),
-        tf.boolean_mask(entity, flat_inside), count, separator=" ")
+        tf.boolean_mask(entity, flat_inside),
+        count,
+        separator=" ",
+    )
 
     def per_row(values, row_ids, default):
-        ragged = tf.RaggedTensor.from_value_rowids(values, row_ids, nrows=tf.cast(
-            rows, tf.int64))
+        ragged = tf.RaggedTensor.from_value_rowids(values, row_ids, nrows=tf.cast(rows, tf.int64))
         return ragged.to_tensor(default)
 
     return {
@@ -379,8 +423,17 @@ class Tagger:
     function the SavedModel exports. `schemes`: ``(file scheme, training scheme)`` of
     entity tags (`tag_schemes`); predictions of a BIOES model are written back in BIO."""
 
-    def __init__(self, model, words, chars, tags, lowercase=True, max_chars=50,
-                 lm_words=None, schemes=(None, None)):
+    def __init__(
+        self,
+        model,
+        words,
+        chars,
+        tags,
+        lowercase=True,
+        max_chars=50,
+        lm_words=None,
+        schemes=(None, None),
+    ):
         import tensorflow as tf
 
         self.model = model
@@ -393,8 +446,9 @@ class Tagger:
         self._word_lookup = words.lookup()
         self._char_lookup = chars.lookup() if chars is not None else None
         self._lm_lookup = lm_words.lookup() if lm_words is not None else None
-        self._serve = tf.function(self.serve, input_signature=[
-            tf.TensorSpec([None, None], tf.string, name="tokens")])
+        self._serve = tf.function(
+            self.serve, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")]
+        )
 
     @classmethod
     def from_run(cls, config):
@@ -443,7 +497,8 @@ class Tagger:
             # back to BIO: S-X -> B-X, E-X -> I-X (exact on the well-formed paths a
             # constrained CRF decodes)
             outputs["tags"] = tf.strings.regex_replace(
-                tf.strings.regex_replace(outputs["tags"], "^S-", "B-"), "^E-", "I-")
+                tf.strings.regex_replace(outputs["tags"], "^S-", "B-"), "^E-", "I-"
+            )
         if self.schemes[0] is not None:
             outputs.update(entity_outputs(tokens, outputs["tags"]))
         return outputs
@@ -475,29 +530,43 @@ class Tagger:
         empty sentence gets no tags, unknown words get tags from their characters."""
         results = []
         for start in range(0, len(sentences), batch_size):
-            batch = [list(s) for s in sentences[start:start + batch_size]]
+            batch = [list(s) for s in sentences[start : start + batch_size]]
             width = max([len(s) for s in batch] + [1])
             out = self._serve([s + [""] * (width - len(s)) for s in batch])
             tags, probs = out["tags"].numpy(), out["probability"].numpy()
             for i, sentence in enumerate(batch):
                 n = len(sentence)
-                results.append({
-                    "tags": [t.decode("utf-8") for t in tags[i, :n]],
-                    "probabilities": [float(p) for p in probs[i, :n]],
-                })
+                results.append(
+                    {
+                        "tags": [t.decode("utf-8") for t in tags[i, :n]],
+                        "probabilities": [float(p) for p in probs[i, :n]],
+                    }
+                )
                 if "entity_start" in out:
                     results[-1]["entities"] = [
-                        {"text": text.decode("utf-8"), "type": kind.decode("utf-8"),
-                         "start": int(start), "end": int(end)}
-                        for start, end, kind, text in zip(*(
-                            out[k].numpy()[i] for k in ("entity_start", "entity_end",
-                                                        "entity_type", "entity_text")))
-                        if start >= 0]
+                        {
+                            "text": text.decode("utf-8"),
+                            "type": kind.decode("utf-8"),
+                            "start": int(start),
+                            "end": int(end),
+                        }
+                        for start, end, kind, text in zip(
+                            *(
+                                out[k].numpy()[i]
+                                for k in (
+                                    "entity_start",
+                                    "entity_end",
+                                    "entity_type",
+                                    "entity_text",
+                                )
+                            )
+                        )
+                        if start >= 0
+                    ]
         return results
 
     def evaluate(self, sentences, gold_tags):
-        common.check_labels(self.output_tags, [t for s in gold_tags for t in s],
-                            "evaluation")
+        common.check_labels(self.output_tags, [t for s in gold_tags for t in s], "evaluation")
         predicted = [p["tags"] for p in self.predict(sentences)]
         return tagging_scores(gold_tags, predicted, self.output_tags)
 
@@ -510,13 +579,23 @@ class Tagger:
 
         from kerasrnn.export import export_saved_model
 
-        lookups = [lookup for lookup in (self._word_lookup, self._char_lookup,
-                                         self._lm_lookup) if lookup is not None]
-        return export_saved_model(path, self.model, {
-            "serving_default": (self.serve,
-                                [tf.TensorSpec([None, None], tf.string, name="tokens")]),
-            "tag_text": (self.serve_text, [tf.TensorSpec([None], tf.string, name="text")]),
-        }, track=lookups)
+        lookups = [
+            lookup
+            for lookup in (self._word_lookup, self._char_lookup, self._lm_lookup)
+            if lookup is not None
+        ]
+        return export_saved_model(
+            path,
+            self.model,
+            {
+                "serving_default": (
+                    self.serve,
+                    [tf.TensorSpec([None, None], tf.string, name="tokens")],
+                ),
+                "tag_text": (self.serve_text, [tf.TensorSpec([None], tf.string, name="text")]),
+            },
+            track=lookups,
+        )
 
 
 # -------------------------------------------------------------------------- commands
@@ -544,8 +623,9 @@ class TaggerRecipe(common.Recipe):
         tags = [t for s in splits["train"][1] for t in s]
         for name in ("valid", "test"):
             if splits.get(name):
-                common.check_labels(tags, [t for s in splits[name][1] for t in s], name,
-                                    config[name])
+                common.check_labels(
+                    tags, [t for s in splits[name][1] for t in s], name, config[name]
+                )
 
     def prepare(self, config, splits):
         """Word and character vocabularies (vocab.txt, chars.txt) and the tag set
@@ -559,9 +639,12 @@ class TaggerRecipe(common.Recipe):
         if schemes[1] == "BIOES":
             from kerasrnn.layers import convert_tags
 
-            splits = {name: split if not split else
-                      (split[0], [convert_tags(s, "BIOES") for s in split[1]])
-                      for name, split in splits.items()}
+            splits = {
+                name: split
+                if not split
+                else (split[0], [convert_tags(s, "BIOES") for s in split[1]])
+                for name, split in splits.items()
+            }
             tags = splits["train"][1]
         keys = lowercase_tokens(sentences) if config["lowercase"] else sentences
         words = Vocabulary.build(keys, config["max_vocab"], config["min_freq"])
@@ -581,15 +664,18 @@ class TaggerRecipe(common.Recipe):
 
             # the biLM's weights travel in the tagger's best.keras, its vocabulary here
             bilm, lm_words = contextual_features(
-                config["contextual_lm"], trainable=config["contextual_lm_trainable"],
-                name="bilm")
+                config["contextual_lm"], trainable=config["contextual_lm_trainable"], name="bilm"
+            )
             lm_words.save(os.path.join(out, "lm_vocab.txt"))
         encoder = Encoder(words, chars, config["lowercase"], config["max_chars"], lm_words)
 
         def dataset(split, shuffle):
             return sequence_dataset(
-                encoder.inputs(split[0]), [[tag_index[t] for t in s] for s in split[1]],
-                batch_size=config["batch_size"], shuffle=shuffle, seed=config["seed"],
+                encoder.inputs(split[0]),
+                [[tag_index[t] for t in s] for s in split[1]],
+                batch_size=config["batch_size"],
+                shuffle=shuffle,
+                seed=config["seed"],
                 bucket_boundaries=config["bucket_boundaries"] or None,
                 length_key="word_ids",
             )
@@ -597,17 +683,26 @@ class TaggerRecipe(common.Recipe):
         return common.Prepared(
             dataset(splits["train"], True),
             dataset(splits["valid"], False) if splits.get("valid") else None,
-            {"words": len(words), "chars": len(chars) if chars else 0,
-             "tags": len(tag_names), "bilm": bilm,
-             "allowed": constraints(config, tag_names, schemes[1])},
-            {"train_sentences": len(sentences), "vocabulary_size": len(words),
-             "tags": tag_names, "tag_schemes": list(schemes)},
+            {
+                "words": len(words),
+                "chars": len(chars) if chars else 0,
+                "tags": len(tag_names),
+                "bilm": bilm,
+                "allowed": constraints(config, tag_names, schemes[1]),
+            },
+            {
+                "train_sentences": len(sentences),
+                "vocabulary_size": len(words),
+                "tags": tag_names,
+                "tag_schemes": list(schemes),
+            },
         )
 
     def build(self, config, prepared):
         sizes = prepared.model
-        model = build_model(config, sizes["words"], sizes["chars"], sizes["tags"],
-                            sizes["bilm"], sizes["allowed"])
+        model = build_model(
+            config, sizes["words"], sizes["chars"], sizes["tags"], sizes["bilm"], sizes["allowed"]
+        )
         if config["crf"]:
             from kerasrnn.layers import CRFAccuracy, CRFLoss
 
@@ -615,8 +710,7 @@ class TaggerRecipe(common.Recipe):
             loss, metric = CRFLoss(), CRFAccuracy(name="accuracy")
         else:
             loss, metric = "sparse_categorical_crossentropy", "accuracy"
-        model.compile(optimizer=common.optimizer(config), loss=loss,
-                      weighted_metrics=[metric])
+        model.compile(optimizer=common.optimizer(config), loss=loss, weighted_metrics=[metric])
         return model
 
     def monitor(self, config, prepared):
@@ -624,8 +718,9 @@ class TaggerRecipe(common.Recipe):
 
     def predict_arguments(self, parser):
         parser.add_argument("texts", nargs="*", help="whitespace-tokenized sentences to tag")
-        parser.add_argument("--input", help="a file with one whitespace-tokenized "
-                            "sentence per line")
+        parser.add_argument(
+            "--input", help="a file with one whitespace-tokenized sentence per line"
+        )
 
     def predict_rows(self, trained, texts):
         sentences = [text.split() for text in texts]

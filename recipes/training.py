@@ -3,6 +3,7 @@
 `fit` (`model.fit` with the standard callbacks of `training_callbacks`: the crash-safe
 checkpoints and backup of `kerasrnn.callbacks`, early stopping, the epoch log, the
 training curves)."""
+
 import os
 
 from recipes.config import CELLS, ConfigError
@@ -23,8 +24,17 @@ def make_cell(name, units, **options):
         raise ConfigError(f"`cell_options` {options} do not fit {CELLS[name]}: {error}") from None
 
 
-def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
-              cell_options=None, return_sequences=True, name="rnn"):
+def rnn_stack(
+    x,
+    cell,
+    units,
+    num_layers=1,
+    bidirectional=True,
+    dropout=0.0,
+    cell_options=None,
+    return_sequences=True,
+    name="rnn",
+):
     """Applies a `kerasrnn.RNNStack` of `num_layers` layers of the cell named `cell`
     (`make_cell`) to `x` (batch, time, d): bidirectional layers concatenate their
     directions, `dropout` runs between layers, and the Keras mask of `x` flows through,
@@ -36,8 +46,11 @@ def rnn_stack(x, cell, units, num_layers=1, bidirectional=True, dropout=0.0,
     if num_layers < 1:
         raise ConfigError(f"`num_layers` must be >= 1, got {num_layers}.")
     return kerasrnn.RNNStack(
-        make_cell(cell, units, **(cell_options or {})), num_layers=num_layers,
-        bidirectional=bidirectional, dropout=dropout, return_sequences=return_sequences,
+        make_cell(cell, units, **(cell_options or {})),
+        num_layers=num_layers,
+        bidirectional=bidirectional,
+        dropout=dropout,
+        return_sequences=return_sequences,
         name=name,
     )(x)
 
@@ -50,8 +63,9 @@ def optimizer(config):
     return keras.optimizers.Adam(config["learning_rate"], clipnorm=clipnorm)
 
 
-def training_callbacks(config, monitor="val_loss", mode="min", extra=(), best=None,
-                       rows=(), before=(), save_best=True):
+def training_callbacks(
+    config, monitor="val_loss", mode="min", extra=(), best=None, rows=(), before=(), save_best=True
+):
     """The standard callbacks, writing under ``config["output_dir"]``, in this order:
 
     * `before` (callbacks that put the monitored value into the logs);
@@ -77,16 +91,25 @@ def training_callbacks(config, monitor="val_loss", mode="min", extra=(), best=No
     files = run_files(config)
     callbacks = list(before)
     if save_best:
-        callbacks.append(AtomicModelCheckpoint(
-            files["best"], monitor=monitor, mode=mode, save_best_only=True,
-            initial_value_threshold=best,
-        ))
+        callbacks.append(
+            AtomicModelCheckpoint(
+                files["best"],
+                monitor=monitor,
+                mode=mode,
+                save_best_only=True,
+                initial_value_threshold=best,
+            )
+        )
     callbacks.append(AtomicModelCheckpoint(files["last"], save_weights_only=True))
     if config["patience"]:
-        callbacks.append(keras.callbacks.EarlyStopping(
-            monitor=monitor, mode=mode, patience=config["patience"],
-            restore_best_weights=True,
-        ))
+        callbacks.append(
+            keras.callbacks.EarlyStopping(
+                monitor=monitor,
+                mode=mode,
+                patience=config["patience"],
+                restore_best_weights=True,
+            )
+        )
     callbacks += [
         EpochLog(files["epochs"], rows),
         AtomicBackupAndRestore(files["backup"]),
@@ -121,8 +144,19 @@ def restore_last_epoch(model, config):
     model.load_weights(path)
 
 
-def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min",
-        callbacks=(), continue_run=False, before=(), save_best=True, metric=None):
+def fit(
+    model,
+    config,
+    train_data,
+    valid_data,
+    monitor="val_loss",
+    mode="min",
+    callbacks=(),
+    continue_run=False,
+    before=(),
+    save_best=True,
+    metric=None,
+):
     """`model.fit` with the standard callbacks (`training_callbacks`).
 
     `train_data` is a `tf.data.Dataset` or an ``(x, y)`` pair of arrays (batched by
@@ -147,8 +181,9 @@ def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min",
             )
     scores = [r[monitor] for r in rows if isinstance(r.get(monitor), float)]
     best = (min if mode == "min" else max)(scores) if scores else None
-    all_callbacks = training_callbacks(config, monitor, mode, callbacks, best, rows,
-                                       before, save_best)
+    all_callbacks = training_callbacks(
+        config, monitor, mode, callbacks, best, rows, before, save_best
+    )
     from kerasrnn.callbacks import EpochLog, plot_training_curves
 
     log = next(c for c in all_callbacks if isinstance(c, EpochLog))
@@ -211,8 +246,11 @@ def load_splits(config, load_examples, holdouts=()):
         elif fraction:
             try:
                 splits["train"], splits[name] = holdout(
-                    *splits["train"], fraction, config["seed"] + seed_offset,
-                    option=f"{name}_fraction")
+                    *splits["train"],
+                    fraction,
+                    config["seed"] + seed_offset,
+                    option=f"{name}_fraction",
+                )
             except ValueError as error:
                 raise ConfigError(str(error)) from None
         else:

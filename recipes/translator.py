@@ -29,6 +29,7 @@ words, then whitespace), ``char`` (characters, the space as ``▁``) or ``wordpi
 (keras-hub WordPiece subwords, the vocabulary learned from the training side), chosen
 per side.
 """
+
 import os
 import sys
 
@@ -41,74 +42,117 @@ from recipes.common import Option
 ATTENTIONS = ("bahdanau", "luong")
 OPTIONS = common.data_options(
     "runs/translator",
-    "[SOURCE_FILE, TARGET_FILE] (aligned line by line, plain or gzip) "
-    "or tfds:NAME[:SPLIT]",
+    "[SOURCE_FILE, TARGET_FILE] (aligned line by line, plain or gzip) or tfds:NAME[:SPLIT]",
     holdouts=("valid",),
-    valid_fraction=Option(0.05, "part of `train` held out for validation when `valid` "
-                          "is not given"),
-    source_tokenizer=Option("word", "source tokens: words (punctuation split off), "
-                            "characters, or learned WordPiece subwords", TOKENIZERS),
+    valid_fraction=Option(
+        0.05, "part of `train` held out for validation when `valid` is not given"
+    ),
+    source_tokenizer=Option(
+        "word",
+        "source tokens: words (punctuation split off), characters, or learned WordPiece subwords",
+        TOKENIZERS,
+    ),
     target_tokenizer=Option("word", "target tokens, as `source_tokenizer`", TOKENIZERS),
     lowercase=Option(False, "lower-case both sides (scores are then case-insensitive)"),
-    max_source_length=Option(50, "training pairs with a longer source (tokens) are "
-                             "dropped"),
-    max_target_length=Option(50, "training pairs with a longer target (tokens) are "
-                             "dropped"),
-    max_vocab=Option(30000, "word / char vocabulary size per side at most, the 4 "
-                     "special tokens included"),
+    max_source_length=Option(50, "training pairs with a longer source (tokens) are dropped"),
+    max_target_length=Option(50, "training pairs with a longer target (tokens) are dropped"),
+    max_vocab=Option(
+        30000, "word / char vocabulary size per side at most, the 4 special tokens included"
+    ),
     min_freq=Option(1, "word / char tokens seen fewer times in training are [UNK]"),
-    wordpiece_vocab_size=Option(8000, "wordpiece: learned pieces per side, special "
-                                "tokens included"),
+    wordpiece_vocab_size=Option(
+        8000, "wordpiece: learned pieces per side, special tokens included"
+    ),
     embedding_dim=Option(256, "source and target embedding width"),
     **common.cell_options("gru"),
     encoder_units=Option(256, "encoder units per direction"),
     num_layers=Option(1, "encoder depth (bidirectional layers)"),
     decoder_units=Option(512, "decoder cell units"),
-    attention=Option("bahdanau", "attention: Bahdanau (additive, s_{i-1}) or Luong "
-                     "(multiplicative, the current state)", ATTENTIONS),
+    attention=Option(
+        "bahdanau",
+        "attention: Bahdanau (additive, s_{i-1}) or Luong (multiplicative, the current state)",
+        ATTENTIONS,
+    ),
     attention_units=Option(256, "Bahdanau's W_a width"),
     luong_score=Option("general", "Luong's score function", ("dot", "general", "concat")),
     input_feeding=Option(True, "Luong: feed the previous attentional vector to the cell"),
-    attention_layer_size=Option(None, "width of the attentional vector tanh(W_c [c; h]); "
-                                "null: the mode's default"),
-    dropout=Option(0.2, "dropout rate on embeddings, between encoder layers and before "
-                   "the output layer"),
+    attention_layer_size=Option(
+        None, "width of the attentional vector tanh(W_c [c; h]); null: the mode's default"
+    ),
+    dropout=Option(
+        0.2, "dropout rate on embeddings, between encoder layers and before the output layer"
+    ),
     label_smoothing=Option(0.0, "label smoothing of the token cross-entropy, in [0, 1)"),
-    scheduled_sampling=Option("off", "scheduled sampling: the probability p of feeding "
-                              "the model's own prediction, by training step", SCHEDULES),
+    scheduled_sampling=Option(
+        "off",
+        "scheduled sampling: the probability p of feeding "
+        "the model's own prediction, by training step",
+        SCHEDULES,
+    ),
     sampling_probability=Option(0.25, "the p the sampling schedule grows to"),
-    sampling_steps=Option(5000, "linear: steps to reach p; inverse_sigmoid: steps to "
-                          "reach p / 2"),
-    sampling_mode=Option("sample", "scheduled sampling feeds a token drawn from the "
-                         "model's distribution (as TFA's sampler) or its argmax",
-                         ("sample", "argmax")),
-    bucket_boundaries=Option([10, 20, 30, 40], "source lengths (tokens) where length "
-                             "buckets split; [] for plain batching"),
+    sampling_steps=Option(5000, "linear: steps to reach p; inverse_sigmoid: steps to reach p / 2"),
+    sampling_mode=Option(
+        "sample",
+        "scheduled sampling feeds a token drawn from the "
+        "model's distribution (as TFA's sampler) or its argmax",
+        ("sample", "argmax"),
+    ),
+    bucket_boundaries=Option(
+        [10, 20, 30, 40],
+        "source lengths (tokens) where length buckets split; [] for plain batching",
+    ),
     beam_size=Option(5, "beam width of translate, export and the scores (1: greedy)"),
-    length_normalization=Option("average", "beam search length normalisation (null: "
-                                "none, average: score / length, gnmt: Wu et al.'s "
-                                "penalty)", (None, "average", "gnmt")),
+    length_normalization=Option(
+        "average",
+        "beam search length normalisation (null: "
+        "none, average: score / length, gnmt: Wu et al.'s "
+        "penalty)",
+        (None, "average", "gnmt"),
+    ),
     max_decode_length=Option(80, "tokens generated at most"),
     max_length_ratio=Option(0.0, "> 0: at most ceil(ratio * source length) tokens"),
-    readout_dtype=Option("float32", "precision of the readout matmul when decoding: "
-                         "bfloat16 is faster on a CPU with AVX512-BF16 and approximate "
-                         "(Seq2Seq.generate)", ("float32", "bfloat16", "float16")),
-    n_best=Option(None, "hypotheses per input of the SavedModel's translate_n_best "
-                  "signature (null: beam_size); given to `translate`, it prints the K "
-                  "best of each input with their scores (beam search widens to K)"),
-    replace_unk=Option(False, "an output [UNK] becomes the source token with the highest "
-                       "attention weight at that step (translate, evaluate, SavedModel)"),
-    heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test "
-                    "sentences"),
+    readout_dtype=Option(
+        "float32",
+        "precision of the readout matmul when decoding: "
+        "bfloat16 is faster on a CPU with AVX512-BF16 and approximate "
+        "(Seq2Seq.generate)",
+        ("float32", "bfloat16", "float16"),
+    ),
+    n_best=Option(
+        None,
+        "hypotheses per input of the SavedModel's translate_n_best "
+        "signature (null: beam_size); given to `translate`, it prints the K "
+        "best of each input with their scores (beam search widens to K)",
+    ),
+    replace_unk=Option(
+        False,
+        "an output [UNK] becomes the source token with the highest "
+        "attention weight at that step (translate, evaluate, SavedModel)",
+    ),
+    heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 # The demo's generated dates: a small model and few epochs reach 100% exact match.
 DEMO_DEFAULTS = dict(
-    output_dir="runs/translator-demo", source_tokenizer="word", target_tokenizer="char",
-    lowercase=True, max_source_length=20, max_target_length=20, embedding_dim=32,
-    encoder_units=64, decoder_units=128, attention_units=64, dropout=0.0, batch_size=64,
-    learning_rate=3e-3, epochs=3, patience=2, bucket_boundaries=[], beam_size=4,
-    max_decode_length=12, verbose=2,
+    output_dir="runs/translator-demo",
+    source_tokenizer="word",
+    target_tokenizer="char",
+    lowercase=True,
+    max_source_length=20,
+    max_target_length=20,
+    embedding_dim=32,
+    encoder_units=64,
+    decoder_units=128,
+    attention_units=64,
+    dropout=0.0,
+    batch_size=64,
+    learning_rate=3e-3,
+    epochs=3,
+    patience=2,
+    bucket_boundaries=[],
+    beam_size=4,
+    max_decode_length=12,
+    verbose=2,
 )
 
 
@@ -120,9 +164,16 @@ def build_sides(config, sources, targets):
     sides = []
     for side, texts in (("source", sources), ("target", targets)):
         try:
-            sides.append(TextSide.build(
-                texts, config[f"{side}_tokenizer"], config["lowercase"], config["max_vocab"],
-                config["min_freq"], config["wordpiece_vocab_size"]))
+            sides.append(
+                TextSide.build(
+                    texts,
+                    config[f"{side}_tokenizer"],
+                    config["lowercase"],
+                    config["max_vocab"],
+                    config["min_freq"],
+                    config["wordpiece_vocab_size"],
+                )
+            )
         except ValueError as error:
             raise common.ConfigError(f"{side} side: {error}") from None
     return sides
@@ -130,9 +181,14 @@ def build_sides(config, sources, targets):
 
 def load_sides(config):
     """The (source, target) `TextSide` of a trained run."""
-    return [TextSide(common.load_vocabulary(config, f"{side}_vocab.txt"),
-                     config[f"{side}_tokenizer"], config["lowercase"])
-            for side in ("source", "target")]
+    return [
+        TextSide(
+            common.load_vocabulary(config, f"{side}_vocab.txt"),
+            config[f"{side}_tokenizer"],
+            config["lowercase"],
+        )
+        for side in ("source", "target")
+    ]
 
 
 def load_pairs(config, spec, split):
@@ -145,8 +201,7 @@ def load_pairs(config, spec, split):
         return loaders.load_tfds_translation(*tfds, data_dir=config["tfds_data_dir"])
     if not isinstance(spec, (list, tuple)) or len(spec) != 2:
         raise common.ConfigError(
-            f"`{split}` must be [SOURCE_FILE, TARGET_FILE] or 'tfds:NAME[:SPLIT]'; got "
-            f"{spec!r}."
+            f"`{split}` must be [SOURCE_FILE, TARGET_FILE] or 'tfds:NAME[:SPLIT]'; got {spec!r}."
         )
     return loaders.load_parallel_text(spec[0], spec[1], config["encoding"])
 
@@ -156,9 +211,16 @@ def pairs_dataset(config, sides, sources, targets, shuffle):
     (`kerasrnn.data.text.translation_dataset`) and the number of pairs kept."""
     try:
         return translation_dataset(
-            *sides, sources, targets, config["batch_size"], config["max_source_length"],
-            config["max_target_length"], shuffle, config["seed"],
-            config["bucket_boundaries"])
+            *sides,
+            sources,
+            targets,
+            config["batch_size"],
+            config["max_source_length"],
+            config["max_target_length"],
+            shuffle,
+            config["seed"],
+            config["bucket_boundaries"],
+        )
     except ValueError as error:  # no pair within the limits
         raise common.RecipeError(str(error)) from None
 
@@ -177,7 +239,9 @@ def build_model(config, source_vocab_size, target_vocab_size):
 
     encoder = RNNEncoder(
         common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
-        num_layers=config["num_layers"], bidirectional=True, dropout=config["dropout"],
+        num_layers=config["num_layers"],
+        bidirectional=True,
+        dropout=config["dropout"],
         name="encoder",
     )
     cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
@@ -194,17 +258,30 @@ def build_model(config, source_vocab_size, target_vocab_size):
         cell, attention, order, None if size is None else kerasrnn.LuongProjection(size)
     )
     backbone = Seq2SeqBackbone(
-        source_vocab_size, target_vocab_size, encoder=encoder,
-        decoder_cell=decoder_cell, bridge="dense", embedding_dim=config["embedding_dim"],
-        dropout=config["dropout"], name="backbone",
+        source_vocab_size,
+        target_vocab_size,
+        encoder=encoder,
+        decoder_cell=decoder_cell,
+        bridge="dense",
+        embedding_dim=config["embedding_dim"],
+        dropout=config["dropout"],
+        name="backbone",
     )
     sampling = None
     if config["scheduled_sampling"] != "off":
         sampling = ScheduledSampling(
-            config["scheduled_sampling"], config["sampling_probability"],
-            steps=config["sampling_steps"], mode=config["sampling_mode"], seed=config["seed"])
-    model = Seq2Seq(backbone, max_target_length=config["max_decode_length"],
-                    scheduled_sampling=sampling, name="translator")
+            config["scheduled_sampling"],
+            config["sampling_probability"],
+            steps=config["sampling_steps"],
+            mode=config["sampling_mode"],
+            seed=config["seed"],
+        )
+    model = Seq2Seq(
+        backbone,
+        max_target_length=config["max_decode_length"],
+        scheduled_sampling=sampling,
+        name="translator",
+    )
     model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
     return model
 
@@ -234,8 +311,7 @@ def translation_scores(translator, sources, references, beam_sizes=(1,), lowerca
 
     if lowercase:
         kind = "word" if lowercase is True else lowercase
-        references = [r.decode("utf-8") for r in
-                      lower_graph(list(references), kind).numpy()]
+        references = [r.decode("utf-8") for r in lower_graph(list(references), kind).numpy()]
     results = {"examples": len(sources), "cased": not lowercase}
     for beam in beam_sizes:
         translator.translate(sources[:2], beam)  # trace outside the timing
@@ -247,8 +323,10 @@ def translation_scores(translator, sources, references, beam_sizes=(1,), lowerca
             "exact_match": sum(h == r for h, r in zip(hypotheses, references))
             / max(len(references), 1),
             "sentences_per_second": len(sources) / seconds,
-            "samples": [{"source": s, "reference": r, "translation": h}
-                        for s, r, h in list(zip(sources, references, hypotheses))[:5]],
+            "samples": [
+                {"source": s, "reference": r, "translation": h}
+                for s, r, h in list(zip(sources, references, hypotheses))[:5]
+            ],
         }
     return results
 
@@ -260,11 +338,16 @@ class Translator(TextTranslator):
 
     def __init__(self, model, source, target, config):
         super().__init__(
-            model, source, target, max_source_length=config["max_source_length"],
-            replace_unk=config["replace_unk"], max_length=config["max_decode_length"],
+            model,
+            source,
+            target,
+            max_source_length=config["max_source_length"],
+            replace_unk=config["replace_unk"],
+            max_length=config["max_decode_length"],
             max_length_ratio=config["max_length_ratio"] or None,
             length_normalization=config["length_normalization"],
-            readout_dtype=config["readout_dtype"])
+            readout_dtype=config["readout_dtype"],
+        )
         self.config, self.source, self.target = config, source, target
 
     @classmethod
@@ -282,8 +365,7 @@ class Translator(TextTranslator):
         the K best as ``[{"translation", "score"}, ...]``. Greedy for beam size 1,
         else beam search (widened to K beams)."""
         beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        return super().translate(texts, beam_size, n_best and self.n_best(n_best),
-                                 batch_size)
+        return super().translate(texts, beam_size, n_best and self.n_best(n_best), batch_size)
 
     def evaluate(self, sources, references, beam_sizes=None):
         """BLEU (sacreBLEU's corpus BLEU), exact match and speed, per beam size.
@@ -292,9 +374,13 @@ class Translator(TextTranslator):
         are lower-cased too: the scores are then case-insensitive (``"cased": false``
         in the results)."""
         config = self.config
-        return translation_scores(self, sources, references,
-                                  beam_sizes or sorted({1, config["beam_size"]}),
-                                  config["lowercase"] and config["target_tokenizer"])
+        return translation_scores(
+            self,
+            sources,
+            references,
+            beam_sizes or sorted({1, config["beam_size"]}),
+            config["lowercase"] and config["target_tokenizer"],
+        )
 
     def heatmap(self, text, path):
         """Writes the attention weights that decoding `text` returned (beam search of
@@ -336,8 +422,16 @@ class TranslatorRecipe(common.Recipe):
     holdouts = ("valid",)
     test_help = "[SOURCE_FILE, TARGET_FILE]"
     predict_command = "translate"
-    run_options = ("beam_size", "length_normalization", "max_decode_length",
-                   "max_length_ratio", "readout_dtype", "n_best", "replace_unk", "heatmaps")
+    run_options = (
+        "beam_size",
+        "length_normalization",
+        "max_decode_length",
+        "max_length_ratio",
+        "readout_dtype",
+        "n_best",
+        "replace_unk",
+        "heatmaps",
+    )
 
     def load_examples(self, config, spec, split):
         return load_pairs(config, spec, split)
@@ -355,9 +449,15 @@ class TranslatorRecipe(common.Recipe):
             valid = pairs_dataset(config, sides, *splits["valid"], shuffle=False)[0]
         sizes = [len(side.vocabulary) for side in sides]
         return common.Prepared(
-            data, valid, {"sizes": sizes},
-            {"train_pairs": len(sources), "train_pairs_used": used,
-             "source_vocabulary": sizes[0], "target_vocabulary": sizes[1]},
+            data,
+            valid,
+            {"sizes": sizes},
+            {
+                "train_pairs": len(sources),
+                "train_pairs_used": used,
+                "source_vocabulary": sizes[0],
+                "target_vocabulary": sizes[1],
+            },
         )
 
     def build(self, config, prepared):
@@ -366,9 +466,11 @@ class TranslatorRecipe(common.Recipe):
 
         try:
             model = build_model(config, *prepared.model["sizes"])
-            model.compile(optimizer=common.optimizer(config), loss=SequenceCrossEntropy(
-                label_smoothing=config["label_smoothing"]),
-                metrics=[MaskedAccuracy(name="accuracy")])
+            model.compile(
+                optimizer=common.optimizer(config),
+                loss=SequenceCrossEntropy(label_smoothing=config["label_smoothing"]),
+                metrics=[MaskedAccuracy(name="accuracy")],
+            )
         except ValueError as error:  # kerasrnn's checks of the model's options
             raise common.ConfigError(str(error)) from None
         return model
@@ -403,16 +505,22 @@ class TranslatorRecipe(common.Recipe):
         if "n_best" in args.overrides:
             hypotheses = translator.translate(texts, n_best=translator.n_best())
             return [{"text": s, "hypotheses": h} for s, h in zip(texts, hypotheses)]
-        return [{"text": s, "translation": t}
-                for s, t in zip(texts, translator.translate(texts))]
+        return [{"text": s, "translation": t} for s, t in zip(texts, translator.translate(texts))]
 
     def extra_commands(self):
         return {
-            "heatmap": ("attention heatmap PNGs (source x translation tokens) of chosen "
-                        "sentences, written to the run folder", self.predict_arguments,
-                        _run_heatmap, self.options_of("heatmap")),
-            "demo": ("the self-contained demo: dates written many ways -> ISO dates",
-                     _demo_arguments, _run_demo),
+            "heatmap": (
+                "attention heatmap PNGs (source x translation tokens) of chosen "
+                "sentences, written to the run folder",
+                self.predict_arguments,
+                _run_heatmap,
+                self.options_of("heatmap"),
+            ),
+            "demo": (
+                "the self-contained demo: dates written many ways -> ISO dates",
+                _demo_arguments,
+                _run_demo,
+            ),
         }
 
 
@@ -437,17 +545,25 @@ def _run_heatmap(config, args):
         raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
     translator = Translator.from_run(config)
     paths = write_heatmaps(translator, texts, config["output_dir"], "heatmap")
-    return [{"text": text, "translation": translation, "heatmap": path}
-            for text, translation, path in zip(texts, translator.translate(texts), paths)]
+    return [
+        {"text": text, "translation": translation, "heatmap": path}
+        for text, translation, path in zip(texts, translator.translate(texts), paths)
+    ]
 
 
 def _demo_arguments(parser):
-    parser.add_argument("--data", nargs=2, metavar=("SOURCE", "TARGET"),
-                        help="train on these parallel files instead of generated dates")
-    parser.add_argument("--examples", type=int, default=30000,
-                        help="generated date pairs (train + valid + test)")
-    parser.add_argument("--test-examples", type=int, default=1000,
-                        help="held-out pairs for the final scores")
+    parser.add_argument(
+        "--data",
+        nargs=2,
+        metavar=("SOURCE", "TARGET"),
+        help="train on these parallel files instead of generated dates",
+    )
+    parser.add_argument(
+        "--examples", type=int, default=30000, help="generated date pairs (train + valid + test)"
+    )
+    parser.add_argument(
+        "--test-examples", type=int, default=1000, help="held-out pairs for the final scores"
+    )
 
 
 def demo(config, data=None, examples=30000, test_examples=1000, log=print):
@@ -469,9 +585,11 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
     splits["train"], splits["valid"] = holdout(
         *train_pairs, min(0.5, config["valid_fraction"]), config["seed"] + 2
     )
-    log(f"training on {len(splits['train'][0])} pairs "
+    log(
+        f"training on {len(splits['train'][0])} pairs "
         f"({'generated dates' if not data else ' / '.join(data)}), "
-        f"validating on {len(splits['valid'][0])}, testing on {len(test_pairs[0])}")
+        f"validating on {len(splits['valid'][0])}, testing on {len(test_pairs[0])}"
+    )
     results = train(config, splits)  # and scores the test pairs, draws the heatmaps
     scores, out = results["test"], config["output_dir"]
     summary = {
@@ -484,14 +602,20 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
         "test": scores,
     }
     beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"
-    log(f"held-out exact match: greedy {summary['exact_match']['greedy']:.2%}, beam "
+    log(
+        f"held-out exact match: greedy {summary['exact_match']['greedy']:.2%}, beam "
         f"search {summary['exact_match'][beam]:.2%}; BLEU greedy "
-        f"{summary['bleu']['greedy']:.2f}, beam {summary['bleu'][beam]:.2f}")
+        f"{summary['bleu']['greedy']:.2f}, beam {summary['bleu'][beam]:.2f}"
+    )
     for sample in scores[beam]["samples"]:
-        log(f"  {sample['source']!r:40} -> {sample['translation']!r}"
-            f"   (reference {sample['reference']!r})")
-    log(f"attention heatmaps: {', '.join(summary['heatmaps'])}; SavedModel: "
-        f"{summary['saved_model']}")
+        log(
+            f"  {sample['source']!r:40} -> {sample['translation']!r}"
+            f"   (reference {sample['reference']!r})"
+        )
+    log(
+        f"attention heatmaps: {', '.join(summary['heatmaps'])}; SavedModel: "
+        f"{summary['saved_model']}"
+    )
     common.write_json(os.path.join(out, "demo.json"), summary)
     return summary
 
@@ -502,8 +626,13 @@ def _run_demo(config, args):
     if not args.data:  # the generated task has its own tuned defaults
         overrides = {**DEMO_DEFAULTS, **overrides}
     config = common.load_config(OPTIONS, args.config, overrides)
-    summary = demo(config, args.data, args.examples, args.test_examples,
-                   log=lambda line: print(line, file=sys.stderr))
+    summary = demo(
+        config,
+        args.data,
+        args.examples,
+        args.test_examples,
+        log=lambda line: print(line, file=sys.stderr),
+    )
     return {k: v for k, v in summary.items() if k not in ("epochs_run", "test")}
 
 

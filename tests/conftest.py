@@ -1,17 +1,16 @@
 """Shared test fixtures: quiet logs, seeded RNGs and access to ../shared/data."""
+
 import os
 import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import keras  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-DATA_DIR = pathlib.Path(
-    os.environ.get("KERASRNN_DATA_DIR", REPO.parent / "shared" / "data")
-)
+DATA_DIR = pathlib.Path(os.environ.get("KERASRNN_DATA_DIR", REPO.parent / "shared" / "data"))
 
 # `corpus:NAME/FILE` data specs (kerasrnn.datasets) read the shared copy: tests never download.
 os.environ.setdefault("KERASRNN_DATA", str(DATA_DIR))

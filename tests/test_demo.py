@@ -1,4 +1,5 @@
 """`python -m kerasrnn.demo`: the cells end to end (train, save, reload) on a small budget."""
+
 from kerasrnn import demo
 
 

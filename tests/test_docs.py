@@ -8,6 +8,7 @@ suite cannot produce in seconds, or a process started with another backend (the 
 data-parallel example of docs/distributed.md, which tests/test_edges_distributed.py runs
 in a subprocess).
 """
+
 import contextlib
 import io
 import linecache
@@ -72,8 +73,10 @@ def collect(text, path="<text>"):
             examples.append(Example(path, line, code, skip))
         elif previous == _OUTPUT:
             if not examples or language != "text":
-                raise ValueError(f"{path}:{line}: {_OUTPUT} must follow a python block "
-                                 "and precede a ```text block")
+                raise ValueError(
+                    f"{path}:{line}: {_OUTPUT} must follow a python block "
+                    "and precede a ```text block"
+                )
             examples[-1].output = code
     return examples
 
@@ -81,7 +84,12 @@ def collect(text, path="<text>"):
 def run(example):
     """Runs one example in a fresh namespace; raises if it fails or prints the wrong text."""
     # Registered source lines make a failing example's traceback show its code.
-    linecache.cache[example.name] = (len(example.code), None, example.code.splitlines(True), example.name)
+    linecache.cache[example.name] = (
+        len(example.code),
+        None,
+        example.code.splitlines(True),
+        example.name,
+    )
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         exec(compile(example.code, example.name, "exec"), {"__name__": "__docs__"})
@@ -188,8 +196,9 @@ def test_api_docstring_conventions(caplog):
     """tools/griffe_docstrings.py: what the strict site build relies on."""
     griffe = pytest.importorskip("griffe")  # the `docs` extra
     extensions = griffe.load_extensions(str(REPO / "tools" / "griffe_docstrings.py"))
-    with griffe.temporary_visited_package("pkg", {"__init__.py": DOCSTRING},
-                                          extensions=extensions) as package:
+    with griffe.temporary_visited_package(
+        "pkg", {"__init__.py": DOCSTRING}, extensions=extensions
+    ) as package:
         text = package["f"].docstring.value
     assert "\\[\ny = a + b\n\\]" in text
     assert "```pycon\n>>> f(1, 2)\n3\n```" in text

@@ -1,4 +1,5 @@
 """The runnable examples in the package's docstrings are run here, so none can go stale."""
+
 import doctest
 import importlib
 import pkgutil

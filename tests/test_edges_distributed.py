@@ -2,6 +2,7 @@
 classifier and the translator to the loss of one process on the same global batch; on
 JAX, a keras.ops core model trains data-parallel over 2 CPU devices with Keras'
 distribution API."""
+
 import json
 import os
 import socket
@@ -37,8 +38,9 @@ def _classifier_data(folder):
     lines = []
     for i in range(160):
         label = ("pos", "neg")[i % 2]
-        words = [rng.choice(["good", "great", "fine"] if label == "pos" else
-                            ["bad", "awful", "dull"])]
+        words = [
+            rng.choice(["good", "great", "fine"] if label == "pos" else ["bad", "awful", "dull"])
+        ]
         words += rng.choices(["film", "plot", "the", "a", "was", "very"], k=rng.randint(2, 6))
         rng.shuffle(words)
         lines.append(f"{label}\t{' '.join(words)}\n")
@@ -53,17 +55,67 @@ def _flags(tmp_path):
     # One batch per epoch (the whole training set): tf.data shuffles differently once
     # the dataset is split over workers, and with one batch the order cannot matter.
     # No dropout (its masks are drawn per replica); no clipping (applied per replica).
-    classifier = ["train", "--train", str(tmp_path / "train.tsv"), "--valid-fraction",
-                  "0.2", "--batch-size", "128", "--epochs", "2", "--embedding-dim", "8",
-                  "--units", "8", "--dropout", "0", "--embedding-dropout", "0",
-                  "--clipnorm", "0", "--learning-rate", "0.05", "--patience", "0",
-                  "--bucket-boundaries", "[]", "--verbose", "0"]
-    translator = ["train", *_split_flags(files), "--batch-size", "64", "--epochs", "1",
-                  "--embedding-dim", "8", "--encoder-units", "8", "--decoder-units", "16",
-                  "--attention-units", "8", "--dropout", "0", "--clipnorm", "0",
-                  "--learning-rate", "0.05", "--bucket-boundaries", "[]",
-                  "--heatmaps", "0", "--max-decode-length", "4", "--beam-size", "1",
-                  "--verbose", "0"]
+    classifier = [
+        "train",
+        "--train",
+        str(tmp_path / "train.tsv"),
+        "--valid-fraction",
+        "0.2",
+        "--batch-size",
+        "128",
+        "--epochs",
+        "2",
+        "--embedding-dim",
+        "8",
+        "--units",
+        "8",
+        "--dropout",
+        "0",
+        "--embedding-dropout",
+        "0",
+        "--clipnorm",
+        "0",
+        "--learning-rate",
+        "0.05",
+        "--patience",
+        "0",
+        "--bucket-boundaries",
+        "[]",
+        "--verbose",
+        "0",
+    ]
+    translator = [
+        "train",
+        *_split_flags(files),
+        "--batch-size",
+        "64",
+        "--epochs",
+        "1",
+        "--embedding-dim",
+        "8",
+        "--encoder-units",
+        "8",
+        "--decoder-units",
+        "16",
+        "--attention-units",
+        "8",
+        "--dropout",
+        "0",
+        "--clipnorm",
+        "0",
+        "--learning-rate",
+        "0.05",
+        "--bucket-boundaries",
+        "[]",
+        "--heatmaps",
+        "0",
+        "--max-decode-length",
+        "4",
+        "--beam-size",
+        "1",
+        "--verbose",
+        "0",
+    ]
     return classifier, translator
 
 
@@ -76,21 +128,41 @@ def test_two_local_workers_train_to_the_single_process_loss(tmp_path):
 
     classifier_flags, translator_flags = _flags(tmp_path)
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
-    argv = [_with_output(classifier_flags, tmp_path / "c-multi"),
-            _with_output(translator_flags, tmp_path / "t-multi")]
+    argv = [
+        _with_output(classifier_flags, tmp_path / "c-multi"),
+        _with_output(translator_flags, tmp_path / "t-multi"),
+    ]
     processes = []
     for index in range(2):
         tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3",
-                   CUDA_VISIBLE_DEVICES="", TF_CONFIG=json.dumps(tf_config))
-        processes.append(subprocess.Popen(
-            [sys.executable, "-c", WORKER,
-             json.dumps([a + ["--strategy", "multi_worker"] for a in argv])],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = dict(
+            os.environ,
+            PYTHONPATH=REPO,
+            TF_CPP_MIN_LOG_LEVEL="3",
+            CUDA_VISIBLE_DEVICES="",
+            TF_CONFIG=json.dumps(tf_config),
+        )
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    WORKER,
+                    json.dumps([a + ["--strategy", "multi_worker"] for a in argv]),
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     # Meanwhile, the single-process reference runs here.
     single = {}
-    for key, recipe, flags in (("c", classifier, classifier_flags),
-                               ("t", translator, translator_flags)):
+    for key, recipe, flags in (
+        ("c", classifier, classifier_flags),
+        ("t", translator, translator_flags),
+    ):
         assert recipe.main(_with_output(flags, tmp_path / f"{key}-one")) == 0
         single[key] = json.loads((tmp_path / f"{key}-one" / "results.json").read_text())
     for p in processes:
@@ -105,11 +177,13 @@ def test_two_local_workers_train_to_the_single_process_loss(tmp_path):
         if key == "c":  # Keras' loss: the mean over the global batch, exactly
             for name in ("loss", "val_loss"):
                 assert chief["history"][name] == pytest.approx(
-                    single[key]["history"][name], rel=1e-4), name
+                    single[key]["history"][name], rel=1e-4
+                ), name
         else:  # the translator's token-mean loss: each replica averages its own half
             for name in ("loss", "val_loss"):
                 assert chief["history"][name] == pytest.approx(
-                    single[key]["history"][name], rel=0.02), name
+                    single[key]["history"][name], rel=0.02
+                ), name
     # The second epoch (after one synchronous update) still matches.
     assert len(single["c"]["history"]["loss"]) == 2
 
@@ -123,8 +197,10 @@ def test_multi_worker_needs_tf_config(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {}}')
     with pytest.raises(common.ConfigError, match="not a valid cluster spec"):
         common.distribution_strategy("multi_worker")
-    monkeypatch.setenv("TF_CONFIG", json.dumps(
-        {"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}))
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}),
+    )
     with pytest.raises(common.ConfigError, match="does not name one of the 1 workers"):
         common.distribution_strategy("multi_worker")
     with pytest.raises(common.ConfigError, match="multi_worker"):
@@ -167,10 +243,22 @@ print(json.dumps(losses))
 
 
 def test_jax_data_parallel_trains_a_core_model_on_two_cpu_devices(tmp_path):
-    env = dict(os.environ, PYTHONPATH=REPO, KERAS_BACKEND="jax", CUDA_VISIBLE_DEVICES="",
-               XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-c", JAX_DATA_PARALLEL], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=REPO,
+        KERAS_BACKEND="jax",
+        CUDA_VISIBLE_DEVICES="",
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        JAX_PLATFORMS="cpu",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", JAX_DATA_PARALLEL],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     losses = json.loads(done.stdout.strip().splitlines()[-1])
     assert losses["single_devices"] == 1 and losses["data_parallel_devices"] == 2

@@ -1,5 +1,6 @@
 """Serving edge cases, through the exported SavedModels loaded in a fresh process that
 never imports kerasrnn: empty and whitespace-only inputs, and a 10,000-character input."""
+
 import json
 import os
 import subprocess
@@ -39,19 +40,48 @@ def test_empty_whitespace_and_10000_character_inputs(tmp_path):
     ner.write_text("Peter B-PER\nrejects O\nEU B-ORG\n\n" * 10)
     tiny = {"epochs": 1, "units": 8, "embedding_dim": 8, "verbose": 0, "batch_size": 8}
     cls_run, tag_run = tmp_path / "cls", tmp_path / "tag"
-    classifier.train(classifier.common.load_config(classifier.DEFAULTS, overrides={
-        **tiny, "train": str(tsv), "valid_fraction": 0.0, "output_dir": str(cls_run)}))
-    tagger.train(tagger.common.load_config(tagger.DEFAULTS, overrides={
-        **tiny, "train": str(ner), "char_dim": 4, "char_units": 4,
-        "output_dir": str(tag_run)}))
+    classifier.train(
+        classifier.common.load_config(
+            classifier.DEFAULTS,
+            overrides={
+                **tiny,
+                "train": str(tsv),
+                "valid_fraction": 0.0,
+                "output_dir": str(cls_run),
+            },
+        )
+    )
+    tagger.train(
+        tagger.common.load_config(
+            tagger.DEFAULTS,
+            overrides={
+                **tiny,
+                "train": str(ner),
+                "char_dim": 4,
+                "char_units": 4,
+                "output_dir": str(tag_run),
+            },
+        )
+    )
     for recipe, run in ((classifier, cls_run), (tagger, tag_run)):
         assert recipe.main(["export", "--output-dir", str(run)]) == 0
 
     texts = ["", "   \t ", LONG, "good film"]
     served = subprocess.run(
-        [sys.executable, "-c", SERVE, str(cls_run / "saved_model"),
-         str(tag_run / "saved_model"), json.dumps(texts)],
-        env=ENV, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-c",
+            SERVE,
+            str(cls_run / "saved_model"),
+            str(tag_run / "saved_model"),
+            json.dumps(texts),
+        ],
+        env=ENV,
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert served.returncode == 0, served.stderr[-3000:]
     out = json.loads(served.stdout.strip().splitlines()[-1])
     assert not out["kerasrnn_imported"]

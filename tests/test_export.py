@@ -1,5 +1,6 @@
 """kerasrnn.export and the recipes' command-line round trip: train -> export -> load the
 SavedModel in a fresh process that never imports kerasrnn -> predict raw strings."""
+
 import json
 import os
 import subprocess
@@ -52,44 +53,96 @@ def test_cli_round_trip_with_mirrored_strategy(tmp_path):
     tsv.write_text("pos\tgood film\nneg\tbad film\n" * 10)
     ner = tmp_path / "ner.txt"
     ner.write_text("Peter B-PER\nrejects O\nEU B-ORG\n\n" * 10)
-    tiny = ["--epochs", "1", "--units", "8", "--embedding-dim", "8", "--verbose", "0",
-            "--batch-size", "8"]
+    tiny = [
+        "--epochs",
+        "1",
+        "--units",
+        "8",
+        "--embedding-dim",
+        "8",
+        "--verbose",
+        "0",
+        "--batch-size",
+        "8",
+    ]
     cls_run, tag_run = tmp_path / "cls", tmp_path / "tag"
     # --strategy mirrored needs a fresh process: it splits the CPU in two devices
     # before TensorFlow initialises them.
     train = subprocess.run(
-        [sys.executable, "-m", "recipes.classifier", "train", "--train", str(tsv),
-         "--output-dir", str(cls_run), "--strategy", "mirrored", "--valid-fraction", "0",
-         *tiny], env=ENV, cwd=REPO, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "recipes.classifier",
+            "train",
+            "--train",
+            str(tsv),
+            "--output-dir",
+            str(cls_run),
+            "--strategy",
+            "mirrored",
+            "--valid-fraction",
+            "0",
+            *tiny,
+        ],
+        env=ENV,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert train.returncode == 0, train.stderr[-2000:]
     assert json.loads(train.stdout)["replicas"] == 2
 
     train = subprocess.run(
-        [sys.executable, "-m", "recipes.tagger", "train", "--train", str(ner),
-         "--output-dir", str(tag_run), "--strategy", "mirrored", "--char-dim", "4",
-         "--char-units", "4", *tiny], env=ENV, cwd=REPO, capture_output=True, text=True,
-        timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "recipes.tagger",
+            "train",
+            "--train",
+            str(ner),
+            "--output-dir",
+            str(tag_run),
+            "--strategy",
+            "mirrored",
+            "--char-dim",
+            "4",
+            "--char-units",
+            "4",
+            *tiny,
+        ],
+        env=ENV,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert train.returncode == 0, train.stderr[-2000:]
     assert json.loads(train.stdout)["replicas"] == 2
     for recipe, run in ((classifier, cls_run), (tagger, tag_run)):
         assert recipe.main(["export", "--output-dir", str(run)]) == 0
 
     loaded = subprocess.run(
-        [sys.executable, "-c", LOADER, str(cls_run / "saved_model"),
-         str(tag_run / "saved_model")],
-        env=ENV, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+        [sys.executable, "-c", LOADER, str(cls_run / "saved_model"), str(tag_run / "saved_model")],
+        env=ENV,
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     served = json.loads(loaded.stdout.strip().splitlines()[-1])
     assert not served["kerasrnn_imported"]
 
     # The SavedModel gives exactly what the in-process recipe gives.
     config = common.saved_config(classifier.DEFAULTS, str(cls_run))
-    local = classifier.Classifier.from_run(config).predict(
-        ["good film", "", "qqqzzz unknownword"])
+    local = classifier.Classifier.from_run(config).predict(["good film", "", "qqqzzz unknownword"])
     assert served["label"] == [p["label"] for p in local]
     np.testing.assert_allclose(
-        served["probabilities"], [[p["probabilities"][k] for k in ("neg", "pos")]
-                                  for p in local], atol=1e-5)
+        served["probabilities"],
+        [[p["probabilities"][k] for k in ("neg", "pos")] for p in local],
+        atol=1e-5,
+    )
     tags = {"B-ORG", "B-PER", "O"}
     assert len(served["tags"][0]) == 3 and set(served["tags"][0]) <= tags
     assert served["tags"][1] == ["", "", ""]
@@ -123,15 +176,31 @@ def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
     source_vocab = Vocabulary.build([["the", "cat", "sat"], ["a", "dog", "ran"]])
     target_vocab = Vocabulary.build([list("le chat"), list("un chien")])
     model = kerasrnn.seq2seq.Seq2Seq(
-        kerasrnn.seq2seq.Seq2SeqBackbone(len(source_vocab), len(target_vocab),
-                                         embedding_dim=6, units=8),
-        max_source_length=4, max_target_length=7)
+        kerasrnn.seq2seq.Seq2SeqBackbone(
+            len(source_vocab), len(target_vocab), embedding_dim=6, units=8
+        ),
+        max_source_length=4,
+        max_target_length=7,
+    )
     texts = ["the cat sat", "", "   ", "a dog ran the cat sat unknownword", "zebra"]
-    export_seq2seq(tmp_path / "sm", model, source_vocab, target_vocab, tokenize="word",
-                   detokenize="char", beam_size=3, n_best=2)
+    export_seq2seq(
+        tmp_path / "sm",
+        model,
+        source_vocab,
+        target_vocab,
+        tokenize="word",
+        detokenize="char",
+        beam_size=3,
+        n_best=2,
+    )
     result = subprocess.run(
         [sys.executable, "-c", SEQ2SEQ_LOADER, str(tmp_path / "sm"), json.dumps(texts)],
-        env=ENV, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+        env=ENV,
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -141,10 +210,12 @@ def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
         ids = keras.utils.pad_sequences(rows, padding="post")
         out = model.generate(ids, strategy, max_length=7)
         tokens = keras.ops.convert_to_numpy(out.tokens)
-        strings = [["".join(target_vocab.decode(r, skip_special=True)) for r in row]
-                   for row in tokens]
+        strings = [
+            ["".join(target_vocab.decode(r, skip_special=True)) for r in row] for row in tokens
+        ]
         return strings, keras.ops.convert_to_numpy(
-            out.log_probs if strategy == "greedy" else out.scores)
+            out.log_probs if strategy == "greedy" else out.scores
+        )
 
     greedy, greedy_scores = local("greedy")
     beam, beam_scores = local(kerasrnn.decoding.BeamSearch(3, n_best=2))
@@ -166,13 +237,16 @@ def test_export_seq2seq_errors(tmp_path):
     from kerasrnn.export import export_seq2seq
 
     vocab = Vocabulary.build([["a", "b"]])
-    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
-        len(vocab) + 1, len(vocab), embedding_dim=4, units=4))
-    with pytest.raises(ValueError, match="`source_vocabulary` has 6 tokens but the model's "
-                                         "source_vocab_size is 7"):
+    model = kerasrnn.seq2seq.Seq2Seq(
+        kerasrnn.seq2seq.Seq2SeqBackbone(len(vocab) + 1, len(vocab), embedding_dim=4, units=4)
+    )
+    with pytest.raises(
+        ValueError, match="`source_vocabulary` has 6 tokens but the model's source_vocab_size is 7"
+    ):
         export_seq2seq(tmp_path / "x", model, vocab, vocab)
-    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
-        len(vocab), len(vocab), embedding_dim=4, units=4))
+    model = kerasrnn.seq2seq.Seq2Seq(
+        kerasrnn.seq2seq.Seq2SeqBackbone(len(vocab), len(vocab), embedding_dim=4, units=4)
+    )
     with pytest.raises(ValueError, match="`n_best` must be an integer in \\[1, beam_size=2\\]"):
         export_seq2seq(tmp_path / "x", model, vocab, vocab, beam_size=2, n_best=3)
     with pytest.raises(ValueError, match="`tokenize` must be one of"):
@@ -182,19 +256,30 @@ def test_export_seq2seq_errors(tmp_path):
 
 
 def test_import_kerasrnn_does_not_import_tensorflow_on_jax():
-    code = ("import sys, kerasrnn\n"
-            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
-            "import kerasrnn.tasks\n"
-            "print(kerasrnn.tasks.date_translation_task(1)[1][0][4], "
-            "kerasrnn.data.PAD_ID, callable(kerasrnn.seq2seq.Seq2Seq))\n"
-            "assert 'tensorflow' not in sys.modules\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env={**ENV, "KERAS_BACKEND": "jax"}, timeout=300)
+    code = (
+        "import sys, kerasrnn\n"
+        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
+        "import kerasrnn.tasks\n"
+        "print(kerasrnn.tasks.date_translation_task(1)[1][0][4], "
+        "kerasrnn.data.PAD_ID, callable(kerasrnn.seq2seq.Seq2Seq))\n"
+        "assert 'tensorflow' not in sys.modules\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**ENV, "KERAS_BACKEND": "jax"},
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["-", "0", "True"]
     lazy = subprocess.run(
         [sys.executable, "-c", "import kerasrnn; print(kerasrnn.export.export_seq2seq.__name__)"],
-        capture_output=True, text=True, env=ENV, timeout=300)
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
     assert lazy.returncode == 0, lazy.stderr[-2000:]
     assert lazy.stdout.split()[-1] == "export_seq2seq"
 
@@ -208,20 +293,30 @@ def test_text_translator_coverage_penalty_decodes_like_generate():
 
     vocab = Vocabulary.build([["a", "b", "c", "d"]])
     keras.utils.set_random_seed(3)
-    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
-        len(vocab), len(vocab), embedding_dim=6, units=8), max_source_length=5)
-    texts = TextTranslator(model, vocab, vocab, max_length=6, length_normalization="wu",
-                           coverage_penalty_weight=0.7)
+    model = kerasrnn.seq2seq.Seq2Seq(
+        kerasrnn.seq2seq.Seq2SeqBackbone(len(vocab), len(vocab), embedding_dim=6, units=8),
+        max_source_length=5,
+    )
+    texts = TextTranslator(
+        model, vocab, vocab, max_length=6, length_normalization="wu", coverage_penalty_weight=0.7
+    )
     rows = texts.translate(["a b c", "d a"], beam_size=3, n_best=3)
-    ids = keras.utils.pad_sequences([vocab.encode(["a", "b", "c"]), vocab.encode(["d", "a"])],
-                                    maxlen=5, padding="post")
-    expected = model.generate(ids, kerasrnn.decoding.BeamSearch(
-        3, scorer=kerasrnn.decoding.Scorer("wu", coverage_penalty_weight=0.7)), max_length=6)
+    ids = keras.utils.pad_sequences(
+        [vocab.encode(["a", "b", "c"]), vocab.encode(["d", "a"])], maxlen=5, padding="post"
+    )
+    expected = model.generate(
+        ids,
+        kerasrnn.decoding.BeamSearch(
+            3, scorer=kerasrnn.decoding.Scorer("wu", coverage_penalty_weight=0.7)
+        ),
+        max_length=6,
+    )
     tokens = keras.ops.convert_to_numpy(expected.tokens)
     scores = keras.ops.convert_to_numpy(expected.scores)
     for row, row_tokens, row_scores in zip(rows, tokens, scores):
         assert [h["translation"] for h in row] == [
-            " ".join(vocab.decode(t, skip_special=True)) for t in row_tokens]
+            " ".join(vocab.decode(t, skip_special=True)) for t in row_tokens
+        ]
         np.testing.assert_allclose([h["score"] for h in row], row_scores, atol=1e-5)
 
 
@@ -232,14 +327,20 @@ def test_text_translator_translate_batches_by_length_but_keeps_order():
 
     vocab = Vocabulary.build([["a", "b", "c", "d"]])
     keras.utils.set_random_seed(5)
-    model = kerasrnn.seq2seq.Seq2Seq(kerasrnn.seq2seq.Seq2SeqBackbone(
-        len(vocab), len(vocab), embedding_dim=6, units=8), max_source_length=6)
+    model = kerasrnn.seq2seq.Seq2Seq(
+        kerasrnn.seq2seq.Seq2SeqBackbone(len(vocab), len(vocab), embedding_dim=6, units=8),
+        max_source_length=6,
+    )
     texts = TextTranslator(model, vocab, vocab, max_length=5)
     sources = ["a b c d a", "b", "", "c d a", "d d", "a b c d b c"]
     batched = texts.translate(sources, beam_size=2, n_best=2, batch_size=2)
     alone = [texts.translate([s], beam_size=2, n_best=2)[0] for s in sources]
     assert [[h["translation"] for h in row] for row in batched] == [
-        [h["translation"] for h in row] for row in alone]
-    np.testing.assert_allclose([[h["score"] for h in row] for row in batched],
-                               [[h["score"] for h in row] for row in alone], atol=1e-5)
+        [h["translation"] for h in row] for row in alone
+    ]
+    np.testing.assert_allclose(
+        [[h["score"] for h in row] for row in batched],
+        [[h["score"] for h in row] for row in alone],
+        atol=1e-5,
+    )
     assert batched[2] == [{"translation": "", "score": 0.0}] * 2

@@ -1,5 +1,6 @@
 """kerasrnn.ops: the packed scan against a Python loop (mixed dtypes and shapes,
 reverse, an unknown number of steps), the masks."""
+
 import keras
 import numpy as np
 import pytest
@@ -48,8 +49,9 @@ def test_scan_over_an_unknown_number_of_steps():
     import tensorflow as tf
 
     def run(xs, ids):
-        return kops.scan(lambda c, p: (c + p[0] + ops.cast(p[1], "float32"),) * 2,
-                         tf.zeros([2]), [xs, ids])[0]
+        return kops.scan(
+            lambda c, p: (c + p[0] + ops.cast(p[1], "float32"),) * 2, tf.zeros([2]), [xs, ids]
+        )[0]
 
     spec = [tf.TensorSpec([None, 2], tf.float32), tf.TensorSpec([None, 2], tf.int32)]
     xs, ids = np.ones((4, 2), "float32"), np.full((4, 2), 2, "int32")
@@ -60,8 +62,7 @@ def test_masks_and_negative_infinity():
     ids = np.array([[5, 6, 0], [7, 0, 0]])
     np.testing.assert_array_equal(np_(kops.padding_mask(ids)), ids != 0)
     np.testing.assert_array_equal(np_(kops.padding_mask(ids, pad_id=5)), ids != 5)
-    np.testing.assert_array_equal(np_(kops.lengths_from_mask(kops.padding_mask(ids))),
-                                  [2, 1])
+    np.testing.assert_array_equal(np_(kops.lengths_from_mask(kops.padding_mask(ids))), [2, 1])
     # exp(NEG_INF) underflows to 0 in float32 while NEG_INF - NEG_INF stays finite
     logits = ops.convert_to_tensor([0.0, kops.NEG_INF], "float32")
     np.testing.assert_array_equal(np_(ops.softmax(logits)), [1.0, 0.0])

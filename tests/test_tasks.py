@@ -1,4 +1,5 @@
 """The generated tasks: what a label means and the errors for impossible settings."""
+
 import numpy as np
 import pytest
 
@@ -6,8 +7,7 @@ from kerasrnn.tasks import long_dependency_task, marker_order_task
 
 
 def test_long_dependency_label_is_the_first_symbol_and_the_rest_carries_nothing():
-    tokens, labels = long_dependency_task(2000, distractors=30, num_classes=3, vocab_size=9,
-                                          seed=3)
+    tokens, labels = long_dependency_task(2000, distractors=30, num_classes=3, vocab_size=9, seed=3)
     assert tokens.shape == (2000, 31) and tokens.dtype == np.int32
     np.testing.assert_array_equal(tokens[:, 0], labels + 1)
     assert tokens[:, 1:].min() == 4 and tokens[:, 1:].max() == 8
@@ -26,11 +26,14 @@ def test_long_dependency_without_distractors_is_one_step():
     np.testing.assert_array_equal(tokens[:, 0], labels + 1)
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(distractors=-1), "distractors"),
-    (dict(distractors=5, num_classes=1), "num_classes"),
-    (dict(distractors=5, num_classes=4, vocab_size=5), "vocab_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(distractors=-1), "distractors"),
+        (dict(distractors=5, num_classes=1), "num_classes"),
+        (dict(distractors=5, num_classes=4, vocab_size=5), "vocab_size"),
+    ],
+)
 def test_long_dependency_rejects_impossible_settings(kwargs, word):
     with pytest.raises(ValueError, match=word):
         long_dependency_task(4, **kwargs)
@@ -61,7 +64,9 @@ def test_adding_problem_target_is_the_sum_of_the_two_marked_values():
     assert 0.0 <= x[..., 0].min() and x[..., 0].max() < 1.0
     # the constant guess 1 scores the variance of a sum of two U[0, 1]: 1/6
     assert abs(np.mean((y - 1.0) ** 2) - 1 / 6) < 0.01
-    np.testing.assert_array_equal(adding_problem(3, 31, seed=5)[0], adding_problem(3, 31, seed=5)[0])
+    np.testing.assert_array_equal(
+        adding_problem(3, 31, seed=5)[0], adding_problem(3, 31, seed=5)[0]
+    )
 
 
 def test_copy_task_target_repeats_the_first_symbols_after_the_delimiter():
@@ -77,13 +82,16 @@ def test_copy_task_target_repeats_the_first_symbols_after_the_delimiter():
     np.testing.assert_array_equal(copy_task(3, 20, seed=2)[0], copy_task(3, 20, seed=2)[0])
 
 
-@pytest.mark.parametrize("call, word", [
-    (lambda: __import__("kerasrnn.tasks").tasks.adding_problem(4, 1), "length"),
-    (lambda: __import__("kerasrnn.tasks").tasks.adding_problem(4, 2.5), "length"),
-    (lambda: __import__("kerasrnn.tasks").tasks.copy_task(4, 0), "delay"),
-    (lambda: __import__("kerasrnn.tasks").tasks.copy_task(4, 5, copy_length=0), "copy_length"),
-    (lambda: __import__("kerasrnn.tasks").tasks.copy_task(4, 5, num_symbols=1), "num_symbols"),
-])
+@pytest.mark.parametrize(
+    "call, word",
+    [
+        (lambda: __import__("kerasrnn.tasks").tasks.adding_problem(4, 1), "length"),
+        (lambda: __import__("kerasrnn.tasks").tasks.adding_problem(4, 2.5), "length"),
+        (lambda: __import__("kerasrnn.tasks").tasks.copy_task(4, 0), "delay"),
+        (lambda: __import__("kerasrnn.tasks").tasks.copy_task(4, 5, copy_length=0), "copy_length"),
+        (lambda: __import__("kerasrnn.tasks").tasks.copy_task(4, 5, num_symbols=1), "num_symbols"),
+    ],
+)
 def test_hard_task_errors_name_the_argument(call, word):
     with pytest.raises(ValueError, match=word):
         call()

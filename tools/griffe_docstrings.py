@@ -17,6 +17,7 @@ It also checks that every name an Args entry documents is a parameter of the fun
 (griffe's own check, switched off in mkdocs.yml, would reject "a, b: ..." entries), so a
 renamed argument still fails the strict build.
 """
+
 import re
 
 import griffe

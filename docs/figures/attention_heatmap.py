@@ -8,6 +8,7 @@ sentence, its translation, the reference and the matrix it plots.
 
     PYTHONPATH=. python docs/figures/attention_heatmap.py [--epochs 6]
 """
+
 import argparse
 import os
 import pathlib
@@ -38,17 +39,33 @@ def main():
     args = parser.parse_args()
     began = time.time()
     data = pathlib.Path(args.data)
-    splits = {name: short(load_parallel_text(data / f"{stem}.de.gz", data / f"{stem}.en.gz"))
-              for name, stem in (("train", "train"), ("valid", "val"),
-                                 ("test", "test_2016_flickr"))}
+    splits = {
+        name: short(load_parallel_text(data / f"{stem}.de.gz", data / f"{stem}.en.gz"))
+        for name, stem in (("train", "train"), ("valid", "val"), ("test", "test_2016_flickr"))
+    }
     output_dir = tempfile.mkdtemp(prefix="attention-figure-")
-    config = common.load_config(translator.DEFAULTS, overrides=dict(
-        output_dir=output_dir, lowercase=True, min_freq=2, embedding_dim=128,
-        encoder_units=128, decoder_units=256, attention_units=128, dropout=0.3,
-        batch_size=64, learning_rate=2e-3, epochs=args.epochs, patience=2,
-        max_source_length=MAX_WORDS + 2, max_target_length=MAX_WORDS + 2,
-        bucket_boundaries=[8, 12], beam_size=5, verbose=2,
-    ))
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            output_dir=output_dir,
+            lowercase=True,
+            min_freq=2,
+            embedding_dim=128,
+            encoder_units=128,
+            decoder_units=256,
+            attention_units=128,
+            dropout=0.3,
+            batch_size=64,
+            learning_rate=2e-3,
+            epochs=args.epochs,
+            patience=2,
+            max_source_length=MAX_WORDS + 2,
+            max_target_length=MAX_WORDS + 2,
+            bucket_boundaries=[8, 12],
+            beam_size=5,
+            verbose=2,
+        ),
+    )
     try:
         results = translator.train(config, {**splits, "test": None})
         model = translator.Translator.from_run(config)
@@ -57,18 +74,22 @@ def main():
         source = sources[index + SENTENCE]
         translation = model.translate([source])[0]
         result, source_tokens, target_tokens = model.alignments(source, config["beam_size"])
-        weights = np.asarray(result.alignments)[0, 0, :len(target_tokens), :len(source_tokens)]
+        weights = np.asarray(result.alignments)[0, 0, : len(target_tokens), : len(source_tokens)]
         path = os.path.join(HERE, "attention_heatmap.png")
         model.heatmap(source, path)
         bleu = model.evaluate(sources[:200], references[:200], beam_sizes=[5])["beam5"]["bleu"]
     finally:
         shutil.rmtree(output_dir, ignore_errors=True)
 
-    print(f"trained on {results['train_pairs_used']} Multi30k pairs of <= {MAX_WORDS} words, "
-          f"{results['history']['epochs_run']} epochs, {results['train_seconds']:.0f} s; "
-          f"beam-5 BLEU on 200 short test sentences {bleu:.1f}")
-    print(f"source:      {source}\ntranslation: {translation}\nreference:   "
-          f"{references[index + SENTENCE]}")
+    print(
+        f"trained on {results['train_pairs_used']} Multi30k pairs of <= {MAX_WORDS} words, "
+        f"{results['history']['epochs_run']} epochs, {results['train_seconds']:.0f} s; "
+        f"beam-5 BLEU on 200 short test sentences {bleu:.1f}"
+    )
+    print(
+        f"source:      {source}\ntranslation: {translation}\nreference:   "
+        f"{references[index + SENTENCE]}"
+    )
     print("attention weights (rows: output tokens, columns: source tokens)")
     print(" " * 12 + "".join(f"{t[:7]:>8}" for t in source_tokens))
     for token, row in zip(target_tokens, np.asarray(weights)):

@@ -8,6 +8,7 @@ over rounds, the whisker the min-max. `--json FILE` plots an earlier run's figur
 
     PYTHONPATH=. python docs/figures/cell_speed.py [--json docs/figures/cell_speed.json]
 """
+
 import argparse
 import json
 import os
@@ -31,8 +32,10 @@ def main():
         rows = measured["rows"]
         print(measured["header"])
         for kind in dict.fromkeys(row["kind"] for row in rows):
-            print(f"\n{kind.upper()}\n"
-                  + cells.format_table([row for row in rows if row["kind"] == kind]))
+            print(
+                f"\n{kind.upper()}\n"
+                + cells.format_table([row for row in rows if row["kind"] == kind])
+            )
     else:
         rows = cells.main(["--json", MEASURED])  # prints its table as it measures
 
@@ -45,20 +48,36 @@ def main():
     fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.2), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         chosen = [row for row in rows if row["kind"] == kind][::-1]
-        colors = ["tab:grey" if row["contender"] == row["reference"] else
-                  "tab:blue" if row["contender"].startswith("kerasrnn") else "tab:orange"
-                  for row in chosen]
+        colors = [
+            "tab:grey"
+            if row["contender"] == row["reference"]
+            else "tab:blue"
+            if row["contender"].startswith("kerasrnn")
+            else "tab:orange"
+            for row in chosen
+        ]
         ratios = [row["ratio"] for row in chosen]
-        spread = [[row["ratio"] - row["ratio_min"] for row in chosen],
-                  [row["ratio_max"] - row["ratio"] for row in chosen]]
-        ax.barh(range(len(chosen)), ratios, color=colors, xerr=spread, capsize=2,
-                error_kw={"linewidth": 0.8})
+        spread = [
+            [row["ratio"] - row["ratio_min"] for row in chosen],
+            [row["ratio_max"] - row["ratio"] for row in chosen],
+        ]
+        ax.barh(
+            range(len(chosen)),
+            ratios,
+            color=colors,
+            xerr=spread,
+            capsize=2,
+            error_kw={"linewidth": 0.8},
+        )
         ax.set_yticks(range(len(chosen)), [row["contender"] for row in chosen], fontsize=7)
         for i, row in enumerate(chosen):
             ax.text(row["ratio_max"], i, f" {row['ratio']:.2f}x", va="center", fontsize=7)
         ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"step time / {chosen[0]['reference']}'s (median, min-max)\n"
-                      f"PyTorch with OMP_WAIT_POLICY={policy}", fontsize=9)
+        ax.set_xlabel(
+            f"step time / {chosen[0]['reference']}'s (median, min-max)\n"
+            f"PyTorch with OMP_WAIT_POLICY={policy}",
+            fontsize=9,
+        )
         ax.set_title(kind.upper())
         ax.set_xlim(0, max(row["ratio_max"] for row in chosen) * 1.3)
     fig.tight_layout()

@@ -1,5 +1,6 @@
 """What the figure scripts share: the cells compared, the long-dependency classifier and
 where a figure is written. Each script prints the numbers it plots."""
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -20,8 +21,7 @@ CELLS = {
     "LSTM 1997": lambda units: kerasrnn.LSTMCell(units, forget_gate=False),
     "GRU": kerasrnn.GRUCell,
 }
-COLORS = {"SimpleRNN": "tab:red", "LSTM": "tab:blue", "LSTM 1997": "tab:purple",
-          "GRU": "tab:green"}
+COLORS = {"SimpleRNN": "tab:red", "LSTM": "tab:blue", "LSTM 1997": "tab:purple", "GRU": "tab:green"}
 NUM_CLASSES = 4
 VOCAB = 16
 
@@ -34,8 +34,11 @@ def long_dependency_model(cell_name, units=32, seed=0):
     x = keras.layers.RNN(CELLS[cell_name](units), name="rnn")(x)
     outputs = keras.layers.Dense(NUM_CLASSES, activation="softmax", name="answer")(x)
     model = keras.Model(inputs, outputs)
-    model.compile(keras.optimizers.Adam(3e-3, clipnorm=1.0),
-                  "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.compile(
+        keras.optimizers.Adam(3e-3, clipnorm=1.0),
+        "sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     return model
 
 

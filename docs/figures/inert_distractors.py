@@ -12,6 +12,7 @@ scored on 1,024 held-out ones; chance is 25%.
 `long_term_dependency.py`; this one shows why a task with inert distractors is not a
 test of long memory.)
 """
+
 import time
 
 from figlib import CELLS, COLORS, NUM_CLASSES, plt, save, train_long_dependency
@@ -32,8 +33,15 @@ def main():
     # Curves that coincide stay visible: each cell its own marker size and dash.
     styles = zip(("o-", "s--", "^-.", "D:"), (11, 8, 6, 4))
     for (name, accuracies), (style, size) in zip(results.items(), styles):
-        ax.plot(DISTRACTORS, accuracies, style, color=COLORS[name], label=name,
-                markersize=size, markerfacecolor="none" if size > 6 else COLORS[name])
+        ax.plot(
+            DISTRACTORS,
+            accuracies,
+            style,
+            color=COLORS[name],
+            label=name,
+            markersize=size,
+            markerfacecolor="none" if size > 6 else COLORS[name],
+        )
     ax.axhline(1 / NUM_CLASSES, color="grey", linestyle=":", label="chance")
     ax.set_xscale("log")
     ax.set_xticks(DISTRACTORS, [str(t) for t in DISTRACTORS])

@@ -22,6 +22,7 @@ three times as long):
 
 Any single part can be given instead (`--tasks copy --lengths 100 --cells GRU ...`).
 """
+
 import argparse
 import sys
 import time
@@ -74,10 +75,13 @@ def copy_run(cell, delay, seed, args):
     x = keras.layers.Embedding(NUM_SYMBOLS + 2, 16)(inputs)
     h = keras.layers.RNN(CELLS[cell](args.units, total), return_sequences=True)(x)
     model = keras.Model(inputs, keras.layers.Dense(NUM_SYMBOLS + 1)(h))
-    model.compile(keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
-                  keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    x, y = copy_task(args.steps * args.batch_size, delay, COPY_LENGTH, NUM_SYMBOLS,
-                     seed=1000 + seed)
+    model.compile(
+        keras.optimizers.Adam(args.learning_rate, clipnorm=1.0),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    x, y = copy_task(
+        args.steps * args.batch_size, delay, COPY_LENGTH, NUM_SYMBOLS, seed=1000 + seed
+    )
     model.fit(x, y, batch_size=args.batch_size, epochs=1, verbose=0)
     x, y = copy_task(TEST_EXAMPLES, delay, COPY_LENGTH, NUM_SYMBOLS, seed=2000 + seed)
     predicted = model.predict(x, batch_size=500, verbose=0).argmax(-1)
@@ -86,26 +90,32 @@ def copy_run(cell, delay, seed, args):
 
 TASKS = {
     "adding": (adding_run, "adding problem: held-out $R^2$", 0.0, "constant guess"),
-    "copy": (copy_run, "copy task: accuracy on copied symbols", 1.0 / NUM_SYMBOLS,
-             "chance"),
+    "copy": (copy_run, "copy task: accuracy on copied symbols", 1.0 / NUM_SYMBOLS, "chance"),
 }
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true",
-                        help=f"the full figure: {' '.join(FULL)} (flags given win)")
+    parser.add_argument(
+        "--full", action="store_true", help=f"the full figure: {' '.join(FULL)} (flags given win)"
+    )
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
-    parser.add_argument("--lengths", nargs="+", type=int, default=[10, 50, 100, 200],
-                        help="time lags T (adding: sequence length; copy: delay)")
+    parser.add_argument(
+        "--lengths",
+        nargs="+",
+        type=int,
+        default=[10, 50, 100, 200],
+        help="time lags T (adding: sequence length; copy: delay)",
+    )
     parser.add_argument("--seeds", type=int, default=2, help="seeds per point")
     parser.add_argument("--steps", type=int, default=1000, help="updates per run")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--units", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
-    parser.add_argument("--output", default="long_term_dependency.png",
-                        help="file name (in docs/figures) or a path")
+    parser.add_argument(
+        "--output", default="long_term_dependency.png", help="file name (in docs/figures) or a path"
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--full" in argv:
         argv = FULL + argv  # later flags override the preset
@@ -115,28 +125,32 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     began = time.time()
-    print(f"budget per run: {args.steps} steps x {args.batch_size} sequences, "
-          f"{args.units} units, Adam {args.learning_rate:g} clipnorm 1, "
-          f"{args.seeds} seeds; mean [min, max] over seeds")
+    print(
+        f"budget per run: {args.steps} steps x {args.batch_size} sequences, "
+        f"{args.units} units, Adam {args.learning_rate:g} clipnorm 1, "
+        f"{args.seeds} seeds; mean [min, max] over seeds"
+    )
     results = {}
     for task in args.tasks:
         run, title, _, _ = TASKS[task]
         print("\n" + title.replace("$R^2$", "R^2"))
         print(f"{'cell':22}" + "".join(f"{f'T={t}':>22}" for t in args.lengths))
         for cell in args.cells:
-            scores = [[run(cell, t, seed, args) for seed in range(args.seeds)]
-                      for t in args.lengths]
+            scores = [
+                [run(cell, t, seed, args) for seed in range(args.seeds)] for t in args.lengths
+            ]
             results[task, cell] = scores
-            print(f"{cell:22}" + "".join(
-                f"{np.mean(s):8.3f} [{min(s):5.2f},{max(s):5.2f}]" for s in scores),
-                flush=True)
+            print(
+                f"{cell:22}"
+                + "".join(f"{np.mean(s):8.3f} [{min(s):5.2f},{max(s):5.2f}]" for s in scores),
+                flush=True,
+            )
     print("\nevery run (task, cell, T: the score of each seed)")
     for (task, cell), scores in results.items():
         for t, s in zip(args.lengths, scores):
             print(f"{task:7} {cell:22} T={t:<4}", " ".join(f"{v:.4f}" for v in s))
 
-    fig, axes = plt.subplots(1, len(args.tasks), figsize=(6 * len(args.tasks), 4.2),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(args.tasks), figsize=(6 * len(args.tasks), 4.2), squeeze=False)
     for ax, task in zip(axes[0], args.tasks):
         _, title, floor, floor_label = TASKS[task]
         for index, cell in enumerate(args.cells):
@@ -145,8 +159,16 @@ def main(argv=None):
             # a small horizontal offset per cell keeps coinciding curves apart
             xs = np.array(args.lengths, float) * (1 + 0.03 * (index - len(args.cells) / 2))
             mean = scores.mean(1)
-            ax.errorbar(xs, mean, yerr=[mean - scores.min(1), scores.max(1) - mean],
-                        fmt=style, color=color, label=cell, capsize=2, markersize=5)
+            ax.errorbar(
+                xs,
+                mean,
+                yerr=[mean - scores.min(1), scores.max(1) - mean],
+                fmt=style,
+                color=color,
+                label=cell,
+                capsize=2,
+                markersize=5,
+            )
             for column in scores.T:
                 ax.plot(xs, column, ".", color=color, alpha=0.35, markersize=4)
         ax.axhline(floor, color="grey", linestyle=":", label=floor_label)

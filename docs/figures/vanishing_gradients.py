@@ -8,19 +8,29 @@ summed cross-entropy of the answer after the last step. The curve is the mean ov
 sequences of ||dL/dh_j||, first for the untrained model, then for the same model after
 `figlib.train_long_dependency`. A trained model's loss, and with it every gradient, is
 small, so the figure divides each curve by its value at distance 0: what it shows is how
-much of the error signal at the last step still reaches h_j. For the LSTM, h_j is the output state; the gradient
-reaching it includes every path to the loss, the one through the cell state c too.
+much of the error signal at the last step still reaches h_j. For the LSTM, h_j is the
+output state; the gradient reaching it includes every path to the loss, the one through
+the cell state c too.
 
     PYTHONPATH=. python docs/figures/vanishing_gradients.py
 """
+
 import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from figlib import (CELLS, COLORS, NUM_CLASSES, VOCAB, long_dependency_model, plt, save,
-                    train_long_dependency)
+from figlib import (
+    CELLS,
+    COLORS,
+    NUM_CLASSES,
+    VOCAB,
+    long_dependency_model,
+    plt,
+    save,
+    train_long_dependency,
+)
 from kerasrnn.tasks import long_dependency_task
 
 DISTRACTORS = 50
@@ -60,9 +70,11 @@ def main():
             print(f"{name:10} {label:9}" + "".join(f"{norms[d]:9.1e}" for d in DISTANCES))
         print(f"{name:10} held-out accuracy after training: {accuracy:.3f}")
     # Every plotted point: the curves divided by their value at distance 0, as drawn.
-    columns = [(name, label, curve[index] / curve[index][0])
-               for name, curve in curves.items()
-               for index, label in ((0, "init"), (1, "trained"))]
+    columns = [
+        (name, label, curve[index] / curve[index][0])
+        for name, curve in curves.items()
+        for index, label in ((0, "init"), (1, "trained"))
+    ]
     print("\nplotted: mean ||dL/dh_j|| / mean ||dL/dh_J|| by distance J - j")
     print(f"{'J - j':>5}" + "".join(f"{f'{name} {label}':>20}" for name, label, _ in columns))
     for distance in range(len(columns[0][2])):
@@ -72,8 +84,7 @@ def main():
     for ax, index, title in ((axes[0], 0, "at initialisation"), (axes[1], 1, "after training")):
         for name, curve in curves.items():
             distances = np.arange(len(curve[index]))
-            ax.semilogy(distances, curve[index] / curve[index][0], color=COLORS[name],
-                        label=name)
+            ax.semilogy(distances, curve[index] / curve[index][0], color=COLORS[name], label=name)
         ax.set_title(title)
         ax.set_xlabel("distance J - j")
         ax.grid(True, which="major", alpha=0.3)

@@ -6,6 +6,7 @@ are the two papers' layers under their usual names, and `BahdanauMonotonicAttent
 into `prepare` (once per source) and `attend` / `step` (once per query), which the
 attentive cell (`kerasrnn.AttentionCell`) uses at each decoder step.
 """
+
 from kerasrnn.attention import monotonic, probability, scores
 from kerasrnn.attention.coverage import CoverageLoss, coverage_loss
 from kerasrnn.attention.layers import (

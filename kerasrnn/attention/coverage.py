@@ -6,6 +6,7 @@ positions it has not attended yet and grows when it attends the same ones again 
 cause of repeated words). The paper adds lambda * (its mean over the target steps) to
 the negative log-likelihood, lambda = 1.
 """
+
 import keras
 from keras import ops
 

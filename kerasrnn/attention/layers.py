@@ -1,4 +1,5 @@
 """Attention layers: a generic `Attention(score=...)`, `BahdanauAttention`, `LuongAttention`."""
+
 from typing import NamedTuple
 
 import keras
@@ -24,15 +25,11 @@ class AttentionMemory(NamedTuple):
     def repeat(self, count):
         """Each source repeated `count` times along the batch (beam search's layout:
         rows b * count ... b * count + count - 1 belong to source b)."""
-        return AttentionMemory(
-            *(None if t is None else ops.repeat(t, count, axis=0) for t in self)
-        )
+        return AttentionMemory(*(None if t is None else ops.repeat(t, count, axis=0) for t in self))
 
     def take(self, rows):
         """The memory of the batch rows `rows` (int indices) only."""
-        return AttentionMemory(
-            *(None if t is None else ops.take(t, rows, axis=0) for t in self)
-        )
+        return AttentionMemory(*(None if t is None else ops.take(t, rows, axis=0) for t in self))
 
 
 def repeat_memory(memory, count):
@@ -305,9 +302,7 @@ class Attention(keras.layers.Layer):
                 "normalize": self.normalize,
                 "max_length": self.max_length,
                 "scale": self.scale,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "probability_fn": self.probability_fn,
                 "coverage": self.coverage,
             }
@@ -401,16 +396,13 @@ def _check_batch(query, memory):
         )
     raise ValueError(
         f"The attention memory has batch size {sources} but the decoder states "
-        f"(queries) have batch size {rows}; each decoder row needs its own source row."
-        + hint
+        f"(queries) have batch size {rows}; each decoder row needs its own source row." + hint
     )
 
 
 def _check_rank(name, shape, ranks, expected):
     if len(shape) not in ranks:
-        raise ValueError(
-            f"`{name}` must have shape {expected}; got shape {tuple(shape)}."
-        )
+        raise ValueError(f"`{name}` must have shape {expected}; got shape {tuple(shape)}.")
 
 
 def _check_match(name, shape, keys_shape, axes):

@@ -19,6 +19,7 @@ with q_{i,0} = alpha_{i-1,0} (the term with j - 1 = -1 is absent) and alpha_0 = 
 * ``"hard"``: p is 0 or 1 (the energies are thresholded at 0); alpha_i is one-hot at the
   first position j >= argmax(alpha_{i-1}) with p_{i,j} = 1 (or zero if there is none).
 """
+
 import keras
 import numpy as np
 from keras import ops
@@ -74,9 +75,7 @@ def monotonic_attention(p_choose, previous, mode="parallel"):
         return p_choose * ops.transpose(q)
     if mode == "parallel":
         cumprod = safe_cumprod(1.0 - p_choose, exclusive=True)
-        return p_choose * cumprod * ops.cumsum(
-            previous / ops.clip(cumprod, 1e-10, 1.0), axis=-1
-        )
+        return p_choose * cumprod * ops.cumsum(previous / ops.clip(cumprod, 1e-10, 1.0), axis=-1)
     if mode == "hard":
         # no stopping before the previous step's position, then stop at the first 1
         p_choose = p_choose * ops.cumsum(previous, axis=-1)

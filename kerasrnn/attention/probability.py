@@ -11,6 +11,7 @@ sparsemax   alpha = argmin_{p in simplex} |p - e|^2 (Martins & Astudillo 2016): 
             low-scoring positions get exactly zero weight
 =========== =============================================================================
 """
+
 import keras
 from keras import ops
 

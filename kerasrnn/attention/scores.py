@@ -7,6 +7,7 @@ so a decoder that queries the same source at every step pays for it once.
 `call(query, prepared)` takes a query `[batch, Tq, d_q]` and returns the energies
 `[batch, Tq, Tk]`.
 """
+
 import math
 
 import keras
@@ -200,9 +201,7 @@ class AdditiveScore(_Projected):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {"units": self.units, "normalize": self.normalize, "coverage": self.coverage}
-        )
+        config.update({"units": self.units, "normalize": self.normalize, "coverage": self.coverage})
         return config
 
 
@@ -313,7 +312,10 @@ def get(
         raise ValueError(f"Unknown `score`={score!r}; expected one of {sorted(SCORES)}.")
     cls = SCORES[score.lower()]
     options = {
-        "units": units, "normalize": normalize, "max_length": max_length, "coverage": coverage
+        "units": units,
+        "normalize": normalize,
+        "max_length": max_length,
+        "coverage": coverage,
     }
     accepted = {
         AdditiveScore: ("units", "normalize", "coverage"),

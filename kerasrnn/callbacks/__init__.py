@@ -27,6 +27,7 @@ Example:
 >>> sorted(os.listdir(folder))
 ['curves.png', 'last.weights.h5']
 """
+
 from kerasrnn.callbacks.checkpoints import (
     AtomicBackupAndRestore,
     AtomicModelCheckpoint,

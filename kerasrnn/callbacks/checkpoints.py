@@ -3,6 +3,7 @@ same folder and renamed over the old one (`os.replace` is atomic on POSIX and Wi
 so a reader, or a re-run after a kill, sees the old file or the new one, never half of
 one. tests/callbacks/test_checkpoints.py and tests/recipes/test_crash.py kill training
 inside these writes."""
+
 import contextlib
 import json
 import os

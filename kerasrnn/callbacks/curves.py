@@ -1,5 +1,6 @@
 """Per-epoch logs kept on disk (`EpochLog`) and the training-curves PNG
 (`TrainingCurves`, `plot_training_curves`)."""
+
 import math
 import os
 
@@ -70,12 +71,19 @@ def plot_training_curves(rows, path, metric="accuracy"):
     fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 3.6), squeeze=False)
     epochs = [r["epoch"] for r in rows]
     for ax, name in zip(axes[0], names):
-        for key, label in ((name, "training"), (f"val_{name}", "validation"),
-                           (f"valid_{name}", "validation")):
+        for key, label in (
+            (name, "training"),
+            (f"val_{name}", "validation"),
+            (f"valid_{name}", "validation"),
+        ):
             values = [r.get(key) for r in rows]
             if any(isinstance(v, float) and math.isfinite(v) for v in values):
-                ax.plot(epochs, [v if isinstance(v, float) else float("nan") for v in values],
-                        marker="o", label=label)
+                ax.plot(
+                    epochs,
+                    [v if isinstance(v, float) else float("nan") for v in values],
+                    marker="o",
+                    label=label,
+                )
         ax.set_xlabel("epoch")
         ax.set_ylabel(name)
         ax.set_title(name)

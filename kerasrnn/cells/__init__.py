@@ -1,4 +1,5 @@
 """Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
+
 from kerasrnn.cells.attentive import (
     AttentionCell,
     AttentiveRNN,

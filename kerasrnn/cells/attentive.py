@@ -14,6 +14,7 @@ prepared once per source sequence (the score's key projection, e.g. U_a h_j, out
 time loop); `cell.with_memory(prepared)` gives a bound cell for a plain
 `keras.layers.RNN`.
 """
+
 import keras
 from keras import ops, tree
 
@@ -22,7 +23,6 @@ from kerasrnn.attention.layers import Attention, AttentionMemory
 from kerasrnn.cells import projection as projection_lib
 from kerasrnn.cells import step_order as step_order_lib
 from kerasrnn.layers import bridge as bridges
-
 
 
 def _deserialize(obj):
@@ -144,8 +144,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                     f"them; got {mechanism!r}."
                 )
         if isinstance(cell, keras.layers.StackedRNNCells) and any(
-            getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0)
-            for c in cell.cells
+            getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0) for c in cell.cells
         ):
             raise ValueError(
                 "AttentionCell cannot fix the dropout masks of cells inside a "
@@ -161,9 +160,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         self.alignment_history = bool(alignment_history)
         self._multi = multi
         self._cell_sizes = [int(s) for s in tree.flatten(cell.state_size)]
-        self.cell_output_size = int(
-            getattr(cell, "output_size", None) or self._cell_sizes[0]
-        )
+        self.cell_output_size = int(getattr(cell, "output_size", None) or self._cell_sizes[0])
         self._memory_shapes = None
         self._value_dims = None
         self._attention_width()  # the projection's per-mechanism parts fit: raises if not
@@ -175,7 +172,8 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             config[key] = _deserialize(config.get(key))
         attention = config.pop("attention")
         attention = (
-            [_deserialize(a) for a in attention] if isinstance(attention, list)
+            [_deserialize(a) for a in attention]
+            if isinstance(attention, list)
             else _deserialize(attention)
         )
         return cls(attention=attention, **config)
@@ -238,9 +236,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         else:
             values_shapes = _shape_list(values_shape, len(self.mechanisms), "values")
         dims = []
-        for mechanism, keys_shape, values_shape in zip(
-            self.mechanisms, keys_shapes, values_shapes
-        ):
+        for mechanism, keys_shape, values_shape in zip(self.mechanisms, keys_shapes, values_shapes):
             if len(keys_shape) != 3 or len(values_shape) != 3 or values_shape[-1] is None:
                 raise ValueError(
                     "The memory (`keys` / `values`) must have shape [batch, Tk, d] with a "
@@ -276,9 +272,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             self.projection.build(list(self._value_dims), self.cell_output_size)
 
     def _cell_input_dim(self, input_dim):
-        return self.step_order.cell_input_dim(
-            input_dim, self._value_dims, self._attention_width()
-        )
+        return self.step_order.cell_input_dim(input_dim, self._value_dims, self._attention_width())
 
     def get_build_config(self):
         config = super().get_build_config()
@@ -386,8 +380,9 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                         f"The first state of {type(mechanism).__name__} needs the memory's "
                         "length: pass `memory=` (the prepared memory)."
                     )
-            states.append(ops.cast(mechanism.initial_state_for(batch_size, length),
-                                   self.compute_dtype))
+            states.append(
+                ops.cast(mechanism.initial_state_for(batch_size, length), self.compute_dtype)
+            )
         return states
 
     def initial_state_from(self, cell_states, memory=None):
@@ -404,9 +399,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                 "states with `merge_bidirectional_states`, or use AttentiveRNN(bridge=True).)"
             )
         for index, (state, size) in enumerate(zip(states, full)):
-            if len(state.shape) != 2 or (
-                size is not None and state.shape[-1] not in (None, size)
-            ):
+            if len(state.shape) != 2 or (size is not None and state.shape[-1] not in (None, size)):
                 raise ValueError(
                     f"`initial_state`[{index}] must have shape (batch, {size}); got "
                     f"{tuple(state.shape)}. Use AttentiveRNN(bridge=True) to map encoder "
@@ -449,7 +442,7 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
                 f"{', the attention states' if expected > count + feeds else ''}); "
                 f"got {len(states)}. Start from `get_initial_state` or `initial_state_from`."
             )
-        attention_states = iter(states[count + feeds:])
+        attention_states = iter(states[count + feeds :])
         previous = [
             next(attention_states) if m.stateful_attention else None for m in self.mechanisms
         ]
@@ -458,8 +451,12 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             return self.attend(query, memories, previous, training=training, noise=noise)
 
         output, new_cell_states, fed, alignments, next_attention = self.step_order.step(
-            self, inputs, self._pack(states[:count]), states[count] if feeds else None,
-            attend, training,
+            self,
+            inputs,
+            self._pack(states[:count]),
+            states[count] if feeds else None,
+            attend,
+            training,
         )
         new_states = tree.flatten(new_cell_states) + ([fed] if feeds else [])
         new_states = new_states + [ops.cast(s, new_states[0].dtype) for s in next_attention]
@@ -505,8 +502,9 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
         """The projection's attention vector a_t."""
         return self.projection(contexts, cell_output)
 
-    def call(self, inputs, states, memory=None, training=False, noise=None,
-             return_alignments=False):
+    def call(
+        self, inputs, states, memory=None, training=False, noise=None, return_alignments=False
+    ):
         """The Keras cell call: `(output, new_states)` against the prepared `memory`
         (`[output; alignments]` with `return_alignments`)."""
         if memory is None:
@@ -602,7 +600,10 @@ class BoundAttentionCell(DropoutRNNCell, keras.layers.Layer):
 
     def call(self, inputs, states, training=False):
         return self.attention_cell(
-            inputs, states, memory=self._memory, training=training,
+            inputs,
+            states,
+            memory=self._memory,
+            training=training,
             return_alignments=self.return_alignments,
         )
 
@@ -838,9 +839,7 @@ class AttentiveRNN(keras.layers.RNN):
             )
         else:
             initial_state = self.initial_state_from(initial_state, memory=prepared)
-        initial_state = [
-            ops.convert_to_tensor(s, dtype=cell.compute_dtype) for s in initial_state
-        ]
+        initial_state = [ops.convert_to_tensor(s, dtype=cell.compute_dtype) for s in initial_state]
         # fixed dropout masks, drawn before the loop (JAX's scan cannot draw them)
         self._maybe_config_dropout_masks(cell, sequences[:, 0, :], initial_state)
         memories = cell._memories(prepared)
@@ -856,9 +855,9 @@ class AttentiveRNN(keras.layers.RNN):
                 width = int(mem.values.shape[1]) if _noisy(mechanism) else 0
                 widths.append(width)
                 if width:
-                    draws.append(ops.cast(
-                        mechanism.draw_noise((batch, steps, width)), sequences.dtype
-                    ))
+                    draws.append(
+                        ops.cast(mechanism.draw_noise((batch, steps, width)), sequences.dtype)
+                    )
             sequences = ops.concatenate([sequences] + draws, axis=-1)
         noise_width = sum(widths)
 
@@ -871,7 +870,11 @@ class AttentiveRNN(keras.layers.RNN):
                     noise.append(draws[:, start : start + width] if width else None)
                     start += width
             return cell(
-                inputs, states, memory=prepared, training=training, noise=noise,
+                inputs,
+                states,
+                memory=prepared,
+                training=training,
+                noise=noise,
                 return_alignments=self.return_alignments,
             )
 
@@ -887,8 +890,7 @@ class AttentiveRNN(keras.layers.RNN):
             return_all_outputs=self.return_sequences,
         )
         self._maybe_reset_dropout_masks(cell)
-        output = ops.cast(outputs if self.return_sequences else last_output,
-                          self.compute_dtype)
+        output = ops.cast(outputs if self.return_sequences else last_output, self.compute_dtype)
         states = [ops.cast(s, self.compute_dtype) for s in tree.flatten(states)]
         result = (output, *states) if self.return_state else output
         if not self.return_alignments:
@@ -941,8 +943,7 @@ class AttentiveRNN(keras.layers.RNN):
 
     def get_config(self):
         config = super().get_config()
-        bridge = False if self.bridge is None else keras.saving.serialize_keras_object(
-            self.bridge)
+        bridge = False if self.bridge is None else keras.saving.serialize_keras_object(self.bridge)
         config.update({"return_alignments": self.return_alignments, "bridge": bridge})
         return config
 

@@ -5,6 +5,7 @@ A cell here is an ordinary Keras layer obeying Keras' cell contract (`state_size
 `get_initial_state(batch_size)`), so `keras.layers.RNN`, `StackedRNNCells` and
 `Bidirectional` take it unchanged.
 """
+
 import keras
 from keras import ops
 
@@ -155,7 +156,8 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
             # after every other weight: the Keras-layout weights keep their positions
             self.initial_state_weights = [
                 self.add_weight(
-                    shape=(size,), name=f"initial_{name}",
+                    shape=(size,),
+                    name=f"initial_{name}",
                     initializer=self.initial_state_initializer,
                 )
                 for name, size in zip(self.state_names, _as_list(self.state_size))
@@ -225,28 +227,16 @@ class RecurrentCell(DropoutRNNCell, keras.layers.Layer):
             {
                 "units": self.units,
                 "activation": keras.activations.serialize(self.activation),
-                "recurrent_activation": keras.activations.serialize(
-                    self.recurrent_activation
-                ),
+                "recurrent_activation": keras.activations.serialize(self.recurrent_activation),
                 "use_bias": self.use_bias,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "recurrent_initializer": keras.initializers.serialize(
-                    self.recurrent_initializer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
-                "recurrent_regularizer": keras.regularizers.serialize(
-                    self.recurrent_regularizer
-                ),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "recurrent_regularizer": keras.regularizers.serialize(self.recurrent_regularizer),
                 "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
                 "kernel_constraint": keras.constraints.serialize(self.kernel_constraint),
-                "recurrent_constraint": keras.constraints.serialize(
-                    self.recurrent_constraint
-                ),
+                "recurrent_constraint": keras.constraints.serialize(self.recurrent_constraint),
                 "bias_constraint": keras.constraints.serialize(self.bias_constraint),
                 "dropout": self.dropout,
                 "recurrent_dropout": self.recurrent_dropout,

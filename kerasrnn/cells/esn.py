@@ -1,4 +1,5 @@
 """Echo state network reservoir (Jaeger 2001) as a recurrent cell."""
+
 import keras
 from keras import ops
 
@@ -95,9 +96,12 @@ class ESNCell(RecurrentCell):
         if "recurrent_activation" in kwargs:
             raise ValueError("ESNCell has no gates, so no `recurrent_activation`.")
         super().__init__(
-            units, activation=activation, use_bias=use_bias,
+            units,
+            activation=activation,
+            use_bias=use_bias,
             kernel_initializer=kernel_initializer,
-            recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
             **kwargs,
         )
         self.connectivity = float(connectivity)
@@ -123,20 +127,29 @@ class ESNCell(RecurrentCell):
                 f"features; got inputs of shape {tuple(input_shape)}."
             )
         self.kernel = self.add_weight(
-            shape=(input_shape[-1], self.units), name="kernel",
-            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint, trainable=False,
+            shape=(input_shape[-1], self.units),
+            name="kernel",
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+            trainable=False,
         )
         self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.units), name="recurrent_kernel",
-            initializer=self._reservoir_initializer, regularizer=self.recurrent_regularizer,
-            constraint=self.recurrent_constraint, trainable=False,
+            shape=(self.units, self.units),
+            name="recurrent_kernel",
+            initializer=self._reservoir_initializer,
+            regularizer=self.recurrent_regularizer,
+            constraint=self.recurrent_constraint,
+            trainable=False,
         )
         self.bias = None
         if self.use_bias:
             self.bias = self.add_weight(
-                shape=(self.units,), name="bias", initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                shape=(self.units,),
+                name="bias",
+                initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
                 trainable=False,
             )
         self.built = True

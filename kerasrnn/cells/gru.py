@@ -1,4 +1,5 @@
 """The gated recurrent unit (Cho et al. 2014), in both reset-gate placements."""
+
 import keras
 from keras import ops
 
@@ -58,8 +59,7 @@ class GRUCell(RecurrentCell):
 
     gate_count = 3
 
-    def __init__(self, units, reset_after=True, forget_bias=None, chrono_init=None,
-                 **kwargs):
+    def __init__(self, units, reset_after=True, forget_bias=None, chrono_init=None, **kwargs):
         super().__init__(units, **kwargs)
         self.reset_after = bool(reset_after)
         self.forget_bias, self.chrono_init = check_gate_bias_options(

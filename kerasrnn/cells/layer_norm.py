@@ -4,6 +4,7 @@ The defaults are this package's forms (the paper's for the LSTM); `bias_after_no
 and `carry_normalized_state=True` reproduce tfa.rnn's cells exactly (checked against
 fixtures written by tensorflow-addons 0.23 in tests/compat).
 """
+
 import keras
 from keras import ops
 
@@ -43,12 +44,8 @@ class _LayerNormWeights:
         config.update(
             {
                 "norm_epsilon": self.norm_epsilon,
-                "norm_gamma_initializer": keras.initializers.serialize(
-                    self.norm_gamma_initializer
-                ),
-                "norm_beta_initializer": keras.initializers.serialize(
-                    self.norm_beta_initializer
-                ),
+                "norm_gamma_initializer": keras.initializers.serialize(self.norm_gamma_initializer),
+                "norm_beta_initializer": keras.initializers.serialize(self.norm_beta_initializer),
             }
         )
         return config

@@ -1,4 +1,5 @@
 """Long short-term memory and its classic variants in one cell."""
+
 import keras
 from keras import ops
 
@@ -186,9 +187,7 @@ class LSTMCell(RecurrentCell):
                 "peephole": self.peephole,
                 "coupled": self.coupled,
                 "unit_forget_bias": self.unit_forget_bias,
-                "peephole_initializer": keras.initializers.serialize(
-                    self.peephole_initializer
-                ),
+                "peephole_initializer": keras.initializers.serialize(self.peephole_initializer),
                 "forget_bias": self.forget_bias,
                 "chrono_init": self.chrono_init,
             }

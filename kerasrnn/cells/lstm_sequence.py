@@ -23,6 +23,7 @@ output's gradient ∂L/∂h_t:
 
 and then dW = X^T dZ, dU = H_{prev}^T dZ, db = Σ dZ, dX = dZ W^T over all steps.
 """
+
 from keras import ops
 
 
@@ -40,8 +41,10 @@ def _time_loop(step, carry, sequences, widths, reverse=False):
         carry, stacked = loop_state
         t = steps - 1 - i if reverse else i
         carry, outputs = step(carry, [s[t] for s in sequences])
-        stacked = [ops.slice_update(buffer, (t, 0, 0), output[None])
-                   for buffer, output in zip(stacked, outputs)]
+        stacked = [
+            ops.slice_update(buffer, (t, 0, 0), output[None])
+            for buffer, output in zip(stacked, outputs)
+        ]
         return carry, stacked
 
     return ops.fori_loop(0, steps, body, (carry, stacked))
@@ -74,7 +77,8 @@ def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
         return (h, c), (ops.concatenate([i, f, g, o], -1), c, h)
 
     (_, c_last), (gates, cells, outputs) = _time_loop(
-        forward, (h0, c0), [x], (4 * units, units, units))
+        forward, (h0, c0), [x], (4 * units, units, units)
+    )
 
     def backward(*args, upstream=None, variables=None):
         # TensorFlow and JAX pass the gradient by position, torch as `upstream`
@@ -92,13 +96,24 @@ def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
             tanh_c = ops.tanh(c_t)
             dh = d_output + dh_next
             dc = dc_next + dh * o * (1 - tanh_c * tanh_c)
-            dz = ops.concatenate([dc * g * i * (1 - i), dc * c_previous * f * (1 - f),
-                                  dc * i * (1 - g * g), dh * tanh_c * o * (1 - o)], -1)
+            dz = ops.concatenate(
+                [
+                    dc * g * i * (1 - i),
+                    dc * c_previous * f * (1 - f),
+                    dc * i * (1 - g * g),
+                    dh * tanh_c * o * (1 - o),
+                ],
+                -1,
+            )
             return (ops.matmul(dz, ops.transpose(recurrent_kernel)), dc * f), (dz,)
 
-        (dh0, dc0), (dz,) = _time_loop(step, (ops.zeros_like(d_c_last), d_c_last),
-                                       [gates, cells, previous_c, d_outputs], (4 * units,),
-                                       reverse=True)
+        (dh0, dc0), (dz,) = _time_loop(
+            step,
+            (ops.zeros_like(d_c_last), d_c_last),
+            [gates, cells, previous_c, d_outputs],
+            (4 * units,),
+            reverse=True,
+        )
         dz = ops.reshape(dz, (-1, 4 * units))
         d_kernel = ops.matmul(ops.transpose(flat_x), dz)
         d_recurrent = ops.matmul(ops.transpose(ops.reshape(previous_h, (-1, units))), dz)

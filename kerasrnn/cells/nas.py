@@ -1,4 +1,5 @@
 """The recurrent cell found by Neural Architecture Search (Zoph & Le 2017)."""
+
 import keras
 from keras import ops
 
@@ -54,7 +55,11 @@ class NASCell(RecurrentCell):
     gate_count = 8
 
     def __init__(
-        self, units, projection=None, use_bias=False, projection_initializer="glorot_uniform",
+        self,
+        units,
+        projection=None,
+        use_bias=False,
+        projection_initializer="glorot_uniform",
         **kwargs,
     ):
         for name in ("activation", "recurrent_activation"):
@@ -86,25 +91,33 @@ class NASCell(RecurrentCell):
             )
         width = self.gate_count * self.units
         self.kernel = self.add_weight(
-            shape=(input_shape[-1], width), name="kernel",
-            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+            shape=(input_shape[-1], width),
+            name="kernel",
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
             constraint=self.kernel_constraint,
         )
         self.recurrent_kernel = self.add_weight(
-            shape=(self.output_size, width), name="recurrent_kernel",
-            initializer=self.recurrent_initializer, regularizer=self.recurrent_regularizer,
+            shape=(self.output_size, width),
+            name="recurrent_kernel",
+            initializer=self.recurrent_initializer,
+            regularizer=self.recurrent_regularizer,
             constraint=self.recurrent_constraint,
         )
         self.bias = None
         if self.use_bias:
             self.bias = self.add_weight(
-                shape=(width,), name="bias", initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                shape=(width,),
+                name="bias",
+                initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
             )
         self.projection_kernel = None
         if self.projection is not None:
             self.projection_kernel = self.add_weight(
-                shape=(self.units, self.projection), name="projection_kernel",
+                shape=(self.units, self.projection),
+                name="projection_kernel",
                 initializer=self.projection_initializer,
             )
         self.built = True
@@ -140,9 +153,7 @@ class NASCell(RecurrentCell):
         config.update(
             {
                 "projection": self.projection,
-                "projection_initializer": keras.initializers.serialize(
-                    self.projection_initializer
-                ),
+                "projection_initializer": keras.initializers.serialize(self.projection_initializer),
             }
         )
         return config

@@ -21,6 +21,7 @@ one `[batch, d_v^(k)]` per mechanism) and `output_width(context_dims, cell_outpu
 any other Keras layer given to `AttentionCell(projection=...)` is wrapped in a
 `LayerProjection`, which applies it to [h_t; c_t].
 """
+
 import keras
 from keras import ops
 
@@ -115,9 +116,7 @@ class LuongProjection(AttentionProjection):
         vectors = []
         for context, kernel in zip(contexts, self.kernels):
             pair = [context, cell_output] if self.context_first else [cell_output, context]
-            vectors.append(
-                self._activation(ops.matmul(ops.concatenate(pair, axis=-1), kernel))
-            )
+            vectors.append(self._activation(ops.matmul(ops.concatenate(pair, axis=-1), kernel)))
         return vectors[0] if len(vectors) == 1 else ops.concatenate(vectors, axis=-1)
 
     def get_config(self):
@@ -238,8 +237,8 @@ class LayerProjection(AttentionProjection):
 
     def get_config(self):
         serialize = keras.saving.serialize_keras_object
-        layers = [serialize(layer) for layer in self.layers] if self._listed else serialize(
-            self.layers
+        layers = (
+            [serialize(layer) for layer in self.layers] if self._listed else serialize(self.layers)
         )
         return {**super().get_config(), "layers": layers}
 
@@ -248,8 +247,8 @@ class LayerProjection(AttentionProjection):
         config = dict(config)
         layers = config.pop("layers")
         deserialize = keras.saving.deserialize_keras_object
-        layers = [deserialize(x) for x in layers] if isinstance(layers, list) else deserialize(
-            layers
+        layers = (
+            [deserialize(x) for x in layers] if isinstance(layers, list) else deserialize(layers)
         )
         return cls(layers, **config)
 
@@ -262,7 +261,8 @@ def get(projection):
     if isinstance(projection, AttentionProjection):
         return projection
     if isinstance(projection, keras.layers.Layer) or (
-        isinstance(projection, (list, tuple)) and projection
+        isinstance(projection, (list, tuple))
+        and projection
         and all(isinstance(p, keras.layers.Layer) for p in projection)
     ):
         return LayerProjection(projection)

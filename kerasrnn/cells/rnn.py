@@ -1,4 +1,5 @@
 """`keras.layers.RNN` with a fast path: standard LSTM/GRU cells on Keras' fused kernels."""
+
 import keras
 from keras import ops
 
@@ -20,18 +21,40 @@ from kerasrnn.cells.lstm_sequence import lstm_sequence
 # Any other option (peepholes, coupling, recurrent dropout, an option added later) must be
 # at its "off" value for the fast path; the checks in `fused_kind` name the known ones.
 _NEUTRAL_OPTIONS = {
-    "name", "trainable", "dtype", "units", "use_bias", "kernel_initializer",
-    "recurrent_initializer", "bias_initializer", "kernel_regularizer",
-    "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
-    "recurrent_constraint", "bias_constraint", "dropout", "seed", "unit_forget_bias",
-    "peephole_initializer", "reset_after", "activation", "recurrent_activation",
-    "forget_gate", "peephole", "coupled", "recurrent_dropout",
-    "forget_bias", "chrono_init", "learn_initial_state", "initial_state_initializer",
+    "name",
+    "trainable",
+    "dtype",
+    "units",
+    "use_bias",
+    "kernel_initializer",
+    "recurrent_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "recurrent_regularizer",
+    "bias_regularizer",
+    "kernel_constraint",
+    "recurrent_constraint",
+    "bias_constraint",
+    "dropout",
+    "seed",
+    "unit_forget_bias",
+    "peephole_initializer",
+    "reset_after",
+    "activation",
+    "recurrent_activation",
+    "forget_gate",
+    "peephole",
+    "coupled",
+    "recurrent_dropout",
+    "forget_bias",
+    "chrono_init",
+    "learn_initial_state",
+    "initial_state_initializer",
 }
 
 
 def fused_kind(cell):
-    """"lstm" or "gru" when `cell` computes exactly what keras.layers.LSTM / GRU does, else None.
+    """ "lstm" or "gru" when `cell` computes exactly what keras.layers.LSTM / GRU does, else None.
 
     That is a kerasrnn `LSTMCell` (not a subclass such as the layer-normalised cell) with a
     forget gate, no peepholes, no coupling; or a kerasrnn `GRUCell` (either reset-gate
@@ -147,9 +170,7 @@ class RNN(keras.layers.RNN):
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
         check_sequence_rank(self, sequences.shape)
-        return super().call(
-            sequences, initial_state=initial_state, mask=mask, training=training
-        )
+        return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if isinstance(mask, (list, tuple)):
@@ -158,8 +179,13 @@ class RNN(keras.layers.RNN):
             kind = fused_kind(self.cell)
             if kind is not None:
                 result = self._fused_loop(kind, sequences, initial_state, mask, training)
-                if result is None and kind == "lstm" and mask is None and not self.unroll \
-                        and compiled_with_xla():
+                if (
+                    result is None
+                    and kind == "lstm"
+                    and mask is None
+                    and not self.unroll
+                    and compiled_with_xla()
+                ):
                     result = self._written_out_loop(sequences, initial_state, training)
                 if result is not None:
                     return result
@@ -198,13 +224,19 @@ class RNN(keras.layers.RNN):
         try:
             if kind == "lstm":
                 result = backend_lstm(
-                    self._dropped(sequences, training), states[0], states[1], mask,
+                    self._dropped(sequences, training),
+                    states[0],
+                    states[1],
+                    mask,
                     **arguments,
                 )
             else:
                 result = backend_gru(
-                    self._dropped(sequences, training), states[0], mask,
-                    reset_after=cell.reset_after, **arguments,
+                    self._dropped(sequences, training),
+                    states[0],
+                    mask,
+                    reset_after=cell.reset_after,
+                    **arguments,
                 )
         except NotImplementedError:
             return None
@@ -222,8 +254,9 @@ class RNN(keras.layers.RNN):
         sequences = ops.transpose(self._dropped(sequences, training), (1, 0, 2))
         if self.go_backwards:
             sequences = ops.flip(sequences, axis=0)
-        outputs, h, c = lstm_sequence(sequences, cell.kernel, cell.recurrent_kernel,
-                                      cell.bias, h0, c0)
+        outputs, h, c = lstm_sequence(
+            sequences, cell.kernel, cell.recurrent_kernel, cell.bias, h0, c0
+        )
         if self.return_sequences:
             outputs = ops.transpose(outputs, (1, 0, 2))
         else:

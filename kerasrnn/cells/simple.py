@@ -1,4 +1,5 @@
 """The Elman (simple) recurrent cell."""
+
 import keras
 from keras import ops
 

@@ -1,4 +1,5 @@
 """A layer for the common recurrent stacks: deep, bidirectional, residual, with dropout."""
+
 import keras
 
 from kerasrnn.cells.rnn import RNN
@@ -77,9 +78,7 @@ class RNNStack(keras.layers.Layer):
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"`num_layers` must be a positive integer, got {num_layers!r}.")
         if merge_mode not in MERGE_MODES:
-            raise ValueError(
-                f"`merge_mode` must be one of {MERGE_MODES}, got {merge_mode!r}."
-            )
+            raise ValueError(f"`merge_mode` must be one of {MERGE_MODES}, got {merge_mode!r}.")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
         self.cell = cell

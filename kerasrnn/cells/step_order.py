@@ -18,6 +18,7 @@ given to this step (it returns the contexts, the alignments and the mechanisms' 
 states); the `AttentionCell`'s `query`, `run_cell` and `project` methods give the rest.
 Write a subclass for another order.
 """
+
 import keras
 from keras import ops
 

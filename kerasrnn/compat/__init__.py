@@ -1,4 +1,5 @@
 """Migration helpers: TensorFlow Addons weights and configurations into kerasrnn."""
+
 from kerasrnn.compat import tfa
 
 __all__ = ["tfa"]

@@ -20,13 +20,14 @@ and `AttentionWrapper(cell, mechanism, ...)`, with TFA's arguments, builds the
 
 | TF Addons `AttentionWrapper` | kerasrnn `AttentionCell` piece |
 |---|---|
-| run the cell, then attend with its output, input feeding (TFA's `cell_input_fn`) | `RunThenAttend()` |
+| run the cell, attend with its output, input feeding (TFA's `cell_input_fn`) | `RunThenAttend()` |
 | `attention_layer_size=n` (a linear layer on [h; c]) | `LinearProjection(n)` |
 | `attention_layer_size=None` (the context itself) | `ContextProjection()` |
 | `attention_layer=layer` (applied to [h; c]) | `LayerProjection(layer)` |
 | `output_attention=False` | `RunThenAttend(output_attention=False)` |
 | `alignment_history=True` | `alignment_history=True` |
 """
+
 import pathlib
 
 import keras
@@ -99,7 +100,7 @@ def _read_h5(path):
                 name = _text(name)
                 relative = name.split(":")[0]
                 if relative.startswith(layer + "/"):
-                    relative = relative[len(layer) + 1:]
+                    relative = relative[len(layer) + 1 :]
                 weights[relative] = np.asarray(group[name])
             if weights:
                 layers[layer] = weights
@@ -197,8 +198,11 @@ def _select(weights, key, path):
     if not inner:
         return weights[layer]
     prefix = inner.rstrip("/") + "/"
-    chosen = {name[len(prefix):]: value for name, value in weights[layer].items()
-              if name.startswith(prefix)}
+    chosen = {
+        name[len(prefix) :]: value
+        for name, value in weights[layer].items()
+        if name.startswith(prefix)
+    }
     if not chosen:
         raise ValueError(
             f"`mapping`: layer {layer!r} of {path} has no weights under {inner!r}; it has "
@@ -222,8 +226,7 @@ def _load_layer(layer, source, key, check_options):
             )
         targets[variable.name] = variable
     cell = getattr(layer, "cell", layer)
-    if (check_options and isinstance(cell, LayerNormLSTMCell)
-            and not cell.carry_normalized_state):
+    if check_options and isinstance(cell, LayerNormLSTMCell) and not cell.carry_normalized_state:
         raise ValueError(
             f"`mapping`: {key!r} -> {layer.name!r}: TF Addons' LayerNormLSTMCell carries "
             f"the normalised cell state; build the kerasrnn cell with "
@@ -242,8 +245,10 @@ def _load_layer(layer, source, key, check_options):
     if missing:
         hint = ""
         if isinstance(cell, LayerNormSimpleRNNCell) and "norm_beta" in missing:
-            hint = (" TF Addons' LayerNormSimpleRNNCell has no beta: build the kerasrnn "
-                    "cell with bias_after_norm=True, norm_epsilon=1e-5.")
+            hint = (
+                " TF Addons' LayerNormSimpleRNNCell has no beta: build the kerasrnn "
+                "cell with bias_after_norm=True, norm_epsilon=1e-5."
+            )
         raise ValueError(
             f"`mapping`: {key!r} -> {layer.name!r}: no TFA weight for {missing}; the file "
             f"has {sorted(source)}.{hint}"
@@ -261,11 +266,24 @@ def _load_layer(layer, source, key, check_options):
 # ---- configurations ----------------------------------------------------------------
 
 _COMMON = (
-    "units", "activation", "recurrent_activation", "use_bias", "kernel_initializer",
-    "recurrent_initializer", "bias_initializer", "kernel_regularizer",
-    "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
-    "recurrent_constraint", "bias_constraint", "dropout", "recurrent_dropout", "name",
-    "trainable", "dtype",
+    "units",
+    "activation",
+    "recurrent_activation",
+    "use_bias",
+    "kernel_initializer",
+    "recurrent_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "recurrent_regularizer",
+    "bias_regularizer",
+    "kernel_constraint",
+    "recurrent_constraint",
+    "bias_constraint",
+    "dropout",
+    "recurrent_dropout",
+    "name",
+    "trainable",
+    "dtype",
 )
 
 
@@ -294,8 +312,16 @@ def cell_from_tfa_config(class_name, config):
     if config.get("dtype") is not None and not isinstance(config["dtype"], str):
         config.pop("dtype")  # a tf.keras DTypePolicy dict; Keras 3 uses its own policy
     if name == "LayerNormLSTMCell":
-        keep = _pick(config, _COMMON + ("unit_forget_bias", "norm_gamma_initializer",
-                                        "norm_beta_initializer", "norm_epsilon"))
+        keep = _pick(
+            config,
+            _COMMON
+            + (
+                "unit_forget_bias",
+                "norm_gamma_initializer",
+                "norm_beta_initializer",
+                "norm_epsilon",
+            ),
+        )
         return LayerNormLSTMCell(carry_normalized_state=True, **keep)
     if name == "LayerNormSimpleRNNCell":
         for unsupported in ("gamma_regularizer", "gamma_constraint"):
@@ -316,15 +342,41 @@ def cell_from_tfa_config(class_name, config):
         keep["peephole_initializer"] = config.get("kernel_initializer", "glorot_uniform")
         return LSTMCell(peephole=True, **keep)
     if name == "NASCell":
-        keep = _pick(config, ("units", "projection", "use_bias", "kernel_initializer",
-                              "recurrent_initializer", "bias_initializer",
-                              "projection_initializer", "name", "trainable", "dtype"))
+        keep = _pick(
+            config,
+            (
+                "units",
+                "projection",
+                "use_bias",
+                "kernel_initializer",
+                "recurrent_initializer",
+                "bias_initializer",
+                "projection_initializer",
+                "name",
+                "trainable",
+                "dtype",
+            ),
+        )
         return NASCell(**keep)
     if name == "ESNCell":
-        keep = _pick(config, ("units", "connectivity", "leaky", "spectral_radius",
-                              "use_norm2", "use_bias", "activation", "kernel_initializer",
-                              "recurrent_initializer", "bias_initializer", "name",
-                              "trainable", "dtype"))
+        keep = _pick(
+            config,
+            (
+                "units",
+                "connectivity",
+                "leaky",
+                "spectral_radius",
+                "use_norm2",
+                "use_bias",
+                "activation",
+                "kernel_initializer",
+                "recurrent_initializer",
+                "bias_initializer",
+                "name",
+                "trainable",
+                "dtype",
+            ),
+        )
         return ESNCell(**keep)
     raise ValueError(
         f"`class_name`: no kerasrnn counterpart for TF Addons' {class_name!r}; known: "
@@ -418,8 +470,9 @@ def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code re
 # ---- BeamSearchDecoder ---------------------------------------------------------------
 
 
-def beam_search_decoder(beam_width, length_penalty_weight=0.0, coverage_penalty_weight=0.0,
-                        constraints=None):
+def beam_search_decoder(
+    beam_width, length_penalty_weight=0.0, coverage_penalty_weight=0.0, constraints=None
+):
     """TensorFlow Addons' `BeamSearchDecoder` ranking as a kerasrnn decoding strategy:
     `kerasrnn.decoding.CompetingBeamSearch` (finished hypotheses stay in the beam and
     compete) with `kerasrnn.decoding.TFAScorer` (GNMT length penalty with alpha =
@@ -435,5 +488,7 @@ def beam_search_decoder(beam_width, length_penalty_weight=0.0, coverage_penalty_
     from kerasrnn import decoding
 
     return decoding.CompetingBeamSearch(
-        beam_width, scorer=decoding.TFAScorer(length_penalty_weight, coverage_penalty_weight),
-        constraints=constraints)
+        beam_width,
+        scorer=decoding.TFAScorer(length_penalty_weight, coverage_penalty_weight),
+        constraints=constraints,
+    )

@@ -18,6 +18,7 @@
 `Vocabulary` needs neither TensorFlow nor Keras until its `lookup()` layers are made;
 the other names are imported on first use so that ``import kerasrnn.data`` stays cheap.
 """
+
 import importlib
 
 from kerasrnn.data.vocabulary import (

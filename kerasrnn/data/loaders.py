@@ -8,6 +8,7 @@ data before it becomes a `tf.data` pipeline (see `kerasrnn.data.pipeline`):
 
 A malformed line raises `DataFormatError`, whose message names the file and the line.
 """
+
 import gzip
 import os
 
@@ -82,8 +83,10 @@ def read_lines(path, encoding="utf-8"):
                 yield number, line.rstrip("\r\n")
         except UnicodeDecodeError as error:
             raise DataFormatError(
-                path, number + 1, f"cannot decode as {encoding!r} ({error.reason}); "
-                "pass the file's `encoding` (e.g. 'cp1252')"
+                path,
+                number + 1,
+                f"cannot decode as {encoding!r} ({error.reason}); "
+                "pass the file's `encoding` (e.g. 'cp1252')",
             ) from None
 
 
@@ -108,8 +111,9 @@ def load_tsv(path, encoding="utf-8", label_column=0, text_column=1):
         fields = line.split("\t")
         if len(fields) <= max(label_column, text_column):
             raise DataFormatError(
-                path, number, f"expected 'label<TAB>text', got {len(fields)} field(s): "
-                f"{line[:60]!r}"
+                path,
+                number,
+                f"expected 'label<TAB>text', got {len(fields)} field(s): {line[:60]!r}",
             )
         label = fields[label_column].strip()
         if not label:
@@ -206,8 +210,10 @@ def load_conllu(path, column="upos", encoding="utf-8"):
         fields = line.split("\t")
         if len(fields) != 10:
             raise DataFormatError(
-                path, number, f"a CoNLL-U token line has 10 tab-separated fields, got "
-                f"{len(fields)}: {line[:60]!r}"
+                path,
+                number,
+                f"a CoNLL-U token line has 10 tab-separated fields, got "
+                f"{len(fields)}: {line[:60]!r}",
             )
         token_id = fields[0]
         if "-" in token_id or "." in token_id:
@@ -221,8 +227,7 @@ def load_conllu(path, column="upos", encoding="utf-8"):
     return _sentences_from_blocks(path, encoding, parse, comment_prefix="#")
 
 
-def load_conll_columns(path, token_column=0, tag_column=-1, encoding="utf-8",
-                       separator=None):
+def load_conll_columns(path, token_column=0, tag_column=-1, encoding="utf-8", separator=None):
     """Reads CoNLL-2003-style column files: one token per line, columns separated by
     whitespace (or `separator`), sentences separated by blank lines; tags usually in a
     BIO scheme (``B-PER``, ``I-PER``, ``O``). ``-DOCSTART-`` lines are skipped.
@@ -240,8 +245,10 @@ def load_conll_columns(path, token_column=0, tag_column=-1, encoding="utf-8",
             width.append(len(fields))
         if len(fields) != width[0]:
             raise DataFormatError(
-                path, number, f"expected {width[0]} columns like the first token line, "
-                f"got {len(fields)}: {line[:60]!r}"
+                path,
+                number,
+                f"expected {width[0]} columns like the first token line, "
+                f"got {len(fields)}: {line[:60]!r}",
             )
         try:
             token, tag = fields[token_column], fields[tag_column]
@@ -313,8 +320,9 @@ def _tfds_load(name, split, data_dir, download):
     import tensorflow_datasets as tfds
 
     try:
-        return tfds.load(name, split=split, data_dir=data_dir, download=download,
-                         as_supervised=False)
+        return tfds.load(
+            name, split=split, data_dir=data_dir, download=download, as_supervised=False
+        )
     except Exception as error:  # tfds raises many types (DatasetNotFound, network...)
         where = data_dir or "~/tensorflow_datasets"
         raise DatasetUnavailableError(
@@ -326,8 +334,14 @@ def _tfds_load(name, split, data_dir, download):
         ) from None
 
 
-def load_tfds_classification(name="imdb_reviews", split="train", data_dir=None,
-                             download=True, text_key="text", label_key="label"):
+def load_tfds_classification(
+    name="imdb_reviews",
+    split="train",
+    data_dir=None,
+    download=True,
+    text_key="text",
+    label_key="label",
+):
     """Loads a text classification dataset from tensorflow-datasets (e.g.
     ``imdb_reviews``, ``ag_news_subset``) as ``(texts, labels)``; labels are the
     dataset's class names when it has them.
@@ -352,8 +366,14 @@ def load_tfds_classification(name="imdb_reviews", split="train", data_dir=None,
     return texts, labels
 
 
-def load_tfds_tagging(name="conll2003", split="train", data_dir=None, download=True,
-                      tokens_key="tokens", tags_key="ner"):
+def load_tfds_tagging(
+    name="conll2003",
+    split="train",
+    data_dir=None,
+    download=True,
+    tokens_key="tokens",
+    tags_key="ner",
+):
     """Loads a sequence tagging dataset from tensorflow-datasets (the catalog's
     ``conll2003`` has ``tokens`` with ``ner``, ``pos`` and ``chunks`` tags) as
     ``(sentences, tags)`` with tag names.
@@ -387,7 +407,8 @@ def load_parallel_text(source_path, target_path, encoding="utf-8"):
     targets = [line for _, line in read_lines(target_path, encoding)]
     if len(sources) != len(targets):
         raise DataFormatError(
-            source_path, None,
+            source_path,
+            None,
             f"parallel files differ in length: {os.fspath(source_path)} has "
             f"{len(sources)} lines but {os.fspath(target_path)} has {len(targets)} lines; "
             "they must hold one aligned sentence per line.",
@@ -396,8 +417,9 @@ def load_parallel_text(source_path, target_path, encoding="utf-8"):
     return sources, targets
 
 
-def load_tfds_translation(name="ted_hrlr_translate/pt_to_en", split="train",
-                          data_dir=None, download=True):
+def load_tfds_translation(
+    name="ted_hrlr_translate/pt_to_en", split="train", data_dir=None, download=True
+):
     """Loads a translation dataset from tensorflow-datasets (e.g.
     ``ted_hrlr_translate/pt_to_en``, ``wmt14_translate/de-en``) as ``(sources,
     targets)``; the language pair is the builder's ``supervised_keys``.

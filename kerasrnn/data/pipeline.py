@@ -8,6 +8,7 @@ per-token targets the pipeline also yields 0/1 sample weights, so padded steps c
 neither the loss nor the metrics. Shuffling and bucketing never drop or repeat an
 example: each appears exactly once per epoch.
 """
+
 import numpy as np
 import tensorflow as tf
 
@@ -26,9 +27,7 @@ def ragged_constant(sequences, dtype=tf.int32):
         values = ragged_constant(inner, dtype)
         return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
     flat = np.fromiter((x for s in sequences for x in s), np.int64, int(lengths.sum()))
-    return tf.RaggedTensor.from_row_lengths(
-        tf.constant(flat, dtype), lengths, validate=False
-    )
+    return tf.RaggedTensor.from_row_lengths(tf.constant(flat, dtype), lengths, validate=False)
 
 
 def _lengths_of(sequences, name):
@@ -38,9 +37,17 @@ def _lengths_of(sequences, name):
     return lengths
 
 
-def sequence_dataset(inputs, targets=None, batch_size=32, shuffle=False, seed=None,
-                     bucket_boundaries=None, length_key=None, target_weights=None,
-                     prefetch=True):
+def sequence_dataset(
+    inputs,
+    targets=None,
+    batch_size=32,
+    shuffle=False,
+    seed=None,
+    bucket_boundaries=None,
+    length_key=None,
+    target_weights=None,
+    prefetch=True,
+):
     """Builds a padded, optionally shuffled and bucketed `tf.data.Dataset`.
 
     Args:
@@ -78,9 +85,7 @@ def sequence_dataset(inputs, targets=None, batch_size=32, shuffle=False, seed=No
     count = len(_lengths_of(columns[key], "inputs"))
     for name, column in columns.items():
         if len(column) != count:
-            raise ValueError(
-                f"input {name!r} has {len(column)} examples but {key!r} has {count}."
-            )
+            raise ValueError(f"input {name!r} has {len(column)} examples but {key!r} has {count}.")
     tensors = {name: ragged_constant(column) for name, column in columns.items()}
     per_token = False
     if targets is not None:
@@ -153,4 +158,3 @@ def sequence_dataset(inputs, targets=None, batch_size=32, shuffle=False, seed=No
     if prefetch:
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     return dataset
-

@@ -2,8 +2,9 @@
 
 A *spec* names where a split's examples come from: ``tfds:NAME[:SPLIT]`` for a
 tensorflow-datasets dataset, otherwise files (one path, a list, or a mapping, as each
-loader accepts; a path may be a ``corpus:NAME/FILE`` of `kerasrnn.datasets`). `tfds_spec` reads the first form; `holdout` splits a seeded random part
-off a training set when no validation (or test) data is given.
+loader accepts; a path may be a ``corpus:NAME/FILE`` of `kerasrnn.datasets`).
+`tfds_spec` reads the first form; `holdout` splits a seeded random part off a training
+set when no validation (or test) data is given.
 
 Neither needs TensorFlow.
 """
@@ -30,7 +31,7 @@ def tfds_spec(spec, default_split):
     """
     if not isinstance(spec, str) or not spec.startswith(TFDS_PREFIX):
         return None
-    name, _, split = spec[len(TFDS_PREFIX):].partition(":")
+    name, _, split = spec[len(TFDS_PREFIX) :].partition(":")
     if not name:
         raise ValueError(f"a tfds spec needs a dataset name: 'tfds:NAME[:SPLIT]', got {spec!r}.")
     return name, split or default_split
@@ -59,7 +60,9 @@ def holdout(first, second, fraction, seed, option="fraction"):
     if not 0 < fraction < 1:
         raise ValueError(f"`{option}` must be in (0, 1), got {fraction}.")
     if len(first) != len(second):
-        raise ValueError(f"holdout needs aligned columns, got {len(first)} and {len(second)} items.")
+        raise ValueError(
+            f"holdout needs aligned columns, got {len(first)} and {len(second)} items."
+        )
     order = np.random.default_rng(seed).permutation(len(first))
     n = max(1, int(round(fraction * len(first))))
 

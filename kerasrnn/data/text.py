@@ -9,6 +9,7 @@ Kinds (`TOKENIZERS`): ``word`` (punctuation split off words, then whitespace), `
 (characters, the space as ``▁``, `SPACE`) and ``wordpiece`` (keras-hub WordPiece
 subwords, see `kerasrnn.data.tokenizers`).
 """
+
 TOKENIZERS = ("word", "char", "wordpiece")
 SPACE = "\u2581"  # the space, as a character token
 # Detokenisation of the "word" (and WordPiece) tokens, in this order: hyphens and
@@ -79,8 +80,7 @@ def detokenize_graph(tokens, kind):
         joined = join_wordpieces(tokens)
     else:
         joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-    text = tf.strings.regex_replace(joined, f" ({_JOINER}) ({_ALNUM})",
-                                    rf" \1{_MARK}\2")
+    text = tf.strings.regex_replace(joined, f" ({_JOINER}) ({_ALNUM})", rf" \1{_MARK}\2")
     text = tf.strings.regex_replace(text, f"({_ALNUM}) ({_JOINER}){_MARK}", r"\1\2")
     text = tf.strings.regex_replace(text, _MARK, " ")
     text = tf.strings.regex_replace(text, _CLOSING, r"\1")
@@ -92,8 +92,7 @@ def tokenize_texts(texts, kind, lowercase=False, wordpiece=None, batch=4096):
     """Python lists: strings -> token lists, with exactly `tokenize_graph`."""
     rows = []
     for start in range(0, len(texts), batch):
-        ragged = tokenize_graph(list(texts[start:start + batch]), kind, lowercase,
-                                wordpiece)
+        ragged = tokenize_graph(list(texts[start : start + batch]), kind, lowercase, wordpiece)
         rows += [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
     return rows
 
@@ -131,8 +130,15 @@ class TextSide:
         self._lookup = self._names = None
 
     @classmethod
-    def build(cls, texts, kind="word", lowercase=False, max_vocab=30000, min_freq=1,
-              wordpiece_vocab_size=8000):
+    def build(
+        cls,
+        texts,
+        kind="word",
+        lowercase=False,
+        max_vocab=30000,
+        min_freq=1,
+        wordpiece_vocab_size=8000,
+    ):
         """The side of training sentences `texts`: counted word / char tokens
         (`max_vocab`, `min_freq`, the 4 special tokens included) or a learned
         WordPiece vocabulary of `wordpiece_vocab_size` pieces."""
@@ -187,9 +193,18 @@ class TextSide:
         return detokenize_graph(tokens, self.kind)
 
 
-def translation_dataset(source, target, sources, targets, batch_size=32,
-                        max_source_length=None, max_target_length=None, shuffle=False,
-                        seed=None, bucket_boundaries=None):
+def translation_dataset(
+    source,
+    target,
+    sources,
+    targets,
+    batch_size=32,
+    max_source_length=None,
+    max_target_length=None,
+    shuffle=False,
+    seed=None,
+    bucket_boundaries=None,
+):
     """Sentence pairs -> the teacher-forcing dataset a `kerasrnn.seq2seq.Seq2Seq` trains
     on: ``{"source": x, "target_in": [START] y} -> y [END]``, padded per batch
     (`kerasrnn.data.sequence_dataset`).
@@ -224,8 +239,11 @@ def translation_dataset(source, target, sources, targets, batch_size=32,
 
     columns = ([], [], [])
     for src, tgt in zip(source.tokenize(sources), target.tokenize(targets)):
-        if (not src or (max_source_length is not None and len(src) > max_source_length)
-                or (max_target_length is not None and len(tgt) > max_target_length)):
+        if (
+            not src
+            or (max_source_length is not None and len(src) > max_source_length)
+            or (max_target_length is not None and len(tgt) > max_target_length)
+        ):
             continue
         columns[0].append(source.vocabulary.encode(src))
         columns[1].append(target.vocabulary.encode(tgt, add_start=True))
@@ -234,11 +252,16 @@ def translation_dataset(source, target, sources, targets, batch_size=32,
         raise ValueError(
             f"no sentence pair is left after length filtering (of {len(sources)}; "
             f"max_source_length={max_source_length}, max_target_length="
-            f"{max_target_length}).")
+            f"{max_target_length})."
+        )
     dataset = sequence_dataset(
-        {"source": columns[0], "target_in": columns[1]}, columns[2],
-        batch_size=batch_size, shuffle=shuffle, seed=seed,
-        bucket_boundaries=bucket_boundaries or None, length_key="source",
+        {"source": columns[0], "target_in": columns[1]},
+        columns[2],
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        bucket_boundaries=bucket_boundaries or None,
+        length_key="source",
         target_weights=False,
     )
     return dataset, len(columns[0])

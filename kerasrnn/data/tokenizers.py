@@ -18,6 +18,7 @@ result in its `WordPieceTokenizer`, which outputs the piece strings (``"play", "
 for the same `Vocabulary.lookup()`. Its ops are tensorflow-text kernels: a process that
 loads a SavedModel using them must ``import tensorflow_text`` first.
 """
+
 import weakref
 
 import tensorflow as tf
@@ -25,8 +26,14 @@ import tensorflow as tf
 from kerasrnn.data.vocabulary import SPECIAL_TOKENS, UNK, Vocabulary
 
 __all__ = [
-    "split_words", "split_chars", "tokenize", "encode_tokens", "encode_chars",
-    "learn_wordpiece_vocabulary", "wordpiece_tokenizer", "split_wordpieces",
+    "split_words",
+    "split_chars",
+    "tokenize",
+    "encode_tokens",
+    "encode_chars",
+    "learn_wordpiece_vocabulary",
+    "wordpiece_tokenizer",
+    "split_wordpieces",
     "join_wordpieces",
 ]
 SUFFIX_INDICATOR = "##"  # marks a WordPiece that continues the previous one
@@ -135,8 +142,11 @@ def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=False):
         raise ValueError("`texts` has no non-blank sentence to learn a vocabulary from.")
     data = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string))
     tokens = compute_word_piece_vocabulary(
-        data.batch(1024), int(vocabulary_size), lowercase=lowercase,
-        suffix_indicator=SUFFIX_INDICATOR, reserved_tokens=list(SPECIAL_TOKENS),
+        data.batch(1024),
+        int(vocabulary_size),
+        lowercase=lowercase,
+        suffix_indicator=SUFFIX_INDICATOR,
+        reserved_tokens=list(SPECIAL_TOKENS),
     )
     return Vocabulary(tokens)
 
@@ -148,8 +158,11 @@ def wordpiece_tokenizer(vocabulary, lowercase=False):
     from keras_hub.tokenizers import WordPieceTokenizer
 
     return WordPieceTokenizer(
-        vocabulary=vocabulary.tokens, lowercase=lowercase,
-        suffix_indicator=SUFFIX_INDICATOR, oov_token=UNK, dtype="string",
+        vocabulary=vocabulary.tokens,
+        lowercase=lowercase,
+        suffix_indicator=SUFFIX_INDICATOR,
+        oov_token=UNK,
+        dtype="string",
     )
 
 
@@ -168,7 +181,9 @@ def split_wordpieces(texts, tokenizer):
     return traced(texts)
 
 
-_TRACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> its traced `tokenize`
+_TRACED: weakref.WeakKeyDictionary = (
+    weakref.WeakKeyDictionary()
+)  # tokenizer -> its traced `tokenize`
 
 
 def join_wordpieces(pieces):

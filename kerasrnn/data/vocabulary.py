@@ -15,6 +15,7 @@ token      id  meaning
 Regular tokens follow from id 4, most frequent first (ties broken alphabetically so a
 vocabulary is reproducible from the same data).
 """
+
 import collections
 import os
 
@@ -67,7 +68,7 @@ class Vocabulary:
     def __init__(self, tokens):
         tokens = [_as_str(t) for t in tokens]
         if tuple(tokens[: len(SPECIAL_TOKENS)]) == SPECIAL_TOKENS:
-            tokens = tokens[len(SPECIAL_TOKENS):]
+            tokens = tokens[len(SPECIAL_TOKENS) :]
         seen = set()
         for token in tokens:
             if token in SPECIAL_TOKENS:

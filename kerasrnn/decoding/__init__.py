@@ -14,6 +14,7 @@ subclass of your own) holds its options, a `Scorer` for beam search's ranking an
 save them as keras-hub's samplers; `greedy_search`, `sample` and `beam_search` build and
 run one in a call.
 """
+
 from kerasrnn.decoding.beam_search import BeamSearch, CompetingBeamSearch, repeat_beams
 from kerasrnn.decoding.common import DecodeResult
 from kerasrnn.decoding.constraints import Constraints

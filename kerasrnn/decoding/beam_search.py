@@ -7,6 +7,7 @@ log-probability, which favours short outputs, and returns no alignments; the
 lecture-notes algorithm below sets finished hypotheses aside and ranks them
 length-normalised, hence our own.
 """
+
 import collections
 
 import keras
@@ -20,16 +21,27 @@ from kerasrnn.decoding.strategy import DecodingStrategy
 # The loop states. Fields `last` and `states` have a row per hypothesis (batch * k),
 # `t` is the step counter, every other field has a row per example.
 _SetAside = collections.namedtuple(
-    "_SetAside", ["t", "last", "states", "alive_seqs", "alive_logp", "pool", "done",
-                  "alive_align"],
+    "_SetAside",
+    ["t", "last", "states", "alive_seqs", "alive_logp", "pool", "done", "alive_align"],
 )
 # The complete hypotheses set aside, n_best per example, best first.
 _Pool = collections.namedtuple(
     "_Pool", ["seqs", "scores", "log_probs", "lengths", "valid", "alignments"]
 )
 _Compete = collections.namedtuple(
-    "_Compete", ["t", "last", "states", "seqs", "log_probs", "lengths", "finished",
-                 "scores", "settled", "alignments"],
+    "_Compete",
+    [
+        "t",
+        "last",
+        "states",
+        "seqs",
+        "log_probs",
+        "lengths",
+        "finished",
+        "scores",
+        "settled",
+        "alignments",
+    ],
 )
 _PER_ROW = ("last", "states")
 
@@ -37,7 +49,7 @@ _PER_ROW = ("last", "states")
 _TFA_NAMES = {
     "beam_width": "beam_size=",
     "length_penalty_weight": "scorer=kerasrnn.decoding.Scorer('gnmt', alpha=...) (or "
-                             "kerasrnn.compat.tfa.beam_search_decoder(...) for TFA's rules)",
+    "kerasrnn.compat.tfa.beam_search_decoder(...) for TFA's rules)",
     "coverage_penalty_weight": "scorer=kerasrnn.decoding.Scorer(coverage_penalty_weight=...)",
     "length_normalization": "scorer=kerasrnn.decoding.Scorer(length_normalization=...)",
     "alpha": "scorer=kerasrnn.decoding.Scorer(..., alpha=...)",
@@ -139,23 +151,32 @@ class BeamSearch(DecodingStrategy):
     [2, 0, 0, 0]
     """
 
-    def __init__(self, beam_size=4, n_best=None, scorer=None, constraints=None,
-                 drop_finished="auto", **unknown):
+    def __init__(
+        self,
+        beam_size=4,
+        n_best=None,
+        scorer=None,
+        constraints=None,
+        drop_finished="auto",
+        **unknown,
+    ):
         if unknown:
             name = next(iter(unknown))
             hint = _TFA_NAMES.get(name)
             raise TypeError(
                 f"{type(self).__name__} got an unexpected argument {name}="
-                f"{unknown[name]!r}" + (f"; kerasrnn's equivalent: {hint}." if hint else
-                                        ": it takes beam_size, n_best, scorer, "
-                                        "constraints and drop_finished.")
+                f"{unknown[name]!r}"
+                + (
+                    f"; kerasrnn's equivalent: {hint}."
+                    if hint
+                    else ": it takes beam_size, n_best, scorer, constraints and drop_finished."
+                )
             )
         super().__init__(constraints)
         if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
             raise ValueError(f"`beam_size` must be a positive integer, got {beam_size!r}.")
         if n_best is not None and (
-            isinstance(n_best, bool) or not isinstance(n_best, int)
-            or not 1 <= n_best <= beam_size
+            isinstance(n_best, bool) or not isinstance(n_best, int) or not 1 <= n_best <= beam_size
         ):
             raise ValueError(
                 f"`n_best` must be an integer in [1, beam_size={beam_size}] or None, got "
@@ -186,9 +207,12 @@ class BeamSearch(DecodingStrategy):
         return {
             "beam_size": self.beam_size,
             "n_best": self._n_best,
-            "scorer": (None if type(self.scorer).__name__ == "Scorer"
-                       and self.scorer.get_config() == get_scorer(None).get_config()
-                       else keras.saving.serialize_keras_object(self.scorer)),
+            "scorer": (
+                None
+                if type(self.scorer).__name__ == "Scorer"
+                and self.scorer.get_config() == get_scorer(None).get_config()
+                else keras.saving.serialize_keras_object(self.scorer)
+            ),
             "drop_finished": self.drop_finished,
             **super().get_config(),
         }
@@ -232,8 +256,7 @@ class BeamSearch(DecodingStrategy):
         _check_repeated_rows(step.first_logits, self.beam_size)
         return bool(drop)
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token,
-               limits):
+    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
         drop = self._checked(step)
         search = _Search(self, step, limits, max_length, end_token, pad_token, drop)
         return search.set_aside(start_tokens, initial_states)
@@ -262,8 +285,7 @@ class CompetingBeamSearch(BeamSearch):
     TFAScorer(length_penalty_weight=0.6, coverage_penalty_weight=0.0)
     """
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token,
-               limits):
+    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
         drop = self._checked(step)
         search = _Search(self, step, limits, max_length, end_token, pad_token, drop)
         return search.compete(start_tokens, initial_states)
@@ -302,8 +324,7 @@ class _Search:
     # of one loop; dropping every example the moment it ends would leave 73%.
     PHASES, SHRINK = 4, 0.6
 
-    def __init__(self, strategy, step, limits, max_length, end_token, pad_token,
-                 drop_finished):
+    def __init__(self, strategy, step, limits, max_length, end_token, pad_token, drop_finished):
         self.step = step
         self.k = strategy.beam_size
         self.n_best = strategy.n_best
@@ -350,8 +371,9 @@ class _Search:
                     running = ops.sum(ops.cast(ops.logical_not(finished(v)), "float32"))
                     return ops.logical_and(cond(v), running > threshold)
 
-            (state,) = ops.while_loop(phase_cond, body, (state,),
-                                      maximum_iterations=self.max_length)
+            (state,) = ops.while_loop(
+                phase_cond, body, (state,), maximum_iterations=self.max_length
+            )
             if phase == self.PHASES - 1:
                 break
             done = finished(state)
@@ -370,10 +392,14 @@ class _Search:
     def _keep_examples(self, state, keep):
         """The loop state, the step function and the length limits of the examples
         `keep` only, for the next phase."""
-        rows = ops.reshape(keep[:, None] * self.k + ops.arange(self.k, dtype="int32")[None, :],
-                           (-1,))
-        kept = {name: _take(value, rows if name in _PER_ROW else keep)
-                for name, value in state._asdict().items() if name != "t"}
+        rows = ops.reshape(
+            keep[:, None] * self.k + ops.arange(self.k, dtype="int32")[None, :], (-1,)
+        )
+        kept = {
+            name: _take(value, rows if name in _PER_ROW else keep)
+            for name, value in state._asdict().items()
+            if name != "t"
+        }
         self.step = self.step.take_rows(rows)
         self.limits = ops.take(self.limits, keep, axis=0)
         self.batch_offsets = ops.arange(ops.shape(keep)[0], dtype="int32")[:, None] * self.k
@@ -464,16 +490,18 @@ class _Search:
             alive_logp, chosen = ops.top_k(ops.where(ends, NEG_INF, cand_logp), k)
             chosen = ops.cast(chosen, "int32")
             full = ops.sum(ops.cast(pool.valid, "int32"), axis=1) >= n_best
-            return (_SetAside(
-                t=t + 1,
-                last=ops.reshape(ops.take_along_axis(token, chosen, 1), (-1,)),
-                states=self._reorder_states(states, ops.take_along_axis(parent, chosen, 1)),
-                alive_seqs=_gather_beams(cand_seqs, chosen),
-                alive_logp=alive_logp,
-                pool=pool,
-                done=ops.logical_or(v.done, ops.logical_or(full, length >= self.limits)),
-                alive_align=_gather_beams(cand_align, chosen) if self.aligned else (),
-            ),)
+            return (
+                _SetAside(
+                    t=t + 1,
+                    last=ops.reshape(ops.take_along_axis(token, chosen, 1), (-1,)),
+                    states=self._reorder_states(states, ops.take_along_axis(parent, chosen, 1)),
+                    alive_seqs=_gather_beams(cand_seqs, chosen),
+                    alive_logp=alive_logp,
+                    pool=pool,
+                    done=ops.logical_or(v.done, ops.logical_or(full, length >= self.limits)),
+                    alive_align=_gather_beams(cand_align, chosen) if self.aligned else (),
+                ),
+            )
 
         pool_seqs, pool_align = self._empty(n_best)
         alive_seqs, alive_align = self._empty(k)
@@ -494,10 +522,14 @@ class _Search:
             done=ops.zeros((self.batch_size,), "bool"),
             alive_align=alive_align,
         )
-        pool = self._loop(cond, body, start, finished=lambda v: v.done,
-                          result=lambda v: v.pool)
-        return DecodeResult(pool.seqs, pool.lengths, pool.scores, pool.log_probs,
-                            pool.alignments if self.aligned else None)
+        pool = self._loop(cond, body, start, finished=lambda v: v.done, result=lambda v: v.pool)
+        return DecodeResult(
+            pool.seqs,
+            pool.lengths,
+            pool.scores,
+            pool.log_probs,
+            pool.alignments if self.aligned else None,
+        )
 
     # ---- TensorFlow Addons' rule: finished hypotheses compete in the beam -----------
     def compete(self, first_tokens, first_states):
@@ -516,8 +548,9 @@ class _Search:
             log_p = ops.where(v.finished[:, :, None], end_only, log_p)
             total = v.log_probs[:, :, None] + log_p
             live = ops.logical_not(v.finished)[:, :, None]
-            grows = (live if scorer.count_end_token
-                     else ops.logical_and(live, ops.logical_not(is_end)))
+            grows = (
+                live if scorer.count_end_token else ops.logical_and(live, ops.logical_not(is_end))
+            )
             scored_lengths = v.lengths[:, :, None] + ops.cast(grows, "int32")
             score = scorer(total, scored_lengths)
             if self.aligned:
@@ -526,8 +559,11 @@ class _Search:
                 with_coverage = v.finished[:, :, None]
                 if scorer.count_end_token:
                     with_coverage = ops.logical_or(with_coverage, is_end[None, None, :])
-                cp = (scorer.coverage_penalty(coverage)[:, :, None]
-                      if scorer.coverage_penalty_weight else 0.0)
+                cp = (
+                    scorer.coverage_penalty(coverage)[:, :, None]
+                    if scorer.coverage_penalty_weight
+                    else 0.0
+                )
                 score = ops.where(with_coverage, score + cp, score)
             scores, index = ops.top_k(ops.reshape(score, (-1, k * vocab_size)), k)
             index = ops.cast(index, "int32")
@@ -538,25 +574,32 @@ class _Search:
             finished = ops.logical_or(finished, (t + 1 >= self.limits)[:, None])
             alignments = ()
             if self.aligned:
-                alignments = write_step(_gather_beams(v.alignments, parent), t,
-                                        _gather_beams(step_align, parent), axis=2)
-            return (_Compete(
-                t=t + 1,
-                last=ops.reshape(token, (-1,)),
-                states=self._reorder_states(states, parent),
-                seqs=write_step(_gather_beams(v.seqs, parent), t, written, axis=2),
-                log_probs=ops.take_along_axis(
-                    ops.reshape(total, (-1, k * vocab_size)), index, 1),
-                lengths=ops.take_along_axis(v.lengths, parent, 1) + ops.cast(
-                    ops.logical_not(parent_finished), "int32"),
-                finished=finished,
-                scores=scores,
-                # An example whose beams had all finished before this step is settled:
-                # no later step changes it (the step after the last end rescores it,
-                # see TFAScorer), so drop_finished may drop it.
-                settled=ops.all(parent_finished, axis=1),
-                alignments=alignments,
-            ),)
+                alignments = write_step(
+                    _gather_beams(v.alignments, parent),
+                    t,
+                    _gather_beams(step_align, parent),
+                    axis=2,
+                )
+            return (
+                _Compete(
+                    t=t + 1,
+                    last=ops.reshape(token, (-1,)),
+                    states=self._reorder_states(states, parent),
+                    seqs=write_step(_gather_beams(v.seqs, parent), t, written, axis=2),
+                    log_probs=ops.take_along_axis(
+                        ops.reshape(total, (-1, k * vocab_size)), index, 1
+                    ),
+                    lengths=ops.take_along_axis(v.lengths, parent, 1)
+                    + ops.cast(ops.logical_not(parent_finished), "int32"),
+                    finished=finished,
+                    scores=scores,
+                    # An example whose beams had all finished before this step is settled:
+                    # no later step changes it (the step after the last end rescores it,
+                    # see TFAScorer), so drop_finished may drop it.
+                    settled=ops.all(parent_finished, axis=1),
+                    alignments=alignments,
+                ),
+            )
 
         seqs, align = self._empty(k)
         start = _Compete(
@@ -571,9 +614,18 @@ class _Search:
             settled=ops.zeros((self.batch_size,), "bool"),
             alignments=align,
         )
-        out = self._loop(cond, body, start, finished=lambda v: v.settled,
-                         result=lambda v: v._replace(last=(), states=(), t=()))
+        out = self._loop(
+            cond,
+            body,
+            start,
+            finished=lambda v: v.settled,
+            result=lambda v: v._replace(last=(), states=(), t=()),
+        )
         n = self.n_best
-        return DecodeResult(out.seqs[:, :n], out.lengths[:, :n], out.scores[:, :n],
-                            out.log_probs[:, :n], out.alignments[:, :n] if self.aligned
-                            else None)
+        return DecodeResult(
+            out.seqs[:, :n],
+            out.lengths[:, :n],
+            out.scores[:, :n],
+            out.log_probs[:, :n],
+            out.alignments[:, :n] if self.aligned else None,
+        )

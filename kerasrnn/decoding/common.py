@@ -1,5 +1,6 @@
 """What every decoding strategy shares: the result type, the step-function contract
 (and its checks), the per-example length limits and the loops' buffer writes."""
+
 import collections
 import copy
 
@@ -49,8 +50,7 @@ def check_step_inputs(start_tokens, max_length, end_token):
         isinstance(end_token, bool) or not isinstance(end_token, int) or end_token < 0
     ):
         raise ValueError(
-            f"`end_token` must be a non-negative integer id or None, got "
-            f"end_token={end_token!r}."
+            f"`end_token` must be a non-negative integer id or None, got end_token={end_token!r}."
         )
     start_tokens = ops.cast(ops.convert_to_tensor(start_tokens), "int32")
     if len(start_tokens.shape) != 1:
@@ -66,9 +66,7 @@ def check_count(name, value, minimum=0):
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(
-            f"`{name}` must be an integer >= {minimum} or None, got {name}={value!r}."
-        )
+        raise ValueError(f"`{name}` must be an integer >= {minimum} or None, got {name}={value!r}.")
     return value
 
 
@@ -173,14 +171,13 @@ class StepFunction:
             for old, new in zip(keras.tree.flatten(expected), keras.tree.flatten(new_states)):
                 old_shape, new_shape = tuple(old.shape), tuple(new.shape)
                 same_shape = len(old_shape) == len(new_shape) and all(
-                    a is None or b is None or a == b
-                    for a, b in zip(old_shape[1:], new_shape[1:])
+                    a is None or b is None or a == b for a, b in zip(old_shape[1:], new_shape[1:])
                 )
                 if not same_shape:
                     problem = "shapes"
-                elif keras.backend.standardize_dtype(
-                    old.dtype
-                ) != keras.backend.standardize_dtype(new.dtype):
+                elif keras.backend.standardize_dtype(old.dtype) != keras.backend.standardize_dtype(
+                    new.dtype
+                ):
                     problem = "dtypes"
         if problem is not None:
             raise ValueError(
@@ -218,9 +215,7 @@ def length_limits(batch_size, max_length, source_lengths=None, max_length_ratio=
             f"{'given' if source_lengths is not None else 'None'})."
         )
     if float(max_length_ratio) <= 0:
-        raise ValueError(
-            f"`max_length_ratio` must be positive, got {max_length_ratio!r}."
-        )
+        raise ValueError(f"`max_length_ratio` must be positive, got {max_length_ratio!r}.")
     source_lengths = ops.cast(ops.convert_to_tensor(source_lengths), "float32")
     ratio_limits = ops.cast(ops.ceil(float(max_length_ratio) * source_lengths), "int32")
     return ops.clip(ratio_limits, 1, max_length)
@@ -246,4 +241,3 @@ def write_step(buffer, t, values, axis):
     shape[axis] = buffer.shape[axis]
     here = ops.reshape(ops.equal(ops.arange(buffer.shape[axis], dtype="int32"), t), shape)
     return ops.where(here, ops.cast(values, buffer.dtype), buffer)
-

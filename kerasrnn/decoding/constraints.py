@@ -1,6 +1,7 @@
 """What a decoder may generate, shared by every strategy: `Constraints` (length limits,
 a minimum length, n-gram blocking, forbidden tokens, logits processors) and `NextToken`,
 which applies them to one step's logits."""
+
 import keras
 from keras import ops
 
@@ -47,11 +48,16 @@ class Constraints:
     [1]
     """
 
-    def __init__(self, min_length=None, block_ngram_repeat=None, forbidden_tokens=(),
-                 max_length_ratio=None, logits_processors=()):
+    def __init__(
+        self,
+        min_length=None,
+        block_ngram_repeat=None,
+        forbidden_tokens=(),
+        max_length_ratio=None,
+        logits_processors=(),
+    ):
         self.min_length = check_count("min_length", min_length)
-        self.block_ngram_repeat = check_count("block_ngram_repeat", block_ngram_repeat,
-                                              minimum=1)
+        self.block_ngram_repeat = check_count("block_ngram_repeat", block_ngram_repeat, minimum=1)
         forbidden_tokens = list(forbidden_tokens)
         for token in forbidden_tokens:
             check_count("forbidden_tokens", token)
@@ -60,14 +66,12 @@ class Constraints:
             isinstance(max_length_ratio, bool) or float(max_length_ratio) <= 0
         ):
             raise ValueError(
-                f"`max_length_ratio` must be a positive number or None, got "
-                f"{max_length_ratio!r}."
+                f"`max_length_ratio` must be a positive number or None, got {max_length_ratio!r}."
             )
         self.max_length_ratio = max_length_ratio
         if callable(logits_processors):
             raise TypeError(
-                "`logits_processors` takes a list of callables; got one callable: pass "
-                "[processor]."
+                "`logits_processors` takes a list of callables; got one callable: pass [processor]."
             )
         logits_processors = list(logits_processors)
         for processor in logits_processors:
@@ -90,8 +94,13 @@ class Constraints:
 
     def cache_key(self):
         """A hashable summary (processors by identity) for compiled-decoder caches."""
-        return (tuple(self.forbidden_tokens), self.min_length, self.block_ngram_repeat,
-                self.max_length_ratio, tuple(self.logits_processors))
+        return (
+            tuple(self.forbidden_tokens),
+            self.min_length,
+            self.block_ngram_repeat,
+            self.max_length_ratio,
+            tuple(self.logits_processors),
+        )
 
     def get_config(self):
         return {
@@ -99,8 +108,9 @@ class Constraints:
             "block_ngram_repeat": self.block_ngram_repeat,
             "forbidden_tokens": list(self.forbidden_tokens),
             "max_length_ratio": self.max_length_ratio,
-            "logits_processors": [keras.saving.serialize_keras_object(p)
-                                  for p in self.logits_processors],
+            "logits_processors": [
+                keras.saving.serialize_keras_object(p) for p in self.logits_processors
+            ],
         }
 
     @classmethod
@@ -153,11 +163,8 @@ class NextToken:
 
     def processed_logits(self, t, tokens, logits):
         for processor in self.processors:
-            processed = ops.cast(ops.convert_to_tensor(processor(t, tokens, logits)),
-                                 "float32")
-            if len(processed.shape) != 2 or tuple(processed.shape[1:]) != tuple(
-                logits.shape[1:]
-            ):
+            processed = ops.cast(ops.convert_to_tensor(processor(t, tokens, logits)), "float32")
+            if len(processed.shape) != 2 or tuple(processed.shape[1:]) != tuple(logits.shape[1:]):
                 raise ValueError(
                     "A logits processor `(step, tokens, logits) -> logits` must return "
                     f"logits of the shape it received, {tuple(logits.shape)}; got "
@@ -172,8 +179,9 @@ class NextToken:
                     f"decoder's vocabulary of {vocab_size}."
                 )
             ids = ops.arange(vocab_size, dtype="int32")[:, None]
-            forbidden = ops.any(ops.equal(ids, ops.convert_to_tensor(
-                self.forbidden, "int32")[None, :]), axis=1)
+            forbidden = ops.any(
+                ops.equal(ids, ops.convert_to_tensor(self.forbidden, "int32")[None, :]), axis=1
+            )
             logits = ops.where(forbidden[None, :], NEG_INF, logits)
         return logits
 

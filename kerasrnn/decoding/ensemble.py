@@ -1,4 +1,5 @@
 """Ensemble decoding: several decoders vote with the mean of their log-probabilities."""
+
 from keras import ops
 
 

@@ -1,11 +1,13 @@
 """The strategies as functions: one call builds the strategy and runs it (for a script
 that decodes once; keep the object to decode again with the same options)."""
+
 from kerasrnn.decoding.beam_search import BeamSearch
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
 
 
-def greedy_search(step_fn, start_tokens, initial_states, max_length, end_token=None,
-                  pad_token=0, constraints=None):
+def greedy_search(
+    step_fn, start_tokens, initial_states, max_length, end_token=None, pad_token=0, constraints=None
+):
     """`GreedySearch(constraints)(step_fn, start_tokens, initial_states, max_length,
     end_token, pad_token)`: see `GreedySearch`.
 
@@ -19,12 +21,23 @@ def greedy_search(step_fn, start_tokens, initial_states, max_length, end_token=N
     >>> keras.ops.convert_to_numpy(out.tokens[:, 0]).tolist()
     [[1, 2, 0, 0]]
     """
-    return GreedySearch(constraints)(step_fn, start_tokens, initial_states, max_length,
-                                     end_token, pad_token)
+    return GreedySearch(constraints)(
+        step_fn, start_tokens, initial_states, max_length, end_token, pad_token
+    )
 
 
-def sample(step_fn, start_tokens, initial_states, max_length, end_token=None,
-           temperature=1.0, top_k=None, top_p=None, seed=None, constraints=None):
+def sample(
+    step_fn,
+    start_tokens,
+    initial_states,
+    max_length,
+    end_token=None,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    seed=None,
+    constraints=None,
+):
     """`RandomSampling(temperature, top_k, top_p, seed, constraints)(step_fn,
     start_tokens, initial_states, max_length, end_token)`: see `RandomSampling`.
 
@@ -41,8 +54,18 @@ def sample(step_fn, start_tokens, initial_states, max_length, end_token=None,
     return strategy(step_fn, start_tokens, initial_states, max_length, end_token)
 
 
-def beam_search(step_fn, start_tokens, initial_states, max_length, end_token, beam_size=4,
-                n_best=None, scorer=None, constraints=None, pad_token=0):
+def beam_search(
+    step_fn,
+    start_tokens,
+    initial_states,
+    max_length,
+    end_token,
+    beam_size=4,
+    n_best=None,
+    scorer=None,
+    constraints=None,
+    pad_token=0,
+):
     """`BeamSearch(beam_size, n_best, scorer, constraints, drop_finished="auto")(step_fn,
     start_tokens, initial_states, max_length, end_token, pad_token)`: see `BeamSearch`.
 

@@ -1,5 +1,6 @@
 """Replace unknown-word outputs by the source word they attended to most
 (OpenNMT's `-replace_unk`, Luong et al. 2015 "Addressing the rare word problem")."""
+
 import numpy as np
 from keras import ops
 

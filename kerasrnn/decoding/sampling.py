@@ -8,6 +8,7 @@ the loop on JAX as keras-hub does. Their own `__call__` is not used because it w
 a prompt buffer rather than a (tokens, states) step function and returns neither scores
 nor lengths. Greedy search needs none of it (an argmax), so it runs without keras-hub.
 """
+
 import collections
 
 import keras
@@ -18,8 +19,8 @@ from kerasrnn.decoding.strategy import DecodingStrategy
 
 # The loop's state, one row per example.
 _Loop = collections.namedtuple(
-    "_Loop", ["t", "last", "states", "tokens", "lengths", "log_probs", "finished",
-              "alignments"],
+    "_Loop",
+    ["t", "last", "states", "tokens", "lengths", "log_probs", "finished", "alignments"],
 )
 
 
@@ -60,8 +61,7 @@ class GreedySearch(DecodingStrategy):
     def run_loop(self, cond, body, loop_vars, maximum_iterations):
         return ops.while_loop(cond, body, loop_vars, maximum_iterations=maximum_iterations)
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token,
-               limits):
+    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
         next_token = self.constraints.next_token(end_token, step.outputs_log_probs)
         batch_size = ops.shape(start_tokens)[0]
 
@@ -83,16 +83,18 @@ class GreedySearch(DecodingStrategy):
             finished = ops.logical_or(v.finished, v.t + 1 >= limits)
             if end_token is not None:
                 finished = ops.logical_or(finished, ops.equal(chosen, end_token))
-            return (_Loop(
-                t=v.t + 1,
-                last=chosen,
-                states=states,
-                tokens=write_step(v.tokens, v.t, chosen, axis=1),
-                lengths=v.lengths + ops.cast(alive, "int32"),
-                log_probs=v.log_probs + ops.where(alive, log_p, 0.0),
-                finished=finished,
-                alignments=alignments,
-            ),)
+            return (
+                _Loop(
+                    t=v.t + 1,
+                    last=chosen,
+                    states=states,
+                    tokens=write_step(v.tokens, v.t, chosen, axis=1),
+                    lengths=v.lengths + ops.cast(alive, "int32"),
+                    log_probs=v.log_probs + ops.where(alive, log_p, 0.0),
+                    finished=finished,
+                    alignments=alignments,
+                ),
+            )
 
         start = _Loop(
             t=ops.convert_to_tensor(0, "int32"),
@@ -103,14 +105,18 @@ class GreedySearch(DecodingStrategy):
             log_probs=ops.zeros((batch_size,), "float32"),
             finished=ops.zeros((batch_size,), "bool"),
             # () when the step function returns no alignments: an empty structure
-            alignments=(ops.zeros((batch_size, max_length, step.source_length), "float32")
-                        if step.has_alignments else ()),
+            alignments=(
+                ops.zeros((batch_size, max_length, step.source_length), "float32")
+                if step.has_alignments
+                else ()
+            ),
         )
         (out,) = self.run_loop(cond, body, (start,), max_length)
         log_probs = out.log_probs[:, None]
         alignments = out.alignments[:, None] if step.has_alignments else None
-        return DecodeResult(out.tokens[:, None], out.lengths[:, None], log_probs, log_probs,
-                            alignments)
+        return DecodeResult(
+            out.tokens[:, None], out.lengths[:, None], log_probs, log_probs, alignments
+        )
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -174,29 +180,35 @@ class RandomSampling(GreedySearch):
 
         if self.top_p is not None:
             # With both set, keras-hub keeps the k most likely first, then the nucleus.
-            return samplers.TopPSampler(p=float(self.top_p), k=self.top_k, seed=self.seed,
-                                        temperature=self.temperature)
+            return samplers.TopPSampler(
+                p=float(self.top_p), k=self.top_k, seed=self.seed, temperature=self.temperature
+            )
         if self.top_k is not None:
-            return samplers.TopKSampler(k=self.top_k, seed=self.seed,
-                                        temperature=self.temperature)
+            return samplers.TopKSampler(k=self.top_k, seed=self.seed, temperature=self.temperature)
         return samplers.RandomSampler(seed=self.seed, temperature=self.temperature)
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token,
-               limits):
+    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
         if self.seed is not None:
             # A seeded strategy repeats its draw from call to call.
             state = self._sampler.seed_generator.state
             state.assign(ops.convert_to_tensor([self.seed, 0], dtype=state.dtype))
-        return super().decode(step, start_tokens, initial_states, max_length, end_token,
-                              pad_token, limits)
+        return super().decode(
+            step, start_tokens, initial_states, max_length, end_token, pad_token, limits
+        )
 
     def choose(self, logits):
         return self._sampler.get_next_token(self._sampler.compute_probabilities(logits))
 
     def run_loop(self, cond, body, loop_vars, maximum_iterations):
-        return self._sampler.run_loop(cond, body, loop_vars=loop_vars,
-                                      maximum_iterations=maximum_iterations)
+        return self._sampler.run_loop(
+            cond, body, loop_vars=loop_vars, maximum_iterations=maximum_iterations
+        )
 
     def get_config(self):
-        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
-                "seed": self.seed, **super().get_config()}
+        return {
+            "temperature": self.temperature,
+            "top_k": self.top_k,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            **super().get_config(),
+        }

@@ -1,5 +1,6 @@
 """How beam search ranks hypotheses: `Scorer` (length normalisation and GNMT's coverage
 penalty) and `TFAScorer`, TensorFlow Addons' way of counting the end token."""
+
 import keras
 from keras import ops
 
@@ -139,8 +140,10 @@ class TFAScorer(Scorer):
         super().__init__("gnmt", float(length_penalty_weight), coverage_penalty_weight)
 
     def get_config(self):
-        return {"length_penalty_weight": self.alpha,
-                "coverage_penalty_weight": self.coverage_penalty_weight}
+        return {
+            "length_penalty_weight": self.alpha,
+            "coverage_penalty_weight": self.coverage_penalty_weight,
+        }
 
 
 def get_scorer(scorer):
@@ -154,6 +157,5 @@ def get_scorer(scorer):
             return keras.saving.deserialize_keras_object(scorer)
         return Scorer(**scorer)
     raise TypeError(
-        f"`scorer` must be a kerasrnn.decoding.Scorer, its config dict or None; got "
-        f"{scorer!r}."
+        f"`scorer` must be a kerasrnn.decoding.Scorer, its config dict or None; got {scorer!r}."
     )

@@ -1,5 +1,6 @@
 """The decoding strategy's contract: `DecodingStrategy`, the base every strategy
 subclasses, and `get` / `serialize` (as keras-hub's samplers)."""
+
 import keras
 
 from kerasrnn.decoding.common import StepFunction, check_step_inputs
@@ -41,8 +42,16 @@ class DecodingStrategy:
         """Whether the strategy reads the step function's alignments itself."""
         return False
 
-    def __call__(self, step_fn, start_tokens, initial_states, max_length, end_token=None,
-                 pad_token=0, source_lengths=None):
+    def __call__(
+        self,
+        step_fn,
+        start_tokens,
+        initial_states,
+        max_length,
+        end_token=None,
+        pad_token=0,
+        source_lengths=None,
+    ):
         """Decodes a batch.
 
         Args:
@@ -68,12 +77,14 @@ class DecodingStrategy:
         """
         start_tokens = check_step_inputs(start_tokens, max_length, end_token)
         self._check_call(end_token)
-        limits = self.constraints.limits(keras.ops.shape(start_tokens)[0], max_length,
-                                         source_lengths)
+        limits = self.constraints.limits(
+            keras.ops.shape(start_tokens)[0], max_length, source_lengths
+        )
         start_tokens, initial_states = self.expand(start_tokens, initial_states)
         step = StepFunction(step_fn, start_tokens, initial_states)
-        return self.decode(step, start_tokens, initial_states, max_length, end_token,
-                           pad_token, limits)
+        return self.decode(
+            step, start_tokens, initial_states, max_length, end_token, pad_token, limits
+        )
 
     def _check_call(self, end_token):
         """Checks of the call's arguments before any op runs (beam search: the end
@@ -84,8 +95,7 @@ class DecodingStrategy:
         """The start tokens and states per row (beam search repeats them)."""
         return start_tokens, initial_states
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token,
-               limits):
+    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
         raise NotImplementedError(f"{type(self).__name__} must implement `decode`.")
 
     def get_config(self):
@@ -107,8 +117,7 @@ class DecodingStrategy:
             return None
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items()
-                         if k != "constraints")
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "constraints")
         if self.constraints.cache_key() != get_constraints(None).cache_key():
             args += (", " if args else "") + f"constraints={self.constraints!r}"
         return f"{type(self).__name__}({args})"

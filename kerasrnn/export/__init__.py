@@ -26,6 +26,7 @@ function may run a decoding loop); `export_seq2seq` does it for a `kerasrnn.seq2
 string-level decoding as a Python object: translate lists of strings (n-best with
 scores), get the alignments beam search returned, export.
 """
+
 from kerasrnn.export.savedmodel import export_saved_model
 from kerasrnn.export.serving import class_outputs, ids_to_strings, sequence_outputs
 from kerasrnn.export.translator import TOKENIZERS, TextTranslator, export_seq2seq

@@ -1,5 +1,6 @@
 """`export_saved_model`: a Keras model and the functions around it (text in, text out)
 as a plain TensorFlow SavedModel."""
+
 import os
 
 import keras

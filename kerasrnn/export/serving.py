@@ -1,5 +1,6 @@
 """Serving outputs as TensorFlow ops: ids to strings, a classifier's and a tagger's
 output dicts (what their SavedModel signatures return)."""
+
 import tensorflow as tf
 
 

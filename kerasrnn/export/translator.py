@@ -1,5 +1,6 @@
 """`TextTranslator`, a `kerasrnn.seq2seq.Seq2Seq` between strings (tokenising,
 decoding and detokenising as TensorFlow ops), and `export_seq2seq`, its SavedModel."""
+
 import keras
 import tensorflow as tf
 
@@ -64,11 +65,16 @@ def _side(side, name, tokenize, detokenize, lowercase):
     from kerasrnn.data.text import TextSide, detokenize_graph, tokenize_graph
 
     if isinstance(side, TextSide):
-        return (side.vocabulary,
-                lambda texts: tokenize_graph(texts, side.kind, side.lowercase, side.wordpiece),
-                lambda tokens: detokenize_graph(tokens, side.kind))
-    return (_vocabulary_tokens(side, name), _tokenizer(tokenize, lowercase),
-            _detokenizer(detokenize, tokenize))
+        return (
+            side.vocabulary,
+            lambda texts: tokenize_graph(texts, side.kind, side.lowercase, side.wordpiece),
+            lambda tokens: detokenize_graph(tokens, side.kind),
+        )
+    return (
+        _vocabulary_tokens(side, name),
+        _tokenizer(tokenize, lowercase),
+        _detokenizer(detokenize, tokenize),
+    )
 
 
 class TextTranslator:
@@ -119,18 +125,31 @@ class TextTranslator:
     ([2, 2], {'translation': '', 'score': 0.0})
     """
 
-    def __init__(self, model, source, target, tokenize="word", detokenize=None,
-                 lowercase=False, max_source_length=None, replace_unk=False, **options):
+    def __init__(
+        self,
+        model,
+        source,
+        target,
+        tokenize="word",
+        detokenize=None,
+        lowercase=False,
+        max_source_length=None,
+        replace_unk=False,
+        **options,
+    ):
         from kerasrnn.data import END_ID, PAD_ID, START_ID
         from kerasrnn.seq2seq import Seq2Seq
 
         if not isinstance(model, Seq2Seq):
             raise ValueError(
-                f"`model` must be a kerasrnn.seq2seq.Seq2Seq; got {type(model).__name__}.")
+                f"`model` must be a kerasrnn.seq2seq.Seq2Seq; got {type(model).__name__}."
+            )
         self.source_vocabulary, self._split, _ = _side(
-            source, "source_vocabulary", tokenize, detokenize, lowercase)
+            source, "source_vocabulary", tokenize, detokenize, lowercase
+        )
         self.target_vocabulary, _, self._join = _side(
-            target, "target_vocabulary", tokenize, detokenize, lowercase)
+            target, "target_vocabulary", tokenize, detokenize, lowercase
+        )
         for name, vocab, size in (
             ("source_vocabulary", self.source_vocabulary, model.source_vocab_size),
             ("target_vocabulary", self.target_vocabulary, model.target_vocab_size),
@@ -152,8 +171,10 @@ class TextTranslator:
         self.model = model
         self.max_source_length = max_source_length or model.max_source_length
         if replace_unk and self.max_source_length is None:
-            raise ValueError("`replace_unk` needs `max_source_length` (the alignments "
-                             "decoding collects need a static source width).")
+            raise ValueError(
+                "`replace_unk` needs `max_source_length` (the alignments "
+                "decoding collects need a static source width)."
+            )
         self.replace_unk, self.options = bool(replace_unk), options
         _generation_options(options)  # checked here, read at every decoding
         with tf.init_scope():  # eagerly, even when first made inside a tf.function
@@ -205,10 +226,8 @@ class TextTranslator:
         alignments = self.replace_unk or return_alignments
         # The coverage penalty reads the alignments beam search collects: a static width.
         static = alignments or strategy.needs_alignments
-        ids, words, blank = self.encode(texts, static_width=static and not
-                                        tf.executing_eagerly())
-        result = self.model.generate(ids, strategy, return_alignments=alignments,
-                                     **settings)
+        ids, words, blank = self.encode(texts, static_width=static and not tf.executing_eagerly())
+        result = self.model.generate(ids, strategy, return_alignments=alignments, **settings)
         names = tf.gather(self._target_tokens, tf.convert_to_tensor(result.tokens))
         if self.replace_unk:
             names = replace_unk(result, words, names, unk_id=UNK_ID)
@@ -225,8 +244,9 @@ class TextTranslator:
         tokens = tf.convert_to_tensor(result.tokens)
         length = tf.shape(tokens)[-1]
         keep = (tokens != PAD_ID) & (tokens != START_ID) & (tokens != END_ID)
-        strings = self._join(tf.ragged.boolean_mask(tf.reshape(names, (-1, length)),
-                                                    tf.reshape(keep, (-1, length))))
+        strings = self._join(
+            tf.ragged.boolean_mask(tf.reshape(names, (-1, length)), tf.reshape(keep, (-1, length)))
+        )
         strings = tf.reshape(strings, (-1, n_best))
         blank = tf.tile(blank[:, None], [1, n_best])
         scores = tf.cast(tf.convert_to_tensor(result.scores), tf.float32)
@@ -248,12 +268,13 @@ class TextTranslator:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i].split()))
         results = [None] * len(texts)
         for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
-            strings, scores = self._functions[key](
-                tf.constant([texts[i] for i in rows], tf.string))
+            rows = order[start : start + batch_size]
+            strings, scores = self._functions[key](tf.constant([texts[i] for i in rows], tf.string))
             for i, row, row_scores in zip(rows, strings.numpy(), scores.numpy()):
-                hypotheses = [{"translation": t.decode("utf-8"), "score": float(s)}
-                              for t, s in zip(row, row_scores)]
+                hypotheses = [
+                    {"translation": t.decode("utf-8"), "score": float(s)}
+                    for t, s in zip(row, row_scores)
+                ]
                 results[i] = hypotheses if n_best else hypotheses[0]["translation"]
         return results
 
@@ -269,17 +290,16 @@ class TextTranslator:
         output = [w.decode("utf-8") for w in names.numpy()[0, 0, :length]]
         return result, source, output
 
-    def export(self, path, beam_size=4, n_best=None, translate_beam_size=1,
-               verbose=False):
+    def export(self, path, beam_size=4, n_best=None, translate_beam_size=1, verbose=False):
         """Writes a SavedModel serving `decode` (see `export_seq2seq`): ``translate``
         (and ``serving_default``) with `translate_beam_size` beams (1: greedy), and
         ``translate_n_best`` with `beam_size` beams and `n_best` (default
         `beam_size`) hypotheses. Returns `path`."""
         n_best = beam_size if n_best is None else n_best
-        if (isinstance(n_best, bool) or not isinstance(n_best, int)
-                or not 1 <= n_best <= beam_size):
-            raise ValueError(f"`n_best` must be an integer in [1, beam_size={beam_size}]; "
-                             f"got n_best={n_best!r}.")
+        if isinstance(n_best, bool) or not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+            raise ValueError(
+                f"`n_best` must be an integer in [1, beam_size={beam_size}]; got n_best={n_best!r}."
+            )
 
         def translate(text):
             strings, scores = self.decode(text, translate_beam_size, 1)
@@ -291,11 +311,15 @@ class TextTranslator:
 
         signature = [tf.TensorSpec([None], tf.string, name="text")]
         return export_saved_model(
-            path, self.model,
-            {"serving_default": (translate, signature),
-             "translate": (translate, signature),
-             "translate_n_best": (translate_n_best, signature)},
-            track=[self.lookup], verbose=verbose,
+            path,
+            self.model,
+            {
+                "serving_default": (translate, signature),
+                "translate": (translate, signature),
+                "translate_n_best": (translate_n_best, signature),
+            },
+            track=[self.lookup],
+            verbose=verbose,
         )
 
 
@@ -306,11 +330,19 @@ def _generation_options(options):
     from kerasrnn import decoding
 
     options = dict(options)
-    settings = {key: options.pop(key) for key in ("max_length", "readout_dtype", "jit_compile")
-                if key in options}
+    settings = {
+        key: options.pop(key)
+        for key in ("max_length", "readout_dtype", "jit_compile")
+        if key in options
+    }
     beam_search = options.pop("beam_search", decoding.BeamSearch)
-    scorer = decoding.Scorer(**{key: options.pop(key) for key in (
-        "length_normalization", "alpha", "coverage_penalty_weight") if key in options})
+    scorer = decoding.Scorer(
+        **{
+            key: options.pop(key)
+            for key in ("length_normalization", "alpha", "coverage_penalty_weight")
+            if key in options
+        }
+    )
     return settings, beam_search, scorer, decoding.Constraints(**options)
 
 
@@ -376,7 +408,15 @@ def export_seq2seq(
         `path`.
     """
     translator = TextTranslator(
-        model, source_vocabulary, target_vocabulary, tokenize, detokenize, lowercase,
-        max_source_length, max_length=max_length,
-        length_normalization=length_normalization, **options)
+        model,
+        source_vocabulary,
+        target_vocabulary,
+        tokenize,
+        detokenize,
+        lowercase,
+        max_source_length,
+        max_length=max_length,
+        length_normalization=length_normalization,
+        **options,
+    )
     return translator.export(path, beam_size, n_best, translate_beam_size, verbose)

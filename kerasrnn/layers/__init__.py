@@ -6,6 +6,7 @@ mix, and sentence-pair features.
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
 """
+
 from kerasrnn.layers.bilm import BiLMFeatures, reverse_padded
 from kerasrnn.layers.bridge import (
     Bridge,

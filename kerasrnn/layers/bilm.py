@@ -1,5 +1,6 @@
 """ELMo's contextual word features from a trained bidirectional language model
 (`BiLMFeatures`), to be mixed with `kerasrnn.layers.ScalarMix` (Peters et al. 2018)."""
+
 import keras
 
 
@@ -78,15 +79,23 @@ class BiLMFeatures(keras.layers.Layer):
         if len(self.forward_layers) != len(self.backward_layers):
             raise ValueError(
                 "BiLMFeatures needs as many forward as backward layers; got "
-                f"{len(self.forward_layers)} and {len(self.backward_layers)}.")
+                f"{len(self.forward_layers)} and {len(self.backward_layers)}."
+            )
         self.boundary_id = int(boundary_id)
         # `trainable=False` reached the base class before the sublayers existed
         for layer in [self.embedding, *self.forward_layers, *self.backward_layers]:
             layer.trainable = self.trainable
 
     @classmethod
-    def from_model(cls, model, boundary_id, embedding="embedding", forward="rnn_",
-                   backward="backward_rnn_", **kwargs):
+    def from_model(
+        cls,
+        model,
+        boundary_id,
+        embedding="embedding",
+        forward="rnn_",
+        backward="backward_rnn_",
+        **kwargs,
+    ):
         """The features of a trained biLM `model`: its layer named `embedding` and its
         recurrent layers named `forward` + index and `backward` + index (0, 1, ...), as
         the language-model recipe names them. Stateful layers (stream training) are
@@ -97,12 +106,17 @@ class BiLMFeatures(keras.layers.Layer):
         """
         names = [layer.name for layer in model.layers]
         if embedding not in names:
-            raise ValueError(f"BiLMFeatures.from_model: `model` has no layer {embedding!r}; "
-                             f"its layers: {names[:12]}.")
+            raise ValueError(
+                f"BiLMFeatures.from_model: `model` has no layer {embedding!r}; "
+                f"its layers: {names[:12]}."
+            )
 
         def stack(prefix):
-            found = [model.get_layer(f"{prefix}{i}") for i in range(len(names))
-                     if f"{prefix}{i}" in names]
+            found = [
+                model.get_layer(f"{prefix}{i}")
+                for i in range(len(names))
+                if f"{prefix}{i}" in names
+            ]
             return [_stateless(layer) for layer in found]
 
         forward_layers, backward_layers = stack(forward), stack(backward)
@@ -110,9 +124,11 @@ class BiLMFeatures(keras.layers.Layer):
             raise ValueError(
                 "contextual features need a bidirectional language model (layers "
                 f"{forward}0.. and {backward}0..; train it with --bidirectional true); "
-                f"got layers {names[:12]}.")
-        return cls(model.get_layer(embedding), forward_layers, backward_layers,
-                   boundary_id, **kwargs)
+                f"got layers {names[:12]}."
+            )
+        return cls(
+            model.get_layer(embedding), forward_layers, backward_layers, boundary_id, **kwargs
+        )
 
     def build(self, input_shape):
         if not self.embedding.built:
@@ -144,10 +160,13 @@ class BiLMFeatures(keras.layers.Layer):
             return outputs
 
         forward = read(ops.concatenate([start, ids], axis=1), self.forward_layers)
-        backward = read(ops.concatenate([start, reverse_padded(ids, lengths)], axis=1),
-                        self.backward_layers)
-        return [ops.concatenate([f, reverse_padded(b, lengths)], axis=-1)
-                for f, b in zip(forward, backward)]
+        backward = read(
+            ops.concatenate([start, reverse_padded(ids, lengths)], axis=1), self.backward_layers
+        )
+        return [
+            ops.concatenate([f, reverse_padded(b, lengths)], axis=-1)
+            for f, b in zip(forward, backward)
+        ]
 
     def compute_mask(self, ids, mask=None):
         from keras import ops

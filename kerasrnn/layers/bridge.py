@@ -5,6 +5,7 @@ one place: `DenseBridge` (learned, Bahdanau et al. 2015), `CopyBridge` (the stat
 they are, Sutskever et al. 2014), `ZerosBridge` and `NoBridge`. Every bridge first joins
 a bidirectional encoder's directions (`join_directions`).
 """
+
 import keras
 from keras import ops
 
@@ -49,8 +50,7 @@ def join_directions(states, count):
 
 
 def _joined_shape(forward, backward):
-    width = None if forward[-1] is None or backward[-1] is None else (
-        forward[-1] + backward[-1])
+    width = None if forward[-1] is None or backward[-1] is None else (forward[-1] + backward[-1])
     return tuple(forward[:-1]) + (width,)
 
 
@@ -181,8 +181,7 @@ class DenseBridge(Bridge):
         return [layer(state) for layer, state in zip(self.dense, states)]
 
     def get_config(self):
-        return {**super().get_config(),
-                "activation": keras.activations.serialize(self.activation)}
+        return {**super().get_config(), "activation": keras.activations.serialize(self.activation)}
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")

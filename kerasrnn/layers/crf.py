@@ -11,6 +11,7 @@ ordinary stateless Keras loss that honours ``Embedding(mask_zero=True)`` on ever
 the model an ordinary functional model (`model.fit`, `.keras` files, SavedModels), and
 decoding a function of the model's output. keras.ops only: TensorFlow, JAX and PyTorch.
 """
+
 import keras
 import numpy as np
 from keras import ops
@@ -93,8 +94,9 @@ def _penalties(allowed, num_tags, dtype):
     allowed = _check_allowed(allowed, num_tags)
     k = num_tags
     pen = np.where(allowed, 0.0, _NEG)
-    return tuple(ops.convert_to_tensor(p, dtype=dtype)
-                 for p in (pen[:k, :k], pen[k, :k], pen[:k, k + 1]))
+    return tuple(
+        ops.convert_to_tensor(p, dtype=dtype) for p in (pen[:k, :k], pen[k, :k], pen[:k, k + 1])
+    )
 
 
 def _pairwise(emissions, transitions, start, end, real):
@@ -123,7 +125,8 @@ def constrain(potentials, allowed_transitions, mask=None):
     _check_potentials(potentials)
     real = _mask_or_ones(potentials, mask)
     transitions, start, end = _penalties(
-        allowed_transitions, potentials.shape[-1], potentials.dtype)
+        allowed_transitions, potentials.shape[-1], potentials.dtype
+    )
     zeros = ops.zeros_like(potentials[:, :, 0, :])
     penalty = _pairwise(zeros, transitions, start, end, real)
     return ops.where(real[:, :, None, None], potentials + penalty, potentials)
@@ -253,7 +256,8 @@ def crf_decode(potentials, mask=None, allowed_transitions=None):
         return (delta, pointer), (delta, pointer)
 
     (delta, _), (_, pointers) = _scan(
-        forward, (_start_state(potentials), stay),
+        forward,
+        (_start_state(potentials), stay),
         (_time_major(potentials), _time_major(mask)),
     )
     last = ops.cast(ops.argmax(delta, axis=-1), "int32")
@@ -291,8 +295,10 @@ def crf_marginals(potentials, mask=None):
         return earlier, beta
 
     _, betas = _scan(
-        step, ops.zeros_like(potentials[:, 0, 0, :]),
-        (_time_major(potentials), _time_major(mask)), reverse=True,
+        step,
+        ops.zeros_like(potentials[:, 0, 0, :]),
+        (_time_major(potentials), _time_major(mask)),
+        reverse=True,
     )
     log_p = alphas + _time_major(betas) - log_z[:, None, None]
     return ops.where(mask[:, :, None], ops.exp(log_p), ops.zeros_like(log_p))
@@ -346,7 +352,8 @@ class CRF(keras.layers.Layer):
     >>> from kerasrnn.layers import CRF, CRFLoss, crf_decode
     >>> inputs = keras.Input((None,), dtype="int32")
     >>> x = keras.layers.Embedding(20, 8, mask_zero=True)(inputs)
-    >>> potentials = CRF(5)(keras.layers.Bidirectional(keras.layers.LSTM(8, return_sequences=True))(x))
+    >>> lstm = keras.layers.LSTM(8, return_sequences=True)
+    >>> potentials = CRF(5)(keras.layers.Bidirectional(lstm)(x))
     >>> model = keras.Model(inputs, potentials)
     >>> model.compile("adam", CRFLoss())
     >>> words = np.array([[3, 4, 5, 0], [6, 7, 0, 0]])
@@ -372,15 +379,12 @@ class CRF(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         if isinstance(num_tags, bool) or not isinstance(num_tags, int) or num_tags < 1:
-            raise ValueError(
-                f"`num_tags` must be a positive integer, got num_tags={num_tags!r}."
-            )
+            raise ValueError(f"`num_tags` must be a positive integer, got num_tags={num_tags!r}.")
         self.num_tags = num_tags
         self.use_kernel = bool(use_kernel)
         self.use_boundary = bool(use_boundary)
         self.allowed_transitions = (
-            None if allowed_transitions is None
-            else _check_allowed(allowed_transitions, num_tags)
+            None if allowed_transitions is None else _check_allowed(allowed_transitions, num_tags)
         )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.transition_initializer = keras.initializers.get(transition_initializer)
@@ -403,12 +407,12 @@ class CRF(keras.layers.Layer):
                     f"{tuple(input_shape)}."
                 )
             self.kernel = self.add_weight(
-                shape=(features, self.num_tags), name="kernel",
-                initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                shape=(features, self.num_tags),
+                name="kernel",
+                initializer=self.kernel_initializer,
+                regularizer=self.kernel_regularizer,
             )
-            self.bias = self.add_weight(
-                shape=(self.num_tags,), name="bias", initializer="zeros"
-            )
+            self.bias = self.add_weight(shape=(self.num_tags,), name="bias", initializer="zeros")
         elif features not in (None, self.num_tags):
             raise ValueError(
                 f"CRF(use_kernel=False) takes the emission scores themselves, last axis "
@@ -416,17 +420,20 @@ class CRF(keras.layers.Layer):
                 "(use use_kernel=True to project features)."
             )
         self.transitions = self.add_weight(
-            shape=(self.num_tags, self.num_tags), name="transitions",
+            shape=(self.num_tags, self.num_tags),
+            name="transitions",
             initializer=self.transition_initializer,
             regularizer=self.transition_regularizer,
         )
         if self.use_boundary:
             self.start_transitions = self.add_weight(
-                shape=(self.num_tags,), name="start_transitions",
+                shape=(self.num_tags,),
+                name="start_transitions",
                 initializer=self.boundary_initializer,
             )
             self.end_transitions = self.add_weight(
-                shape=(self.num_tags,), name="end_transitions",
+                shape=(self.num_tags,),
+                name="end_transitions",
                 initializer=self.boundary_initializer,
             )
         self.built = True
@@ -453,7 +460,8 @@ class CRF(keras.layers.Layer):
             # forbidden transitions get -inf in training (log Z over the allowed paths
             # only) and in Viterbi alike, as AllenNLP's CRF does
             forbid_transitions, forbid_start, forbid_end = _penalties(
-                self.allowed_transitions, self.num_tags, transitions.dtype)
+                self.allowed_transitions, self.num_tags, transitions.dtype
+            )
             transitions = transitions + forbid_transitions
             start, end = start + forbid_start, end + forbid_end
         return _pairwise(emissions, transitions, start, end, real)
@@ -476,24 +484,13 @@ class CRF(keras.layers.Layer):
                 "use_kernel": self.use_kernel,
                 "use_boundary": self.use_boundary,
                 "allowed_transitions": (
-                    None if self.allowed_transitions is None
-                    else self.allowed_transitions.tolist()
+                    None if self.allowed_transitions is None else self.allowed_transitions.tolist()
                 ),
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "transition_initializer": keras.initializers.serialize(
-                    self.transition_initializer
-                ),
-                "boundary_initializer": keras.initializers.serialize(
-                    self.boundary_initializer
-                ),
-                "kernel_regularizer": keras.regularizers.serialize(
-                    self.kernel_regularizer
-                ),
-                "transition_regularizer": keras.regularizers.serialize(
-                    self.transition_regularizer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "transition_initializer": keras.initializers.serialize(self.transition_initializer),
+                "boundary_initializer": keras.initializers.serialize(self.boundary_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "transition_regularizer": keras.regularizers.serialize(self.transition_regularizer),
             }
         )
         return config

@@ -1,4 +1,5 @@
 """Word dropout: whole tokens replaced by the unknown-word id in training."""
+
 import keras
 from keras import ops
 
@@ -55,7 +56,11 @@ class WordDropout(keras.layers.Layer):
         # The ids only when they differ from the defaults: the recipes' former
         # `kerasrnn>WordDropout` (same registered name, no such arguments) then reads
         # these files too, in whichever order the two classes were registered.
-        config.update({name: value for name, value in
-                       (("unk_id", self.unk_id), ("pad_id", self.pad_id))
-                       if value != _DEFAULT_IDS[name]})
+        config.update(
+            {
+                name: value
+                for name, value in (("unk_id", self.unk_id), ("pad_id", self.pad_id))
+                if value != _DEFAULT_IDS[name]
+            }
+        )
         return config

@@ -1,4 +1,5 @@
 """The boolean mask of real (non-padding) token ids."""
+
 import keras
 from keras import ops
 

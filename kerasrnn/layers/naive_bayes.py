@@ -1,5 +1,6 @@
 """A multinomial Naive Bayes expert over a sentence's n-grams, multiplied into another
 model's class probabilities."""
+
 import keras
 import numpy as np
 from keras import ops
@@ -45,13 +46,15 @@ class NaiveBayesExpert(keras.layers.Layer):
     True
     """
 
-    def __init__(self, vocab_size, num_classes, order=2, buckets=1000003, scale=1.0,
-                 **kwargs):
+    def __init__(self, vocab_size, num_classes, order=2, buckets=1000003, scale=1.0, **kwargs):
         super().__init__(**kwargs)
         if order not in (1, 2):
             raise ValueError(f"`order` must be 1 or 2, got order={order!r}.")
-        for name, value in (("vocab_size", vocab_size), ("num_classes", num_classes),
-                            ("buckets", buckets)):
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("num_classes", num_classes),
+            ("buckets", buckets),
+        ):
             check_int(name, value)
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.order, self.buckets, self.scale = order, buckets, float(scale)
@@ -59,8 +62,11 @@ class NaiveBayesExpert(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.log_likelihood = self.add_weight(
-            shape=(self.rows, self.num_classes), initializer="zeros", trainable=False,
-            name="log_likelihood")
+            shape=(self.rows, self.num_classes),
+            initializer="zeros",
+            trainable=False,
+            name="log_likelihood",
+        )
 
     def scores(self, ids):
         """s_c(x) for token ids `(batch, time)`: `(batch, num_classes)`."""
@@ -70,8 +76,7 @@ class NaiveBayesExpert(keras.layers.Layer):
         grams, present = [ids], [ops.not_equal(ids, 0)]
         if self.order == 2:
             left, right = ids[:, :-1], ids[:, 1:]
-            grams.append(ops.mod(left * self.vocab_size + right, self.buckets)
-                         + self.vocab_size)
+            grams.append(ops.mod(left * self.vocab_size + right, self.buckets) + self.vocab_size)
             present.append(ops.logical_and(ops.not_equal(left, 0), ops.not_equal(right, 0)))
         weights = ops.cast(ops.concatenate(present, axis=1), self.compute_dtype)[..., None]
         table = ops.take(self.log_likelihood, ops.concatenate(grams, axis=1), axis=0)
@@ -87,8 +92,10 @@ class NaiveBayesExpert(keras.layers.Layer):
         ids = [int(i) for i in ids if i]
         rows = list(ids)
         if self.order == 2:
-            rows += [(a * self.vocab_size + b) % self.buckets + self.vocab_size
-                     for a, b in zip(ids, ids[1:])]
+            rows += [
+                (a * self.vocab_size + b) % self.buckets + self.vocab_size
+                for a, b in zip(ids, ids[1:])
+            ]
         return rows
 
     def estimate(self, id_lists, class_ids, smoothing=1.0):
@@ -109,6 +116,11 @@ class NaiveBayesExpert(keras.layers.Layer):
         return input_shape[1]
 
     def get_config(self):
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "num_classes": self.num_classes, "order": self.order,
-                "buckets": self.buckets, "scale": self.scale}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "num_classes": self.num_classes,
+            "order": self.order,
+            "buckets": self.buckets,
+            "scale": self.scale,
+        }

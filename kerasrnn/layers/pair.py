@@ -1,5 +1,6 @@
 """Layers of sentence-pair models: the pair features of two sentence vectors and the
 expected grade of a distribution over grades."""
+
 import keras
 from keras import ops
 

@@ -1,4 +1,5 @@
 """Pooling over the unmasked time steps of a sequence."""
+
 import keras
 from keras import ops
 

@@ -1,5 +1,6 @@
 """Folding the time axis into the batch and back, to run a per-token network (e.g. a
 character RNN over every word) on all tokens of all sequences at once."""
+
 import keras
 from keras import ops
 

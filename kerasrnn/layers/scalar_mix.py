@@ -1,4 +1,5 @@
 """ELMo's scalar mix: a learned, softmax-weighted sum of a stack's layer outputs."""
+
 import keras
 from keras import ops
 
@@ -36,8 +37,14 @@ class ScalarMix(keras.layers.Layer):
     2.0
     """
 
-    def __init__(self, layer_norm=False, epsilon=1e-6, weights_initializer="zeros",
-                 gamma_initializer="ones", **kwargs):
+    def __init__(
+        self,
+        layer_norm=False,
+        epsilon=1e-6,
+        weights_initializer="zeros",
+        gamma_initializer="ones",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.layer_norm = bool(layer_norm)
         self.epsilon = float(epsilon)
@@ -46,8 +53,10 @@ class ScalarMix(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if not isinstance(input_shape, (list, tuple)) or not input_shape or not all(
-            isinstance(shape, (list, tuple)) for shape in input_shape
+        if (
+            not isinstance(input_shape, (list, tuple))
+            or not input_shape
+            or not all(isinstance(shape, (list, tuple)) for shape in input_shape)
         ):
             raise ValueError(
                 "ScalarMix takes a list of layer outputs of one shape; got an input of "
@@ -55,23 +64,19 @@ class ScalarMix(keras.layers.Layer):
             )
         shapes = [tuple(shape) for shape in input_shape]
         if any(shape != shapes[0] for shape in shapes):
-            raise ValueError(
-                f"ScalarMix needs layer outputs of one shape; got shapes {shapes}."
-            )
+            raise ValueError(f"ScalarMix needs layer outputs of one shape; got shapes {shapes}.")
         self.scalar_weights = self.add_weight(
-            shape=(len(shapes),), name="scalar_weights",
+            shape=(len(shapes),),
+            name="scalar_weights",
             initializer=self.weights_initializer,
         )
-        self.gamma = self.add_weight(
-            shape=(), name="gamma", initializer=self.gamma_initializer
-        )
+        self.gamma = self.add_weight(shape=(), name="gamma", initializer=self.gamma_initializer)
         self.built = True
 
     def call(self, inputs, mask=None):
         if len(inputs) != self.scalar_weights.shape[0]:
             raise ValueError(
-                f"ScalarMix was built for {self.scalar_weights.shape[0]} layers; got "
-                f"{len(inputs)}."
+                f"ScalarMix was built for {self.scalar_weights.shape[0]} layers; got {len(inputs)}."
             )
         weights = ops.softmax(self.scalar_weights)
         mixed = 0.0
@@ -97,9 +102,7 @@ class ScalarMix(keras.layers.Layer):
             {
                 "layer_norm": self.layer_norm,
                 "epsilon": self.epsilon,
-                "weights_initializer": keras.initializers.serialize(
-                    self.weights_initializer
-                ),
+                "weights_initializer": keras.initializers.serialize(self.weights_initializer),
                 "gamma_initializer": keras.initializers.serialize(self.gamma_initializer),
             }
         )

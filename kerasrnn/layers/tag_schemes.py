@@ -4,6 +4,7 @@ take, checks of tagged data against a scheme, and conversions between schemes.
 NumPy and Python only: the matrices go into `CRF(allowed_transitions=...)` and
 `crf_decode(allowed_transitions=...)`.
 """
+
 import numpy as np
 
 SCHEMES = ("IOB1", "BIO", "IOB2", "BIOES", "BIOUL")
@@ -26,8 +27,7 @@ def _parse(tag, prefixes, scheme):
     if not dash or not kind or prefix not in prefixes:
         allowed = ", ".join(f"{p}-TYPE" for p in prefixes)
         raise ValueError(
-            f"tag {tag!r} fits no {scheme} tag (O, {allowed}); rename it or drop the "
-            "constraints."
+            f"tag {tag!r} fits no {scheme} tag (O, {allowed}); rename it or drop the constraints."
         )
     return {"U": "S", "L": "E"}.get(prefix, prefix), kind
 
@@ -35,8 +35,11 @@ def _parse(tag, prefixes, scheme):
 def _allowed(scheme, prev, prev_kind, tag, kind):
     """AllenNLP's `is_transition_allowed` (START and END as tags)."""
     if prev == "START":
-        return {"IOB1": tag in ("O", "I"), "BIO": tag in ("O", "B"),
-                "BIOES": tag in ("O", "B", "S")}[scheme]
+        return {
+            "IOB1": tag in ("O", "I"),
+            "BIO": tag in ("O", "B"),
+            "BIOES": tag in ("O", "B", "S"),
+        }[scheme]
     if tag == "END":
         return {"IOB1": True, "BIO": True, "BIOES": prev in ("O", "E", "S")}[scheme]
     same = prev_kind == kind
@@ -93,13 +96,17 @@ def check_tags(sequences, scheme, source="data"):
         prev, prev_kind, prev_text = "START", None, "the sentence start"
         for position, text in enumerate(list(tags) + ["the sentence end"]):
             try:
-                tag, kind = (("END", None) if position == len(tags)
-                             else _parse(text, prefixes, scheme))
+                tag, kind = (
+                    ("END", None) if position == len(tags) else _parse(text, prefixes, scheme)
+                )
             except ValueError as error:
                 raise ValueError(f"{source}: sentence {number}: {error}") from None
             if not _allowed(name, prev, prev_kind, tag, kind):
-                hint = (" (an entity that begins with I- is IOB1: declare the data IOB1)"
-                        if name == "BIO" and tag == "I" else "")
+                hint = (
+                    " (an entity that begins with I- is IOB1: declare the data IOB1)"
+                    if name == "BIO" and tag == "I"
+                    else ""
+                )
                 raise ValueError(
                     f"{source}: sentence {number}, token {position + 1}: {text} after "
                     f"{prev_text} is not allowed in {scheme}{hint}."

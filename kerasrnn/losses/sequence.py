@@ -1,10 +1,15 @@
 """The masked, label-smoothed token cross-entropy of a sequence of predictions, with
 TensorFlow Addons' `sequence_loss` reductions."""
+
 import keras
 from keras import ops
 
-_FLAGS = ("average_across_timesteps", "average_across_batch", "sum_over_timesteps",
-          "sum_over_batch")
+_FLAGS = (
+    "average_across_timesteps",
+    "average_across_batch",
+    "sum_over_timesteps",
+    "sum_over_batch",
+)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -80,8 +85,7 @@ class SequenceCrossEntropy(keras.losses.Loss):
             or not 0.0 <= label_smoothing < 1.0
         ):
             raise ValueError(
-                f"`label_smoothing` must be in [0, 1), got label_smoothing="
-                f"{label_smoothing!r}."
+                f"`label_smoothing` must be in [0, 1), got label_smoothing={label_smoothing!r}."
             )
         if pad_id is not None and (isinstance(pad_id, bool) or not isinstance(pad_id, int)):
             raise ValueError(f"`pad_id` must be an integer id or None, got pad_id={pad_id!r}.")
@@ -142,8 +146,7 @@ class SequenceCrossEntropy(keras.losses.Loss):
             )
         weights = ops.ones(ops.shape(y_true), self.dtype)
         if self.pad_id is not None:
-            weights = ops.cast(ops.not_equal(ops.cast(y_true, "int32"), self.pad_id),
-                               self.dtype)
+            weights = ops.cast(ops.not_equal(ops.cast(y_true, "int32"), self.pad_id), self.dtype)
         if sample_weight is not None:
             sample_weight = ops.cast(ops.convert_to_tensor(sample_weight), self.dtype)
             if len(sample_weight.shape) == 1:
@@ -197,8 +200,7 @@ class MaskedSequenceCrossEntropy(SequenceCrossEntropy):
 
 def _divide_no_nan(numerator, denominator):
     safe = ops.where(ops.equal(denominator, 0.0), ops.ones_like(denominator), denominator)
-    return ops.where(ops.equal(denominator, 0.0), ops.zeros_like(numerator),
-                     numerator / safe)
+    return ops.where(ops.equal(denominator, 0.0), ops.zeros_like(numerator), numerator / safe)
 
 
 def _scale_for_distribution(value):

@@ -1,4 +1,5 @@
 """Token accuracy over the real (non-padding) positions of target sequences."""
+
 import keras
 from keras import ops
 

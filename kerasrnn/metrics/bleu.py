@@ -5,6 +5,7 @@ keras-hub's `Bleu` metric measures the brevity penalty against the shortest refe
 and tokenises differently, so its numbers are not comparable to published ones; this
 module reproduces sacreBLEU's corpus score and is tested against sacreBLEU itself.
 """
+
 import collections
 import dataclasses
 import math

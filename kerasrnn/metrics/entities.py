@@ -9,6 +9,7 @@ declared scheme.
 
 Pure Python over lists of tag strings (no Keras): the scores of a finished run.
 """
+
 import collections
 
 
@@ -59,8 +60,14 @@ def _prf(correct, predicted, gold):
     precision = correct / predicted if predicted else 0.0
     recall = correct / gold if gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if correct else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "gold": gold,
-            "predicted": predicted, "correct": correct}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "gold": gold,
+        "predicted": predicted,
+        "correct": correct,
+    }
 
 
 def entity_scores(gold, predicted):
@@ -87,13 +94,17 @@ def entity_scores(gold, predicted):
     (0.5, 1.0)
     """
     if len(gold) != len(predicted):
-        raise ValueError(f"entity_scores needs one prediction per gold sentence; got "
-                         f"{len(gold)} gold and {len(predicted)} predicted sentences.")
+        raise ValueError(
+            f"entity_scores needs one prediction per gold sentence; got "
+            f"{len(gold)} gold and {len(predicted)} predicted sentences."
+        )
     counts = collections.defaultdict(lambda: [0, 0, 0])  # correct, predicted, gold
     for number, (g, p) in enumerate(zip(gold, predicted)):
         if len(g) != len(p):
-            raise ValueError(f"sentence {number}: {len(g)} gold tags but {len(p)} "
-                             "predicted; align the predictions with the tokens.")
+            raise ValueError(
+                f"sentence {number}: {len(g)} gold tags but {len(p)} "
+                "predicted; align the predictions with the tokens."
+            )
         g, p = set(entity_spans(g)), set(entity_spans(p))
         for span in g & p:
             counts[span[2]][0] += 1
@@ -102,5 +113,4 @@ def entity_scores(gold, predicted):
         for span in g:
             counts[span[2]][2] += 1
     total = [sum(c[i] for c in counts.values()) for i in range(3)]
-    return {**_prf(*total),
-            "per_type": {kind: _prf(*counts[kind]) for kind in sorted(counts)}}
+    return {**_prf(*total), "per_type": {kind: _prf(*counts[kind]) for kind in sorted(counts)}}

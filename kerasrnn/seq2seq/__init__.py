@@ -12,6 +12,7 @@ backend).
 * `ScheduledSampling`, `sampling_probability` -- scheduled sampling and its schedules,
   and `SamplingProbabilityLog`, a callback that logs p.
 """
+
 from kerasrnn.layers.bridge import Bridge, CopyBridge, DenseBridge, NoBridge, ZerosBridge
 from kerasrnn.seq2seq.backbone import Encoded, Seq2SeqBackbone
 from kerasrnn.seq2seq.encoder import RNNEncoder

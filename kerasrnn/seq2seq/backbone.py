@@ -2,6 +2,7 @@
 encoder, bridge, attentive decoder, readout), with the encoder and one decoder step
 callable on their own, as keras-hub's backbones are; `kerasrnn.seq2seq.Seq2Seq` is the
 task (fit, generate) around it."""
+
 import collections
 
 import keras
@@ -142,8 +143,10 @@ class Seq2SeqBackbone(keras.layers.Layer):
                 raise ValueError(
                     f"`pad_id`={pad_id} is not a {side} id: {side}_vocab_size is {size}."
                 )
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not (
-            0.0 <= dropout < 1.0
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not (0.0 <= dropout < 1.0)
         ):
             raise ValueError(f"`dropout` must be in [0, 1), got dropout={dropout!r}.")
         encoder, decoder_cell = _deserialize(encoder), _deserialize(decoder_cell)
@@ -241,7 +244,8 @@ class Seq2SeqBackbone(keras.layers.Layer):
         memory, states, mask = self._encode(source_ids, training)
         prepared = self.decoder.prepare_memory(memory, mask=mask)
         states = self.decoder.initial_state_from(
-            states, batch_size=ops.shape(source_ids)[0], memory=prepared)
+            states, batch_size=ops.shape(source_ids)[0], memory=prepared
+        )
         return Encoded(prepared, list(states), lengths_from_mask(mask))
 
     # ---- the decoder -------------------------------------------------------------
@@ -285,15 +289,21 @@ class Seq2SeqBackbone(keras.layers.Layer):
         memory, states, source_mask = self._encode(source_ids, training)
         y = self.embedding_dropout(self.target_embedding(target_in), training=training)
         outputs, alignments = self.decoder(
-            y, memory, initial_state=states, mask=padding_mask(target_in, self.pad_id),
-            memory_mask=source_mask, training=training,
+            y,
+            memory,
+            initial_state=states,
+            mask=padding_mask(target_in, self.pad_id),
+            memory_mask=source_mask,
+            training=training,
         )
         logits = self.readout_logits(self.output_dropout(outputs, training=training))
         return logits, alignments
 
     def compute_output_shape(self, source_ids_shape, target_in_shape):
-        return ((*target_in_shape, self.target_vocab_size),
-                (*target_in_shape, source_ids_shape[-1]))
+        return (
+            (*target_in_shape, self.target_vocab_size),
+            (*target_in_shape, source_ids_shape[-1]),
+        )
 
     def get_config(self):
         return {

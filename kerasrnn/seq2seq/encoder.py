@@ -1,4 +1,5 @@
 """The recurrent encoder of an encoder-decoder: sequences and final states."""
+
 import keras
 
 from kerasrnn.cells.stack import RNNStack
@@ -82,14 +83,14 @@ class RNNEncoder(RNNStack):
 
     def call(self, inputs, mask=None, training=False):
         output, *states = super().call(inputs, mask=mask, training=training)
-        return output, states[-self.states_per_layer:]
+        return output, states[-self.states_per_layer :]
 
     def compute_mask(self, inputs, mask=None):
         return mask, [None] * self.states_per_layer
 
     def compute_output_shape(self, input_shape):
         output, *states = super().compute_output_shape(input_shape)
-        return output, states[-self.states_per_layer:]
+        return output, states[-self.states_per_layer :]
 
     def get_config(self):
         config = super().get_config()

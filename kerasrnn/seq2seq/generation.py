@@ -7,6 +7,7 @@ readout precision and the cache of compiled decoders.
 checked ids), `_logits(outputs)`, the readout's weights, and `start_id`, `end_id`,
 `pad_id`, `max_target_length`.
 """
+
 import copy
 
 import keras
@@ -80,8 +81,16 @@ class GenerationMixin:
         # A plain attribute Keras does not track (it is no layer, no variable).
         object.__setattr__(self, "_sampler", decoding.get(sampler))
 
-    def generate(self, source_ids, strategy=None, max_length=None, *,
-                 return_alignments=True, readout_dtype="float32", jit_compile="auto"):
+    def generate(
+        self,
+        source_ids,
+        strategy=None,
+        max_length=None,
+        *,
+        return_alignments=True,
+        readout_dtype="float32",
+        jit_compile="auto",
+    ):
         """Decodes a batch of sources.
 
         Greedy and beam search run compiled: one function per (strategy, settings,
@@ -134,13 +143,14 @@ class GenerationMixin:
             )
         check_readout_dtype(readout_dtype)
         if jit_compile not in ("auto", True, False):
-            raise ValueError(
-                f"`jit_compile` must be 'auto', True or False, got {jit_compile!r}."
-            )
+            raise ValueError(f"`jit_compile` must be 'auto', True or False, got {jit_compile!r}.")
         source_ids = self._source(check_source_ids(source_ids, self.pad_id))
-        settings = dict(strategy=strategy, max_length=max_length,
-                        return_alignments=bool(return_alignments),
-                        readout_dtype=readout_dtype)
+        settings = dict(
+            strategy=strategy,
+            max_length=max_length,
+            return_alignments=bool(return_alignments),
+            readout_dtype=readout_dtype,
+        )
         key = strategy.cache_key()
         compilable = strategy.jit_compilable and keras.backend.backend() in _COMPILERS
         if jit_compile is True and not compilable:
@@ -155,8 +165,14 @@ class GenerationMixin:
         if not self.built:  # weights made here, not in the trace (which would run twice)
             self.build()
         xla = _XLA_BY_DEFAULT if jit_compile == "auto" else True
-        key = (key, max_length, bool(return_alignments), readout_dtype,
-               tuple(source_ids.shape), xla)
+        key = (
+            key,
+            max_length,
+            bool(return_alignments),
+            readout_dtype,
+            tuple(source_ids.shape),
+            xla,
+        )
         cache = self._generate_cache()
         if key not in cache.functions:
             cache.functions[key] = _COMPILERS[keras.backend.backend()](
@@ -173,8 +189,7 @@ class GenerationMixin:
             object.__setattr__(self, "_compiled_generate", cache)
         return cache
 
-    def _decode(self, source_ids, strategy, max_length, return_alignments,
-                readout_dtype="float32"):
+    def _decode(self, source_ids, strategy, max_length, return_alignments, readout_dtype="float32"):
         """`generate` without the checks and the compile cache: the decoding itself."""
         rows = strategy.rows_per_example
         n_best = strategy.n_best
@@ -192,10 +207,15 @@ class GenerationMixin:
         aligned = return_alignments or strategy.needs_alignments
         step = self._step_on(encoded.memory, aligned, readout)
         batch_size = ops.shape(source_ids)[0]
-        result = strategy(step, ops.full((batch_size,), self.start_id, "int32"),
-                          encoded.states, max_length, end_token=self.end_id,
-                          pad_token=self.pad_id,
-                          source_lengths=ops.maximum(encoded.lengths, 1))
+        result = strategy(
+            step,
+            ops.full((batch_size,), self.start_id, "int32"),
+            encoded.states,
+            max_length,
+            end_token=self.end_id,
+            pad_token=self.pad_id,
+            source_lengths=ops.maximum(encoded.lengths, 1),
+        )
         if n_best < rows:
             result = decoding.DecodeResult(
                 *(None if field is None else field[:, :n_best] for field in result)
@@ -259,8 +279,12 @@ def _tensorflow_decoder(model, settings, shape, cache, xla):
 
     if xla:
         settings = dict(settings, strategy=_without_dropping(settings["strategy"]))
-    function = tf.function(_Decode(model, settings, cache), jit_compile=xla, autograph=False,
-                           input_signature=[tf.TensorSpec(shape, tf.int32)])
+    function = tf.function(
+        _Decode(model, settings, cache),
+        jit_compile=xla,
+        autograph=False,
+        input_signature=[tf.TensorSpec(shape, tf.int32)],
+    )
     return lambda source_ids: decoding.DecodeResult(*function(source_ids))
 
 

@@ -1,6 +1,7 @@
 """`Seq2Seq`: the attentive encoder-decoder task around a `Seq2SeqBackbone`, trained
 with `model.fit` (teacher forcing, or a `ScheduledSampling` regime) and decoded with
 `generate` (greedy, sampling or beam search)."""
+
 import keras
 from keras import ops
 
@@ -10,7 +11,6 @@ from kerasrnn.seq2seq.backbone import END_ID, START_ID, Encoded, Seq2SeqBackbone
 from kerasrnn.seq2seq.backbone import check_int as _check_int
 from kerasrnn.seq2seq.generation import GenerationMixin
 from kerasrnn.seq2seq.sampling import ScheduledSampling
-
 
 
 def _deserialize(obj):
@@ -100,8 +100,7 @@ class Seq2Seq(GenerationMixin, keras.Model):
         _check_int("max_source_length", max_source_length, 1, allow_none=True)
         _check_int("max_target_length", max_target_length, 1)
         scheduled_sampling = _deserialize(scheduled_sampling)
-        if scheduled_sampling is not None and not isinstance(scheduled_sampling,
-                                                             ScheduledSampling):
+        if scheduled_sampling is not None and not isinstance(scheduled_sampling, ScheduledSampling):
             raise ValueError(
                 "`scheduled_sampling` must be None or a kerasrnn.seq2seq.ScheduledSampling "
                 f"(e.g. ScheduledSampling('linear', 0.25, steps=5000)); got "
@@ -196,8 +195,9 @@ class Seq2Seq(GenerationMixin, keras.Model):
     def call(self, inputs, training=False):
         source, target_in = self._unpack(inputs)
         if training and self.scheduled_sampling is not None:
-            logits, _, _ = self.scheduled_sampling.decode(self.backbone, source, target_in,
-                                                          training=True)
+            logits, _, _ = self.scheduled_sampling.decode(
+                self.backbone, source, target_in, training=True
+            )
             self.scheduled_sampling.advance()
             return logits
         return self.backbone(source, target_in, training=training)[0]
@@ -245,7 +245,8 @@ class Seq2Seq(GenerationMixin, keras.Model):
 
         def step(tokens, states):
             logits, states, alignments = self.backbone.call_decoder_step(
-                tokens, states, memory, readout=readout)
+                tokens, states, memory, readout=readout
+            )
             # [PAD] is never generated: a padding id inside an output would end it early
             # for every reader that masks by it (and the loss never trains it).
             logits = ops.where(never[None, :], NEG_INF, logits)
@@ -254,13 +255,11 @@ class Seq2Seq(GenerationMixin, keras.Model):
             return logits, states, alignments
 
         # beam search's drop_finished: the same step on a subset of the rows
-        step.take_rows = lambda rows: self._step_on(memory.take(rows), return_alignments,
-                                                    readout)
+        step.take_rows = lambda rows: self._step_on(memory.take(rows), return_alignments, readout)
         return step
 
     # ---- training defaults -------------------------------------------------------------
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", *, sampler="greedy",
-                **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", *, sampler="greedy", **kwargs):
         """`keras.Model.compile` with the defaults of a sequence model: "auto" gives
         Adam (learning rate 1e-3, gradient norm clipped at 5), the masked token
         cross-entropy `kerasrnn.losses.SequenceCrossEntropy(pad_id=pad_id)` and the
@@ -296,8 +295,9 @@ class Seq2Seq(GenerationMixin, keras.Model):
             "end_id": self.end_id,
             "max_source_length": self.max_source_length,
             "max_target_length": self.max_target_length,
-            "scheduled_sampling": None if self.scheduled_sampling is None else
-            keras.saving.serialize_keras_object(self.scheduled_sampling),
+            "scheduled_sampling": None
+            if self.scheduled_sampling is None
+            else keras.saving.serialize_keras_object(self.scheduled_sampling),
         }
 
     @classmethod

@@ -6,6 +6,7 @@ y_{t-1}; p grows over training by a schedule. This is step-wise, as TensorFlow A
 `ScheduledEmbeddingTrainingSampler` was: the token the model feeds itself at step t
 comes from the prediction made after the tokens actually fed before it.
 """
+
 import math
 
 import keras
@@ -61,8 +62,10 @@ def check_schedule(schedule, probability, steps, mode="sample"):
     """One-line errors for a bad schedule, naming `ScheduledSampling`'s arguments."""
     if schedule not in SCHEDULES:
         raise ValueError(f"`schedule` must be one of {SCHEDULES}, got schedule={schedule!r}.")
-    if isinstance(probability, bool) or not isinstance(probability, (int, float)) or not (
-        0.0 <= probability <= 1.0
+    if (
+        isinstance(probability, bool)
+        or not isinstance(probability, (int, float))
+        or not (0.0 <= probability <= 1.0)
     ):
         raise ValueError(f"`probability` must be in [0, 1], got probability={probability!r}.")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
@@ -87,8 +90,7 @@ def own_tokens(logits, uniform, mode, pad_id=0):
     chosen = ops.sum(ops.cast(cumulative <= uniform[:, None], "int32"), axis=-1)
     chosen = ops.minimum(chosen, vocab - 1)  # rounding: the sum may end just below 1
     if pad_id is not None:  # (only reachable through rounding at the edges)
-        chosen = ops.where(chosen == pad_id, ops.cast(ops.argmax(logits, -1), "int32"),
-                           chosen)
+        chosen = ops.where(chosen == pad_id, ops.cast(ops.argmax(logits, -1), "int32"), chosen)
     return chosen
 
 
@@ -141,8 +143,9 @@ class ScheduledSampling(keras.layers.Layer):
     (2, 0.25)
     """
 
-    def __init__(self, schedule="linear", probability=0.25, steps=5000, mode="sample",
-                 seed=None, **kwargs):
+    def __init__(
+        self, schedule="linear", probability=0.25, steps=5000, mode="sample", seed=None, **kwargs
+    ):
         super().__init__(**kwargs)
         check_schedule(schedule, probability, steps, mode)
         self.schedule, self.max_probability = schedule, float(probability)
@@ -153,7 +156,11 @@ class ScheduledSampling(keras.layers.Layer):
         if self.built:  # (deserialised inside a Seq2Seq, it arrives built)
             return
         self.step = self.add_weight(
-            shape=(), dtype="int32", initializer="zeros", trainable=False, name="step",
+            shape=(),
+            dtype="int32",
+            initializer="zeros",
+            trainable=False,
+            name="step",
             aggregation="only_first_replica",
         )
         self.built = True
@@ -162,8 +169,7 @@ class ScheduledSampling(keras.layers.Layer):
         """p at the current training step `step`."""
         if not self.built:
             self.build()
-        return sampling_probability(self.step, self.schedule, self.max_probability,
-                                    self.steps)
+        return sampling_probability(self.step, self.schedule, self.max_probability, self.steps)
 
     def advance(self):
         """One training step more (the model calls this once per training batch)."""
@@ -177,8 +183,7 @@ class ScheduledSampling(keras.layers.Layer):
         uniform = keras.random.uniform(shape, seed=seed)
         return coin, uniform
 
-    def decode(self, backbone, source_ids, target_in, probability=None, noise=None,
-               training=False):
+    def decode(self, backbone, source_ids, target_in, probability=None, noise=None, training=False):
         """The backbone's decoder run step by step with scheduled sampling.
 
         At step t the decoder is fed x_t = own_t if t > 0, coin_t < p and y_in_t is not
@@ -216,16 +221,19 @@ class ScheduledSampling(keras.layers.Layer):
         # masks): a seed generator must not advance inside a traced loop body (JAX).
         steps = ops.shape(target_in)[1]
         embedding_masks = backbone.embedding_dropout(
-            ops.ones((batch_size, steps, backbone.embedding_dim)), training=training)
+            ops.ones((batch_size, steps, backbone.embedding_dim)), training=training
+        )
         output_masks = backbone.output_dropout(
-            ops.ones((batch_size, steps, cell.output_size)), training=training)
+            ops.ones((batch_size, steps, cell.output_size)), training=training
+        )
         if training:
             first = backbone.target_embedding(target_in[:, 0])
             cell.get_dropout_mask(first)
             cell.get_recurrent_dropout_mask(first)
         # (the noise first: `scan` packs all five into one tensor of its dtype)
-        time_major = [ops.moveaxis(x, 1, 0) for x in
-                      (coin, uniform, target_in, embedding_masks, output_masks)]
+        time_major = [
+            ops.moveaxis(x, 1, 0) for x in (coin, uniform, target_in, embedding_masks, output_masks)
+        ]
 
         def step(carry, xs):
             t, previous_logits, states = carry[:3]
@@ -234,12 +242,14 @@ class ScheduledSampling(keras.layers.Layer):
             fed = fed_tokens(gold, own, coin_t, probability, t, pad_id)
             y = backbone.target_embedding(fed) * ops.cast(embedding_mask, "float32")
             output, new_states, alignments = backbone.decoder.step(
-                y, states, encoded.memory, training=training)
+                y, states, encoded.memory, training=training
+            )
             real = ops.not_equal(gold, pad_id)[:, None]
             new_states = [ops.where(real, n, s) for n, s in zip(new_states, states)]
             output = ops.where(real, output, ops.zeros_like(output))
-            alignments = ops.where(real, ops.cast(alignments, "float32"),
-                                   ops.zeros_like(alignments, "float32"))
+            alignments = ops.where(
+                real, ops.cast(alignments, "float32"), ops.zeros_like(alignments, "float32")
+            )
             logits = backbone.readout_logits(output * ops.cast(output_mask, output.dtype))
             carry = (t + 1, ops.cast(logits, "float32"), new_states, fed, alignments)
             # Keras' TensorFlow scan needs the per-step outputs shaped as the carry
@@ -258,13 +268,17 @@ class ScheduledSampling(keras.layers.Layer):
         if training:
             cell.reset_dropout_mask()
             cell.reset_recurrent_dropout_mask()
-        return (ops.moveaxis(logits, 0, 1), ops.moveaxis(fed, 0, 1),
-                ops.moveaxis(alignments, 0, 1))
+        return (ops.moveaxis(logits, 0, 1), ops.moveaxis(fed, 0, 1), ops.moveaxis(alignments, 0, 1))
 
     def get_config(self):
-        return {**super().get_config(), "schedule": self.schedule,
-                "probability": self.max_probability, "steps": self.steps,
-                "mode": self.mode, "seed": self.seed}
+        return {
+            **super().get_config(),
+            "schedule": self.schedule,
+            "probability": self.max_probability,
+            "steps": self.steps,
+            "mode": self.mode,
+            "seed": self.seed,
+        }
 
 
 class SamplingProbabilityLog(keras.callbacks.Callback):
@@ -289,4 +303,5 @@ class SamplingProbabilityLog(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
             logs["sampling_probability"] = float(
-                ops.convert_to_numpy(self.model.scheduled_sampling.probability()))
+                ops.convert_to_numpy(self.model.scheduled_sampling.probability())
+            )

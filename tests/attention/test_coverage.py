@@ -1,4 +1,5 @@
 """Coverage attention (See et al. 2017) and its loss against NumPy."""
+
 import keras
 import numpy as np
 import pytest
@@ -66,9 +67,7 @@ def test_coverage_in_the_decoder_is_the_running_sum_of_its_alignments():
         )
         decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True, return_state=True)
         _, alignments, *states = decoder(x, memory, mask=target_mask, memory_mask=mask)
-        np.testing.assert_allclose(
-            _np(states[-1]), _np(alignments).sum(axis=1), atol=1e-5
-        )
+        np.testing.assert_allclose(_np(states[-1]), _np(alignments).sum(axis=1), atol=1e-5)
         assert tuple(states[-1].shape) == (B, TK)
 
 
@@ -100,9 +99,7 @@ def test_coverage_loss_layer_adds_to_the_training_loss():
     source = keras.Input((None,), dtype="int32")
     target = keras.Input((None,), dtype="int32")
     memory = keras.layers.Embedding(12, 6, mask_zero=True)(source)
-    cell = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(8), kerasrnn.BahdanauAttention(5, coverage=True)
-    )
+    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(8), kerasrnn.BahdanauAttention(5, coverage=True))
     outputs, alignments = kerasrnn.AttentiveRNN(cell, return_alignments=True)(
         keras.layers.Embedding(12, 4, mask_zero=True)(target), memory
     )

@@ -1,10 +1,14 @@
 """Monotonic attention against a NumPy implementation of Raffel et al. (2017)."""
+
 import keras
 import numpy as np
 import pytest
 
-from kerasrnn.attention import BahdanauMonotonicAttention, LuongMonotonicAttention
-from kerasrnn.attention import monotonic_attention
+from kerasrnn.attention import (
+    BahdanauMonotonicAttention,
+    LuongMonotonicAttention,
+    monotonic_attention,
+)
 
 pytestmark = pytest.mark.core
 
@@ -86,9 +90,7 @@ def test_layer_alignments_over_steps_match_numpy(kind, mode):
     mask[1, 4:] = False
     queries = rng.normal(size=(STEPS, B, DQ)).astype("float32")
     if kind == "bahdanau":
-        layer = BahdanauMonotonicAttention(
-            UNITS, normalize=True, mode=mode, score_bias_init=0.3
-        )
+        layer = BahdanauMonotonicAttention(UNITS, normalize=True, mode=mode, score_bias_init=0.3)
     else:
         layer = LuongMonotonicAttention(scale=True, mode=mode, score_bias_init=-0.2)
     layer.build((None, DQ), memory.shape)
@@ -143,8 +145,12 @@ def test_sigmoid_noise_only_in_training_and_seeded():
 
 def test_monotonic_config_round_trip():
     layer = LuongMonotonicAttention(
-        "general", scale=True, sigmoid_noise=0.5, sigmoid_noise_seed=3,
-        score_bias_init=-1.5, mode="recursively",
+        "general",
+        scale=True,
+        sigmoid_noise=0.5,
+        sigmoid_noise_seed=3,
+        score_bias_init=-1.5,
+        mode="recursively",
     )
     config = layer.get_config()
     assert config["mode"] == "recursive" and config["score_bias_init"] == -1.5

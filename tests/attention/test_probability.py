@@ -1,4 +1,5 @@
 """softmax, hardmax and sparsemax: closed forms, masking, and inside the layers."""
+
 import keras
 import numpy as np
 import pytest

@@ -1,7 +1,8 @@
 """Each score and attention layer against an independent NumPy computation."""
+
+import keras
 import numpy as np
 import pytest
-import keras
 
 import kerasrnn
 from kerasrnn.attention import AttentionMemory, scores
@@ -45,9 +46,9 @@ def np_energies(name, layer, q, k):
         for b in range(q.shape[0]):
             for i in range(q.shape[1]):
                 for j in range(k.shape[1]):
-                    out[b, i, j] = np.tanh(np.concatenate([q[b, i], k[b, j]]) @ W) @ w[
-                        "attention_v"
-                    ][:, 0]
+                    out[b, i, j] = (
+                        np.tanh(np.concatenate([q[b, i], k[b, j]]) @ W) @ w["attention_v"][:, 0]
+                    )
         return out
     if name in ("additive", "normalized"):
         v = w["attention_v"][:, 0]
@@ -156,9 +157,7 @@ def test_key_projection_is_prepared_once_per_source(monkeypatch):
     layer(q, k, mask=mask)
     memory = layer.prepare(k, mask=mask)
     assert isinstance(memory, AttentionMemory)
-    np.testing.assert_allclose(
-        _np(memory.keys), k @ _np(layer.score.key_kernel), atol=1e-5
-    )
+    np.testing.assert_allclose(_np(memory.keys), k @ _np(layer.score.key_kernel), atol=1e-5)
     calls = []
     original = scores.AdditiveScore.prepare_keys
     monkeypatch.setattr(
@@ -182,9 +181,7 @@ def test_memory_repeat_lines_up_with_beams():
     memory = layer.prepare(k, mask=mask).repeat(2)
     assert tuple(memory.keys.shape) == (2 * B, TK, DK)
     context = layer.attend(np.repeat(q[:, 0], 2, axis=0), memory)[0]
-    np.testing.assert_allclose(
-        _np(context)[::2], _np(layer(q[:, 0], k, mask=mask)), atol=1e-6
-    )
+    np.testing.assert_allclose(_np(context)[::2], _np(layer(q[:, 0], k, mask=mask)), atol=1e-6)
 
 
 # (step, tolerance): off TensorFlow, Keras' dtype rules map float64 results to float32
@@ -216,9 +213,7 @@ def test_gradients_match_finite_differences(float64):
     for index in np.ndindex(q.shape):
         step = np.zeros_like(q)
         step[index] = eps
-        numeric[index] = (
-            float(_np(loss(q + step))) - float(_np(loss(q - step)))
-        ) / (2 * eps)
+        numeric[index] = (float(_np(loss(q + step))) - float(_np(loss(q - step)))) / (2 * eps)
     np.testing.assert_allclose(analytic, numeric, rtol=rtol, atol=rtol * 1e-2)
 
 
@@ -330,9 +325,7 @@ def _float32(tensor):
 def test_masking_under_mixed_precision(case, policy):
     """Masked keys get exactly 0 and a fully masked row gives zeros, never NaN."""
     q, k, v, mask = _data(dq=DQ)
-    (context, weights), (ref_context, ref_weights) = _against_float32(
-        case, q, k, v, mask, policy
-    )
+    (context, weights), (ref_context, ref_weights) = _against_float32(case, q, k, v, mask, policy)
     assert not np.isnan(weights).any() and not np.isnan(context).any()
     assert np.all(weights[1, :, 4:] == 0.0)
     assert np.all(weights[2] == 0.0) and np.all(context[2] == 0.0)

@@ -7,6 +7,7 @@ must agree within 1e-5; each `..._today` test checks that the paper-default form
 (what kerasrnn computed before these options) does *not* match, so the fixtures can
 tell the options apart.
 """
+
 import pathlib
 
 import keras
@@ -47,9 +48,7 @@ def _mechanism(name, today=False):
                 UNITS, normalize=True, score_bias_init=bias, mode=mode
             )
         probability = "hardmax" if "hardmax" in name and not today else "softmax"
-        return kerasrnn.BahdanauAttention(
-            UNITS, normalize=normalize, probability_fn=probability
-        )
+        return kerasrnn.BahdanauAttention(UNITS, normalize=normalize, probability_fn=probability)
     scale = "scaled" in name or monotonic
     if monotonic and not today:
         bias = 0.0 if mode == "hard" else 0.5
@@ -125,26 +124,33 @@ def test_mechanism_today(name):
 # through kerasrnn.compat.tfa.AttentionWrapper, with TF Addons' own arguments
 WRAPPERS = {
     "wrapper_lstm_layer_size": (
-        "lstm", lambda: kerasrnn.BahdanauAttention(UNITS),
+        "lstm",
+        lambda: kerasrnn.BahdanauAttention(UNITS),
         dict(attention_layer_size=6, alignment_history=True),
     ),
     "wrapper_gru_raw_context": (
-        "gru", lambda: kerasrnn.LuongAttention("general"), dict(attention_layer_size=None),
+        "gru",
+        lambda: kerasrnn.LuongAttention("general"),
+        dict(attention_layer_size=None),
     ),
     "wrapper_lstm_cell_output": (
-        "lstm", lambda: kerasrnn.LuongAttention("general", scale=True),
+        "lstm",
+        lambda: kerasrnn.LuongAttention("general", scale=True),
         dict(attention_layer_size=UNITS, output_attention=False),
     ),
     "wrapper_gru_attention_layer": (
-        "gru", lambda: kerasrnn.BahdanauAttention(UNITS),
+        "gru",
+        lambda: kerasrnn.BahdanauAttention(UNITS),
         dict(attention_layer=keras.layers.Dense(5, activation="tanh")),
     ),
     "wrapper_lstm_multi": (
-        "lstm", lambda: [kerasrnn.BahdanauAttention(UNITS), kerasrnn.LuongAttention("general")],
+        "lstm",
+        lambda: [kerasrnn.BahdanauAttention(UNITS), kerasrnn.LuongAttention("general")],
         dict(attention_layer_size=[4, 3], alignment_history=True),
     ),
     "wrapper_gru_monotonic": (
-        "gru", lambda: BahdanauMonotonicAttention(UNITS, score_bias_init=-0.5),
+        "gru",
+        lambda: BahdanauMonotonicAttention(UNITS, score_bias_init=-0.5),
         dict(attention_layer_size=UNITS, alignment_history=True),
     ),
 }
@@ -175,10 +181,15 @@ def _wrapper(name, today=None):
     cell = (keras.layers.LSTMCell if kind == "lstm" else keras.layers.GRUCell)(UNITS)
     attention_cell = AttentionWrapper(cell, mechanisms(), **options)
     if today is not None:  # the same cell and mechanisms with the papers' pieces
-        pieces = {"step_order": attention_cell.step_order, "projection": attention_cell.projection,
-                  **today}
+        pieces = {
+            "step_order": attention_cell.step_order,
+            "projection": attention_cell.projection,
+            **today,
+        }
         attention_cell = kerasrnn.AttentionCell(
-            cell, attention_cell.attention, alignment_history=attention_cell.alignment_history,
+            cell,
+            attention_cell.attention,
+            alignment_history=attention_cell.alignment_history,
             **pieces,
         )
     decoder = kerasrnn.AttentiveRNN(attention_cell, return_state=True)
@@ -252,7 +263,8 @@ def test_attention_wrapper_step_by_step_matches_tfa():
     np.testing.assert_allclose(np.stack(outputs, 1), data["outputs"], atol=ATOL)
     for index in range(2):
         np.testing.assert_allclose(
-            np.stack([h[index] for h in histories]), data[f"alignment_history{index}"],
+            np.stack([h[index] for h in histories]),
+            data[f"alignment_history{index}"],
             atol=ATOL,
         )
 

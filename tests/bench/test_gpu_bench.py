@@ -1,4 +1,5 @@
 """bench/gpu.sh on this CPU: tiny sizes, the backends installed here, the table's format."""
+
 import importlib.util
 import json
 import os
@@ -14,11 +15,16 @@ COLUMNS = ["backend", "B x T x H", "precision", "contender", "ms", "ratio", "min
 
 
 def run(tmp_path, *args, python=sys.executable):
-    env = {**os.environ, "PYTHON": python, "OUT": str(tmp_path / "gpu.json"),
-           "WHEELS": str(tmp_path / "no-wheels")}
+    env = {
+        **os.environ,
+        "PYTHON": python,
+        "OUT": str(tmp_path / "gpu.json"),
+        "WHEELS": str(tmp_path / "no-wheels"),
+    }
     env.pop("KERAS_BACKEND", None)
-    return subprocess.run(["bash", SCRIPT, *args], env=env, capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run(
+        ["bash", SCRIPT, *args], env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 @pytest.mark.skipif(not BACKENDS, reason="neither jax nor torch is installed")
@@ -69,7 +75,7 @@ def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
 
 def test_missing_keras_and_wheels_says_how_to_fetch_them(tmp_path):
     bare = tmp_path / "bare-python"
-    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")  # no site-packages
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')  # no site-packages
     bare.chmod(0o755)
     result = run(tmp_path, "--cpu", python=str(bare))
     assert result.returncode == 2
@@ -83,16 +89,41 @@ def test_merge_of_two_runs_keeps_every_row(tmp_path):
         import gpu
     finally:
         sys.path.pop(0)
-    row = {"backend": "jax", "batch": 1, "time": 2, "units": 3, "precision": "float32",
-           "contender": "x", "workload": "train", "ms": 1.5, "ratio": 1.2,
-           "ratio_min": 1.1, "ratio_max": 1.3, "finite": False, "round_ms": [1.5]}
+    row = {
+        "backend": "jax",
+        "batch": 1,
+        "time": 2,
+        "units": 3,
+        "precision": "float32",
+        "contender": "x",
+        "workload": "train",
+        "ms": 1.5,
+        "ratio": 1.2,
+        "ratio_min": 1.1,
+        "ratio_max": 1.3,
+        "finite": False,
+        "round_ms": [1.5],
+    }
     paths = []
     for backend in ("jax", "torch"):
         path = tmp_path / f"{backend}.json"
-        path.write_text(json.dumps({"runs": [{"backend": backend, "device": "cpu",
-                                              "keras": "3", "rounds": 1, "steps": 1,
-                                              "warmup": 1}],
-                                    "rows": [{**row, "backend": backend}]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "runs": [
+                        {
+                            "backend": backend,
+                            "device": "cpu",
+                            "keras": "3",
+                            "rounds": 1,
+                            "steps": 1,
+                            "warmup": 1,
+                        }
+                    ],
+                    "rows": [{**row, "backend": backend}],
+                }
+            )
+        )
         paths.append(str(path))
     merged = gpu.main(["--merge", *paths, "--json", str(tmp_path / "all.json")])
     assert [r["backend"] for r in merged["rows"]] == ["jax", "torch"]
@@ -106,10 +137,22 @@ def test_a_failed_row_prints_as_failed_with_its_exception():
         import gpu
     finally:
         sys.path.pop(0)
-    row = {"backend": "jax", "batch": 1, "time": 2, "units": 3, "precision": "mixed_bfloat16",
-           "contender": "kerasrnn LSTMCell, fast path", "workload": "train", "ms": None,
-           "ratio": None, "ratio_min": None, "ratio_max": None, "finite": None,
-           "round_ms": [], "error": gpu.failure(ValueError("Unknown output type bfloat16\nmore"))}
+    row = {
+        "backend": "jax",
+        "batch": 1,
+        "time": 2,
+        "units": 3,
+        "precision": "mixed_bfloat16",
+        "contender": "kerasrnn LSTMCell, fast path",
+        "workload": "train",
+        "ms": None,
+        "ratio": None,
+        "ratio_min": None,
+        "ratio_max": None,
+        "finite": None,
+        "round_ms": [],
+        "error": gpu.failure(ValueError("Unknown output type bfloat16\nmore")),
+    }
     assert row["error"] == "ValueError: Unknown output type bfloat16"
     line = gpu.format_table([row]).splitlines()[1]
     assert line.split()[:4] == ["jax", "1x2x3", "mixed_bfloat16", "kerasrnn"]

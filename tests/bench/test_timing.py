@@ -1,4 +1,5 @@
 """bench/timing.py: the order of the rounds, the per-round medians, errors and summaries."""
+
 import os
 import statistics
 import sys
@@ -31,7 +32,11 @@ def clock(monkeypatch):
 
 def test_rotated_is_a_round_robin():
     assert [timing.rotated("abc", r) for r in range(4)] == [
-        ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+        ["a", "b", "c"],
+        ["b", "c", "a"],
+        ["c", "a", "b"],
+        ["a", "b", "c"],
+    ]
     assert timing.rotated([], 3) == []
 
 
@@ -43,17 +48,23 @@ def test_rounds_rotate_and_each_figure_is_the_median_of_its_steps(clock):
             calls.append(label)
             clock.now += next(durations[label])
             return label.upper()
+
         return call
 
     seen, rounds = [], []
     per_round = timing.interleaved_rounds(
-        [("a", contender("a")), ("b", contender("b"))], rounds=2, steps=3,
+        [("a", contender("a")), ("b", contender("b"))],
+        rounds=2,
+        steps=3,
         after_call=lambda label, result: seen.append((label, result)),
-        after_round=lambda r, figures: rounds.append((r, dict(figures))))
+        after_round=lambda r, figures: rounds.append((r, dict(figures))),
+    )
     # round 0: a then b; round 1: b then a
     assert calls == ["a"] * 3 + ["b"] * 3 + ["b"] * 3 + ["a"] * 3
-    assert per_round == {"a": [statistics.median([1, 5, 3]), statistics.median([2, 2, 9])],
-                         "b": [statistics.median([4, 4, 4]), statistics.median([8, 1, 1])]}
+    assert per_round == {
+        "a": [statistics.median([1, 5, 3]), statistics.median([2, 2, 9])],
+        "b": [statistics.median([4, 4, 4]), statistics.median([8, 1, 1])],
+    }
     assert seen[:4] == [("a", "A")] * 3 + [("b", "B")]
     assert rounds == [(0, {"a": 3, "b": 4}), (1, {"b": 1, "a": 2})]
 
@@ -63,8 +74,9 @@ def test_a_failing_contender_is_recorded_and_the_others_go_on():
         raise MemoryError("out of memory")
 
     errors = {}
-    per_round = timing.interleaved_rounds([("ok", lambda: 0), ("broken", broken)],
-                                          rounds=3, errors=errors)
+    per_round = timing.interleaved_rounds(
+        [("ok", lambda: 0), ("broken", broken)], rounds=3, errors=errors
+    )
     assert len(per_round["ok"]) == 3 and per_round["broken"] == []
     assert isinstance(errors["broken"], MemoryError)
     with pytest.raises(MemoryError):
@@ -87,8 +99,9 @@ def test_ratios_and_summary_against_numpy():
     assert ratios == [v / r for v, r in zip(values, reference)]
     summary = timing.summary(ratios)
     q1, median, q3 = np.percentile(ratios, [25, 50, 75])
-    assert summary == pytest.approx({"median": median, "q1": q1, "q3": q3,
-                                     "min": min(ratios), "max": max(ratios)})
+    assert summary == pytest.approx(
+        {"median": median, "q1": q1, "q3": q3, "min": min(ratios), "max": max(ratios)}
+    )
     assert summary["median"] == pytest.approx(statistics.median(ratios))
 
 

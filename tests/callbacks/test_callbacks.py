@@ -1,5 +1,6 @@
 """kerasrnn.callbacks: atomic checkpoints and backups (a write interrupted half-way
 leaves the old file), the epoch log and the training curves."""
+
 import json
 import os
 
@@ -59,26 +60,29 @@ def test_checkpoint_removes_a_stale_partial_file_even_without_saving(tmp_path):
     (tmp_path / "best.partial.keras").write_bytes(b"half a zip")
     model = _model()
     checkpoint = AtomicModelCheckpoint(
-        tmp_path / "best.keras", monitor="loss", save_best_only=True,
-        initial_value_threshold=0.0)  # nothing beats a loss of 0
+        tmp_path / "best.keras", monitor="loss", save_best_only=True, initial_value_threshold=0.0
+    )  # nothing beats a loss of 0
     model.fit(np.ones((4, 3)), np.ones((4, 1)), epochs=1, verbose=0, callbacks=[checkpoint])
     assert list(tmp_path.iterdir()) == []
 
 
 def test_checkpoint_writes_what_keras_model_checkpoint_writes(tmp_path):
     x, y = np.random.default_rng(0).normal(size=(16, 3)), np.ones((16, 1))
-    for name, cls in (("ours", AtomicModelCheckpoint),
-                      ("keras", keras.callbacks.ModelCheckpoint)):
+    for name, cls in (("ours", AtomicModelCheckpoint), ("keras", keras.callbacks.ModelCheckpoint)):
         model = _model()
-        model.fit(x, y, epochs=2, verbose=0,
-                  callbacks=[cls(tmp_path / f"{name}.weights.h5", save_weights_only=True)])
+        model.fit(
+            x,
+            y,
+            epochs=2,
+            verbose=0,
+            callbacks=[cls(tmp_path / f"{name}.weights.h5", save_weights_only=True)],
+        )
     ours, theirs = _model(), _model()
     ours.load_weights(tmp_path / "ours.weights.h5")
     theirs.load_weights(tmp_path / "keras.weights.h5")
     for a, b in zip(ours.get_weights(), theirs.get_weights()):
         np.testing.assert_array_equal(a, b)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["keras.weights.h5",
-                                                         "ours.weights.h5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keras.weights.h5", "ours.weights.h5"]
 
 
 class _Stop(keras.callbacks.Callback):
@@ -98,12 +102,19 @@ def test_backup_resumes_an_interrupted_run_where_it_stopped(tmp_path):
     backup = tmp_path / "backup"
     model = _model()
     with pytest.raises(KeyboardInterrupt):
-        model.fit(x, y, epochs=4, verbose=0, shuffle=False,
-                  callbacks=[AtomicBackupAndRestore(backup), _Stop(1)])
+        model.fit(
+            x,
+            y,
+            epochs=4,
+            verbose=0,
+            shuffle=False,
+            callbacks=[AtomicBackupAndRestore(backup), _Stop(1)],
+        )
     assert sorted(os.listdir(backup)) == ["latest.weights.h5", "training_metadata.json"]
     resumed = _model()
-    history = resumed.fit(x, y, epochs=4, verbose=0, shuffle=False,
-                          callbacks=[AtomicBackupAndRestore(backup)])
+    history = resumed.fit(
+        x, y, epochs=4, verbose=0, shuffle=False, callbacks=[AtomicBackupAndRestore(backup)]
+    )
     assert history.epoch == [2, 3]  # the two finished epochs are not run again
     straight = _model()
     straight.fit(x, y, epochs=4, verbose=0, shuffle=False)
@@ -116,8 +127,9 @@ def test_epoch_log_keeps_rows_across_a_resume_and_replaces_a_rerun_epoch(tmp_pat
     path = tmp_path / "epochs.json"
     log = EpochLog(path, rows=[{"epoch": 1, "loss": 9.0}, {"epoch": 2, "loss": 8.0}])
     model = _model()
-    model.fit(np.ones((4, 3)), np.ones((4, 1)), epochs=3, initial_epoch=1, verbose=0,
-              callbacks=[log])
+    model.fit(
+        np.ones((4, 3)), np.ones((4, 1)), epochs=3, initial_epoch=1, verbose=0, callbacks=[log]
+    )
     rows = json.loads(path.read_text())["rows"]
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert rows[0]["loss"] == 9.0 and rows[1]["loss"] != 8.0  # epoch 2 was run again
@@ -125,8 +137,10 @@ def test_epoch_log_keeps_rows_across_a_resume_and_replaces_a_rerun_epoch(tmp_pat
 
 
 def test_training_curves_plot_loss_and_metric(tmp_path):
-    rows = [{"epoch": 1, "loss": 1.0, "val_loss": 1.2, "accuracy": 0.5, "val_accuracy": 0.4},
-            {"epoch": 2, "loss": 0.5, "val_loss": 0.9, "accuracy": 0.8, "val_accuracy": 0.6}]
+    rows = [
+        {"epoch": 1, "loss": 1.0, "val_loss": 1.2, "accuracy": 0.5, "val_accuracy": 0.4},
+        {"epoch": 2, "loss": 0.5, "val_loss": 0.9, "accuracy": 0.8, "val_accuracy": 0.6},
+    ]
     two = _png(plot_training_curves(rows, tmp_path / "curves.png", "accuracy"))
     one = _png(plot_training_curves(rows, tmp_path / "loss.png", "loss"))
     assert two[0] > one[0] and two[1] == one[1]  # two panels: loss and accuracy
@@ -141,8 +155,7 @@ def test_training_curves_callback_redraws_after_every_epoch(tmp_path):
             sizes.append(_png(path))
 
     curves = TrainingCurves(path, metric="mae")
-    _model().fit(np.ones((4, 3)), np.ones((4, 1)), epochs=2, verbose=0,
-                 callbacks=[curves, Watch()])
+    _model().fit(np.ones((4, 3)), np.ones((4, 1)), epochs=2, verbose=0, callbacks=[curves, Watch()])
     assert len(sizes) == 2 and sizes[0] == sizes[1]
     assert [r["epoch"] for r in curves.rows] == [1, 2]
     assert sizes[0] > _png(plot_training_curves(curves.rows, tmp_path / "l.png", None))

@@ -3,6 +3,7 @@
 Gate weights are taken from the cells' fused Keras-layout arrays by name, then every step
 is computed gate by gate, so a layout or equation mistake in the cells shows up here.
 """
+
 import numpy as np
 
 
@@ -18,20 +19,23 @@ def layer_norm(x, gamma, beta, eps):
 
 def weights_by_name(cell):
     """{short name: numpy array} for a built cell ('kernel', 'peephole_f', ...)."""
-    return {w.path.split("/")[-1]: np.array(w.numpy() if hasattr(w, "numpy") else w)
-            for w in cell.weights}
+    return {
+        w.path.split("/")[-1]: np.array(w.numpy() if hasattr(w, "numpy") else w)
+        for w in cell.weights
+    }
 
 
 def blocks(array, names, units):
     """Split the last axis of a fused array into {gate name: block}."""
-    return {n: array[..., k * units:(k + 1) * units] for k, n in enumerate(names)}
+    return {n: array[..., k * units : (k + 1) * units] for k, n in enumerate(names)}
 
 
 def simple_step(w, cfg, x, states):
     (h,) = states
     if cfg.get("bias_after_norm"):  # Ba et al.'s eq. 4: the bias is LN's shift
-        a = layer_norm(x @ w["kernel"] + h @ w["recurrent_kernel"], w["norm_gamma"], 0.0,
-                       cfg["norm_epsilon"])
+        a = layer_norm(
+            x @ w["kernel"] + h @ w["recurrent_kernel"], w["norm_gamma"], 0.0, cfg["norm_epsilon"]
+        )
         h = np.tanh(a + w.get("bias", 0.0))
         return h, [h]
     a = x @ w["kernel"] + h @ w["recurrent_kernel"] + w.get("bias", 0.0)
@@ -44,8 +48,11 @@ def simple_step(w, cfg, x, states):
 def lstm_step(w, cfg, x, states):
     h, c = states
     units = h.shape[-1]
-    gates = [g for g in "ifco"
-             if not (g == "i" and cfg["coupled"]) and not (g == "f" and not cfg["forget_gate"])]
+    gates = [
+        g
+        for g in "ifco"
+        if not (g == "i" and cfg["coupled"]) and not (g == "f" and not cfg["forget_gate"])
+    ]
     Wx = x @ w["kernel"]
     Uh = h @ w["recurrent_kernel"]
     if "input_norm_gamma" in w:
@@ -102,9 +109,16 @@ def nas_step(w, cfg, x, states):
     units = c.shape[-1]
     xs = blocks(x @ w["kernel"], range(8), units)
     ms = blocks(h @ w["recurrent_kernel"] + w.get("bias", 0.0), range(8), units)
-    a = [sigmoid(xs[0] + ms[0]), relu(xs[1] + ms[1]), sigmoid(xs[2] + ms[2]),
-         relu(xs[3] * ms[3]), np.tanh(xs[4] + ms[4]), sigmoid(xs[5] + ms[5]),
-         np.tanh(xs[6] + ms[6]), sigmoid(xs[7] + ms[7])]
+    a = [
+        sigmoid(xs[0] + ms[0]),
+        relu(xs[1] + ms[1]),
+        sigmoid(xs[2] + ms[2]),
+        relu(xs[3] * ms[3]),
+        np.tanh(xs[4] + ms[4]),
+        sigmoid(xs[5] + ms[5]),
+        np.tanh(xs[6] + ms[6]),
+        sigmoid(xs[7] + ms[7]),
+    ]
     c_new = np.tanh(np.tanh(a[0] * a[1]) + c) * np.tanh(a[2] + a[3])
     h_new = np.tanh(c_new * np.tanh(np.tanh(a[4] * a[5]) + sigmoid(a[6] + a[7])))
     if "projection_kernel" in w:
@@ -116,7 +130,8 @@ def esn_step(w, cfg, x, states):
     (h,) = states
     alpha = cfg["leaky"]
     h_new = (1 - alpha) * h + alpha * np.tanh(
-        x @ w["kernel"] + h @ w["recurrent_kernel"] + w.get("bias", 0.0))
+        x @ w["kernel"] + h @ w["recurrent_kernel"] + w.get("bias", 0.0)
+    )
     return h_new, [h_new]
 
 
@@ -143,8 +158,8 @@ def run(step, x, states, mask=None, go_backwards=False, zero_output_for_mask=Fal
     """keras.layers.RNN semantics: outputs [B, T, units] and final states.
 
     Masked steps keep the previous states and repeat the previous output (or give
-    zeros, with zero_output_for_mask, as Bidirectional asks for); with go_backwards the sequence is read from the
-    end and the outputs are in reading order.
+    zeros, with zero_output_for_mask, as Bidirectional asks for); with go_backwards the
+    sequence is read from the end and the outputs are in reading order.
     """
     batch, steps = x.shape[:2]
     order = range(steps - 1, -1, -1) if go_backwards else range(steps)

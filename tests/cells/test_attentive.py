@@ -1,7 +1,8 @@
 """AttentionCell / AttentiveRNN against NumPy, step by step, masked, saved, and learning."""
+
+import keras
 import numpy as np
 import pytest
-import keras
 from keras import ops
 
 import kerasrnn
@@ -86,9 +87,7 @@ def test_decoder_matches_numpy_equations(mode, feeding):
     x, memory, source_mask, target_mask = _data()
     cell = _cell(mode, feeding)
     decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True, return_state=True)
-    outputs, alignments, *states = decoder(
-        x, memory, mask=target_mask, memory_mask=source_mask
-    )
+    outputs, alignments, *states = decoder(x, memory, mask=target_mask, memory_mask=source_mask)
     expected, expected_alignments, final = _np_decoder(
         mode, cell, x, memory, source_mask, target_mask, feeding
     )
@@ -174,8 +173,14 @@ def test_keras_cells_and_stacks_can_be_wrapped():
     factories = (
         ("bahdanau", lambda: keras.layers.GRUCell(UNITS)),
         ("luong", lambda: keras.layers.LSTMCell(UNITS)),
-        ("luong", lambda: keras.layers.StackedRNNCells([kerasrnn.GRUCell(6), kerasrnn.LSTMCell(UNITS)])),
-        ("bahdanau", lambda: keras.layers.StackedRNNCells([kerasrnn.GRUCell(6), kerasrnn.LSTMCell(UNITS)])),
+        (
+            "luong",
+            lambda: keras.layers.StackedRNNCells([kerasrnn.GRUCell(6), kerasrnn.LSTMCell(UNITS)]),
+        ),
+        (
+            "bahdanau",
+            lambda: keras.layers.StackedRNNCells([kerasrnn.GRUCell(6), kerasrnn.LSTMCell(UNITS)]),
+        ),
     )
     for mode, make in factories:
         cell = kerasrnn.AttentionCell(make(), kerasrnn.LuongAttention("general"), _order(mode))
@@ -224,7 +229,9 @@ def _translator(mode="bahdanau", bridge=True):
     if not bridge:
         states = kerasrnn.merge_bidirectional_states(states)  # 2 x 4 = the decoder's 8
     y = keras.layers.Embedding(12, 6, mask_zero=True)(tgt)
-    attention = kerasrnn.BahdanauAttention(5) if mode == "bahdanau" else kerasrnn.LuongAttention("dot")
+    attention = (
+        kerasrnn.BahdanauAttention(5) if mode == "bahdanau" else kerasrnn.LuongAttention("dot")
+    )
     cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(UNITS), attention, _order(mode))
     outputs, alignments = kerasrnn.AttentiveRNN(cell, return_alignments=True, bridge=bridge)(
         y, sequence, initial_state=states
@@ -294,8 +301,9 @@ def test_bad_arguments_are_named():
     with pytest.raises(TypeError, match="`step_order`"):
         kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), "luong")
     with pytest.raises(TypeError, match="`projection`"):
-        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4),
-                               projection="tanh")
+        kerasrnn.AttentionCell(
+            kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), projection="tanh"
+        )
     with pytest.raises(ValueError, match="`attention`"):
         kerasrnn.AttentionCell(kerasrnn.GRUCell(4), "additive")
     with pytest.raises(ValueError, match="`cell`"):

@@ -1,6 +1,7 @@
 """AttentionCell's pieces: several mechanisms, stateful attention in the decoder, the
 projections and step orders (TFA's through kerasrnn.compat.tfa), saving, XLA, and the
 error messages of the usual mistakes."""
+
 import keras
 import numpy as np
 import pytest
@@ -60,8 +61,7 @@ def test_two_mechanisms_in_bahdanau_mode_match_numpy():
         c2, a2 = _np_bahdanau(s, memories[1], None, w[1])
         inputs = np.concatenate([x[:, t], c1, c2], -1)
         s = np.tanh(inputs @ w_cell["kernel"] + s @ w_cell["recurrent_kernel"] + w_cell["bias"])
-        np.testing.assert_allclose(_np(outputs[:, t]), np.concatenate([s, c1, c2], -1),
-                                   atol=1e-5)
+        np.testing.assert_allclose(_np(outputs[:, t]), np.concatenate([s, c1, c2], -1), atol=1e-5)
         np.testing.assert_allclose(_np(alignments[0][:, t]), a1, atol=1e-5)
         np.testing.assert_allclose(_np(alignments[1][:, t]), a2, atol=1e-5)
 
@@ -69,7 +69,9 @@ def test_two_mechanisms_in_bahdanau_mode_match_numpy():
 def test_alignment_history_in_a_plain_keras_rnn():
     memories, masks = _memories()
     cell = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), kerasrnn.LuongAttention("general"), kerasrnn.RunThenAttend(),
+        kerasrnn.GRUCell(UNITS),
+        kerasrnn.LuongAttention("general"),
+        kerasrnn.RunThenAttend(),
         alignment_history=True,
     )
     memory = cell.prepare_memory(memories[0], mask=masks[0])
@@ -90,24 +92,34 @@ def test_alignment_history_in_a_plain_keras_rnn():
 CONFIGS = {
     "multi": lambda: AttentionWrapper(
         kerasrnn.LSTMCell(UNITS),
-        [kerasrnn.BahdanauAttention(5, probability_fn="sparsemax"),
-         BahdanauMonotonicAttention(4, mode="recursive", score_bias_init=-1.0)],
-        attention_layer_size=[3, 2], alignment_history=True,
+        [
+            kerasrnn.BahdanauAttention(5, probability_fn="sparsemax"),
+            BahdanauMonotonicAttention(4, mode="recursive", score_bias_init=-1.0),
+        ],
+        attention_layer_size=[3, 2],
+        alignment_history=True,
     ),
     "coverage_output": lambda: kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5, coverage=True),
+        kerasrnn.GRUCell(UNITS),
+        kerasrnn.BahdanauAttention(5, coverage=True),
         kerasrnn.RunThenAttend(output_attention=False),
     ),
     "attention_layer": lambda: kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), LuongMonotonicAttention(mode="hard"), kerasrnn.RunThenAttend(),
+        kerasrnn.GRUCell(UNITS),
+        LuongMonotonicAttention(mode="hard"),
+        kerasrnn.RunThenAttend(),
         keras.layers.Dense(4, activation="relu"),
     ),
     "raw_context": lambda: kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), kerasrnn.Attention("general", probability_fn="hardmax"),
-        kerasrnn.RunThenAttend(), kerasrnn.ContextProjection(),
+        kerasrnn.GRUCell(UNITS),
+        kerasrnn.Attention("general", probability_fn="hardmax"),
+        kerasrnn.RunThenAttend(),
+        kerasrnn.ContextProjection(),
     ),
     "bahdanau_tanh": lambda: kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5), kerasrnn.AttendThenRun(),
+        kerasrnn.GRUCell(UNITS),
+        kerasrnn.BahdanauAttention(5),
+        kerasrnn.AttendThenRun(),
         kerasrnn.LuongProjection(4),
     ),
 }
@@ -149,7 +161,8 @@ def test_sigmoid_noise_trains_inside_the_decoder():
     keras.utils.set_random_seed(0)
     memories, _ = _memories()
     cell = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), BahdanauMonotonicAttention(5, sigmoid_noise=1.0),
+        kerasrnn.GRUCell(UNITS),
+        BahdanauMonotonicAttention(5, sigmoid_noise=1.0),
         kerasrnn.RunThenAttend(),
     )
     target = keras.Input((None, DIN))
@@ -170,8 +183,11 @@ def test_memory_batch_differs_from_the_states_names_the_tiling():
     cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5))
     memory = cell.prepare_memory(np.ones((2, 5, 4), "float32"))
     states = cell.get_initial_state(batch_size=6)  # a beam of 3, memory not repeated
-    with pytest.raises(ValueError, match=r"batch size 2 .* batch size 6.*beam_size.*"
-                                         r"memory\.repeat\(3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"batch size 2 .* batch size 6.*beam_size.*"
+        r"memory\.repeat\(3\)",
+    ):
         cell.step(np.ones((6, DIN), "float32"), states, memory)
     # the fix works
     output, _, _ = cell.step(np.ones((6, DIN), "float32"), states, memory.repeat(3))
@@ -188,14 +204,20 @@ def test_memory_of_another_width_is_named():
     cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5))
     decoder = kerasrnn.AttentiveRNN(cell)
     decoder(np.ones((2, 3, DIN), "float32"), np.ones((2, 5, 4), "float32"))
-    with pytest.raises(ValueError, match=r"built for memory values of width 4; got 7\. "
-                                         r"Its weights fix the width"):
+    with pytest.raises(
+        ValueError,
+        match=r"built for memory values of width 4; got 7\. "
+        r"Its weights fix the width",
+    ):
         decoder(np.ones((2, 3, DIN), "float32"), np.ones((2, 5, 7), "float32"))
     # the attention layer alone says the same of its keys
     layer = kerasrnn.BahdanauAttention(5)
     layer(np.ones((2, 3), "float32"), np.ones((2, 5, 4), "float32"))
-    with pytest.raises(ValueError, match=r"built for a memory \(`keys`\) of width 4; "
-                                         r"got keys of shape \(2, 5, 7\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"built for a memory \(`keys`\) of width 4; "
+        r"got keys of shape \(2, 5, 7\)",
+    ):
         layer(np.ones((2, 3), "float32"), np.ones((2, 5, 7), "float32"))
 
 
@@ -207,8 +229,7 @@ def test_dot_score_width_error_names_the_score_and_the_fix():
         ValueError,
         match=r"The 'dot' score .* width 8 .* width 6\. .*LuongAttention\('general'\)",
     ):
-        kerasrnn.AttentiveRNN(cell)(np.ones((2, 3, DIN), "float32"),
-                                    np.ones((2, 5, 6), "float32"))
+        kerasrnn.AttentiveRNN(cell)(np.ones((2, 3, DIN), "float32"), np.ones((2, 5, 6), "float32"))
 
 
 def test_step_order_and_projection_must_be_objects():
@@ -217,22 +238,28 @@ def test_step_order_and_projection_must_be_objects():
             kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), step_order="bahdanau"
         )
     with pytest.raises(TypeError, match="`projection` must be an attention projection"):
-        kerasrnn.AttentionCell(
-            kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), projection=6
-        )
+        kerasrnn.AttentionCell(kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4), projection=6)
 
 
 def test_bad_option_combinations_are_named():
     gru, attention = kerasrnn.GRUCell(4), kerasrnn.BahdanauAttention(4)
     with pytest.raises(ValueError, match="not both"):
-        AttentionWrapper(gru, attention, attention_layer_size=3,
-                         attention_layer=keras.layers.Dense(3))
+        AttentionWrapper(
+            gru, attention, attention_layer_size=3, attention_layer=keras.layers.Dense(3)
+        )
     with pytest.raises(ValueError, match="one per attention mechanism"):
-        kerasrnn.AttentionCell(gru, [attention, kerasrnn.BahdanauAttention(3)],
-                               projection=kerasrnn.LuongProjection([3]))
+        kerasrnn.AttentionCell(
+            gru,
+            [attention, kerasrnn.BahdanauAttention(3)],
+            projection=kerasrnn.LuongProjection([3]),
+        )
     with pytest.raises(ValueError, match="one layer per attention mechanism"):
-        kerasrnn.AttentionCell(gru, [attention, kerasrnn.BahdanauAttention(3)],
-                               kerasrnn.RunThenAttend(), [keras.layers.Dense(3)])
+        kerasrnn.AttentionCell(
+            gru,
+            [attention, kerasrnn.BahdanauAttention(3)],
+            kerasrnn.RunThenAttend(),
+            [keras.layers.Dense(3)],
+        )
     two = kerasrnn.AttentionCell(gru, [attention, kerasrnn.BahdanauAttention(3)])
     with pytest.raises(ValueError, match="`keys` must be a list with one entry per"):
         two.prepare_memory(np.ones((2, 5, 4), "float32"))
@@ -264,6 +291,7 @@ def test_stateful_attention_under_greedy_and_beam_search(mechanism):
         def step(tokens, states):
             output, states, _ = cell.step(embed(tokens), states, memory)
             return readout(output), states
+
         return step
 
     start = ops.convert_to_tensor([1, 1])
@@ -273,7 +301,12 @@ def test_stateful_attention_under_greedy_and_beam_search(mechanism):
         step_fn(memory.repeat(3)), start, states, 6, end_token=2, beam_size=3
     )
     one = kerasrnn.decoding.beam_search(
-        step_fn(memory.repeat(1)), start, states, 6, end_token=2, beam_size=1,
+        step_fn(memory.repeat(1)),
+        start,
+        states,
+        6,
+        end_token=2,
+        beam_size=1,
         scorer=kerasrnn.decoding.Scorer(None),
     )
     tokens = lambda result: _np(result.tokens).reshape(2, -1)[:, :6]  # noqa: E731

@@ -2,6 +2,7 @@
 (Luong's tanh layer, TFA's linear layer, the context, [h; c], a user-written Keras layer)
 under each step order, their configs, and a saved `.keras` model that reloads to the
 same outputs."""
+
 import keras
 import numpy as np
 import pytest
@@ -46,18 +47,26 @@ def _sigmoid(x):
 
 # projection factory, and a_t in NumPy from (c, h, the projection's weights)
 PROJECTIONS = {
-    "luong": (lambda: kerasrnn.LuongProjection(ATT),
-              lambda c, h, p: np.tanh(np.concatenate([c, h], -1) @ _np(p.kernels[0]))),
-    "linear": (lambda: kerasrnn.LinearProjection(ATT),
-               lambda c, h, p: np.concatenate([h, c], -1) @ _np(p.kernels[0])),
+    "luong": (
+        lambda: kerasrnn.LuongProjection(ATT),
+        lambda c, h, p: np.tanh(np.concatenate([c, h], -1) @ _np(p.kernels[0])),
+    ),
+    "linear": (
+        lambda: kerasrnn.LinearProjection(ATT),
+        lambda c, h, p: np.concatenate([h, c], -1) @ _np(p.kernels[0]),
+    ),
     "context": (kerasrnn.ContextProjection, lambda c, h, p: c),
     "concat": (kerasrnn.ConcatProjection, lambda c, h, p: np.concatenate([h, c], -1)),
     "user_layer": (
         lambda: GatedProjection(ATT),
-        lambda c, h, p: _sigmoid(np.concatenate([h, c], -1) @ _np(p.layers.gate.kernel)
-                                 + _np(p.layers.gate.bias))
-        * np.tanh(np.concatenate([h, c], -1) @ _np(p.layers.value.kernel)
-                  + _np(p.layers.value.bias)),
+        lambda c, h, p: (
+            _sigmoid(
+                np.concatenate([h, c], -1) @ _np(p.layers.gate.kernel) + _np(p.layers.gate.bias)
+            )
+            * np.tanh(
+                np.concatenate([h, c], -1) @ _np(p.layers.value.kernel) + _np(p.layers.value.bias)
+            )
+        ),
     ),
 }
 
@@ -72,8 +81,7 @@ def _data():
 
 
 def _np_attention(query, memory, mask, score):
-    w = {name: _np(getattr(score, name)) for name in ("query_kernel", "key_kernel",
-                                                      "attention_v")}
+    w = {name: _np(getattr(score, name)) for name in ("query_kernel", "key_kernel", "attention_v")}
     e = np.tanh((query @ w["query_kernel"])[:, None] + memory @ w["key_kernel"])
     e = np.where(mask, (e @ w["attention_v"])[..., 0], -np.inf)
     a = np.exp(e - e.max(-1, keepdims=True))
@@ -107,8 +115,9 @@ def _np_decoder(cell, order, project, x, memory, mask):
 def test_every_projection_under_every_step_order_matches_numpy(name, order):
     make, project = PROJECTIONS[name]
     step_order = kerasrnn.AttendThenRun() if order == "bahdanau" else kerasrnn.RunThenAttend()
-    cell = kerasrnn.AttentionCell(kerasrnn.SimpleRNNCell(UNITS), kerasrnn.BahdanauAttention(5),
-                                  step_order, make())
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.SimpleRNNCell(UNITS), kerasrnn.BahdanauAttention(5), step_order, make()
+    )
     x, memory, mask = _data()
     outputs = kerasrnn.AttentiveRNN(cell)(x, memory, memory_mask=mask)
     expected = _np_decoder(cell, order, project, x, memory, mask)
@@ -119,8 +128,11 @@ def test_every_projection_under_every_step_order_matches_numpy(name, order):
 def test_user_projection_saves_and_reloads_with_identical_outputs(tmp_path):
     keras.utils.set_random_seed(1)
     cell = kerasrnn.AttentionCell(
-        kerasrnn.GRUCell(UNITS), kerasrnn.LuongAttention("general"),
-        kerasrnn.RunThenAttend(), GatedProjection(ATT), alignment_history=True,
+        kerasrnn.GRUCell(UNITS),
+        kerasrnn.LuongAttention("general"),
+        kerasrnn.RunThenAttend(),
+        GatedProjection(ATT),
+        alignment_history=True,
     )
     target, source = keras.Input((None, DIN)), keras.Input((None, DM))
     outputs, alignments = kerasrnn.AttentiveRNN(cell)(target, source)
@@ -137,12 +149,18 @@ def test_user_projection_saves_and_reloads_with_identical_outputs(tmp_path):
     assert isinstance(restored.step_order, kerasrnn.RunThenAttend)
 
 
-@pytest.mark.parametrize("order", [kerasrnn.AttendThenRun, lambda: kerasrnn.RunThenAttend(
-    input_feeding=False, output_attention=False)])
+@pytest.mark.parametrize(
+    "order",
+    [
+        kerasrnn.AttendThenRun,
+        lambda: kerasrnn.RunThenAttend(input_feeding=False, output_attention=False),
+    ],
+)
 @pytest.mark.parametrize("name", list(PROJECTIONS))
 def test_config_round_trip(name, order):
-    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5),
-                                  order(), PROJECTIONS[name][0]())
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5), order(), PROJECTIONS[name][0]()
+    )
     again = kerasrnn.AttentionCell.from_config(cell.get_config())
     assert repr(again.step_order) == repr(cell.step_order)
     assert type(again.projection) is type(cell.projection)
@@ -152,8 +170,9 @@ def test_config_round_trip(name, order):
 
 def test_default_projection_follows_the_step_order():
     bahdanau = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5))
-    luong = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5),
-                                   kerasrnn.RunThenAttend())
+    luong = kerasrnn.AttentionCell(
+        kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5), kerasrnn.RunThenAttend()
+    )
     assert isinstance(bahdanau.step_order, kerasrnn.AttendThenRun)
     assert isinstance(bahdanau.projection, kerasrnn.ConcatProjection)
     assert isinstance(luong.projection, kerasrnn.LuongProjection)

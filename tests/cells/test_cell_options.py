@@ -1,7 +1,8 @@
 """The gate-bias options (forget_bias, chrono_init) and learned initial states."""
+
+import keras
 import numpy as np
 import pytest
-import keras
 
 import kerasrnn
 
@@ -16,15 +17,21 @@ def built_bias(cell):
 
 
 def blocks(bias, names):
-    return {n: bias[..., k * U:(k + 1) * U] for k, n in enumerate(names)}
+    return {n: bias[..., k * U : (k + 1) * U] for k, n in enumerate(names)}
 
 
-@pytest.mark.parametrize("kwargs,names", [
-    ({}, "ifco"), ({"coupled": True}, "fco"), ({"peephole": True}, "ifco"),
-])
+@pytest.mark.parametrize(
+    "kwargs,names",
+    [
+        ({}, "ifco"),
+        ({"coupled": True}, "fco"),
+        ({"peephole": True}, "ifco"),
+    ],
+)
 def test_lstm_forget_bias_is_added_to_the_initial_forget_block(kwargs, names):
-    cell = kerasrnn.LSTMCell(U, forget_bias=2.5, bias_initializer=keras.initializers.Constant(0.3),
-                             **kwargs)
+    cell = kerasrnn.LSTMCell(
+        U, forget_bias=2.5, bias_initializer=keras.initializers.Constant(0.3), **kwargs
+    )
     b = blocks(built_bias(cell), names)
     np.testing.assert_allclose(b["f"], 2.8, rtol=1e-6)
     for gate in names.replace("f", ""):
@@ -33,8 +40,12 @@ def test_lstm_forget_bias_is_added_to_the_initial_forget_block(kwargs, names):
 
 @pytest.mark.parametrize("reset_after", [True, False])
 def test_gru_forget_bias_goes_to_the_update_gate(reset_after):
-    cell = kerasrnn.GRUCell(U, reset_after=reset_after, forget_bias=-1.0,
-                            bias_initializer=keras.initializers.Constant(0.3))
+    cell = kerasrnn.GRUCell(
+        U,
+        reset_after=reset_after,
+        forget_bias=-1.0,
+        bias_initializer=keras.initializers.Constant(0.3),
+    )
     bias = built_bias(cell)
     row = bias[0] if reset_after else bias
     b = blocks(row, "zrh")
@@ -50,7 +61,7 @@ def test_lstm_chrono_init():
     cell = kerasrnn.LSTMCell(units, chrono_init=t_max, recurrent_initializer="zeros")
     keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
     bias = keras.ops.convert_to_numpy(cell.bias)
-    i, f, c, o = (bias[k * units:(k + 1) * units] for k in range(4))
+    i, f, c, o = (bias[k * units : (k + 1) * units] for k in range(4))
     u = np.exp(f.astype(np.float64))
     assert 1.0 - 1e-5 <= u.min() and u.max() <= t_max - 1 + 1e-3
     np.testing.assert_allclose(i, -f)
@@ -66,8 +77,9 @@ def test_lstm_chrono_init():
 @pytest.mark.parametrize("reset_after", [True, False])
 def test_gru_chrono_init(reset_after):
     t_max, units = 50, 2000
-    cell = kerasrnn.GRUCell(units, reset_after=reset_after, chrono_init=t_max,
-                            recurrent_initializer="zeros")
+    cell = kerasrnn.GRUCell(
+        units, reset_after=reset_after, chrono_init=t_max, recurrent_initializer="zeros"
+    )
     keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
     bias = keras.ops.convert_to_numpy(cell.bias)
     row = bias[0] if reset_after else bias
@@ -83,10 +95,15 @@ def test_chrono_is_reproducible_with_a_seed():
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("cls,kwargs", [
-    (kerasrnn.LSTMCell, {}), (kerasrnn.GRUCell, {}), (kerasrnn.SimpleRNNCell, {}),
-    (kerasrnn.LSTMCell, {"forget_gate": False}),
-])
+@pytest.mark.parametrize(
+    "cls,kwargs",
+    [
+        (kerasrnn.LSTMCell, {}),
+        (kerasrnn.GRUCell, {}),
+        (kerasrnn.SimpleRNNCell, {}),
+        (kerasrnn.LSTMCell, {"forget_gate": False}),
+    ],
+)
 @pytest.mark.parametrize("rnn", [keras.layers.RNN, kerasrnn.RNN], ids=["keras.RNN", "kerasrnn.RNN"])
 def test_learned_initial_state_is_the_state_the_sequence_starts_from(cls, kwargs, rnn):
     rng = np.random.default_rng(0)
@@ -104,12 +121,14 @@ def test_learned_initial_state_is_the_state_the_sequence_starts_from(cls, kwargs
     starts = [np.tile(v[None], (4, 1)) for v in values[n:]]
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(learned(x)),
-        keras.ops.convert_to_numpy(plain(x, initial_state=starts)), atol=1e-6,
+        keras.ops.convert_to_numpy(plain(x, initial_state=starts)),
+        atol=1e-6,
     )
     # an explicit initial_state still wins
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(learned(x, initial_state=[0 * s for s in starts])),
-        keras.ops.convert_to_numpy(plain(x)), atol=1e-6,
+        keras.ops.convert_to_numpy(plain(x)),
+        atol=1e-6,
     )
 
 
@@ -129,10 +148,12 @@ def test_only_a_learned_initial_state_can_fit_a_zero_input_target(learn):
 
 
 def test_config_and_keras_file_round_trip(tmp_path):
-    for cell in (kerasrnn.LSTMCell(U, forget_bias=3.0, learn_initial_state=True),
-                 kerasrnn.LSTMCell(U, chrono_init=20),
-                 kerasrnn.GRUCell(U, chrono_init=20, learn_initial_state=True),
-                 kerasrnn.GRUCell(U, forget_bias=1.0)):
+    for cell in (
+        kerasrnn.LSTMCell(U, forget_bias=3.0, learn_initial_state=True),
+        kerasrnn.LSTMCell(U, chrono_init=20),
+        kerasrnn.GRUCell(U, chrono_init=20, learn_initial_state=True),
+        kerasrnn.GRUCell(U, forget_bias=1.0),
+    ):
         config = cell.get_config()
         assert type(cell).from_config(config).get_config() == config
     inputs = keras.Input((None, D))
@@ -142,8 +163,9 @@ def test_config_and_keras_file_round_trip(tmp_path):
     path = str(tmp_path / "m.keras")
     model.save(path)
     x = np.random.default_rng(1).normal(size=(2, 4, D)).astype("float32")
-    np.testing.assert_allclose(keras.saving.load_model(path).predict(x, verbose=0),
-                               model.predict(x, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(
+        keras.saving.load_model(path).predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6
+    )
 
 
 def test_bad_options():

@@ -1,7 +1,8 @@
 """Every cell and variant against the NumPy reference, inside Keras' RNN machinery."""
+
+import keras
 import numpy as np
 import pytest
-import keras
 
 import kerasrnn
 from tests.cells import reference
@@ -28,8 +29,10 @@ VARIANTS = [
     (kerasrnn.NASCell, {"projection": 3, "use_bias": True}),
     (kerasrnn.ESNCell, {"leaky": 0.6, "connectivity": 0.5}),
 ]
-IDS = [f"{cls.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}"
-       for cls, kw in VARIANTS]
+IDS = [
+    f"{cls.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}"
+    for cls, kw in VARIANTS
+]
 
 
 def randomize(layer, rng, scale=0.5):
@@ -56,9 +59,7 @@ def initial_states(cell, rng):
 def test_cell_matches_numpy_reference(cls, kwargs, go_backwards, rnn):
     rng = np.random.default_rng(0)
     cell = cls(U, **kwargs)
-    layer = rnn(
-        cell, return_sequences=True, return_state=True, go_backwards=go_backwards
-    )
+    layer = rnn(cell, return_sequences=True, return_state=True, go_backwards=go_backwards)
     x, mask = make_inputs(rng)
     states = initial_states(cell, rng)
     layer(x, initial_state=states, mask=mask)
@@ -82,7 +83,8 @@ def test_cell_matches_numpy_reference(cls, kwargs, go_backwards, rnn):
         short, *short_states = layer(x[:, :5], initial_state=states)
         for got, ref in zip(final, short_states):
             np.testing.assert_allclose(
-                keras.ops.convert_to_numpy(got)[1], keras.ops.convert_to_numpy(ref)[1],
+                keras.ops.convert_to_numpy(got)[1],
+                keras.ops.convert_to_numpy(ref)[1],
                 atol=1e-5,
             )
 
@@ -115,13 +117,24 @@ def test_bidirectional_matches_numpy_reference(merge_mode):
     got = keras.ops.convert_to_numpy(layer(x, mask=mask))
 
     zeros = [np.zeros((B, U))]
-    fwd, _ = reference.run(reference.cell_step(layer.forward_layer.cell), x, zeros, mask,
-                           zero_output_for_mask=True)
-    bwd, _ = reference.run(reference.cell_step(layer.backward_layer.cell), x, zeros, mask,
-                           go_backwards=True, zero_output_for_mask=True)
+    fwd, _ = reference.run(
+        reference.cell_step(layer.forward_layer.cell), x, zeros, mask, zero_output_for_mask=True
+    )
+    bwd, _ = reference.run(
+        reference.cell_step(layer.backward_layer.cell),
+        x,
+        zeros,
+        mask,
+        go_backwards=True,
+        zero_output_for_mask=True,
+    )
     bwd = bwd[:, ::-1]  # Bidirectional re-aligns the backward outputs with the inputs
-    want = {"concat": np.concatenate([fwd, bwd], -1), "sum": fwd + bwd,
-            "ave": (fwd + bwd) / 2, "mul": fwd * bwd}[merge_mode]
+    want = {
+        "concat": np.concatenate([fwd, bwd], -1),
+        "sum": fwd + bwd,
+        "ave": (fwd + bwd) / 2,
+        "mul": fwd * bwd,
+    }[merge_mode]
     np.testing.assert_allclose(got, want, atol=2e-5)
 
 
@@ -131,8 +144,10 @@ def test_bidirectional_matches_numpy_reference(merge_mode):
         (lambda: kerasrnn.SimpleRNNCell(U), lambda **kw: keras.layers.SimpleRNN(U, **kw)),
         (lambda: kerasrnn.LSTMCell(U), lambda **kw: keras.layers.LSTM(U, **kw)),
         (lambda: kerasrnn.GRUCell(U), lambda **kw: keras.layers.GRU(U, **kw)),
-        (lambda: kerasrnn.GRUCell(U, reset_after=False),
-         lambda **kw: keras.layers.GRU(U, reset_after=False, **kw)),
+        (
+            lambda: kerasrnn.GRUCell(U, reset_after=False),
+            lambda **kw: keras.layers.GRU(U, reset_after=False, **kw),
+        ),
     ],
     ids=["SimpleRNN", "LSTM", "GRU", "GRU-reset_before"],
 )
@@ -155,7 +170,8 @@ def test_default_cells_equal_keras_layers(ours, theirs, go_backwards):
     randomize(layer, rng)
     keras_layer.set_weights(layer.get_weights())
     np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(layer(x)), keras.ops.convert_to_numpy(keras_layer(x)),
+        keras.ops.convert_to_numpy(layer(x)),
+        keras.ops.convert_to_numpy(keras_layer(x)),
         atol=1e-6,
     )
 
@@ -164,8 +180,8 @@ def test_unit_forget_bias_initialises_forget_block_to_one():
     cell = kerasrnn.LSTMCell(U, peephole=True)
     keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
     bias = keras.ops.convert_to_numpy(cell.bias)
-    np.testing.assert_array_equal(bias[U:2 * U], 1.0)
-    np.testing.assert_array_equal(np.delete(bias, np.s_[U:2 * U]), 0.0)
+    np.testing.assert_array_equal(bias[U : 2 * U], 1.0)
+    np.testing.assert_array_equal(np.delete(bias, np.s_[U : 2 * U]), 0.0)
     coupled = kerasrnn.LSTMCell(U, coupled=True)  # gates f, c, o: forget block first
     keras.layers.RNN(coupled)(np.zeros((1, 2, D), "float32"))
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(coupled.bias)[:U], 1.0)
@@ -212,14 +228,14 @@ def test_mixed_precision(policy, cls):
     finally:
         keras.config.set_dtype_policy("float32")
     assert keras.backend.standardize_dtype(got.dtype) == policy.split("_")[1]
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.cast(got, "float32")),
-                               want, atol=0.05)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(keras.ops.cast(got, "float32")), want, atol=0.05
+    )
 
 
 @pytest.mark.parametrize("cls,kwargs", VARIANTS, ids=IDS)
 def test_get_config_round_trip(cls, kwargs):
-    cell = cls(U, dropout=0.1, recurrent_dropout=0.2, seed=5, kernel_regularizer="l2",
-               **kwargs)
+    cell = cls(U, dropout=0.1, recurrent_dropout=0.2, seed=5, kernel_regularizer="l2", **kwargs)
     config = cell.get_config()
     clone = cls.from_config(config)
     assert clone.get_config() == config
@@ -239,10 +255,13 @@ def test_fast_rnn_equals_plain_rnn_with_dropout():
     outputs = []
     for rnn in (keras.layers.RNN, kerasrnn.RNN):
         keras.utils.set_random_seed(3)
-        layer = rnn(kerasrnn.LSTMCell(U, dropout=0.4, recurrent_dropout=0.3, seed=11),
-                    return_sequences=True)
+        layer = rnn(
+            kerasrnn.LSTMCell(U, dropout=0.4, recurrent_dropout=0.3, seed=11), return_sequences=True
+        )
         layer.build(x.shape)
-        layer.set_weights([np.full(w.shape, 0.1, "float32") for w in layer.weights[:3]]
-                          + [np.asarray(w) for w in layer.weights[3:]])
+        layer.set_weights(
+            [np.full(w.shape, 0.1, "float32") for w in layer.weights[:3]]
+            + [np.asarray(w) for w in layer.weights[3:]]
+        )
         outputs.append(keras.ops.convert_to_numpy(layer(x, training=True)))
     np.testing.assert_allclose(outputs[0], outputs[1], atol=1e-6)

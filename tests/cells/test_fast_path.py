@@ -6,11 +6,12 @@ decline (cuDNN only), so there the routing is checked with a spy on the fused ca
 results come from the loop; on the torch backend the fused kernel itself runs and is
 compared.
 """
+
 import os
 
+import keras
 import numpy as np
 import pytest
-import keras
 
 import kerasrnn
 from kerasrnn.cells import rnn as rnn_module
@@ -34,8 +35,10 @@ def numpy(x):
 KERAS_LAYERS = {
     "lstm": (lambda **kw: kerasrnn.LSTMCell(U, **kw), keras.layers.LSTM),
     "gru": (lambda **kw: kerasrnn.GRUCell(U, **kw), keras.layers.GRU),
-    "gru-reset_before": (lambda **kw: kerasrnn.GRUCell(U, reset_after=False, **kw),
-                         lambda units, **kw: keras.layers.GRU(units, reset_after=False, **kw)),
+    "gru-reset_before": (
+        lambda **kw: kerasrnn.GRUCell(U, reset_after=False, **kw),
+        lambda units, **kw: keras.layers.GRU(units, reset_after=False, **kw),
+    ),
 }
 
 
@@ -59,9 +62,23 @@ KERAS_LAYERS = {
         (lambda: kerasrnn.SimpleRNNCell(U), None),
         (lambda: keras.layers.LSTMCell(U), None),  # Keras' cell: keras.layers.LSTM's job
     ],
-    ids=["lstm", "lstm-no-bias", "lstm-dropout-regularizer", "gru", "gru-reset_before",
-         "peephole", "coupled", "no-forget-gate", "lstm-recurrent-dropout",
-         "gru-recurrent-dropout", "relu", "hard-sigmoid", "layer-norm", "simple", "keras-cell"],
+    ids=[
+        "lstm",
+        "lstm-no-bias",
+        "lstm-dropout-regularizer",
+        "gru",
+        "gru-reset_before",
+        "peephole",
+        "coupled",
+        "no-forget-gate",
+        "lstm-recurrent-dropout",
+        "gru-recurrent-dropout",
+        "relu",
+        "hard-sigmoid",
+        "layer-norm",
+        "simple",
+        "keras-cell",
+    ],
 )
 def test_fused_kind(make_cell, kind):
     assert fused_kind(make_cell()) == kind
@@ -105,8 +122,7 @@ def test_standard_cells_are_offered_to_the_fused_kernel(monkeypatch, kind, fast_
     spy = Spy()
     monkeypatch.setattr(rnn_module, f"backend_{kind}", spy)
     make_cell, _ = KERAS_LAYERS[kind]
-    layer = kerasrnn.RNN(make_cell(), fast_path=fast_path, return_sequences=True,
-                         go_backwards=True)
+    layer = kerasrnn.RNN(make_cell(), fast_path=fast_path, return_sequences=True, go_backwards=True)
     out = layer(inputs())
     assert tuple(out.shape) == (B, T, U)
     if not fast_path:
@@ -126,8 +142,11 @@ def test_standard_cells_are_offered_to_the_fused_kernel(monkeypatch, kind, fast_
 
 @pytest.mark.parametrize(
     "make_cell",
-    [lambda: kerasrnn.LSTMCell(U, peephole=True), lambda: kerasrnn.LayerNormLSTMCell(U),
-     lambda: kerasrnn.LSTMCell(U, recurrent_dropout=0.2)],
+    [
+        lambda: kerasrnn.LSTMCell(U, peephole=True),
+        lambda: kerasrnn.LayerNormLSTMCell(U),
+        lambda: kerasrnn.LSTMCell(U, recurrent_dropout=0.2),
+    ],
     ids=["peephole", "layer-norm", "recurrent-dropout"],
 )
 def test_other_cells_never_reach_the_fused_kernel(monkeypatch, make_cell):
@@ -157,8 +176,9 @@ def test_fast_path_equals_keras_layer(kind, go_backwards, masked):
     ours.set_weights(theirs.get_weights())
     h0 = rng.normal(size=(B, U)).astype("float32")
     state = [h0, h0[::-1].copy()] if kind == "lstm" else [h0]
-    for got, want in zip(ours(x, mask=mask, initial_state=state),
-                         theirs(x, mask=mask, initial_state=state)):
+    for got, want in zip(
+        ours(x, mask=mask, initial_state=state), theirs(x, mask=mask, initial_state=state)
+    ):
         np.testing.assert_allclose(numpy(got), numpy(want), atol=1e-5)
     assert [w.path.split("/")[-1] for w in ours.weights] == [
         w.path.split("/")[-1] for w in theirs.weights
@@ -174,8 +194,9 @@ def test_every_way_equals_keras_rnn_with_input_dropout(kind, fast_path, hoist):
     outputs = []
     for make_layer in (
         lambda cell: keras.layers.RNN(cell, return_sequences=True),
-        lambda cell: kerasrnn.RNN(cell, return_sequences=True, fast_path=fast_path,
-                                  hoist_projection=hoist),
+        lambda cell: kerasrnn.RNN(
+            cell, return_sequences=True, fast_path=fast_path, hoist_projection=hoist
+        ),
     ):
         keras.utils.set_random_seed(3)
         layer = make_layer(make_cell(dropout=0.4, seed=11))
@@ -189,9 +210,12 @@ def test_every_way_equals_keras_rnn_with_input_dropout(kind, fast_path, hoist):
 
 @pytest.mark.parametrize(
     "make_cell",
-    [lambda: kerasrnn.LSTMCell(U), lambda: kerasrnn.LSTMCell(U, peephole=True),
-     lambda: kerasrnn.GRUCell(U, reset_after=False),
-     lambda: kerasrnn.LayerNormLSTMCell(U)],
+    [
+        lambda: kerasrnn.LSTMCell(U),
+        lambda: kerasrnn.LSTMCell(U, peephole=True),
+        lambda: kerasrnn.GRUCell(U, reset_after=False),
+        lambda: kerasrnn.LayerNormLSTMCell(U),
+    ],
     ids=["lstm", "peephole", "gru-reset_before", "layer-norm"],
 )
 @pytest.mark.parametrize("go_backwards", [False, True])
@@ -201,12 +225,18 @@ def test_hoisted_projection_equals_keras_rnn(make_cell, go_backwards):
     mask = np.ones((B, T), bool)
     mask[0, 3:] = False
     mask[2, 1] = False  # a hole: only the loops take it
-    reference = keras.layers.RNN(make_cell(), return_sequences=True, return_state=True,
-                                 go_backwards=go_backwards)
+    reference = keras.layers.RNN(
+        make_cell(), return_sequences=True, return_state=True, go_backwards=go_backwards
+    )
     reference(x)
     randomize(reference, rng)
-    layer = kerasrnn.RNN(make_cell(), return_sequences=True, return_state=True,
-                         go_backwards=go_backwards, hoist_projection=True)
+    layer = kerasrnn.RNN(
+        make_cell(),
+        return_sequences=True,
+        return_state=True,
+        go_backwards=go_backwards,
+        hoist_projection=True,
+    )
     layer(x)
     layer.set_weights(reference.get_weights())
     for got, want in zip(layer(x, mask=mask), reference(x, mask=mask)):
@@ -247,10 +277,12 @@ def test_gradients_equal_keras_layer():
 
 def test_saving_keeps_weights_and_options(tmp_path):
     x = inputs(6)
-    model = keras.Sequential([
-        keras.Input((T, D)),
-        kerasrnn.RNN(kerasrnn.GRUCell(U), fast_path=False, hoist_projection=True),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((T, D)),
+            kerasrnn.RNN(kerasrnn.GRUCell(U), fast_path=False, hoist_projection=True),
+        ]
+    )
     randomize(model.layers[0], np.random.default_rng(8))
     path = os.path.join(tmp_path, "m.keras")
     model.save(path)

@@ -1,7 +1,8 @@
 """The TF Addons switches of the layer-normalised cells against NumPy (the forms that
 tests/compat checks against TFA's own outputs), their weights and their configs."""
-import numpy as np
+
 import keras
+import numpy as np
 
 import kerasrnn
 from tests.cells.reference import layer_norm, sigmoid
@@ -36,9 +37,13 @@ def test_carry_normalized_state_matches_numpy():
     p = {v.name: keras.ops.convert_to_numpy(v) for v in cell.weights}
     h, c = np.zeros((2, 4)), np.zeros((2, 4))
     for t in range(5):
-        z = (layer_norm(x[:, t] @ p["kernel"], p["input_norm_gamma"], p["input_norm_beta"], 1e-3)
-             + layer_norm(h @ p["recurrent_kernel"], p["recurrent_norm_gamma"],
-                          p["recurrent_norm_beta"], 1e-3) + p["bias"])
+        z = (
+            layer_norm(x[:, t] @ p["kernel"], p["input_norm_gamma"], p["input_norm_beta"], 1e-3)
+            + layer_norm(
+                h @ p["recurrent_kernel"], p["recurrent_norm_gamma"], p["recurrent_norm_beta"], 1e-3
+            )
+            + p["bias"]
+        )
         i, f, g, o = np.split(z, 4, axis=-1)
         c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
         c = layer_norm(c, p["cell_norm_gamma"], p["cell_norm_beta"], 1e-3)  # carried
@@ -48,8 +53,10 @@ def test_carry_normalized_state_matches_numpy():
 
 
 def test_options_round_trip_through_config():
-    for cell in (kerasrnn.LayerNormSimpleRNNCell(3, bias_after_norm=True, norm_epsilon=1e-5),
-                 kerasrnn.LayerNormLSTMCell(3, carry_normalized_state=True)):
+    for cell in (
+        kerasrnn.LayerNormSimpleRNNCell(3, bias_after_norm=True, norm_epsilon=1e-5),
+        kerasrnn.LayerNormLSTMCell(3, carry_normalized_state=True),
+    ):
         again = type(cell).from_config(cell.get_config())
         assert again.get_config() == cell.get_config()
     # configs written before the options existed load as the earlier (default) forms

@@ -1,6 +1,7 @@
 """kerasrnn.cells.lstm_sequence (the LSTM with its backward pass written out): outputs
 against a NumPy loop of the equations, gradients against finite differences (float64)
 and against Keras' own LSTM; kerasrnn.RNN takes it under XLA, and only there."""
+
 import keras
 import numpy as np
 import pytest
@@ -41,12 +42,14 @@ LOSS_WEIGHTS = [np.random.default_rng(9).normal(size=s) for s in [(T, B, H), (B,
 
 
 def loss(*args, lstm=lstm_sequence):
-    return sum(ops.sum(ops.sin(out) * ops.cast(w, out.dtype))
-               for out, w in zip(lstm(*args), LOSS_WEIGHTS))
+    return sum(
+        ops.sum(ops.sin(out) * ops.cast(w, out.dtype)) for out, w in zip(lstm(*args), LOSS_WEIGHTS)
+    )
 
 
 def gradients(args, lstm=lstm_sequence):
     """d loss / d each argument, through the backend's own differentiation."""
+
     def value(*args):
         return loss(*args, lstm=lstm)
 
@@ -75,10 +78,13 @@ def test_outputs_follow_the_equations():
         np.testing.assert_allclose(mine, want, atol=1e-6)
 
 
-@pytest.mark.skipif(BACKEND != "tensorflow", reason="float64 end to end: Keras' torch "
-                    "matmul returns float32, JAX's ops round to it somewhere even in "
-                    "64-bit mode (errors of 4e-8, too coarse for finite differences); "
-                    "the next test covers them")
+@pytest.mark.skipif(
+    BACKEND != "tensorflow",
+    reason="float64 end to end: Keras' torch "
+    "matmul returns float32, JAX's ops round to it somewhere even in "
+    "64-bit mode (errors of 4e-8, too coarse for finite differences); "
+    "the next test covers them",
+)
 def test_gradients_match_finite_differences():
     args = arguments()
     analytic = gradients(args)
@@ -97,11 +103,13 @@ def test_gradients_match_finite_differences():
 
 def test_gradients_match_differentiating_the_loop():
     """float32, every backend: against the loop written in keras.ops, differentiated."""
+
     def looped(x, kernel, recurrent_kernel, bias, h, c):
         outputs = []
         for t in range(T):
-            i, f, g, o = ops.split(ops.matmul(x[t], kernel) + bias
-                                   + ops.matmul(h, recurrent_kernel), 4, axis=-1)
+            i, f, g, o = ops.split(
+                ops.matmul(x[t], kernel) + bias + ops.matmul(h, recurrent_kernel), 4, axis=-1
+            )
             c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
             h = ops.sigmoid(o) * ops.tanh(c)
             outputs.append(h)
@@ -126,8 +134,7 @@ def one_sgd_step(layer, x, y, jit_compile):
     """The weights' change after one SGD step of rate 1 (minus the gradient)."""
     model = keras.Sequential([keras.Input(x.shape[1:]), layer, keras.layers.Dense(1)])
     rng = np.random.default_rng(2)
-    model.set_weights([rng.normal(0, 0.4, w.shape).astype("float32")
-                       for w in model.get_weights()])
+    model.set_weights([rng.normal(0, 0.4, w.shape).astype("float32") for w in model.get_weights()])
     before = model.get_weights()
     model.compile(keras.optimizers.SGD(1.0), "mse", jit_compile=jit_compile)
     loss_value = model.train_on_batch(x, y)
@@ -169,8 +176,9 @@ def test_rnn_keeps_the_loop_for_masks_unroll_and_fast_path_off(monkeypatch, opti
     if masked:
         x[1, 3:] = 0.0
     layers = [keras.layers.Masking()] if masked else []
-    model = keras.Sequential([keras.Input((5, 3)), *layers,
-                              kerasrnn.RNN(kerasrnn.LSTMCell(4), **options)])
+    model = keras.Sequential(
+        [keras.Input((5, 3)), *layers, kerasrnn.RNN(kerasrnn.LSTMCell(4), **options)]
+    )
     model.compile("sgd", "mse", jit_compile=XLA)
     model.train_on_batch(x, np.zeros((2, 4), "float32"))
     assert spy.calls == 0
@@ -180,6 +188,10 @@ def test_rnn_keeps_the_loop_for_masks_unroll_and_fast_path_off(monkeypatch, opti
 def test_tensorflow_without_xla_keeps_the_loop(monkeypatch):
     spy = Spy()
     monkeypatch.setattr(rnn_module, "lstm_sequence", spy)
-    one_sgd_step(kerasrnn.RNN(kerasrnn.LSTMCell(4)), np.ones((2, 5, 3), "float32"),
-                 np.ones((2, 1), "float32"), jit_compile=False)
+    one_sgd_step(
+        kerasrnn.RNN(kerasrnn.LSTMCell(4)),
+        np.ones((2, 5, 3), "float32"),
+        np.ones((2, 1), "float32"),
+        jit_compile=False,
+    )
     assert spy.calls == 0

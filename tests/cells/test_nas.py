@@ -1,7 +1,8 @@
 """NASCell beyond the TFA fixture (tests/compat): shapes, states, masking, saving, errors."""
+
+import keras
 import numpy as np
 import pytest
-import keras
 
 import kerasrnn
 
@@ -12,7 +13,11 @@ def test_projection_sets_output_and_state_widths():
     y, h, c = layer(np.ones((2, 4, 5), "float32"))
     assert tuple(y.shape) == (2, 4, 3) and tuple(h.shape) == (2, 3) and tuple(c.shape) == (2, 6)
     assert [w.name for w in cell.weights] == [
-        "kernel", "recurrent_kernel", "bias", "projection_kernel"]
+        "kernel",
+        "recurrent_kernel",
+        "bias",
+        "projection_kernel",
+    ]
     assert tuple(cell.recurrent_kernel.shape) == (3, 48)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(y[:, -1]), keras.ops.convert_to_numpy(h))
 
@@ -24,15 +29,17 @@ def test_padded_steps_leave_the_states_alone():
     layer = kerasrnn.RNN(kerasrnn.NASCell(4), return_state=True)
     _, h, c = layer(x, mask=mask)
     _, h_short, c_short = layer(x[:1, :3])
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(c)[0],
-                               keras.ops.convert_to_numpy(c_short)[0], atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(c)[0], keras.ops.convert_to_numpy(c_short)[0], atol=1e-6
+    )
 
 
 def test_config_and_keras_file_round_trip(tmp_path):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(2, 5, 3)).astype("float32")
-    model = keras.Sequential([keras.Input((5, 3)),
-                              kerasrnn.RNN(kerasrnn.NASCell(4, projection=2, use_bias=True))])
+    model = keras.Sequential(
+        [keras.Input((5, 3)), kerasrnn.RNN(kerasrnn.NASCell(4, projection=2, use_bias=True))]
+    )
     model.set_weights([rng.normal(0, 0.5, w.shape) for w in model.get_weights()])
     path = tmp_path / "nas.keras"
     model.save(path)

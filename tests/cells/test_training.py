@@ -1,7 +1,8 @@
 """Gradients, saving, learning, the stack helper and error messages of the cells."""
+
+import keras
 import numpy as np
 import pytest
-import keras
 
 import kerasrnn
 from kerasrnn.tasks import marker_order_task
@@ -21,7 +22,7 @@ def gradients(layer, values, x, probe):
     """d/d(values) of sum(probe * layer(x)) via the backend's autodiff."""
     backend = keras.backend.backend()
     if not values:  # nothing trainable (an ESN's reservoir is fixed): torch's
-        return []   # backward() would refuse a loss that needs no gradient
+        return []  # backward() would refuse a loss that needs no gradient
     if backend == "tensorflow":
         import tensorflow as tf
 
@@ -94,9 +95,7 @@ def test_bptt_gradients_match_central_differences(cls, kwargs, finite_difference
     layer = keras.layers.RNN(cls(3, **kwargs), return_sequences=True)
     x = keras.ops.convert_to_tensor(rng.normal(size=(2, 6, 2)).astype(layer.compute_dtype))
     layer(x)
-    values = [
-        rng.normal(0, 0.5, w.shape).astype(w.dtype) for w in layer.trainable_weights
-    ]
+    values = [rng.normal(0, 0.5, w.shape).astype(w.dtype) for w in layer.trainable_weights]
     probe = rng.normal(size=(2, 6, 3)).astype(layer.compute_dtype)
     analytic = gradients(layer, values, x, probe)
 
@@ -118,7 +117,10 @@ def test_bptt_gradients_match_central_differences(cls, kwargs, finite_difference
         for index in map(tuple, entries):
             numeric = richardson(lambda h: central(loss, values, k, index, h), eps)
             np.testing.assert_allclose(
-                analytic[k][index], numeric, rtol=rtol, atol=atol,
+                analytic[k][index],
+                numeric,
+                rtol=rtol,
+                atol=atol,
                 err_msg=f"{layer.trainable_weights[k].path}{index}",
             )
 
@@ -178,15 +180,19 @@ LEARNERS = [
 
 
 @pytest.mark.learns
-@pytest.mark.parametrize("cell,learning_rate,epochs,target", LEARNERS,
-                         ids=[type(c).__name__ for c, *_ in LEARNERS])
+@pytest.mark.parametrize(
+    "cell,learning_rate,epochs,target", LEARNERS, ids=[type(c).__name__ for c, *_ in LEARNERS]
+)
 def test_stacked_bidirectional_model_learns_marker_order(cell, learning_rate, epochs, target):
     """Which of two marked symbols came first, in sequences of 20 to 60 steps."""
     x_train, y_train = marker_order_task(1024, 20, 60, seed=1)
     x_test, y_test = marker_order_task(512, 20, 60, seed=2)
     model = build_model(cell)
-    model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model.compile(
+        keras.optimizers.Adam(learning_rate),
+        "sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     model.fit(x_train, y_train, batch_size=64, epochs=epochs, verbose=0)
     accuracy = model.evaluate(x_test, y_test, verbose=0)[1]
     print(f"{type(cell).__name__}: held-out accuracy {accuracy:.3f}")
@@ -195,8 +201,9 @@ def test_stacked_bidirectional_model_learns_marker_order(cell, learning_rate, ep
 
 def test_stack_options_compose():
     x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
-    deep = kerasrnn.RNNStack(kerasrnn.GRUCell(8), num_layers=3, residual=True, dropout=0.2,
-                             return_sequences=True)
+    deep = kerasrnn.RNNStack(
+        kerasrnn.GRUCell(8), num_layers=3, residual=True, dropout=0.2, return_sequences=True
+    )
     assert tuple(deep(x).shape) == (2, 5, 8)
     # residual: with zeroed kernels and biases, every layer outputs 0 and adds nothing
     deep.set_weights([np.zeros(w.shape, "float32") for w in deep.weights])

@@ -1,6 +1,7 @@
 """kerasrnn's cells against TensorFlow Addons' own outputs (tests/fixtures/tfa, written by
 tools/tfa_fixtures/cells.py with tensorflow-addons 0.23): same weights, inputs, masks and
 initial states must give TFA's outputs and final states within 1e-5, on every backend."""
+
 import keras
 import numpy as np
 import pytest
@@ -13,11 +14,15 @@ from tests.compat import tfa_fixtures
 ATOL = 1e-5
 
 LN_LSTM_NAMES = {
-    "kernel": "kernel", "recurrent_kernel": "recurrent_kernel", "bias": "bias",
-    "kernel_norm/gamma": "input_norm_gamma", "kernel_norm/beta": "input_norm_beta",
+    "kernel": "kernel",
+    "recurrent_kernel": "recurrent_kernel",
+    "bias": "bias",
+    "kernel_norm/gamma": "input_norm_gamma",
+    "kernel_norm/beta": "input_norm_beta",
     "recurrent_norm/gamma": "recurrent_norm_gamma",
     "recurrent_norm/beta": "recurrent_norm_beta",
-    "state_norm/gamma": "cell_norm_gamma", "state_norm/beta": "cell_norm_beta",
+    "state_norm/gamma": "cell_norm_gamma",
+    "state_norm/beta": "cell_norm_beta",
 }
 PLAIN = {"kernel": "kernel", "recurrent_kernel": "recurrent_kernel", "bias": "bias"}
 
@@ -26,22 +31,29 @@ PLAIN = {"kernel": "kernel", "recurrent_kernel": "recurrent_kernel", "bias": "bi
 CASES = {
     "layer_norm_lstm": (
         lambda: kerasrnn.LayerNormLSTMCell(4, carry_normalized_state=True),
-        LN_LSTM_NAMES, [0, 1],
+        LN_LSTM_NAMES,
+        [0, 1],
     ),
     "layer_norm_simple_rnn": (
         lambda: kerasrnn.LayerNormSimpleRNNCell(4, bias_after_norm=True, norm_epsilon=1e-5),
-        {**PLAIN, "gamma": "norm_gamma"}, [0],
+        {**PLAIN, "gamma": "norm_gamma"},
+        [0],
     ),
     "peephole_lstm": (
         lambda: kerasrnn.LSTMCell(4, peephole=True),
-        {**PLAIN, "input_gate_peephole_weights": "peephole_i",
-         "forget_gate_peephole_weights": "peephole_f",
-         "output_gate_peephole_weights": "peephole_o"}, [0, 1],
+        {
+            **PLAIN,
+            "input_gate_peephole_weights": "peephole_i",
+            "forget_gate_peephole_weights": "peephole_f",
+            "output_gate_peephole_weights": "peephole_o",
+        },
+        [0, 1],
     ),
     "nas": (lambda: kerasrnn.NASCell(4), PLAIN, [1, 0]),
     "nas_projection_bias": (
         lambda: kerasrnn.NASCell(4, projection=3, use_bias=True),
-        {**PLAIN, "projection_weights": "projection_kernel"}, [1, 0],
+        {**PLAIN, "projection_weights": "projection_kernel"},
+        [1, 0],
     ),
     "esn": (lambda: kerasrnn.ESNCell(4, leaky=0.7, connectivity=0.5), PLAIN, [0]),
 }
@@ -121,8 +133,11 @@ def test_cell_from_tfa_config_reproduces_tfa(name):
     """TFA's own config, translated, gives a cell with the options that match TFA."""
     fixture = tfa_fixtures.load(name)
     class_name = {
-        "layer_norm_lstm": "LayerNormLSTMCell", "layer_norm_simple_rnn": "LayerNormSimpleRNNCell",
-        "peephole_lstm": "PeepholeLSTMCell", "nas": "NASCell", "nas_projection_bias": "NASCell",
+        "layer_norm_lstm": "LayerNormLSTMCell",
+        "layer_norm_simple_rnn": "LayerNormSimpleRNNCell",
+        "peephole_lstm": "PeepholeLSTMCell",
+        "nas": "NASCell",
+        "nas_projection_bias": "NASCell",
         "esn": "ESNCell",
     }[name]
     cell = cell_from_tfa_config(class_name, tfa_fixtures.config(fixture))

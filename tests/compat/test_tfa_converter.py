@@ -1,6 +1,7 @@
 """kerasrnn.compat.tfa on a model TF Addons built and trained (tools/tfa_fixtures/models.py):
 its .h5 weights and its TF checkpoint, loaded into the kerasrnn model, predict what the
 TFA model predicted, within 1e-5."""
+
 import h5py
 import keras
 import numpy as np
@@ -22,7 +23,8 @@ def kerasrnn_model(carry_normalized_state=True, bias_after_norm=True):
             keras.layers.Embedding(12, 6, mask_zero=True, name="embedding"),
             kerasrnn.RNN(
                 kerasrnn.LayerNormLSTMCell(8, carry_normalized_state=carry_normalized_state),
-                return_sequences=True, name="lstm",
+                return_sequences=True,
+                name="lstm",
             ),
             kerasrnn.RNN(
                 kerasrnn.LayerNormSimpleRNNCell(
@@ -38,8 +40,10 @@ def kerasrnn_model(carry_normalized_state=True, bias_after_norm=True):
 
 H5_MAPPING = {"embed": "embedding", "encoder": "lstm", "summary": "rnn", "classify": "logits"}
 CHECKPOINT_MAPPING = {
-    "layer_with_weights-0": "embedding", "layer_with_weights-1": "lstm",
-    "layer_with_weights-2": "rnn", "layer_with_weights-3": "logits",
+    "layer_with_weights-0": "embedding",
+    "layer_with_weights-1": "lstm",
+    "layer_with_weights-2": "rnn",
+    "layer_with_weights-3": "logits",
 }
 
 
@@ -68,27 +72,40 @@ def test_bidirectional_peephole_and_nas_h5_predict_as_tfa():
     -> Dense: each direction mapped on its own; TFA's peephole and projection names."""
     fixture = tfa_fixtures.load("model_bidirectional")
     bidirectional = keras.layers.Bidirectional(
-        kerasrnn.RNN(kerasrnn.LSTMCell(8, peephole=True), return_sequences=True))
-    model = keras.Sequential([
-        keras.Input((None,), dtype="int32"),
-        keras.layers.Embedding(12, 6, mask_zero=True, name="embedding"),
-        bidirectional,
-        kerasrnn.RNN(kerasrnn.NASCell(5, projection=4, use_bias=True), name="nas"),
-        keras.layers.Dense(3, name="logits"),
-    ])
-    load_tfa_weights(model, tfa_fixtures.FIXTURES / "model_bidirectional.h5", {
-        "embed": "embedding", "encoder/forward_rnn": bidirectional.forward_layer,
-        "encoder/backward_rnn": bidirectional.backward_layer, "summary": "nas",
-        "classify": "logits",
-    })
+        kerasrnn.RNN(kerasrnn.LSTMCell(8, peephole=True), return_sequences=True)
+    )
+    model = keras.Sequential(
+        [
+            keras.Input((None,), dtype="int32"),
+            keras.layers.Embedding(12, 6, mask_zero=True, name="embedding"),
+            bidirectional,
+            kerasrnn.RNN(kerasrnn.NASCell(5, projection=4, use_bias=True), name="nas"),
+            keras.layers.Dense(3, name="logits"),
+        ]
+    )
+    load_tfa_weights(
+        model,
+        tfa_fixtures.FIXTURES / "model_bidirectional.h5",
+        {
+            "embed": "embedding",
+            "encoder/forward_rnn": bidirectional.forward_layer,
+            "encoder/backward_rnn": bidirectional.backward_layer,
+            "summary": "nas",
+            "classify": "logits",
+        },
+    )
     got = model.predict(fixture["tokens"], verbose=0)
     np.testing.assert_allclose(got, fixture["predictions"], atol=1e-5)
     with pytest.raises(ValueError, match="two weights named 'kernel'"):
-        load_tfa_weights(model, tfa_fixtures.FIXTURES / "model_bidirectional.h5",
-                         {"encoder": bidirectional})
+        load_tfa_weights(
+            model, tfa_fixtures.FIXTURES / "model_bidirectional.h5", {"encoder": bidirectional}
+        )
     with pytest.raises(ValueError, match="no weights under 'sideways'"):
-        load_tfa_weights(model, tfa_fixtures.FIXTURES / "model_bidirectional.h5",
-                         {"encoder/sideways": bidirectional.forward_layer})
+        load_tfa_weights(
+            model,
+            tfa_fixtures.FIXTURES / "model_bidirectional.h5",
+            {"encoder/sideways": bidirectional.forward_layer},
+        )
 
 
 def test_paper_form_does_not_predict_as_tfa():
@@ -104,8 +121,10 @@ def test_read_h5_names_layers_and_weights():
     weights = read_tfa_weights(H5)
     assert list(weights) == ["embed", "encoder", "summary", "classify"]
     assert sorted(weights["summary"]) == [
-        "layer_norm_simple_rnn_cell/bias", "layer_norm_simple_rnn_cell/gamma",
-        "layer_norm_simple_rnn_cell/kernel", "layer_norm_simple_rnn_cell/recurrent_kernel",
+        "layer_norm_simple_rnn_cell/bias",
+        "layer_norm_simple_rnn_cell/gamma",
+        "layer_norm_simple_rnn_cell/kernel",
+        "layer_norm_simple_rnn_cell/recurrent_kernel",
     ]
     assert weights["encoder"]["layer_norm_lstm_cell/state_norm/gamma"].shape == (8,)
 

@@ -2,6 +2,7 @@
 by tools/tfa_fixtures/losses.py with tensorflow-addons 0.23): every averaging/summing
 combination TFA accepts, with sample weights (a mask plus a fractional weight) and with
 the implicit padding mask of `pad_id`, within 1e-5, on every backend."""
+
 import keras
 import numpy as np
 import pytest
@@ -11,7 +12,9 @@ from tests.compat import tfa_fixtures
 
 MODES = {"none": (False, False), "average": (True, False), "sum": (False, True)}
 COMBINATIONS = [
-    (time, batch) for time in MODES for batch in MODES
+    (time, batch)
+    for time in MODES
+    for batch in MODES
     if not (time == "average" and batch == "sum") and not (time == "sum" and batch == "average")
 ]
 
@@ -19,9 +22,12 @@ COMBINATIONS = [
 def loss_for(time, batch, pad_id):
     (avg_t, sum_t), (avg_b, sum_b) = MODES[time], MODES[batch]
     return SequenceCrossEntropy(
-        from_logits=True, pad_id=pad_id,
-        average_across_timesteps=avg_t, sum_over_timesteps=sum_t,
-        average_across_batch=avg_b, sum_over_batch=sum_b,
+        from_logits=True,
+        pad_id=pad_id,
+        average_across_timesteps=avg_t,
+        sum_over_timesteps=sum_t,
+        average_across_batch=avg_b,
+        sum_over_batch=sum_b,
     )
 
 

@@ -1,4 +1,5 @@
 """Reading the TensorFlow Addons fixtures of tests/fixtures/tfa (tools/tfa_fixtures)."""
+
 import ast
 import pathlib
 
@@ -16,9 +17,7 @@ def load(name):
 def weights(fixture):
     """{TFA weight name relative to the cell (kernel, kernel_norm/gamma, ...): array}."""
     names = [str(n) for n in fixture["weight_names"]]
-    return {
-        "/".join(name.split("/")[2:]): fixture[f"weight_{i}"] for i, name in enumerate(names)
-    }
+    return {"/".join(name.split("/")[2:]): fixture[f"weight_{i}"] for i, name in enumerate(names)}
 
 
 def numbered(fixture, prefix):

@@ -1,4 +1,5 @@
 """kerasrnn.datasets: local copies, checked downloads (file:// URLs, no network), the cache."""
+
 import dataclasses
 import gzip
 import hashlib
@@ -54,7 +55,9 @@ def test_local_directory_argument_and_environment_variable(env, monkeypatch):
     monkeypatch.setenv("KERASRNN_DATA", str(data))
     assert datasets.resolve("corpus:ptb/ptb.valid.txt") == path
     assert datasets.resolve(["corpus:sentence_polarity/rt-polarity.pos", "x.tsv"]) == [
-        str(data / "sentence_polarity" / "rt-polarity.pos"), "x.tsv"]
+        str(data / "sentence_polarity" / "rt-polarity.pos"),
+        "x.tsv",
+    ]
     assert not env.exists()  # nothing was downloaded or cached
 
 
@@ -74,16 +77,22 @@ def test_download_from_the_canonical_url_is_checked_and_cached(env, monkeypatch,
     source = require_data("tiny_shakespeare", "input.txt")
     corpus = datasets.CORPORA["tiny_shakespeare"]
     entry = dataclasses.replace(corpus.files[0], url=source.as_uri())
-    monkeypatch.setitem(datasets.CORPORA, "tiny_shakespeare",
-                        dataclasses.replace(corpus, files=(entry,)))
+    monkeypatch.setitem(
+        datasets.CORPORA, "tiny_shakespeare", dataclasses.replace(corpus, files=(entry,))
+    )
     path = datasets.corpus_file("tiny_shakespeare", "input.txt")
     assert path == str(env / "tiny_shakespeare" / "input.txt")
     assert _sha(path) == entry.sha256
     assert _leftovers(env) == ["input.txt", "tiny_shakespeare"]
     assert capsys.readouterr().out == ""  # download messages go to stderr
     # Cached: found again without the source.
-    monkeypatch.setitem(datasets.CORPORA, "tiny_shakespeare", dataclasses.replace(
-        corpus, files=(dataclasses.replace(entry, url="file:///nonexistent/input.txt"),)))
+    monkeypatch.setitem(
+        datasets.CORPORA,
+        "tiny_shakespeare",
+        dataclasses.replace(
+            corpus, files=(dataclasses.replace(entry, url="file:///nonexistent/input.txt"),)
+        ),
+    )
     assert datasets.corpus_file("tiny_shakespeare", "input.txt") == path
 
 
@@ -114,7 +123,8 @@ def test_corrupted_download_raises_and_leaves_nothing_in_the_cache(env, tmp_path
     (mirror / "multi30k" / "val.de.gz").write_bytes(good)
     path = datasets.corpus_file("multi30k", "val.de.gz", mirror=mirror.as_uri())
     assert _leftovers(env / "multi30k") == ["val.de.gz"] and _sha(path) == _sha(
-        require_data("multi30k", "val.de.gz"))
+        require_data("multi30k", "val.de.gz")
+    )
 
 
 def test_a_corrupted_cache_file_is_an_error_naming_it(env, tmp_path):
@@ -142,8 +152,11 @@ def _polarity_archive(tmp_path, corrupt=False):
 def test_archive_download_extracts_and_checks_each_member(env, monkeypatch, tmp_path, corrupt):
     archive = _polarity_archive(tmp_path, corrupt)
     corpus = datasets.CORPORA["sentence_polarity"]
-    monkeypatch.setitem(datasets.CORPORA, "sentence_polarity", dataclasses.replace(
-        corpus, archive_url=archive.as_uri(), archive_sha256=_sha(archive)))
+    monkeypatch.setitem(
+        datasets.CORPORA,
+        "sentence_polarity",
+        dataclasses.replace(corpus, archive_url=archive.as_uri(), archive_sha256=_sha(archive)),
+    )
     if corrupt:  # the archive's own hash matches, one member's does not
         with pytest.raises(datasets.ChecksumError, match="rt-polarity.neg"):
             datasets.download("sentence_polarity")
@@ -158,8 +171,11 @@ def test_archive_download_extracts_and_checks_each_member(env, monkeypatch, tmp_
 def test_archive_with_the_wrong_hash_is_refused(env, monkeypatch, tmp_path):
     archive = _polarity_archive(tmp_path)
     corpus = datasets.CORPORA["sentence_polarity"]
-    monkeypatch.setitem(datasets.CORPORA, "sentence_polarity", dataclasses.replace(
-        corpus, archive_url=archive.as_uri()))  # the real archive's hash
+    monkeypatch.setitem(
+        datasets.CORPORA,
+        "sentence_polarity",
+        dataclasses.replace(corpus, archive_url=archive.as_uri()),
+    )  # the real archive's hash
     with pytest.raises(datasets.ChecksumError, match="rt-polaritydata.tar.gz"):
         datasets.corpus_file("sentence_polarity", "rt-polarity.pos")
     assert _leftovers(env / "sentence_polarity") == []
@@ -172,8 +188,10 @@ def test_sick_is_normalised_then_checked(env, monkeypatch, tmp_path):
     published = tmp_path / "SICK_trial.txt"
     published.write_bytes(b"\xef\xbb\xbf" + text.replace(b"\n", b"\r\n"))
     corpus = datasets.CORPORA["sick"]
-    files = tuple(dataclasses.replace(e, url=published.as_uri()) if e.name == "SICK_trial.txt"
-                  else e for e in corpus.files)
+    files = tuple(
+        dataclasses.replace(e, url=published.as_uri()) if e.name == "SICK_trial.txt" else e
+        for e in corpus.files
+    )
     monkeypatch.setitem(datasets.CORPORA, "sick", dataclasses.replace(corpus, files=files))
     path = datasets.corpus_file("sick", "SICK_trial.txt")
     assert pathlib.Path(path).read_bytes() == text
@@ -189,8 +207,9 @@ def test_bad_specs_are_one_line_errors(env):
     assert datasets.resolve({"pos": "a.pos"}) == {"pos": "a.pos"}
 
 
-def test_recipe_command_line_reports_a_checksum_error_in_one_line(env, tmp_path, capsys,
-                                                                  monkeypatch):
+def test_recipe_command_line_reports_a_checksum_error_in_one_line(
+    env, tmp_path, capsys, monkeypatch
+):
     from recipes import language_model
 
     local = tmp_path / "local" / "ptb"
@@ -219,12 +238,18 @@ def test_recipes_read_corpus_specs(monkeypatch):
     from recipes import classifier, common, tagger
 
     monkeypatch.setenv("KERASRNN_DATA", str(require_data()))
-    config = common.load_config(classifier.DEFAULTS, overrides={
-        "train": "[corpus:sentence_polarity/rt-polarity.pos, "
-                 "corpus:sentence_polarity/rt-polarity.neg]", "encoding": "cp1252"})
+    config = common.load_config(
+        classifier.DEFAULTS,
+        overrides={
+            "train": "[corpus:sentence_polarity/rt-polarity.pos, "
+            "corpus:sentence_polarity/rt-polarity.neg]",
+            "encoding": "cp1252",
+        },
+    )
     texts, labels = classifier.load_examples(config, config["train"], "train")
     assert len(texts) == 10662 and sorted(set(labels)) == ["neg", "pos"]
-    config = common.load_config(tagger.DEFAULTS, overrides={
-        "valid": "corpus:ud_en_ewt/en_ewt-ud-dev.conllu"})
+    config = common.load_config(
+        tagger.DEFAULTS, overrides={"valid": "corpus:ud_en_ewt/en_ewt-ud-dev.conllu"}
+    )
     sentences, tags = tagger.load_examples(config, config["valid"], "valid")
     assert len(sentences) == 2001

@@ -1,4 +1,5 @@
 """kerasrnn.data.loaders: local files (plain and gzip), word vectors, tfds errors."""
+
 import gzip
 
 import numpy as np
@@ -6,8 +7,15 @@ import pytest
 
 from kerasrnn.data import Vocabulary
 from kerasrnn.data.loaders import (
-    DataFormatError, DatasetUnavailableError, load_class_files, load_conll_columns,
-    load_conllu, load_tfds_classification, load_tfds_tagging, load_tfds_translation, load_tsv,
+    DataFormatError,
+    DatasetUnavailableError,
+    load_class_files,
+    load_conll_columns,
+    load_conllu,
+    load_tfds_classification,
+    load_tfds_tagging,
+    load_tfds_translation,
+    load_tsv,
     load_word_vectors,
 )
 
@@ -115,8 +123,10 @@ def test_word_vectors(tmp_path):
 
 
 def test_tfds_missing_dataset_is_a_clear_error(tmp_path):
-    with pytest.raises(DatasetUnavailableError, match="could not load the tensorflow-"
-                       "datasets dataset 'imdb_reviews'.*use local files"):
+    with pytest.raises(
+        DatasetUnavailableError,
+        match="could not load the tensorflow-datasets dataset 'imdb_reviews'.*use local files",
+    ):
         load_tfds_classification("imdb_reviews", data_dir=str(tmp_path), download=False)
     with pytest.raises(DatasetUnavailableError, match="'conll2003'"):
         load_tfds_tagging("conll2003", data_dir=str(tmp_path), download=False)
@@ -130,10 +140,12 @@ def test_tfds_loaders_read_catalog_datasets(tmp_path):
     empty = str(tmp_path)
     with tfds.testing.mock_data(num_examples=6):
         texts, labels = load_tfds_classification("imdb_reviews", "test", data_dir=empty)
-        sentences, tags = load_tfds_tagging("conll2003", "validation", data_dir=empty,
-                                            tags_key="pos")
-        sources, targets = load_tfds_translation("ted_hrlr_translate/pt_to_en", "test",
-                                                 data_dir=empty)
+        sentences, tags = load_tfds_tagging(
+            "conll2003", "validation", data_dir=empty, tags_key="pos"
+        )
+        sources, targets = load_tfds_translation(
+            "ted_hrlr_translate/pt_to_en", "test", data_dir=empty
+        )
     assert len(texts) == 6 and all(isinstance(t, str) for t in texts)
     assert set(labels) <= {"neg", "pos"}
     pos_names = set(tfds.builder("conll2003").info.features["pos"].feature.names)

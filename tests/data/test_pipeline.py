@@ -1,4 +1,5 @@
 """kerasrnn.data.pipeline: padding, weights (masks), bucketing, shuffling."""
+
 import collections
 
 import numpy as np
@@ -46,8 +47,14 @@ def test_per_token_targets_get_mask_weights():
 @pytest.mark.parametrize("boundaries", [None, [5, 10, 20]])
 def test_every_example_exactly_once_per_epoch(boundaries):
     seqs = _examples()
-    dataset = sequence_dataset(seqs, list(range(len(seqs))), batch_size=4, shuffle=True,
-                               seed=3, bucket_boundaries=boundaries)
+    dataset = sequence_dataset(
+        seqs,
+        list(range(len(seqs))),
+        batch_size=4,
+        shuffle=True,
+        seed=3,
+        bucket_boundaries=boundaries,
+    )
     orders = []
     for _ in range(2):
         seen = []
@@ -74,8 +81,9 @@ def test_bucketing_reduces_padding():
         return sum(int((x.numpy() == 0).sum()) for x in dataset)
 
     plain = sequence_dataset(seqs, batch_size=8, shuffle=True, seed=0)
-    bucketed = sequence_dataset(seqs, batch_size=8, shuffle=True, seed=0,
-                                bucket_boundaries=[4, 8, 12, 16, 20, 24])
+    bucketed = sequence_dataset(
+        seqs, batch_size=8, shuffle=True, seed=0, bucket_boundaries=[4, 8, 12, 16, 20, 24]
+    )
     assert padding(bucketed) < padding(plain) / 2
 
 

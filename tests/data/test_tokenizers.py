@@ -1,10 +1,15 @@
 """kerasrnn.data.tokenizers: splitting and id encoding as TensorFlow ops."""
+
 import numpy as np
 import tensorflow as tf
 
 from kerasrnn.data import Vocabulary
 from kerasrnn.data.tokenizers import (
-    encode_chars, encode_tokens, split_chars, split_words, tokenize,
+    encode_chars,
+    encode_tokens,
+    split_chars,
+    split_words,
+    tokenize,
 )
 
 
@@ -16,7 +21,8 @@ def test_split_words_whitespace_and_unicode_lowercase():
 
 def test_split_chars_keeps_code_points():
     assert split_chars(tf.constant(["añb", "日本"])).to_list() == [
-        [b"a", "ñ".encode(), b"b"], ["日".encode(), "本".encode()]
+        [b"a", "ñ".encode(), b"b"],
+        ["日".encode(), "本".encode()],
     ]
 
 
@@ -56,7 +62,10 @@ def test_wordpiece_vocabulary_has_the_special_ids_and_subwords(tmp_path):
     vocab = learn_wordpiece_vocabulary(WORDPIECE_CORPUS, 50)
     assert 4 < len(vocab) <= 50
     assert [vocab.token_to_id(t) for t in ("[PAD]", "[UNK]", "[START]", "[END]")] == [
-        PAD_ID, UNK_ID, START_ID, END_ID
+        PAD_ID,
+        UNK_ID,
+        START_ID,
+        END_ID,
     ]
     assert any(t.startswith("##") for t in vocab.tokens)
     vocab.save(tmp_path / "vocab.txt")
@@ -71,7 +80,10 @@ def test_wordpiece_round_trip_and_unknown_words():
     from keras_hub.tokenizers import WordPieceTokenizer
 
     from kerasrnn.data.tokenizers import (
-        join_wordpieces, learn_wordpiece_vocabulary, split_wordpieces, wordpiece_tokenizer,
+        join_wordpieces,
+        learn_wordpiece_vocabulary,
+        split_wordpieces,
+        wordpiece_tokenizer,
     )
 
     vocab = learn_wordpiece_vocabulary(WORDPIECE_CORPUS, 50)
@@ -82,7 +94,9 @@ def test_wordpiece_round_trip_and_unknown_words():
     # A 50-piece vocabulary cannot hold every word: some are spelled with ## pieces.
     assert any(p.startswith("##") for p in rows[0])
     assert join_wordpieces(pieces).numpy().tolist() == [
-        b"the teachers playing basketball .", b"", b"the [UNK] plays ."
+        b"the teachers playing basketball .",
+        b"",
+        b"the [UNK] plays .",
     ]
     # "zebra" has letters the corpus never shows: one [UNK] for the whole word.
     assert rows[2][:2] == ["the", "[UNK]"] and not rows[2][2].startswith("##")

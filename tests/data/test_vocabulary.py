@@ -1,4 +1,5 @@
 """kerasrnn.data.Vocabulary: the shared token <-> id contract."""
+
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -3,6 +3,7 @@
 `RecurrentDecoder` is an attentive recurrent decoder written twice: as a keras.ops step
 function for the library and as a NumPy loop that scores a given token sequence.
 """
+
 import itertools
 
 import numpy as np
@@ -77,7 +78,7 @@ def complete_sequences(vocab, end, max_length, min_length=0, no_repeat=None):
                 continue
             if seq[-1] == end and length - 1 < min_length:
                 continue
-            if end in seq[: min_length]:
+            if end in seq[:min_length]:
                 continue
             if no_repeat and has_repeated_ngram(seq, no_repeat):
                 continue

@@ -1,6 +1,7 @@
 """Alignments out of decoding: every decoder returns each kept hypothesis' attention
 weights, and beam search re-orders them with the beams. Checked against a NumPy rerun
 of the same attentive decoder on the returned tokens (teacher forcing)."""
+
 import keras
 import numpy as np
 import pytest
@@ -76,8 +77,9 @@ def check_against_rerun(step, result, h, memory, mask):
 def test_beam_alignment_history_follows_the_beams(stop_rule):
     step = AttentiveStep()
     h, memory, mask = inputs()
-    strategy = {"set_aside": decoding.BeamSearch,
-                "compete": decoding.CompetingBeamSearch}[stop_rule](beam_size=3)
+    strategy = {"set_aside": decoding.BeamSearch, "compete": decoding.CompetingBeamSearch}[
+        stop_rule
+    ](beam_size=3)
     result = strategy(step, [0, 0, 0], (h, memory, mask), max_length=6, end_token=END)
     # Hypotheses of one example differ in their histories (not one row's copied).
     assert len({tuple(np_(result.tokens)[1, n]) for n in range(3)}) == 3
@@ -111,8 +113,11 @@ def test_states_that_change_structure_are_named():
     def wider(tokens, states):
         return ops.zeros((ops.shape(tokens)[0], 4)), [ops.concatenate([states[0]] * 2, 1)]
 
-    with pytest.raises(ValueError, match=r"shapes differ.*Expected \[<\(4, 3\) float32>\], "
-                                         r"received \[<\(4, 6\) float32>\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"shapes differ.*Expected \[<\(4, 3\) float32>\], "
+        r"received \[<\(4, 6\) float32>\]",
+    ):
         decoding.beam_search(wider, [0, 0], [h], max_length=3, end_token=1, beam_size=2)
 
 
@@ -140,12 +145,20 @@ def test_alignments_inside_tf_function_and_xla(jit_compile):
     def run(h, memory, mask):
         start = tf.zeros(tf.shape(h)[:1], tf.int32)
         return decoding.beam_search(
-            step, start, (h, memory, mask), 6, END, beam_size=3,
+            step,
+            start,
+            (h, memory, mask),
+            6,
+            END,
+            beam_size=3,
             scorer=decoding.Scorer(coverage_penalty_weight=0.5),
         )
 
-    spec = [tf.TensorSpec([None, UNITS]), tf.TensorSpec([None, SOURCE, UNITS]),
-            tf.TensorSpec([None, SOURCE])]
+    spec = [
+        tf.TensorSpec([None, UNITS]),
+        tf.TensorSpec([None, SOURCE, UNITS]),
+        tf.TensorSpec([None, SOURCE]),
+    ]
     graph = tf.function(run, input_signature=spec, jit_compile=jit_compile)(h, memory, mask)
     eager = run(h, memory, mask)
     np.testing.assert_array_equal(np_(graph.tokens), np_(eager.tokens))

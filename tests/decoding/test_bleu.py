@@ -1,4 +1,5 @@
 """corpus_bleu against sacreBLEU itself on fixtures that exercise every rule."""
+
 import gzip
 
 import pytest

@@ -1,5 +1,6 @@
 """Every decoding feature inside a compiled graph: tf.function (with XLA) on
 TensorFlow and jax.jit on JAX give the eager results."""
+
 import keras
 import numpy as np
 import pytest
@@ -19,20 +20,32 @@ def no_token_four(step, tokens, logits):
 def run_all(h, memory):
     start = ops.zeros(ops.shape(h)[:1], "int32")
     states = (h, memory)
-    constraints = decoding.Constraints(min_length=2, block_ngram_repeat=2,
-                                       logits_processors=[no_token_four])
+    constraints = decoding.Constraints(
+        min_length=2, block_ngram_repeat=2, logits_processors=[no_token_four]
+    )
     return {
-        "greedy": decoding.greedy_search(MODEL, start, states, 7, END,
-                                         constraints=constraints),
+        "greedy": decoding.greedy_search(MODEL, start, states, 7, END, constraints=constraints),
         "beam": decoding.beam_search(
-            MODEL, start, states, 7, END, beam_size=3, constraints=constraints,
+            MODEL,
+            start,
+            states,
+            7,
+            END,
+            beam_size=3,
+            constraints=constraints,
             scorer=decoding.Scorer("wu", alpha=0.8, coverage_penalty_weight=0.4),
         ),
         "compete": decoding.CompetingBeamSearch(
-            beam_size=3, scorer=decoding.TFAScorer(0.6, coverage_penalty_weight=0.4),
+            beam_size=3,
+            scorer=decoding.TFAScorer(0.6, coverage_penalty_weight=0.4),
         )(MODEL, start, states, 7, END),
         "ensemble": decoding.beam_search(
-            decoding.Ensemble([MODEL, OTHER]), start, (states, states), 7, END, beam_size=2,
+            decoding.Ensemble([MODEL, OTHER]),
+            start,
+            (states, states),
+            7,
+            END,
+            beam_size=2,
         ),
     }
 
@@ -81,8 +94,11 @@ def test_every_feature_in_a_saved_model(tmp_path):
     @tf.function(input_signature=spec)
     def serve(h, memory):
         out = run_all(h, memory)
-        return {f"{name}_{field}": getattr(result, field) for name, result in out.items()
-                for field in ("tokens", "lengths", "scores", "alignments")}
+        return {
+            f"{name}_{field}": getattr(result, field)
+            for name, result in out.items()
+            for field in ("tokens", "lengths", "scores", "alignments")
+        }
 
     module.serve = serve
     tf.saved_model.save(module, str(tmp_path / "decoder"))
@@ -93,5 +109,6 @@ def test_every_feature_in_a_saved_model(tmp_path):
     for name, result in eager.items():
         np.testing.assert_array_equal(got[f"{name}_tokens"].numpy(), np_(result.tokens))
         np.testing.assert_allclose(got[f"{name}_scores"].numpy(), np_(result.scores), rtol=1e-5)
-        np.testing.assert_allclose(got[f"{name}_alignments"].numpy(), np_(result.alignments),
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            got[f"{name}_alignments"].numpy(), np_(result.alignments), atol=1e-6
+        )

@@ -1,5 +1,6 @@
 """min_length, block_ngram_repeat and the logits processor, against NumPy references:
 which tokens are blocked, greedy search re-implemented in NumPy, and exhaustive search."""
+
 import keras
 import numpy as np
 import pytest
@@ -20,10 +21,12 @@ END, PAD = 3, 0
 def numpy_blocked(prefix, n, vocab):
     """Tokens v for which prefix + [v] repeats an n-gram of prefix + [v]: by listing them."""
     return [
-        v for v in range(vocab)
-        if len(prefix) + 1 >= n and has_repeated_ngram(list(prefix) + [v], n)
-        and tuple((list(prefix) + [v])[-n:]) in
-        {tuple(prefix[i : i + n]) for i in range(len(prefix) - n + 1)}
+        v
+        for v in range(vocab)
+        if len(prefix) + 1 >= n
+        and has_repeated_ngram(list(prefix) + [v], n)
+        and tuple((list(prefix) + [v])[-n:])
+        in {tuple(prefix[i : i + n]) for i in range(len(prefix) - n + 1)}
     ]
 
 
@@ -65,8 +68,9 @@ def test_greedy_with_constraints_equals_numpy(min_length, no_repeat):
     model = RecurrentDecoder(vocab=5, source=3, seed=2)
     h, memory = model.initial_states(6, seed=4)
     rules = decoding.Constraints(min_length=min_length or None, block_ngram_repeat=no_repeat)
-    out = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END,
-                                 constraints=rules)
+    out = decoding.greedy_search(
+        model, [0] * 6, (h, memory), max_length=7, end_token=END, constraints=rules
+    )
     plain = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END)
     assert not np.array_equal(np_(out.tokens), np_(plain.tokens))  # the constraint bit
     for b in range(6):
@@ -84,16 +88,26 @@ def test_exhaustive_beam_with_constraints(min_length, no_repeat):
     expected_count = len(list(complete_sequences(4, END, 4, min_length or 0, no_repeat)))
     k = min(expected_count, 64)
     out = decoding.beam_search(
-        model, [0, 0], (h, memory), 4, END, beam_size=k, scorer=decoding.Scorer(None),
+        model,
+        [0, 0],
+        (h, memory),
+        4,
+        END,
+        beam_size=k,
+        scorer=decoding.Scorer(None),
         constraints=decoding.Constraints(min_length=min_length, block_ngram_repeat=no_repeat),
     )
     for b in range(2):
         expected = sorted(
-            ((seq, model.score(seq, h[b], memory[b])[0])
-             for seq in complete_sequences(4, END, 4, min_length or 0, no_repeat)),
+            (
+                (seq, model.score(seq, h[b], memory[b])[0])
+                for seq in complete_sequences(4, END, 4, min_length or 0, no_repeat)
+            ),
             key=lambda r: -r[1],
         )[:k]
-        np.testing.assert_allclose(np_(out.scores)[b], [r[1] for r in expected], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            np_(out.scores)[b], [r[1] for r in expected], rtol=1e-4, atol=1e-5
+        )
         for n in range(k):
             seq = np_(out.tokens)[b, n, : np_(out.lengths)[b, n]].tolist()
             assert END not in seq[: min_length or 0]
@@ -102,14 +116,21 @@ def test_exhaustive_beam_with_constraints(min_length, no_repeat):
 
 
 def test_min_length_holds_back_the_end_in_sampling():
-    table = ops.convert_to_tensor(np.log(np.array([[.05, .05, .05, .85]] * 4, "float32")))
+    table = ops.convert_to_tensor(np.log(np.array([[0.05, 0.05, 0.05, 0.85]] * 4, "float32")))
 
     def step(tokens, states):
         return ops.take(table, tokens, axis=0), states
 
-    out = decoding.sample(step, [0] * 200, (), max_length=6, end_token=END, seed=1,
-                          constraints=decoding.Constraints(min_length=3))
-    tokens, lengths = np_(out.tokens)[:, 0], np_(out.lengths)[:, 0]
+    out = decoding.sample(
+        step,
+        [0] * 200,
+        (),
+        max_length=6,
+        end_token=END,
+        seed=1,
+        constraints=decoding.Constraints(min_length=3),
+    )
+    tokens = np_(out.tokens)[:, 0]
     assert (tokens[:, :3] != END).all()
     assert (tokens[:, 3] == END).mean() > 0.7  # and then it comes as the model wants
 
@@ -127,16 +148,22 @@ def test_logits_processor_sees_step_and_tokens_and_constrains():
         if keras.backend.backend() == "tensorflow":  # eager: record what it was given
             seen.append((int(step), np_(tokens).copy()))
         ids = ops.arange(5)[None, :]
-        previous = ops.take_along_axis(tokens, ops.full((ops.shape(tokens)[0], 1),
-                                                        ops.maximum(step - 1, 0), "int32"), axis=1)
+        previous = ops.take_along_axis(
+            tokens, ops.full((ops.shape(tokens)[0], 1), ops.maximum(step - 1, 0), "int32"), axis=1
+        )
         banned = ops.logical_or(ids == 1, ops.logical_and(step > 0, ids == previous))
         logits = ops.where(banned, -1e9, logits)
         forced = ops.where(ids == 2, 0.0, -1e9)
         return ops.where(step == 0, forced, logits)
 
-    out = decoding.greedy_search(model, [0] * 4, (h, memory), max_length=6, end_token=END,
-                                 constraints=decoding.Constraints(
-                                     logits_processors=[processor]))
+    out = decoding.greedy_search(
+        model,
+        [0] * 4,
+        (h, memory),
+        max_length=6,
+        end_token=END,
+        constraints=decoding.Constraints(logits_processors=[processor]),
+    )
     tokens, lengths = np_(out.tokens)[:, 0], np_(out.lengths)[:, 0]
     for b in range(4):
         seq, log_p = [], 0.0
@@ -166,20 +193,28 @@ def test_beam_logits_processor_gets_each_hypothesis():
         assert tuple(tokens.shape[1:]) == (6,)
         return ops.where(ops.arange(5)[None, :] == 1, -1e9, logits)
 
-    out = decoding.beam_search(model, [0, 0], (h, memory), 6, END, beam_size=3,
-                               constraints=decoding.Constraints(
-                                   logits_processors=[no_token_one]))
+    out = decoding.beam_search(
+        model,
+        [0, 0],
+        (h, memory),
+        6,
+        END,
+        beam_size=3,
+        constraints=decoding.Constraints(logits_processors=[no_token_one]),
+    )
     assert not (np_(out.tokens) == 1).any()
 
 
 @pytest.mark.parametrize(
     "kwargs, error, message",
-    [(dict(min_length=-1), ValueError, "min_length"),
-     (dict(block_ngram_repeat=0), ValueError, "block_ngram_repeat"),
-     (dict(forbidden_tokens=[-2]), ValueError, "forbidden_tokens"),
-     (dict(max_length_ratio=0), ValueError, "max_length_ratio"),
-     (dict(logits_processors=[3]), TypeError, "logits_processors"),
-     (dict(logits_processors=lambda s, t, z: z), TypeError, r"pass \[processor\]")],
+    [
+        (dict(min_length=-1), ValueError, "min_length"),
+        (dict(block_ngram_repeat=0), ValueError, "block_ngram_repeat"),
+        (dict(forbidden_tokens=[-2]), ValueError, "forbidden_tokens"),
+        (dict(max_length_ratio=0), ValueError, "max_length_ratio"),
+        (dict(logits_processors=[3]), TypeError, "logits_processors"),
+        (dict(logits_processors=lambda s, t, z: z), TypeError, r"pass \[processor\]"),
+    ],
 )
 def test_bad_constraints_are_named(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -190,15 +225,14 @@ def test_bad_constraints_at_decoding_time_are_named():
     model = RecurrentDecoder(attentive=False)
     narrowing = decoding.Constraints(logits_processors=[lambda s, t, z: z[:, :2]])
     with pytest.raises(ValueError, match="logits processor.*shape it received"):
-        decoding.greedy_search(model, [0], model.initial_states(1), 3, END,
-                               constraints=narrowing)
+        decoding.greedy_search(model, [0], model.initial_states(1), 3, END, constraints=narrowing)
     with pytest.raises(ValueError, match="min_length.*end_token"):
-        decoding.greedy_search(model, [0], model.initial_states(1), 3,
-                               constraints=decoding.Constraints(min_length=2))
+        decoding.greedy_search(
+            model, [0], model.initial_states(1), 3, constraints=decoding.Constraints(min_length=2)
+        )
     too_big = decoding.Constraints(forbidden_tokens=[model.vocab])
     with pytest.raises(ValueError, match="forbidden_tokens.*vocabulary"):
-        decoding.greedy_search(model, [0], model.initial_states(1), 3, END,
-                               constraints=too_big)
+        decoding.greedy_search(model, [0], model.initial_states(1), 3, END, constraints=too_big)
 
 
 def test_forbidden_tokens_are_renormalised_away_as_numpy_does():
@@ -207,8 +241,9 @@ def test_forbidden_tokens_are_renormalised_away_as_numpy_does():
     model = RecurrentDecoder(seed=3)
     h, memory = model.initial_states(6, seed=4)
     rules = decoding.Constraints(forbidden_tokens=[1])
-    out = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END,
-                                 constraints=rules)
+    out = decoding.greedy_search(
+        model, [0] * 6, (h, memory), max_length=7, end_token=END, constraints=rules
+    )
     plain = decoding.greedy_search(model, [0] * 6, (h, memory), max_length=7, end_token=END)
     assert (np_(plain.tokens) == 1).any()  # the constraint bites
     assert not (np_(out.tokens) == 1).any()
@@ -228,10 +263,14 @@ def test_forbidden_tokens_are_renormalised_away_as_numpy_does():
 
 
 def test_constraints_are_shared_and_serialised():
-    rules = decoding.Constraints(min_length=2, block_ngram_repeat=3, forbidden_tokens=[1],
-                                 max_length_ratio=1.5)
-    strategies = [decoding.GreedySearch(rules), decoding.RandomSampling(constraints=rules),
-                  decoding.BeamSearch(constraints=rules)]
+    rules = decoding.Constraints(
+        min_length=2, block_ngram_repeat=3, forbidden_tokens=[1], max_length_ratio=1.5
+    )
+    strategies = [
+        decoding.GreedySearch(rules),
+        decoding.RandomSampling(constraints=rules),
+        decoding.BeamSearch(constraints=rules),
+    ]
     assert all(s.constraints is rules for s in strategies)
     for strategy in strategies:
         again = decoding.get(decoding.serialize(strategy))

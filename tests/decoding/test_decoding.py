@@ -1,5 +1,6 @@
 """Greedy, sampling and beam search against brute-force enumeration and hand-built
 step functions whose best sequences are known."""
+
 import itertools
 
 import keras
@@ -67,20 +68,20 @@ def brute_force(numpy_log_probs, h0, c0, vocab, max_length, normalise):
         for seq in itertools.product(range(vocab), repeat=length):
             if END in seq[:-1] or (length < max_length and seq[-1] != END):
                 continue
-            logp = sum(
-                numpy_log_probs((0,) + seq[:i], h0, c0)[seq[i]] for i in range(length)
-            )
+            logp = sum(numpy_log_probs((0,) + seq[:i], h0, c0)[seq[i]] for i in range(length))
             results.append((seq, logp, logp / normalise(length)))
     return sorted(results, key=lambda r: -r[2])
 
 
 def test_greedy_follows_argmax_and_stops_at_end():
-    step = table_step([[0, .5, .2, .3], [0, .1, .6, .3], [0, .2, .1, .7], [0, .4, .3, .3]])
+    step = table_step(
+        [[0, 0.5, 0.2, 0.3], [0, 0.1, 0.6, 0.3], [0, 0.2, 0.1, 0.7], [0, 0.4, 0.3, 0.3]]
+    )
     out = decoding.greedy_search(step, [0, 1], (), max_length=5, end_token=END)
     assert np_(out.tokens).tolist() == [[[1, 2, 3, 0, 0]], [[2, 3, 0, 0, 0]]]
     assert np_(out.lengths).tolist() == [[3], [2]]
     np.testing.assert_allclose(
-        np_(out.log_probs)[:, 0], np.log([.5 * .6 * .7, .6 * .7]), rtol=1e-5
+        np_(out.log_probs)[:, 0], np.log([0.5 * 0.6 * 0.7, 0.6 * 0.7]), rtol=1e-5
     )
     assert out.alignments is None
 
@@ -103,19 +104,19 @@ def test_beam_size_one_equals_greedy(batch):
 def test_beam_finds_a_better_sequence_than_greedy():
     # Greedy takes 1 (p=.5) and then must end with p=.4: .2. Beam keeps 2 (p=.4), whose
     # end has p=.9: .36.
-    step = table_step([[0, .5, .4, .1], [0, .3, .3, .4], [0, .05, .05, .9], [.25] * 4])
+    step = table_step([[0, 0.5, 0.4, 0.1], [0, 0.3, 0.3, 0.4], [0, 0.05, 0.05, 0.9], [0.25] * 4])
     greedy = decoding.greedy_search(step, [0], (), max_length=4, end_token=END)
     beam = decoding.beam_search(step, [0], (), max_length=4, end_token=END, beam_size=2)
     assert np_(greedy.tokens)[0, 0].tolist() == [1, 3, 0, 0]
     assert np_(beam.tokens)[0, 0].tolist() == [2, 3, 0, 0]
-    np.testing.assert_allclose(np_(greedy.log_probs)[0, 0], np.log(.2), rtol=1e-5)
-    np.testing.assert_allclose(np_(beam.log_probs)[0, 0], np.log(.36), rtol=1e-5)
+    np.testing.assert_allclose(np_(greedy.log_probs)[0, 0], np.log(0.2), rtol=1e-5)
+    np.testing.assert_allclose(np_(beam.log_probs)[0, 0], np.log(0.36), rtol=1e-5)
     assert np_(beam.log_probs)[0, 0] > np_(greedy.log_probs)[0, 0]
 
 
 # p([END]) = .4 beats p([1, 2, END]) = .55 * .9 * .8 = .396 on raw log-probability,
 # but per token the long one is far better.
-LENGTH_TABLE = [[0, .55, .05, .4], [0, .08, .9, .02], [0, .1, .1, .8], [.25] * 4]
+LENGTH_TABLE = [[0, 0.55, 0.05, 0.4], [0, 0.08, 0.9, 0.02], [0, 0.1, 0.1, 0.8], [0.25] * 4]
 
 
 @pytest.mark.parametrize(
@@ -124,12 +125,17 @@ LENGTH_TABLE = [[0, .55, .05, .4], [0, .08, .9, .02], [0, .1, .1, .8], [.25] * 4
 )
 def test_length_normalisation_changes_the_winner(normalization, alpha, winner):
     out = decoding.beam_search(
-        table_step(LENGTH_TABLE), [0], (), max_length=6, end_token=END, beam_size=2,
+        table_step(LENGTH_TABLE),
+        [0],
+        (),
+        max_length=6,
+        end_token=END,
+        beam_size=2,
         scorer=decoding.Scorer(normalization, alpha=alpha),
     )
     best = np_(out.tokens)[0, 0]
     assert best[: len(winner)].tolist() == winner
-    assert (best[len(winner):] == PAD).all()
+    assert (best[len(winner) :] == PAD).all()
     lengths = np_(out.lengths)[0]
     penalty = {None: np.ones(2), "average": lengths, "gnmt": ((5 + lengths) / 6) ** alpha}
     np.testing.assert_allclose(
@@ -142,16 +148,21 @@ def test_finished_hypotheses_stay_frozen():
     # Example 0 completes [END] at step 1 and keeps searching until [1, 2, END] at
     # step 3; example 1 (a different start) runs beside it in the same batch.
     out = decoding.beam_search(
-        table_step(LENGTH_TABLE), [0, 2], (), max_length=6, end_token=END, beam_size=2,
+        table_step(LENGTH_TABLE),
+        [0, 2],
+        (),
+        max_length=6,
+        end_token=END,
+        beam_size=2,
         scorer=decoding.Scorer(None),
     )
     tokens, log_probs, lengths = np_(out.tokens), np_(out.log_probs), np_(out.lengths)
     assert tokens[0].tolist() == [[3, 0, 0, 0, 0, 0], [1, 2, 3, 0, 0, 0]]
     assert lengths[0].tolist() == [1, 3]
-    np.testing.assert_allclose(log_probs[0], np.log([.4, .396]), rtol=1e-5)
+    np.testing.assert_allclose(log_probs[0], np.log([0.4, 0.396]), rtol=1e-5)
     # From token 2: [END] (.8), then [1, 2, END] (.1 * .9 * .8) vs [2, END] (.1 * .8).
     assert tokens[1, 0].tolist() == [3, 0, 0, 0, 0, 0]
-    np.testing.assert_allclose(log_probs[1, 0], np.log(.8), rtol=1e-5)
+    np.testing.assert_allclose(log_probs[1, 0], np.log(0.8), rtol=1e-5)
 
 
 @pytest.mark.parametrize("normalization", [None, "average", "gnmt"])
@@ -163,7 +174,12 @@ def test_exhaustive_beam_matches_brute_force(normalization):
     # all of them, correctly scored and ranked.
     k = 40
     out = decoding.beam_search(
-        step, [0, 0], (h0, (c0,)), max_length=max_length, end_token=END, beam_size=k,
+        step,
+        [0, 0],
+        (h0, (c0,)),
+        max_length=max_length,
+        end_token=END,
+        beam_size=k,
         scorer=decoding.Scorer(normalization, alpha=0.8),
     )
 
@@ -196,7 +212,7 @@ def test_n_best_are_distinct_and_sorted():
 
 
 def test_length_limit_from_source_ratio():
-    step = table_step([[0, .9, .05, .05]] * 4)
+    step = table_step([[0, 0.9, 0.05, 0.05]] * 4)
     rules = decoding.Constraints(max_length_ratio=1.5)
     kwargs = dict(max_length=8, end_token=END, source_lengths=[1, 3, 20])
     greedy = decoding.GreedySearch(rules)(step, [0, 0, 0], (), **kwargs)
@@ -230,8 +246,14 @@ def test_seeded_sampling_repeats():
 
     def run(seed):
         out = decoding.sample(
-            step, np.zeros((16,), "int32"), (h0, (c0,)), max_length=10, end_token=END,
-            temperature=1.5, top_p=0.95, seed=seed,
+            step,
+            np.zeros((16,), "int32"),
+            (h0, (c0,)),
+            max_length=10,
+            end_token=END,
+            temperature=1.5,
+            top_p=0.95,
+            seed=seed,
         )
         return np_(out.tokens)
 
@@ -243,8 +265,13 @@ def test_sample_scores_are_model_log_probs():
     step, numpy_log_probs = recurrent_step()
     h0, c0 = initial_states(4)
     out = decoding.sample(
-        step, np.zeros((4,), "int32"), (h0, (c0,)), max_length=5, end_token=END,
-        temperature=0.7, seed=5,
+        step,
+        np.zeros((4,), "int32"),
+        (h0, (c0,)),
+        max_length=5,
+        end_token=END,
+        temperature=0.7,
+        seed=5,
     )
     for b in range(4):
         seq = np_(out.tokens)[b, 0, : np_(out.lengths)[b, 0]]
@@ -262,12 +289,17 @@ def test_sample_scores_are_model_log_probs():
         (lambda: decoding.Scorer("mean"), "length_normalization"),
         (lambda: decoding.Scorer(coverage_penalty_weight=-1), "coverage_penalty_weight"),
         (lambda: decoding.BeamSearch(drop_finished="yes"), "drop_finished"),
-        (lambda: decoding.BeamSearch()(table_step(LENGTH_TABLE), [0], (), 0, END),
-         "max_length"),
-        (lambda: decoding.BeamSearch()(table_step(LENGTH_TABLE), [0], (), 4),
-         "needs an `end_token`"),
-        (lambda: decoding.BeamSearch(constraints=decoding.Constraints(max_length_ratio=1.0))(
-            table_step(LENGTH_TABLE), [0], (), 4, END), "source_lengths"),
+        (lambda: decoding.BeamSearch()(table_step(LENGTH_TABLE), [0], (), 0, END), "max_length"),
+        (
+            lambda: decoding.BeamSearch()(table_step(LENGTH_TABLE), [0], (), 4),
+            "needs an `end_token`",
+        ),
+        (
+            lambda: decoding.BeamSearch(constraints=decoding.Constraints(max_length_ratio=1.0))(
+                table_step(LENGTH_TABLE), [0], (), 4, END
+            ),
+            "source_lengths",
+        ),
         (lambda: decoding.get("nucleus"), "Unknown decoding strategy 'nucleus'"),
     ],
 )
@@ -293,7 +325,12 @@ def test_inside_tf_function_and_xla(jit_compile):
     def run(start, h, c):
         greedy = decoding.greedy_search(step, start, (h, (c,)), max_length=6, end_token=END)
         beam = decoding.beam_search(
-            step, start, (h, (c,)), max_length=6, end_token=END, beam_size=3,
+            step,
+            start,
+            (h, (c,)),
+            max_length=6,
+            end_token=END,
+            beam_size=3,
             scorer=decoding.Scorer("gnmt"),
         )
         sampled = sampler(step, start, (h, (c,)), 6, END)
@@ -324,12 +361,15 @@ def test_tfa_argument_names_get_kerasrnn_equivalents():
         decoding.BeamSearch(colour=1)
 
 
-@pytest.mark.parametrize("strategy", [
-    decoding.GreedySearch(),
-    decoding.RandomSampling(temperature=0.5, top_k=3, top_p=0.9, seed=1),
-    decoding.BeamSearch(beam_size=3, n_best=2, scorer=decoding.Scorer("gnmt", 0.8)),
-    decoding.CompetingBeamSearch(beam_size=2, scorer=decoding.TFAScorer(0.6)),
-])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        decoding.GreedySearch(),
+        decoding.RandomSampling(temperature=0.5, top_k=3, top_p=0.9, seed=1),
+        decoding.BeamSearch(beam_size=3, n_best=2, scorer=decoding.Scorer("gnmt", 0.8)),
+        decoding.CompetingBeamSearch(beam_size=2, scorer=decoding.TFAScorer(0.6)),
+    ],
+)
 def test_strategies_round_trip_through_config_and_give_the_same_output(strategy):
     again = decoding.get(decoding.serialize(strategy))
     assert type(again) is type(strategy)

@@ -1,6 +1,7 @@
 """`Seq2Seq.generate` compiled once per (strategy, settings, source shape): the compiled
 decoder gives the uncompiled loop's results, and a second call of the same shape
 reuses it without tracing again."""
+
 import keras
 import numpy as np
 import pytest
@@ -14,11 +15,20 @@ COMPILES = keras.backend.backend() in ("tensorflow", "jax")
 CASES = {  # generate's arguments
     "greedy": dict(strategy="greedy"),
     "beam": dict(strategy=decoding.BeamSearch(3)),
-    "beam, n_best, ratio, gnmt": dict(strategy=decoding.BeamSearch(
-        3, n_best=2, scorer=decoding.Scorer("gnmt"),
-        constraints=decoding.Constraints(max_length_ratio=1.5))),
-    "beam, constraints": dict(strategy=decoding.BeamSearch(2, constraints=decoding.Constraints(
-        min_length=2, block_ngram_repeat=2)), return_alignments=False),
+    "beam, n_best, ratio, gnmt": dict(
+        strategy=decoding.BeamSearch(
+            3,
+            n_best=2,
+            scorer=decoding.Scorer("gnmt"),
+            constraints=decoding.Constraints(max_length_ratio=1.5),
+        )
+    ),
+    "beam, constraints": dict(
+        strategy=decoding.BeamSearch(
+            2, constraints=decoding.Constraints(min_length=2, block_ngram_repeat=2)
+        ),
+        return_alignments=False,
+    ),
 }
 
 
@@ -34,7 +44,7 @@ def model():
 
 def sources(batch=4, length=6, seed=0):
     ids = np.random.default_rng(seed).integers(4, 40, (batch, length)).astype("int32")
-    ids[1, length - 2:] = 0  # padded rows: the mask must reach the compiled encoder
+    ids[1, length - 2 :] = 0  # padded rows: the mask must reach the compiled encoder
     ids[2, 2:] = 0
     return ids
 
@@ -44,11 +54,9 @@ def assert_same(eager, compiled):
     np.testing.assert_array_equal(np_(compiled.tokens), np_(eager.tokens))
     np.testing.assert_array_equal(np_(compiled.lengths), np_(eager.lengths))
     np.testing.assert_allclose(np_(compiled.scores), np_(eager.scores), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np_(compiled.log_probs), np_(eager.log_probs),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np_(compiled.log_probs), np_(eager.log_probs), rtol=1e-5, atol=1e-6)
     if eager.alignments is not None:
-        np.testing.assert_allclose(np_(compiled.alignments), np_(eager.alignments),
-                                   atol=1e-6)
+        np.testing.assert_allclose(np_(compiled.alignments), np_(eager.alignments), atol=1e-6)
 
 
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
@@ -66,8 +74,10 @@ def test_xla_decoder_gives_the_uncompiled_results(model):
     """jit_compile=True: XLA on TensorFlow (jax.jit either way on JAX)."""
     case = CASES["beam, n_best, ratio, gnmt"]
     ids = sources()
-    assert_same(model.generate(ids, jit_compile=False, **case),
-                model.generate(ids, jit_compile=True, **case))
+    assert_same(
+        model.generate(ids, jit_compile=False, **case),
+        model.generate(ids, jit_compile=True, **case),
+    )
 
 
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
@@ -124,13 +134,15 @@ def test_nested_in_an_outer_tf_function_with_unknown_shape(model):
     """The translator's path: generate inside a tf.function over (None, None) ids."""
     import tensorflow as tf
 
-    outer = tf.function(lambda ids: tuple(model.generate(ids, decoding.BeamSearch(2),
-                                                         return_alignments=False)),
-                        input_signature=[tf.TensorSpec([None, None], tf.int32)],
-                        autograph=False)
+    outer = tf.function(
+        lambda ids: tuple(model.generate(ids, decoding.BeamSearch(2), return_alignments=False)),
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
+        autograph=False,
+    )
     for ids in (sources(), sources(batch=3, length=5, seed=1)):
-        eager = model.generate(ids, decoding.BeamSearch(2), return_alignments=False,
-                               jit_compile=False)
+        eager = model.generate(
+            ids, decoding.BeamSearch(2), return_alignments=False, jit_compile=False
+        )
         compiled = tuple(outer(ids))
         np.testing.assert_array_equal(np_(compiled[0]), np_(eager.tokens))
         np.testing.assert_allclose(np_(compiled[2]), np_(eager.scores), rtol=1e-5, atol=1e-6)
@@ -175,8 +187,11 @@ def test_token_ids_as_strings_or_ragged_lists_fail_in_one_line(model):
         model.generate(np.array([["5", "6"]]))
     with pytest.raises(TypeError, match="holds strings"):
         model.generate([["a", "b"]])
-    with pytest.raises(ValueError, match=r"ragged list \(rows of lengths \[1, 3\]\).*"
-                                         r"pad_sequences"):
+    with pytest.raises(
+        ValueError,
+        match=r"ragged list \(rows of lengths \[1, 3\]\).*"
+        r"pad_sequences",
+    ):
         model.generate([[5, 6, 7], [8]])
 
 

@@ -1,5 +1,6 @@
 """replace_unk (copy the most attended source word for an unknown output) and the
 attention heatmap, on decoder outputs checked against a NumPy argmax."""
+
 import keras
 import numpy as np
 import pytest
@@ -70,8 +71,9 @@ def test_plot_alignments_draws_the_hypothesis_weights():
     from kerasrnn.visualize import plot_alignments
 
     result = decoded()
-    ax = plot_alignments(result, ["ein", "Haus", "[END]"], ["a", "b", "c", "d", "e"],
-                         example=2, hypothesis=1)
+    ax = plot_alignments(
+        result, ["ein", "Haus", "[END]"], ["a", "b", "c", "d", "e"], example=2, hypothesis=1
+    )
     length = np_(result.lengths)[2, 1]
     np.testing.assert_allclose(ax.images[0].get_array(), np_(result.alignments)[2, 1, :length])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["ein", "Haus", "[END]"]

@@ -5,6 +5,7 @@ with tensorflow-addons 0.23) hold a table decoder (logits and alignments per ste
 previous token) and TFA's predicted ids, final scores, log-probabilities and lengths
 with a length penalty weight and a coverage penalty weight. TFA is never imported here.
 """
+
 import pathlib
 
 import numpy as np
@@ -20,9 +21,7 @@ TFA_OPTIONS = dict(competing=True, tfa_scorer=True)
 
 
 def test_the_fixtures_are_there():
-    assert CASES == [
-        "beam_coverage_penalty", "beam_length_penalty", "beam_no_penalty", "beam_wide"
-    ]
+    assert CASES == ["beam_coverage_penalty", "beam_length_penalty", "beam_no_penalty", "beam_wide"]
 
 
 def load(name):
@@ -37,10 +36,16 @@ def search(fixture, competing=False, tfa_scorer=False):
 
     def step(tokens, t):
         index = ops.stack([ops.minimum(t, last_step), tokens], axis=1)
-        picked_logits = ops.take(ops.reshape(logits, (-1, logits.shape[-1])),
-                                 index[:, 0] * logits.shape[1] + index[:, 1], axis=0)
-        picked_align = ops.take(ops.reshape(alignments, (-1, alignments.shape[-1])),
-                                index[:, 0] * alignments.shape[1] + index[:, 1], axis=0)
+        picked_logits = ops.take(
+            ops.reshape(logits, (-1, logits.shape[-1])),
+            index[:, 0] * logits.shape[1] + index[:, 1],
+            axis=0,
+        )
+        picked_align = ops.take(
+            ops.reshape(alignments, (-1, alignments.shape[-1])),
+            index[:, 0] * alignments.shape[1] + index[:, 1],
+            axis=0,
+        )
         return picked_logits, t + 1, picked_align
 
     alpha = float(fixture["length_penalty_weight"])
@@ -50,12 +55,19 @@ def search(fixture, competing=False, tfa_scorer=False):
     if tfa_scorer:
         scorer = decoding.TFAScorer(length_penalty_weight=alpha, coverage_penalty_weight=beta)
     else:
-        scorer = decoding.Scorer("gnmt" if alpha else None, alpha=alpha,
-                                 coverage_penalty_weight=beta)
+        scorer = decoding.Scorer(
+            "gnmt" if alpha else None, alpha=alpha, coverage_penalty_weight=beta
+        )
     strategy = (decoding.CompetingBeamSearch if competing else decoding.BeamSearch)(
-        beam_size=k, n_best=k, scorer=scorer)
-    return strategy(step, start, np.zeros(len(start), "int32"), int(fixture["max_length"]),
-                    int(fixture["end_token"]))
+        beam_size=k, n_best=k, scorer=scorer
+    )
+    return strategy(
+        step,
+        start,
+        np.zeros(len(start), "int32"),
+        int(fixture["max_length"]),
+        int(fixture["end_token"]),
+    )
 
 
 def same_as_tfa(fixture, result):
@@ -67,8 +79,9 @@ def same_as_tfa(fixture, result):
     for b, n in np.ndindex(lengths.shape):
         if not np.array_equal(tokens[b, n, : lengths[b, n]], fixture["ids"][b, n, : lengths[b, n]]):
             return False
-    return np.allclose(ops.convert_to_numpy(result.scores), fixture["scores"], atol=1e-5) and \
-        np.allclose(ops.convert_to_numpy(result.log_probs), fixture["log_probs"], atol=1e-5)
+    return np.allclose(
+        ops.convert_to_numpy(result.scores), fixture["scores"], atol=1e-5
+    ) and np.allclose(ops.convert_to_numpy(result.log_probs), fixture["log_probs"], atol=1e-5)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -111,11 +124,18 @@ def test_compat_beam_search_decoder_is_tfa(name):
 
     fixture = load(name)
     strategy = tfa.beam_search_decoder(
-        int(fixture["beam_width"]), float(fixture["length_penalty_weight"]),
-        float(fixture["coverage_penalty_weight"]))
+        int(fixture["beam_width"]),
+        float(fixture["length_penalty_weight"]),
+        float(fixture["coverage_penalty_weight"]),
+    )
     logits_alignments = search(fixture, competing=True, tfa_scorer=True)
-    assert strategy.get_config() == decoding.CompetingBeamSearch(
-        int(fixture["beam_width"]), scorer=decoding.TFAScorer(
-            float(fixture["length_penalty_weight"]),
-            float(fixture["coverage_penalty_weight"]))).get_config()
+    assert (
+        strategy.get_config()
+        == decoding.CompetingBeamSearch(
+            int(fixture["beam_width"]),
+            scorer=decoding.TFAScorer(
+                float(fixture["length_penalty_weight"]), float(fixture["coverage_penalty_weight"])
+            ),
+        ).get_config()
+    )
     assert same_as_tfa(fixture, logits_alignments)

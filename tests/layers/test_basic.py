@@ -1,5 +1,6 @@
 """kerasrnn.layers: pooling, word dropout, masks and reshapes, against NumPy; `.keras`
 round trips with `import kerasrnn` alone, and beside the recipes' older classes."""
+
 import os
 import subprocess
 import sys
@@ -121,7 +122,9 @@ def test_recipe_files_load_with_kerasrnn_alone_and_names_do_not_clash(tmp_path):
     model.save(tmp_path / "old.keras")
     result = subprocess.run(
         [sys.executable, "-c", LOAD_WITH_KERASRNN_ONLY, str(tmp_path / "old.keras")],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": REPO},
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": REPO},
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -160,7 +163,8 @@ def test_naive_bayes_expert_matches_counting_by_hand(tmp_path):
     for row in range(2):
         real = [i for i in ids[row] if i]
         s = sum(table[g] for g in real) + sum(
-            table[(a * vocab + b) % buckets + vocab] for a, b in zip(real, real[1:]))
+            table[(a * vocab + b) % buckets + vocab] for a, b in zip(real, real[1:])
+        )
         logits = np.log(model_probs[row]) + 0.5 * s
         np.testing.assert_allclose(got[row], np.exp(logits) / np.exp(logits).sum(), rtol=1e-5)
     inputs = [keras.Input((None,), dtype="int32"), keras.Input((2,))]

@@ -1,5 +1,6 @@
 """kerasrnn.layers.BiLMFeatures: [e; e] and [forward_k; backward_k] against each stack
 run by hand, and `from_model` on a biLM with stateful (stream-training) layers."""
+
 import keras
 import numpy as np
 import pytest
@@ -12,14 +13,20 @@ BOUNDARY = 3
 def _bilm(stateful, batch=2):
     keras.utils.set_random_seed(0)
     embedding = keras.layers.Embedding(12, 4, name="embedding")
-    inputs = {d: keras.Input(batch_shape=(batch, None), dtype="int32", name=d)
-              for d in ("forward", "backward")}
+    inputs = {
+        d: keras.Input(batch_shape=(batch, None), dtype="int32", name=d)
+        for d in ("forward", "backward")
+    }
     outputs = {}
     for direction, prefix in (("forward", ""), ("backward", "backward_")):
         x = embedding(inputs[direction])
         for i in range(2):
-            x = keras.layers.RNN(keras.layers.GRUCell(4), return_sequences=True,
-                                 stateful=stateful, name=f"{prefix}rnn_{i}")(x)
+            x = keras.layers.RNN(
+                keras.layers.GRUCell(4),
+                return_sequences=True,
+                stateful=stateful,
+                name=f"{prefix}rnn_{i}",
+            )(x)
         outputs[direction] = x
     return keras.Model(inputs, outputs)
 
@@ -58,8 +65,9 @@ def test_features_match_each_direction_run_by_hand(stateful):
 
 def test_reverse_padded_keeps_padding_in_place():
     x = np.array([[1, 2, 3, 0], [4, 5, 0, 0]])
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(reverse_padded(x, [3, 2])),
-                                  [[3, 2, 1, 0], [5, 4, 0, 0]])
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(reverse_padded(x, [3, 2])), [[3, 2, 1, 0], [5, 4, 0, 0]]
+    )
 
 
 def test_from_model_needs_a_bidirectional_model():
@@ -77,5 +85,6 @@ def test_serializes():
     again(ids)
     again.set_weights(features.get_weights())
     for a, b in zip(features(ids), again(ids)):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(a),
-                                   keras.ops.convert_to_numpy(b), atol=1e-6)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), atol=1e-6
+        )

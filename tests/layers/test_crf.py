@@ -1,14 +1,21 @@
 """The CRF layer, loss and decoding against brute-force enumeration of all tag paths and
 a NumPy forward / Viterbi written here; gradients by finite differences."""
+
 import itertools
 
+import keras
 import numpy as np
 import pytest
-import keras
 
 from kerasrnn.layers import (
-    CRF, CRFAccuracy, CRFLoss, crf_decode, crf_log_likelihood, crf_log_norm,
-    crf_marginals, crf_sequence_score,
+    CRF,
+    CRFAccuracy,
+    CRFLoss,
+    crf_decode,
+    crf_log_likelihood,
+    crf_log_norm,
+    crf_marginals,
+    crf_sequence_score,
 )
 
 pytestmark = pytest.mark.core
@@ -106,9 +113,7 @@ def test_log_norm_best_path_and_marginals_match_brute_force(use_boundary):
     log_z = numpy(crf_log_norm(psi, MASK))
     tags, best = (numpy(v) for v in crf_decode(psi, MASK))
     marginals = numpy(crf_marginals(psi, MASK))
-    for row, (ref_z, ref_path, ref_best, ref_marginals) in enumerate(
-        brute_force(layer, x, MASK)
-    ):
+    for row, (ref_z, ref_path, ref_best, ref_marginals) in enumerate(brute_force(layer, x, MASK)):
         np.testing.assert_allclose(log_z[row], ref_z, rtol=1e-5)
         np.testing.assert_array_equal(tags[row], ref_path)
         np.testing.assert_allclose(best[row], ref_best, rtol=1e-5)
@@ -118,8 +123,14 @@ def test_log_norm_best_path_and_marginals_match_brute_force(use_boundary):
     w, start, end = parts(layer)
     e = np_emissions(layer, x)
     expected = [
-        path_score(e[r, MASK[r]], w["transitions"], start if use_boundary else 0 * start,
-                   end if use_boundary else 0 * end, gold[r, MASK[r]]) - log_z[r]
+        path_score(
+            e[r, MASK[r]],
+            w["transitions"],
+            start if use_boundary else 0 * start,
+            end if use_boundary else 0 * end,
+            gold[r, MASK[r]],
+        )
+        - log_z[r]
         for r in range(B)
     ]
     np.testing.assert_allclose(numpy(crf_log_likelihood(psi, gold, MASK)), expected, rtol=1e-5)
@@ -171,19 +182,21 @@ def test_loss_uses_sample_weights_or_negative_labels_as_the_mask():
     expected = -numpy(crf_log_likelihood(psi, gold, MASK))
     loss = CRFLoss()
     np.testing.assert_allclose(
-        numpy(loss(gold, psi, sample_weight=MASK.astype("float32"))), expected.mean(),
-        rtol=1e-6
+        numpy(loss(gold, psi, sample_weight=MASK.astype("float32"))), expected.mean(), rtol=1e-6
     )
-    np.testing.assert_allclose(numpy(loss(np.where(MASK, gold, -1), psi)), expected.mean(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        numpy(loss(np.where(MASK, gold, -1), psi)), expected.mean(), rtol=1e-6
+    )
     np.testing.assert_allclose(
         numpy(CRFLoss(reduction=None)(gold, psi, sample_weight=MASK.astype("float32"))),
-        expected, rtol=1e-6,
+        expected,
+        rtol=1e-6,
     )
     per_sequence = np.array([1.0, 0.0, 2.0], "float32")
     np.testing.assert_allclose(
         numpy(CRFLoss(reduction="sum")(np.where(MASK, gold, -1), psi, per_sequence)),
-        (expected * per_sequence).sum(), rtol=1e-6,
+        (expected * per_sequence).sum(),
+        rtol=1e-6,
     )
 
 
@@ -266,8 +279,7 @@ def test_trains_with_fit_and_round_trips_through_a_keras_file(tmp_path):
     rng = np.random.default_rng(5)
     words, tags, weights = copy_task(rng, 128)
     model = tagger()
-    history = model.fit(words, tags, sample_weight=weights, epochs=30, batch_size=32,
-                        verbose=0)
+    history = model.fit(words, tags, sample_weight=weights, epochs=30, batch_size=32, verbose=0)
     assert history.history["loss"][-1] < 0.2 * history.history["loss"][0]
     psi = model.predict(words, verbose=0)
     decoded, _ = crf_decode(psi, words > 0)
@@ -309,13 +321,18 @@ def test_every_function_runs_in_a_graph_of_unknown_length():
     mask = np.array([[1] * 7, [1] * 4 + [0] * 3], bool)
     tags = rng.integers(0, K, (2, 7)).astype("int32")
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None, K, K]),
-                                  tf.TensorSpec([None, None], tf.bool),
-                                  tf.TensorSpec([None, None], tf.int32)])
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None, K, K]),
+            tf.TensorSpec([None, None], tf.bool),
+            tf.TensorSpec([None, None], tf.int32),
+        ]
+    )
     def everything(p, m, y):
         return (crf_decode(p, m)[0], crf_marginals(p, m), crf_log_likelihood(p, y, m))
 
-    for graph, eager in zip(everything(psi, mask, tags),
-                            (crf_decode(psi, mask)[0], crf_marginals(psi, mask),
-                             crf_log_likelihood(psi, tags, mask))):
+    for graph, eager in zip(
+        everything(psi, mask, tags),
+        (crf_decode(psi, mask)[0], crf_marginals(psi, mask), crf_log_likelihood(psi, tags, mask)),
+    ):
         np.testing.assert_allclose(numpy(graph), numpy(eager), rtol=1e-6)

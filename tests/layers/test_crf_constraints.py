@@ -2,6 +2,7 @@
 each sequence cut to its length, constrained log Z / Viterbi / marginals against
 brute-force enumeration of the allowed tag paths, and a property test that constrained
 decoding never takes a forbidden transition."""
+
 import itertools
 
 import keras
@@ -38,17 +39,19 @@ MASK = np.array([[1, 1, 1, 1, 0], [1, 1, 0, 1, 1], [0, 0, 1, 0, 0]], bool)
 def test_allowed_transitions_by_hand():
     """The BIO matrix of one type, written out (rows: from O, B, I, START)."""
     m = allowed_transitions(["O", "B-X", "I-X"], "BIO")
-    expected = np.array([
-        # O  B  I  START END
-        [1, 1, 0, 0, 1],  # O
-        [1, 1, 1, 0, 1],  # B-X
-        [1, 1, 1, 0, 1],  # I-X
-        [1, 1, 0, 0, 0],  # START
-        [0, 0, 0, 0, 0],  # END
-    ], bool)
+    expected = np.array(
+        [
+            # O  B  I  START END
+            [1, 1, 0, 0, 1],  # O
+            [1, 1, 1, 0, 1],  # B-X
+            [1, 1, 1, 0, 1],  # I-X
+            [1, 1, 0, 0, 0],  # START
+            [0, 0, 0, 0, 0],  # END
+        ],
+        bool,
+    )
     np.testing.assert_array_equal(m, expected)
-    m = allowed_transitions(["O", "B-X", "I-X", "E-X", "S-X", "B-Y"], "BIOUL".replace(
-        "UL", "ES"))
+    m = allowed_transitions(["O", "B-X", "I-X", "E-X", "S-X", "B-Y"], "BIOUL".replace("UL", "ES"))
     assert not m[1, 0] and m[1, 2] and m[1, 3] and not m[1, 4]  # B-X: only I-X, E-X
     assert m[3, 0] and m[3, 5] and m[4, 4] and not m[3, 2]  # E-X: O, B-Y, S; not I
     assert m[6, 4] and not m[6, 2] and not m[1, 7] and m[3, 7]  # START->S, B-X-/>END
@@ -57,7 +60,8 @@ def test_allowed_transitions_by_hand():
     # BIOUL spells E and S as L and U
     np.testing.assert_array_equal(
         allowed_transitions(["O", "B-X", "I-X", "L-X", "U-X"], "BIOUL"),
-        allowed_transitions(["O", "B-X", "I-X", "E-X", "S-X"], "BIOES"))
+        allowed_transitions(["O", "B-X", "I-X", "E-X", "S-X"], "BIOES"),
+    )
 
 
 def allowed_path(allowed, path):
@@ -83,13 +87,18 @@ def enumerate_paths(layer, x, mask, allowed):
     for row in range(len(x)):
         steps = np.flatnonzero(mask[row])
         e = e_all[row, steps]
-        paths = [p for p in itertools.product(range(k), repeat=len(steps))
-                 if allowed_path(allowed, p)]
-        scores = np.array([
-            w["start_transitions"][p[0]] + w["end_transitions"][p[-1]]
-            + sum(e[t, y] for t, y in enumerate(p))
-            + sum(w["transitions"][a, b] for a, b in itertools.pairwise(p))
-            for p in paths])
+        paths = [
+            p for p in itertools.product(range(k), repeat=len(steps)) if allowed_path(allowed, p)
+        ]
+        scores = np.array(
+            [
+                w["start_transitions"][p[0]]
+                + w["end_transitions"][p[-1]]
+                + sum(e[t, y] for t, y in enumerate(p))
+                + sum(w["transitions"][a, b] for a, b in itertools.pairwise(p))
+                for p in paths
+            ]
+        )
         log_z = np.log(np.exp(scores - scores.max()).sum()) + scores.max()
         marginals = np.zeros((x.shape[1], k))
         for p, s in zip(paths, scores):
@@ -111,7 +120,8 @@ def test_constrained_crf_matches_brute_force_over_allowed_paths(scheme):
     tags = numpy(crf_decode(psi)[0])
     marginals = numpy(crf_marginals(psi))
     for row, (ref_z, ref_best, ref_marginals) in enumerate(
-            enumerate_paths(layer, x, MASK, allowed)):
+        enumerate_paths(layer, x, MASK, allowed)
+    ):
         np.testing.assert_allclose(log_z[row], ref_z, rtol=1e-5)
         np.testing.assert_array_equal(tags[row], ref_best)
         np.testing.assert_allclose(marginals[row], ref_marginals, atol=1e-5)
@@ -122,10 +132,8 @@ def test_constrained_crf_matches_brute_force_over_allowed_paths(scheme):
     for source, target in zip(layer.weights, free.weights):
         target.assign(source)
     free_psi = free(x, mask=MASK)
-    np.testing.assert_array_equal(
-        numpy(crf_decode(free_psi, allowed_transitions=allowed)[0]), tags)
-    np.testing.assert_array_equal(
-        numpy(free.decode(free_psi, MASK, allowed)[0]), tags)
+    np.testing.assert_array_equal(numpy(crf_decode(free_psi, allowed_transitions=allowed)[0]), tags)
+    np.testing.assert_array_equal(numpy(free.decode(free_psi, MASK, allowed)[0]), tags)
 
 
 @pytest.mark.parametrize("scheme", ["BIO", "IOB1", "BIOES"])
@@ -154,7 +162,8 @@ def tagger_model(num_tags=4):
     inputs = keras.Input((None,), dtype="int32")
     x = keras.layers.Embedding(20, 8, mask_zero=True)(inputs)
     x = keras.layers.Bidirectional(
-        keras.layers.RNN(keras.layers.LSTMCell(6), return_sequences=True))(x)
+        keras.layers.RNN(keras.layers.LSTMCell(6), return_sequences=True)
+    )(x)
     model = keras.Model(inputs, CRF(num_tags)(x))
     model.compile("adam", CRFLoss(), metrics=[CRFAccuracy()])
     return model
@@ -175,31 +184,37 @@ def test_keras_mask_loss_and_decoding_equal_each_sequence_alone():
         tags[i, :n] = rng.integers(0, 4, n)
     alone_losses, alone_paths = [], []
     for i, n in enumerate(lengths):
-        psi = model(words[i:i + 1, :n])
-        alone_losses.append(float(numpy(-crf_log_likelihood(psi, tags[i:i + 1, :n]))[0]))
+        psi = model(words[i : i + 1, :n])
+        alone_losses.append(float(numpy(-crf_log_likelihood(psi, tags[i : i + 1, :n]))[0]))
         alone_paths.append(numpy(crf_decode(psi)[0])[0])
     psi = model(words)
     np.testing.assert_array_equal(numpy(potentials_mask(psi)), words > 0)
     loss = float(numpy(CRFLoss()(tags, psi)))
     np.testing.assert_allclose(loss, np.mean(alone_losses), rtol=1e-5)
     np.testing.assert_allclose(
-        model.evaluate(words, tags, batch_size=4, verbose=0)[0], np.mean(alone_losses),
-        rtol=1e-5)
+        model.evaluate(words, tags, batch_size=4, verbose=0)[0], np.mean(alone_losses), rtol=1e-5
+    )
     padded = numpy(crf_decode(psi)[0])
     for i, n in enumerate(lengths):
         np.testing.assert_array_equal(padded[i, :n], alone_paths[i])
         assert np.all(padded[i, n:] == 0)
     # explicit masks and -1 labels still work, and agree
     np.testing.assert_allclose(
-        float(numpy(CRFLoss()(np.where(words > 0, tags, -1), psi,
-                              sample_weight=(words > 0).astype("float32")))), loss,
-        rtol=1e-6)
+        float(
+            numpy(
+                CRFLoss()(
+                    np.where(words > 0, tags, -1), psi, sample_weight=(words > 0).astype("float32")
+                )
+            )
+        ),
+        loss,
+        rtol=1e-6,
+    )
     metric = CRFAccuracy()
     metric.update_state(tags, psi)
     decoded = np.concatenate([p for p in alone_paths])
     gold = np.concatenate([tags[i, :n] for i, n in enumerate(lengths)])
-    np.testing.assert_allclose(float(numpy(metric.result())), (decoded == gold).mean(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(float(numpy(metric.result())), (decoded == gold).mean(), rtol=1e-6)
 
 
 def test_bad_input_errors():

@@ -1,7 +1,8 @@
 """ScalarMix against NumPy: gamma * sum_j softmax(s)_j h_j, optionally layer-normalised."""
+
+import keras
 import numpy as np
 import pytest
-import keras
 
 from kerasrnn.layers import ScalarMix
 
@@ -27,7 +28,10 @@ def test_matches_numpy(layer_norm):
     s, gamma = rng.normal(size=3).astype("float32"), np.float32(1.7)
     mix.set_weights([s, gamma])
     np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(mix(layers)), np_mix(layers, s, gamma, layer_norm), rtol=1e-5, atol=1e-5
+        keras.ops.convert_to_numpy(mix(layers)),
+        np_mix(layers, s, gamma, layer_norm),
+        rtol=1e-5,
+        atol=1e-5,
     )
 
 

@@ -1,5 +1,6 @@
 """SequenceCrossEntropy and MaskedAccuracy against NumPy written here (TFA's
 `sequence_loss` reductions, label smoothing, masks, weights)."""
+
 import keras
 import numpy as np
 import pytest
@@ -76,9 +77,20 @@ FLAGS = [
 @pytest.mark.parametrize("pad_id", [0, None])
 def test_reductions_match_tfa_semantics(batch, flags, pad_id):
     logits, targets, weights = batch
-    loss = SequenceCrossEntropy(pad_id=pad_id, **dict(zip(
-        ["average_across_timesteps", "average_across_batch", "sum_over_timesteps",
-         "sum_over_batch"], flags)))
+    loss = SequenceCrossEntropy(
+        pad_id=pad_id,
+        **dict(
+            zip(
+                [
+                    "average_across_timesteps",
+                    "average_across_batch",
+                    "sum_over_timesteps",
+                    "sum_over_batch",
+                ],
+                flags,
+            )
+        ),
+    )
     got = np_(loss(targets, logits, sample_weight=weights))
     mask = (targets != 0) if pad_id == 0 else np.ones_like(targets, bool)
     expected = reference_reduce(reference_losses(targets, logits), weights * mask, *flags)
@@ -131,10 +143,14 @@ def test_gradient_is_finite_difference_of_the_loss(float64):
 
 
 def test_trains_in_fit_and_round_trips(tmp_path):
-    model = keras.Sequential([keras.Input((4,), dtype="int32"),
-                              keras.layers.Embedding(6, 5), keras.layers.Dense(6)])
-    model.compile(keras.optimizers.Adam(0.05), loss=SequenceCrossEntropy(label_smoothing=0.1),
-                  metrics=[MaskedAccuracy()])
+    model = keras.Sequential(
+        [keras.Input((4,), dtype="int32"), keras.layers.Embedding(6, 5), keras.layers.Dense(6)]
+    )
+    model.compile(
+        keras.optimizers.Adam(0.05),
+        loss=SequenceCrossEntropy(label_smoothing=0.1),
+        metrics=[MaskedAccuracy()],
+    )
     x = np.array([[1, 2, 3, 0], [4, 5, 0, 0]] * 8)
     history = model.fit(x, x, epochs=30, verbose=0)
     assert history.history["accuracy"][-1] == 1.0
@@ -142,8 +158,9 @@ def test_trains_in_fit_and_round_trips(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "m.keras")
     assert isinstance(loaded.loss, SequenceCrossEntropy)
     assert loaded.loss.label_smoothing == pytest.approx(0.1)
-    config = SequenceCrossEntropy(pad_id=None, sum_over_batch=True,
-                                  average_across_batch=False).get_config()
+    config = SequenceCrossEntropy(
+        pad_id=None, sum_over_batch=True, average_across_batch=False
+    ).get_config()
     again = SequenceCrossEntropy.from_config(config)
     assert (again.pad_id, again.sum_over_batch, again.average_across_batch) == (None, True, False)
 
@@ -151,12 +168,18 @@ def test_trains_in_fit_and_round_trips(tmp_path):
 def test_old_translator_loss_name_loads():
     """The recipe's former loss config (in old `.keras` compile configs) builds
     kerasrnn's class of the same registered name."""
-    config = {"name": "masked_cross_entropy", "reduction": "sum_over_batch_size",
-              "dtype": None, "label_smoothing": 0.1}
+    config = {
+        "name": "masked_cross_entropy",
+        "reduction": "sum_over_batch_size",
+        "dtype": None,
+        "label_smoothing": 0.1,
+    }
     restored = MaskedSequenceCrossEntropy.from_config(config)
     assert restored.label_smoothing == pytest.approx(0.1) and restored.pad_id == 0
-    assert keras.saving.get_registered_name(MaskedSequenceCrossEntropy) == \
-        "kerasrnn>MaskedSequenceCrossEntropy"
+    assert (
+        keras.saving.get_registered_name(MaskedSequenceCrossEntropy)
+        == "kerasrnn>MaskedSequenceCrossEntropy"
+    )
     targets, logits = np.array([[2, 0]]), np.zeros((1, 2, 4), "float32")
     assert float(np_(restored(targets, logits))) == pytest.approx(np.log(4), rel=1e-5)
 
@@ -166,10 +189,14 @@ def test_old_translator_loss_name_loads():
     [
         ({"label_smoothing": 1.0}, "`label_smoothing` must be in"),
         ({"pad_id": "0"}, "`pad_id` must be"),
-        ({"average_across_timesteps": True, "sum_over_timesteps": True},
-         "`average_across_timesteps` and `sum_over_timesteps`"),
-        ({"average_across_batch": True, "sum_over_batch": True},
-         "`average_across_batch` and `sum_over_batch`"),
+        (
+            {"average_across_timesteps": True, "sum_over_timesteps": True},
+            "`average_across_timesteps` and `sum_over_timesteps`",
+        ),
+        (
+            {"average_across_batch": True, "sum_over_batch": True},
+            "`average_across_batch` and `sum_over_batch`",
+        ),
     ],
 )
 def test_bad_options(kwargs, message):

@@ -1,4 +1,5 @@
 """recipes.classifier: model, learning, resume, command line and bad input."""
+
 import json
 
 import keras
@@ -7,13 +8,21 @@ import pytest
 
 from recipes import classifier, common
 
-TINY = {"embedding_dim": 16, "units": 8, "batch_size": 16, "epochs": 2, "verbose": 0,
-        "valid_fraction": 0.0, "bucket_boundaries": [8, 16]}
+TINY = {
+    "embedding_dim": 16,
+    "units": 8,
+    "batch_size": 16,
+    "epochs": 2,
+    "verbose": 0,
+    "valid_fraction": 0.0,
+    "bucket_boundaries": [8, 16],
+}
 
 
 def _config(tmp_path, **overrides):
-    return common.load_config(classifier.DEFAULTS, overrides={
-        **TINY, "output_dir": str(tmp_path / "run"), **overrides})
+    return common.load_config(
+        classifier.DEFAULTS, overrides={**TINY, "output_dir": str(tmp_path / "run"), **overrides}
+    )
 
 
 def _polarity(shared_data, n):
@@ -21,7 +30,8 @@ def _polarity(shared_data, n):
 
     folder = shared_data("sentence_polarity")
     texts, labels = load_class_files(
-        [folder / "rt-polarity.pos", folder / "rt-polarity.neg"], encoding="cp1252")
+        [folder / "rt-polarity.pos", folder / "rt-polarity.neg"], encoding="cp1252"
+    )
     order = np.random.default_rng(0).permutation(len(texts))[:n]
     return [texts[i] for i in order], [labels[i] for i in order]
 
@@ -74,8 +84,9 @@ def test_naive_bayes_expert_matches_counting():
     np.testing.assert_allclose(expert.scores(ids).numpy(), [scores, [0, 0]], rtol=1e-5)
     model_p = np.array([[0.3, 0.7], [0.6, 0.4]], "float32")
     combined = model_p[0] * np.exp(0.5 * scores)
-    np.testing.assert_allclose(expert([ids, model_p]).numpy(),
-                               [combined / combined.sum(), model_p[1]], rtol=1e-5)
+    np.testing.assert_allclose(
+        expert([ids, model_p]).numpy(), [combined / combined.sum(), model_p[1]], rtol=1e-5
+    )
     with pytest.raises(ValueError, match="`order`"):
         classifier.NaiveBayesExpert(9, 2, order=3)
 
@@ -84,47 +95,55 @@ def test_naive_bayes_expert_matches_counting():
     big.estimate([[59998, 59999], [3]], [0, 1])
     table = big.log_likelihood.numpy()
     expected = table[big.ngram_rows([59998, 59999])].sum(axis=0)
-    np.testing.assert_allclose(big.scores(np.array([[59998, 59999]])).numpy()[0], expected,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        big.scores(np.array([[59998, 59999]])).numpy()[0], expected, rtol=1e-6
+    )
 
 
 def test_naive_bayes_option_multiplies_the_expert_in(tmp_path):
     texts = ["good film", "bad film", "great fun", "dull plot"] * 4
     labels = ["pos", "neg", "pos", "neg"] * 4
     splits = {"train": (texts, labels), "valid": (["fun film"], ["pos"]), "test": None}
-    config = _config(tmp_path, naive_bayes=2, naive_bayes_buckets=101, epochs=1,
-                     naive_bayes_counts_valid=True)
+    config = _config(
+        tmp_path, naive_bayes=2, naive_bayes_buckets=101, epochs=1, naive_bayes_counts_valid=True
+    )
     classifier.train(config, splits)
     trained = classifier.Classifier.from_run(config)  # reloaded from best.keras
     model, expert = trained.model, trained.model.get_layer("naive_bayes")
     fun_film = trained.vocabulary.encode(["fun", "film"])
     bigram = expert.ngram_rows(fun_film)[-1]  # only in the validation sentence
     assert np.abs(expert.log_likelihood.numpy()[bigram]).min() > 0
-    parts = keras.Model(model.inputs, [model.get_layer("classes").output,
-                                       expert.scores(model.inputs[0])])
+    parts = keras.Model(
+        model.inputs, [model.get_layer("classes").output, expert.scores(model.inputs[0])]
+    )
     ids = np.array([[5, 6, 0], [7, 8, 9]], "int32")
     rnn, scores = parts.predict(ids, verbose=0)
     assert np.abs(scores).max() > 0  # the counted table survived saving
     np.testing.assert_allclose(
         model.predict(ids, verbose=0),
-        keras.ops.softmax(np.log(rnn) + expert.scale * scores).numpy(), rtol=1e-5)
-    for bad, match in (({"naive_bayes": 3}, "`naive_bayes`"),
-                       ({"naive_bayes_scale": -1}, "`naive_bayes_scale`")):
+        keras.ops.softmax(np.log(rnn) + expert.scale * scores).numpy(),
+        rtol=1e-5,
+    )
+    for bad, match in (
+        ({"naive_bayes": 3}, "`naive_bayes`"),
+        ({"naive_bayes_scale": -1}, "`naive_bayes_scale`"),
+    ):
         with pytest.raises(common.ConfigError, match=match):
             classifier.train(_config(tmp_path, **bad), splits)
 
 
 def test_learns_a_slice_of_sentence_polarity(tmp_path, shared_data):
     texts, labels = _polarity(shared_data, 200)
-    config = _config(tmp_path, epochs=5, units=16, embedding_dropout=0.0, dropout=0.0,
-                     learning_rate=0.01)
-    results = classifier.train(config, {"train": (texts, labels), "valid": None,
-                                        "test": (texts, labels)})
+    config = _config(
+        tmp_path, epochs=5, units=16, embedding_dropout=0.0, dropout=0.0, learning_rate=0.01
+    )
+    results = classifier.train(
+        config, {"train": (texts, labels), "valid": None, "test": (texts, labels)}
+    )
     # Fitting the training sentences shows that gradients reach the embeddings and RNN.
     assert results["test"]["accuracy"] > 0.9
     assert results["history"]["loss"][-1] < results["history"]["loss"][0]
-    predictions = classifier.Classifier.from_run(config).predict(
-        ["", "zzzq unknownword", texts[0]])
+    predictions = classifier.Classifier.from_run(config).predict(["", "zzzq unknownword", texts[0]])
     assert [p["label"] in ("neg", "pos") for p in predictions] == [True] * 3
     assert all(abs(sum(p["probabilities"].values()) - 1) < 1e-5 for p in predictions)
     assert predictions[2]["label"] == labels[0]
@@ -139,8 +158,13 @@ class _Interrupt(keras.callbacks.Callback):
 def test_trains_on_a_tensorflow_datasets_dataset(tmp_path):
     import tensorflow_datasets as tfds
 
-    config = _config(tmp_path, train="tfds:imdb_reviews", test="tfds:imdb_reviews:test",
-                     tfds_data_dir=str(tmp_path / "tfds"), epochs=1)
+    config = _config(
+        tmp_path,
+        train="tfds:imdb_reviews",
+        test="tfds:imdb_reviews:test",
+        tfds_data_dir=str(tmp_path / "tfds"),
+        epochs=1,
+    )
     with tfds.testing.mock_data(num_examples=32):
         results = classifier.train(config)
     assert results["labels"] == ["neg", "pos"]
@@ -179,8 +203,17 @@ def test_cli_bad_input(tmp_path, capsys):
     code, _, err = _cli(capsys, "train", "--config", tmp_path / "c.yaml", *run)
     assert code == 2 and "unknown config key(s) ['unitz']" in err
     (tmp_path / "test.tsv").write_text("pos\tgood\nmaybe\tfine\n")
-    code, _, err = _cli(capsys, "train", "--train", good, "--test", tmp_path / "test.tsv",
-                        "--valid-fraction", "0", *run)
+    code, _, err = _cli(
+        capsys,
+        "train",
+        "--train",
+        good,
+        "--test",
+        tmp_path / "test.tsv",
+        "--valid-fraction",
+        "0",
+        *run,
+    )
     assert code == 2 and "label set mismatch: the test data (" in err
     assert "test.tsv) has label(s) ['maybe']" in err
     with pytest.raises(SystemExit) as exit_:  # at parse time, before any data is read
@@ -195,8 +228,9 @@ def test_cli_bad_input(tmp_path, capsys):
 
 def test_cli_train_predict_evaluate(tmp_path, capsys):
     data = tmp_path / "d.tsv"
-    data.write_text("".join(f"{l}\t{t}\n" for t, l in [("good film", "pos"),
-                                                       ("bad film", "neg")] * 10))
+    data.write_text(
+        "".join(f"{label}\t{t}\n" for t, label in [("good film", "pos"), ("bad film", "neg")] * 10)
+    )
     run = ["--output-dir", tmp_path / "run"]
     config = tmp_path / "c.json"
     config.write_text(json.dumps({**TINY, "pooling": "mean", "cell": "simple"}))

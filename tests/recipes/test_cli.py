@@ -1,6 +1,7 @@
 """The recipes' shared command line and training flow (recipes.common.Recipe): option
 help and choices from one table, the docs generated from it, --version, JSON on stdout,
 rounded results, train --continue and the training curves."""
+
 import json
 import os
 import re
@@ -15,8 +16,15 @@ from recipes import classifier, cli_docs, common
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
-TINY = {"embedding_dim": 8, "units": 8, "batch_size": 8, "epochs": 1, "verbose": 0,
-        "bucket_boundaries": [], "patience": 0}
+TINY = {
+    "embedding_dim": 8,
+    "units": 8,
+    "batch_size": 8,
+    "epochs": 1,
+    "verbose": 0,
+    "bucket_boundaries": [],
+    "patience": 0,
+}
 TEXTS = ["good film", "bad film", "great fun", "dull plot", "fine acting", "poor script"] * 4
 LABELS = ["pos", "neg", "pos", "neg", "pos", "neg"] * 4
 
@@ -43,8 +51,10 @@ def test_help_shows_what_an_option_does_its_values_and_default(capsys):
         classifier.main(["train", "--help"])
     assert exit_.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert ("--pooling STR sentence vector: the last states, or the mean or max of the "
-            "unmasked states of the last layer; one of last, mean, max (default: last)") in out
+    assert (
+        "--pooling STR sentence vector: the last states, or the mean or max of the "
+        "unmasked states of the last layer; one of last, mean, max (default: last)"
+    ) in out
     assert "--continue" in out
 
 
@@ -54,7 +64,7 @@ def test_docs_list_every_option_of_every_recipe():
     # Generated from the option tables: `python -m recipes.cli_docs` rewrites it.
     assert cli_docs.updated(page) == page, "docs/cli.md is stale: python -m recipes.cli_docs"
     for recipe in _recipes():
-        for key, option in recipe.options.items():
+        for key in recipe.options:
             flag = "--" + key.replace("_", "-")
             rows = [line for line in page.splitlines() if line.startswith(f"| `{flag}` |")]
             assert rows, (recipe.name, flag)
@@ -65,8 +75,10 @@ def test_unknown_choices_are_rejected_at_parse_time_with_the_allowed_list(capsys
         classifier.main(["train", "--cell", "transformer", "--train", "missing.tsv"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert ("argument --cell: invalid choice 'transformer' (choose from lstm, gru, simple, "
-            "layer_norm_lstm, layer_norm_simple)") in err
+    assert (
+        "argument --cell: invalid choice 'transformer' (choose from lstm, gru, simple, "
+        "layer_norm_lstm, layer_norm_simple)"
+    ) in err
     with pytest.raises(SystemExit):
         classifier.main(["train", "--naive-bayes", "3"])
     assert "choose from 0, 1, 2" in capsys.readouterr().err
@@ -75,7 +87,8 @@ def test_unknown_choices_are_rejected_at_parse_time_with_the_allowed_list(capsys
     config.write_text("pooling: median\n")
     assert classifier.main(["train", "--config", str(config), "--train", "missing.tsv"]) == 2
     assert "`pooling` must be one of ['last', 'mean', 'max'], got 'median'" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
 
 
 def test_version(capsys):
@@ -89,19 +102,44 @@ def test_version(capsys):
 
 def test_results_are_rounded():
     assert common.tidy(100.00000000000004) == 100.0
-    assert common.tidy({"a": [0.1 + 0.2, np.float32(1 / 3)], "b": float("nan"), "c": 3,
-                        "d": True}) == {"a": [0.3, 0.33333334], "b": None, "c": 3, "d": True}
+    assert common.tidy(
+        {"a": [0.1 + 0.2, np.float32(1 / 3)], "b": float("nan"), "c": 3, "d": True}
+    ) == {"a": [0.3, 0.33333334], "b": None, "c": 3, "d": True}
 
 
 def test_stdout_holds_only_the_json_result(tmp_path):
     """`... > results.json` is JSON: progress bars and logs go to stderr."""
     data = tmp_path / "d.tsv"
-    data.write_text("".join(f"{l}\t{t}\n" for t, l in zip(TEXTS, LABELS)))
+    data.write_text("".join(f"{label}\t{t}\n" for t, label in zip(TEXTS, LABELS)))
     done = subprocess.run(
-        [sys.executable, "-m", "recipes.classifier", "train", "--train", str(data),
-         "--output-dir", str(tmp_path / "run"), "--embedding-dim", "8", "--units", "8",
-         "--epochs", "2", "--verbose", "1", "--batch-size", "8", "--bucket-boundaries", "[]"],
-        cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "recipes.classifier",
+            "train",
+            "--train",
+            str(data),
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--embedding-dim",
+            "8",
+            "--units",
+            "8",
+            "--epochs",
+            "2",
+            "--verbose",
+            "1",
+            "--batch-size",
+            "8",
+            "--bucket-boundaries",
+            "[]",
+        ],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)  # the whole of stdout
     assert result["train_examples"] > 0 and len(result["history"]["loss"]) == 2
@@ -131,9 +169,11 @@ def _png(path):
 def test_continue_extends_a_finished_run_from_its_last_epoch(tmp_path, capsys):
     run = tmp_path / "run"
     data = tmp_path / "d.tsv"
-    data.write_text("".join(f"{l}\t{t}\n" for t, l in zip(TEXTS, LABELS)))
-    config = common.load_config(classifier.OPTIONS, overrides={
-        **TINY, "output_dir": str(run), "train": str(data), "valid": str(data)})
+    data.write_text("".join(f"{label}\t{t}\n" for t, label in zip(TEXTS, LABELS)))
+    config = common.load_config(
+        classifier.OPTIONS,
+        overrides={**TINY, "output_dir": str(run), "train": str(data), "valid": str(data)},
+    )
     first = classifier.train(config)
     assert first["history"]["epochs_run"] == 1 and not (run / "backup").exists()
     steps = -(-len(TEXTS) // TINY["batch_size"])
@@ -158,8 +198,9 @@ def test_continue_extends_a_finished_run_from_its_last_epoch(tmp_path, capsys):
     # The saved optimizer went on counting: 2 epochs of steps.
     with h5py.File(run / "last.weights.h5") as f:
         found = []
-        f.visititems(lambda name, obj: found.append(obj[()]) if name.endswith(
-            "optimizer/vars/0") else None)
+        f.visititems(
+            lambda name, obj: found.append(obj[()]) if name.endswith("optimizer/vars/0") else None
+        )
     assert int(found[0]) == 2 * steps
     width, height = _png(run / "training_curves.png")
     assert width > 400 and height > 200
@@ -171,4 +212,5 @@ def test_continue_extends_a_finished_run_from_its_last_epoch(tmp_path, capsys):
     # Not more epochs than trained: a one-line error.
     assert classifier.main(["train", "--continue", "--output-dir", str(run), "--epochs", "3"]) == 2
     assert "has trained 3 epoch(s); --continue needs `epochs` above that" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )

@@ -1,6 +1,7 @@
 """Command-line mistakes (issue 31): each is one line on stderr naming the option, the
 value and what it must be, exit status 2, with no TensorFlow start-up lines before it in
 a fresh process; flags are never abbreviated; a command lists only its own options."""
+
 import os
 import subprocess
 import sys
@@ -17,20 +18,33 @@ def _fresh(*args):
     TF_CPP_MIN_LOG_LEVEL set (the recipes set it), PYTHONPATH at this checkout."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = REPO
-    done = subprocess.run([sys.executable, "-m", "recipes.classifier", *args], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "recipes.classifier", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--dropout", "1.5"], "argument --dropout: must be a number in [0, 1) (a rate), got 1.5"),
-    (["--bucket-boundaries", "[10, x]"],
-     "argument --bucket-boundaries: must be a list of increasing integers >= 1, e.g. "
-     "[10, 20, 30] ([] for plain batching), got [10, x]"),
-    (["--learning-rate", "-1"],
-     "argument --learning-rate: must be a number > 0 (a learning rate, e.g. 0.001), got -1"),
-    (["--epoch", "1"], "unrecognized arguments: --epoch 1"),  # not taken as --epochs
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--dropout", "1.5"], "argument --dropout: must be a number in [0, 1) (a rate), got 1.5"),
+        (
+            ["--bucket-boundaries", "[10, x]"],
+            "argument --bucket-boundaries: must be a list of increasing integers >= 1, e.g. "
+            "[10, 20, 30] ([] for plain batching), got [10, x]",
+        ),
+        (
+            ["--learning-rate", "-1"],
+            "argument --learning-rate: must be a number > 0 (a learning rate, e.g. 0.001), got -1",
+        ),
+        (["--epoch", "1"], "unrecognized arguments: --epoch 1"),  # not taken as --epochs
+    ],
+)
 def test_a_cli_mistake_is_one_line_with_exit_status_2_in_a_fresh_process(args, expected):
     code, out, err = _fresh("train", "--train", "data.tsv", *args)
     assert code == 2, err
@@ -54,16 +68,19 @@ def _error(capsys, recipe, *args):
     return err
 
 
-@pytest.mark.parametrize("flag, value, must", [
-    ("--epochs", "0", "must be an integer >= 1"),
-    ("--batch-size", "2.5", "must be of type int (like its default 32), got 2.5"),
-    ("--valid-fraction", "1", "must be a number in [0, 1)"),
-    ("--embedding-dropout", "-0.1", "must be a number in [0, 1)"),
-    ("--clipnorm", "-1", "must be a number >= 0"),
-    ("--units", "many", "must be of type int (like its default 128), got 'many'"),
-    ("--pooling", "sum", "invalid choice 'sum' (choose from last, mean, max)"),
-    ("--embedding-dim", "0", "must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "flag, value, must",
+    [
+        ("--epochs", "0", "must be an integer >= 1"),
+        ("--batch-size", "2.5", "must be of type int (like its default 32), got 2.5"),
+        ("--valid-fraction", "1", "must be a number in [0, 1)"),
+        ("--embedding-dropout", "-0.1", "must be a number in [0, 1)"),
+        ("--clipnorm", "-1", "must be a number >= 0"),
+        ("--units", "many", "must be of type int (like its default 128), got 'many'"),
+        ("--pooling", "sum", "invalid choice 'sum' (choose from last, mean, max)"),
+        ("--embedding-dim", "0", "must be an integer >= 1"),
+    ],
+)
 def test_numeric_options_are_range_checked_at_parse_time(capsys, flag, value, must):
     err = _error(capsys, classifier, "train", flag, value)
     assert f"argument {flag}: {must}" in err, err
@@ -71,11 +88,17 @@ def test_numeric_options_are_range_checked_at_parse_time(capsys, flag, value, mu
 
 def test_a_size_whose_default_is_zero_takes_zero_and_nothing_below(capsys):
     # The language model's embedding_dim 0 means "the same as units".
-    assert common.check_of("embedding_dim", language_model.OPTIONS["embedding_dim"]).problem(0) is None
+    assert (
+        common.check_of("embedding_dim", language_model.OPTIONS["embedding_dim"]).problem(0) is None
+    )
     err = _error(capsys, language_model, "train", "--embedding-dim", "-1")
     assert "argument --embedding-dim: must be an integer >= 0" in err
-    for flag, value in (("--top-p", "1.5"), ("--temperature", "0"), ("--beam-size", "0"),
-                        ("--lr-decay", "0")):
+    for flag, value in (
+        ("--top-p", "1.5"),
+        ("--temperature", "0"),
+        ("--beam-size", "0"),
+        ("--lr-decay", "0"),
+    ):
         assert f"argument {flag}:" in _error(capsys, language_model, "train", flag, value)
 
 
@@ -83,7 +106,8 @@ def test_every_numeric_option_of_every_recipe_has_a_range():
     for recipe in cli_docs.recipes():
         for key, option in recipe.options.items():
             numeric = isinstance(option.default, (int, float)) and not isinstance(
-                option.default, bool)
+                option.default, bool
+            )
             if numeric or isinstance(option.default, list) and key != "train":
                 check = common.check_of(key, option)
                 assert check is not None, (recipe.name, key)
@@ -95,8 +119,10 @@ def test_a_config_file_value_out_of_range_is_a_one_line_error(tmp_path, capsys):
     config.write_text("dropout: 1.5\n")
     assert classifier.main(["train", "--config", str(config)]) == 2
     err = capsys.readouterr().err
-    assert err == "recipes.classifier train: error: `dropout` must be a number in [0, 1) " \
-                  "(a rate), got 1.5.\n"
+    assert (
+        err == "recipes.classifier train: error: `dropout` must be a number in [0, 1) "
+        "(a rate), got 1.5.\n"
+    )
 
 
 def test_no_flag_is_abbreviated(capsys):

@@ -1,4 +1,5 @@
 """recipes.common: configuration, model parts, metrics."""
+
 import json
 
 import keras
@@ -7,16 +8,21 @@ import pytest
 
 from recipes import common
 
-DEFAULTS = {"units": 8, "rate": 0.1, "cell": "lstm", "flag": False, "sizes": [1, 2],
-            "extra": None}
+DEFAULTS = {"units": 8, "rate": 0.1, "cell": "lstm", "flag": False, "sizes": [1, 2], "extra": None}
 
 
 def test_config_layers_and_types(tmp_path):
     yaml_file = tmp_path / "c.yaml"
     yaml_file.write_text("units: 16\nrate: 1\nsizes: [3, 4]\nextra: {a: 1}\n")
     config = common.load_config(DEFAULTS, yaml_file, {"units": "32", "flag": "true"})
-    assert config == {"units": 32, "rate": 1.0, "cell": "lstm", "flag": True,
-                      "sizes": [3, 4], "extra": {"a": 1}}
+    assert config == {
+        "units": 32,
+        "rate": 1.0,
+        "cell": "lstm",
+        "flag": True,
+        "sizes": [3, 4],
+        "extra": {"a": 1},
+    }
     json_file = tmp_path / "c.json"
     json_file.write_text(json.dumps({"cell": "gru"}))
     assert common.load_config(DEFAULTS, json_file)["cell"] == "gru"
@@ -26,8 +32,11 @@ def test_config_layers_and_types(tmp_path):
 def test_config_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("units: 4\nunits_typo: 3\n")
-    with pytest.raises(common.ConfigError, match=r"unknown config key\(s\) \['units_typo'\]"
-                       r" in .*bad.yaml; valid keys: \['cell', 'extra'"):
+    with pytest.raises(
+        common.ConfigError,
+        match=r"unknown config key\(s\) \['units_typo'\]"
+        r" in .*bad.yaml; valid keys: \['cell', 'extra'",
+    ):
         common.load_config(DEFAULTS, bad)
     with pytest.raises(common.ConfigError, match="'units' must be of type int"):
         common.load_config(DEFAULTS, overrides={"units": "many"})
@@ -69,6 +78,9 @@ def test_per_class_scores_and_label_check():
     assert scores["a"] == {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "support": 2}
     assert scores["b"]["precision"] == pytest.approx(2 / 3) and scores["b"]["recall"] == 1
     assert scores["d"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
-    with pytest.raises(common.RecipeError, match=r"label set mismatch: the test data has "
-                       r"label\(s\) \['z'\]"):
+    with pytest.raises(
+        common.RecipeError,
+        match=r"label set mismatch: the test data has "
+        r"label\(s\) \['z'\]",
+    ):
         common.check_labels(["a", "b"], ["a", "z"], "test")

@@ -1,6 +1,7 @@
 """Crash safety: a recipe training killed with SIGKILL (also inside a checkpoint write)
 resumes from its last completed epoch when the same command is re-run, and every file it
 left is loadable."""
+
 import json
 import os
 import pathlib
@@ -54,7 +55,8 @@ def _data(folder):
     for _ in range(160):
         label = rng.choice(["pos", "neg"])
         words = [rng.choice(good if label == "pos" else bad)] + rng.choices(
-            ["film", "plot", "the", "a", "was", "very"], k=rng.randint(2, 6))
+            ["film", "plot", "the", "a", "was", "very"], k=rng.randint(2, 6)
+        )
         rng.shuffle(words)
         lines.append(f"{label}\t{' '.join(words)}\n")
     path = folder / "train.tsv"
@@ -64,19 +66,47 @@ def _data(folder):
 
 def _command(tmp_path, epochs):
     return [
-        "train", "--train", str(tmp_path / "train.tsv"), "--output-dir",
-        str(tmp_path / "run"), "--epochs", str(epochs), "--embedding-dim", "8",
-        "--units", "8", "--batch-size", "16", "--patience", "0", "--verbose", "2",
-        "--valid-fraction", "0.2", "--bucket-boundaries", "[]",
+        "train",
+        "--train",
+        str(tmp_path / "train.tsv"),
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--epochs",
+        str(epochs),
+        "--embedding-dim",
+        "8",
+        "--units",
+        "8",
+        "--batch-size",
+        "16",
+        "--patience",
+        "0",
+        "--verbose",
+        "2",
+        "--valid-fraction",
+        "0.2",
+        "--bucket-boundaries",
+        "[]",
     ]
 
 
 def _start(tmp_path, epochs, kill_in=None, kill_at=0):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES="", KILL_IN=kill_in or "-", KILL_AT=str(kill_at))
-    return subprocess.Popen([sys.executable, "-c", HOOK, *_command(tmp_path, epochs)],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        TF_CPP_MIN_LOG_LEVEL="3",
+        CUDA_VISIBLE_DEVICES="",
+        KILL_IN=kill_in or "-",
+        KILL_AT=str(kill_at),
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", HOOK, *_command(tmp_path, epochs)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _finish(process, timeout=120):
@@ -179,10 +209,25 @@ def test_sigkill_in_the_last_epoch_checkpoint_keeps_continue_working(tmp_path):
     code, output = _finish(_start(tmp_path, 2))
     assert code == 0 and _epochs_run(output) == [2], output
     process = subprocess.Popen(
-        [sys.executable, "-m", "recipes.classifier", "train", "--continue", "--output-dir",
-         str(run), "--epochs", "3", "--verbose", "2"], cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "recipes.classifier",
+            "train",
+            "--continue",
+            "--output-dir",
+            str(run),
+            "--epochs",
+            "3",
+            "--verbose",
+            "2",
+        ],
+        cwd=REPO,
         env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3"),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     code, output = _finish(process)
     assert code == 0 and _epochs_run(output) == [3], output
     _check_loadable(run)

@@ -1,4 +1,5 @@
 """The language-model recipe: data windows, perplexity, masking, generation, CLI."""
+
 import importlib.util
 import json
 import math
@@ -48,8 +49,11 @@ def tiny_config(tmp_path, **overrides):
     config = dict(language_model.DEFAULTS)
     config.update(TINY)
     config.update(
-        train_file=files["train"], valid_file=files["valid"], test_file=files["test"],
-        output_dir=str(tmp_path / "run"), verbose=0,
+        train_file=files["train"],
+        valid_file=files["valid"],
+        test_file=files["test"],
+        output_dir=str(tmp_path / "run"),
+        verbose=0,
     )
     config.update(overrides)
     return config
@@ -64,7 +68,9 @@ def test_stream_windows_layout_and_errors():
     row1 = np.concatenate([y[1], y[3], y[5]])
     assert np.concatenate([row0, row1])[:23].tolist() == stream.tolist()
     assert (np.concatenate([row0, row1])[23:] == 0).all()
-    inputs = np.concatenate([np.concatenate([x[0], x[2], x[4]]), np.concatenate([x[1], x[3], x[5]])])
+    inputs = np.concatenate(
+        [np.concatenate([x[0], x[2], x[4]]), np.concatenate([x[1], x[3], x[5]])]
+    )
     assert inputs[0] == END_ID and inputs[1:23].tolist() == stream[:-1].tolist()
     with pytest.raises(ValueError, match=r"a batch_size x steps = 4 x 20 window .* only 23 tokens"):
         lm_data.stream_windows(stream, batch_size=4, steps=20)
@@ -134,14 +140,24 @@ def test_perplexity_is_exp_mean_nll_and_padding_counts_nothing(tmp_path):
     logits = np.random.default_rng(0).normal(size=(1, 4, len(vocabulary))).astype("float32")
     changed = logits.copy()
     changed[0, 2:] += 100.0
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(loss(y, logits)),
-                               keras.ops.convert_to_numpy(loss(y, changed)))
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(loss(y, logits)), keras.ops.convert_to_numpy(loss(y, changed))
+    )
 
 
 def test_sentence_mode_learns_and_sampling_is_seeded(tmp_path):
-    config = tiny_config(tmp_path, batching="sentences", optimizer="adam", learning_rate=0.02,
-                         loss_reduction="mean", epochs=12, cell="gru", tie_embeddings=True,
-                         batch_size=16, lr_decay_after=12)  # a constant rate
+    config = tiny_config(
+        tmp_path,
+        batching="sentences",
+        optimizer="adam",
+        learning_rate=0.02,
+        loss_reduction="mean",
+        epochs=12,
+        cell="gru",
+        tie_embeddings=True,
+        batch_size=16,
+        lr_decay_after=12,
+    )  # a constant rate
     results = language_model.train(config)
     # From 13 (uniform) to near 1.297: learned well enough to generate the grammar.
     assert results["valid"]["perplexity"] < 1.4
@@ -167,10 +183,30 @@ def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
     out, saved = str(tmp_path / "run"), str(tmp_path / "saved")
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     flags = [
-        "--output-dir", out, "--train-file", files["train"], "--valid-file", files["valid"],
-        "--test-file", files["test"], "--units", "24", "--num-layers", "1", "--steps", "7",
-        "--batch-size", "8", "--epochs", "4", "--lr-decay-after", "10", "--verbose", "0",
-        "--gen-length", "8",
+        "--output-dir",
+        out,
+        "--train-file",
+        files["train"],
+        "--valid-file",
+        files["valid"],
+        "--test-file",
+        files["test"],
+        "--units",
+        "24",
+        "--num-layers",
+        "1",
+        "--steps",
+        "7",
+        "--batch-size",
+        "8",
+        "--epochs",
+        "4",
+        "--lr-decay-after",
+        "10",
+        "--verbose",
+        "0",
+        "--gen-length",
+        "8",
     ]
     script = (
         "import sys; from recipes import language_model as lm\n"
@@ -180,10 +216,16 @@ def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
         f"assert lm.main(['generate', '--output-dir', {out!r}, '--method', 'beam', 'the cat', "
         "'qqq zzz']) == 0\n"
     )
-    run = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
-    generated = json.loads(run.stdout[run.stdout.rindex("[\n"):])
+    generated = json.loads(run.stdout[run.stdout.rindex("[\n") :])
     assert generated[1]["unknown_prompt_tokens"] == 2
     # The continuation holds an [UNK]: the export below must not cut it there.
     assert "[UNK]" in generated[0]["continuation"].split(), generated
@@ -197,8 +239,14 @@ def test_cli_train_export_and_generate_in_a_fresh_process(tmp_path):
         "print(json.dumps([s.decode() for s in out['continuation'].numpy()]))\n"
         "assert 'kerasrnn' not in sys.modules\n"
     )
-    run = subprocess.run([sys.executable, "-c", serve], env=env, cwd=str(tmp_path),
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", serve],
+        env=env,
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     continuations = json.loads(run.stdout.strip().splitlines()[-1])
     # The graph (tokenise, prompt pass, beam search, detokenise) gives what the Python
@@ -226,8 +274,18 @@ def _cli(capsys, *argv):
 
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     files = write_corpus(str(tmp_path), lines_per_split=(10, 3, 3))
-    flags = ["--output-dir", tmp_path / "run", "--train-file", files["train"],
-             "--valid-file", files["valid"], "--test-file", files["test"], "--verbose", "0"]
+    flags = [
+        "--output-dir",
+        tmp_path / "run",
+        "--train-file",
+        files["train"],
+        "--valid-file",
+        files["valid"],
+        "--test-file",
+        files["test"],
+        "--verbose",
+        "0",
+    ]
     # 10 lines x 8 tokens = 80 tokens: 20 per row of a batch of 4, fewer than 30 steps.
     code, _, err = _cli(capsys, "train", *flags, "--batch-size", "4", "--steps", "30")
     assert code == 2 and "Traceback" not in err, err
@@ -251,20 +309,26 @@ def test_zaremba_configs_are_valid_and_match_the_benchmark(size, shared_data):
     from recipes.common import load_config
 
     # load_config rejects an unknown key or a value of the wrong type.
-    config = load_config(language_model.DEFAULTS,
-                         os.path.join(REPO, "recipes", "configs", f"zaremba_{size}.yaml"))
+    config = load_config(
+        language_model.DEFAULTS, os.path.join(REPO, "recipes", "configs", f"zaremba_{size}.yaml")
+    )
     for key, value in _bench_sizes()[size].items():  # Zaremba et al.'s settings
         assert config[key] == value, key
     assert (config["cell"], config["num_layers"], config["batch_size"]) == ("lstm", 2, 20)
-    assert (config["batching"], config["optimizer"], config["learning_rate"]) == ("stream", "sgd", 1.0)
+    assert (config["batching"], config["optimizer"], config["learning_rate"]) == (
+        "stream",
+        "sgd",
+        1.0,
+    )
     # The data are the PTB corpus of kerasrnn.datasets (the tests' KERASRNN_DATA is the
     # shared data folder, whose copy is gzip-compressed).
     from kerasrnn.datasets import resolve
 
     for split in ("train", "valid", "test"):
         assert config[f"{split}_file"] == f"corpus:ptb/ptb.{split}.txt"
-        assert os.path.samefile(resolve(config[f"{split}_file"]),
-                                shared_data("ptb", f"ptb.{split}.txt.gz"))
+        assert os.path.samefile(
+            resolve(config[f"{split}_file"]), shared_data("ptb", f"ptb.{split}.txt.gz")
+        )
 
 
 class _Interrupt(keras.callbacks.Callback):
@@ -276,8 +340,9 @@ class _Interrupt(keras.callbacks.Callback):
 def test_resume_keeps_earlier_epochs_and_the_best_score(tmp_path):
     # lr 1 -> 30 at epoch 2 wrecks the model: its weights must not replace epoch 1's as
     # the best, though the resumed process never saw epoch 1's score.
-    config = tiny_config(tmp_path, epochs=2, lr_decay=30.0, lr_decay_after=1,
-                         num_layers=1, batch_size=8)
+    config = tiny_config(
+        tmp_path, epochs=2, lr_decay=30.0, lr_decay_after=1, num_layers=1, batch_size=8
+    )
     with pytest.raises(KeyboardInterrupt):
         language_model.train(config, callbacks=[_Interrupt()])
     interrupted = json.load(open(tmp_path / "run" / "backup" / "epochs.json"))["rows"]
@@ -295,10 +360,31 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
     files = write_corpus(str(tmp_path), lines_per_split=(40, 6, 6))
     out = tmp_path / "run"
     code, stdout, _ = _cli(
-        capsys, "train", "--output-dir", out, "--train-file", files["train"],
-        "--valid-file", files["valid"], "--test-file", files["test"], "--level", "char",
-        "--units", "8", "--num-layers", "1", "--batch-size", "4", "--steps", "10",
-        "--epochs", "2", "--verbose", "0")
+        capsys,
+        "train",
+        "--output-dir",
+        out,
+        "--train-file",
+        files["train"],
+        "--valid-file",
+        files["valid"],
+        "--test-file",
+        files["test"],
+        "--level",
+        "char",
+        "--units",
+        "8",
+        "--num-layers",
+        "1",
+        "--batch-size",
+        "4",
+        "--steps",
+        "10",
+        "--epochs",
+        "2",
+        "--verbose",
+        "0",
+    )
     assert code == 0
     trained = json.loads(stdout)  # stdout holds the result alone (logs go to stderr)
     code, stdout, _ = _cli(capsys, "evaluate", "--output-dir", out, "--split", "test")
@@ -319,7 +405,8 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
     assert 0 < trained["train_seconds"] <= trained["wall_seconds"] - evaluation
     stream_tokens = sum(len(line) + 1 for line in open(files["train"]).read().splitlines())
     assert trained["tokens_per_second"] == pytest.approx(
-        stream_tokens * len(rows) / trained["train_seconds"])
+        stream_tokens * len(rows) / trained["train_seconds"]
+    )
 
 
 def test_mirrored_strategy_trains_per_sentence_batches(tmp_path):
@@ -327,14 +414,46 @@ def test_mirrored_strategy_trains_per_sentence_batches(tmp_path):
     # --strategy mirrored needs a fresh process: it splits the CPU in two devices
     # before TensorFlow initialises them.
     run = subprocess.run(
-        [sys.executable, "-m", "recipes.language_model", "train", "--output-dir",
-         str(tmp_path / "run"), "--train-file", files["train"], "--valid-file", files["valid"],
-         "--test-file", files["test"], "--batching", "sentences", "--strategy", "mirrored",
-         "--units", "8", "--num-layers", "1", "--batch-size", "8", "--epochs", "2",
-         "--optimizer", "adam", "--learning-rate", "0.05", "--loss-reduction", "mean",
-         "--verbose", "0"],
-        env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"), cwd=REPO,
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "recipes.language_model",
+            "train",
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--train-file",
+            files["train"],
+            "--valid-file",
+            files["valid"],
+            "--test-file",
+            files["test"],
+            "--batching",
+            "sentences",
+            "--strategy",
+            "mirrored",
+            "--units",
+            "8",
+            "--num-layers",
+            "1",
+            "--batch-size",
+            "8",
+            "--epochs",
+            "2",
+            "--optimizer",
+            "adam",
+            "--learning-rate",
+            "0.05",
+            "--loss-reduction",
+            "mean",
+            "--verbose",
+            "0",
+        ],
+        env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads(run.stdout)  # stdout holds the result alone
     assert results["replicas"] == 2

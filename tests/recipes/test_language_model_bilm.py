@@ -1,6 +1,7 @@
 """The bidirectional language model (`--bidirectional`): the backward direction's data
 layout against a reference computed by hand, its contextual features, and the command
 line (train / evaluate / --continue / generate / export)."""
+
 import json
 import math
 
@@ -9,12 +10,12 @@ import pytest
 
 pytest.importorskip("tensorflow")
 import keras  # noqa: E402
+from test_language_model import tiny_config  # noqa: E402
 
 from kerasrnn.data import language_model as lm_data  # noqa: E402
 from kerasrnn.data.vocabulary import END_ID, START_ID  # noqa: E402
 from kerasrnn.layers import BiLMFeatures  # noqa: E402
 from recipes import language_model  # noqa: E402
-from test_language_model import tiny_config  # noqa: E402
 
 
 def log_softmax(logits):
@@ -41,8 +42,7 @@ def test_backward_stream_loss_equals_the_reversed_reference(tmp_path, steps):
     """The recipe's backward windows (stateful, `steps` per window) over a stream give
     the loss of running the backward stack once over the reversed stream."""
     # large initial weights: the outputs depend on the order read, clearly
-    config = tiny_config(tmp_path, bidirectional=True, batch_size=1, steps=steps,
-                         init_scale=0.8)
+    config = tiny_config(tmp_path, bidirectional=True, batch_size=1, steps=steps, init_scale=0.8)
     splits, vocabulary = language_model.load_data(config)
     model = language_model.build_model(config, len(vocabulary))
     trained = language_model.LanguageModel(model, vocabulary, config)
@@ -118,12 +118,27 @@ def test_bilm_cli_train_evaluate_continue_generate_export(tmp_path, capsys):
 
     config = tiny_config(tmp_path)
     run = ["--output-dir", config["output_dir"]]
-    flags = ["--train-file", config["train_file"], "--valid-file", config["valid_file"],
-             "--test-file", config["test_file"], "--units", "12", "--steps", "5",
-             "--batch-size", "4", "--verbose", "0", "--optimizer", "adam",
-             "--learning-rate", "0.01"]
-    code = language_model.main(["train", "--bidirectional", "true", "--epochs", "1",
-                                *flags, *run])
+    flags = [
+        "--train-file",
+        config["train_file"],
+        "--valid-file",
+        config["valid_file"],
+        "--test-file",
+        config["test_file"],
+        "--units",
+        "12",
+        "--steps",
+        "5",
+        "--batch-size",
+        "4",
+        "--verbose",
+        "0",
+        "--optimizer",
+        "adam",
+        "--learning-rate",
+        "0.01",
+    ]
+    code = language_model.main(["train", "--bidirectional", "true", "--epochs", "1", *flags, *run])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     for split in ("valid", "test"):
@@ -132,14 +147,19 @@ def test_bilm_cli_train_evaluate_continue_generate_export(tmp_path, capsys):
         both = math.exp((forward["nll"] + backward["nll"]) / 2)
         assert out[split]["perplexity"] == pytest.approx(both, rel=1e-6)
     row = out["epochs"][0]
-    assert {"valid_forward_perplexity", "valid_backward_perplexity",
-            "train_forward_perplexity", "train_backward_perplexity"} <= set(row)
+    assert {
+        "valid_forward_perplexity",
+        "valid_backward_perplexity",
+        "train_forward_perplexity",
+        "train_backward_perplexity",
+    } <= set(row)
     assert row["valid_perplexity"] == pytest.approx(out["valid"]["perplexity"], rel=1e-5)
 
     assert language_model.main(["evaluate", *run, "--split", "test"]) == 0
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["test"]["backward"]["perplexity"] == pytest.approx(
-        out["test"]["backward"]["perplexity"], rel=1e-5)
+        out["test"]["backward"]["perplexity"], rel=1e-5
+    )
 
     assert language_model.main(["train", "--continue", "--epochs", "2", *run]) == 0
     continued = json.loads(capsys.readouterr().out)
@@ -151,6 +171,7 @@ def test_bilm_cli_train_evaluate_continue_generate_export(tmp_path, capsys):
     assert language_model.main(["export", *run, "--export-dir", str(tmp_path / "saved")]) == 0
     capsys.readouterr()
     served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"](
-        prompt=tf.constant(["the"]))
+        prompt=tf.constant(["the"])
+    )
     # the forward LM generates, in Python and in the SavedModel alike
     assert served["continuation"].numpy()[0].decode() == generated[0]["continuation"]

@@ -1,5 +1,6 @@
 """The recipes' layout (issue 27): no recipe imports another, and every Keras object a
 recipe's saved model needs is registered by kerasrnn itself."""
+
 import ast
 import pathlib
 
@@ -24,8 +25,9 @@ def _imported_modules(path):
 def test_no_recipe_imports_another():
     for name in RECIPES:
         imported = _imported_modules(FOLDER / f"{name}.py")
-        others = sorted(m for m in imported
-                        if m.startswith("recipes.") and m.split(".")[1] in RECIPES)
+        others = sorted(
+            m for m in imported if m.startswith("recipes.") and m.split(".")[1] in RECIPES
+        )
         assert others == [], (name, others)
 
 
@@ -38,7 +40,10 @@ def test_every_registered_kerasrnn_object_is_kerasrnns():
     import recipes.translator  # noqa: F401
 
     registered = keras.saving.get_custom_objects()
-    foreign = {k: v.__module__ for k, v in registered.items()
-               if k.startswith("kerasrnn>") and not v.__module__.startswith("kerasrnn.")}
+    foreign = {
+        k: v.__module__
+        for k, v in registered.items()
+        if k.startswith("kerasrnn>") and not v.__module__.startswith("kerasrnn.")
+    }
     assert foreign == {}
     assert "kerasrnn>BiLMFeatures" in registered and "kerasrnn>PairFeatures" in registered

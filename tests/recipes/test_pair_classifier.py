@@ -1,5 +1,6 @@
 """recipes.pair_classifier: SICK loading, the pair features, Tai et al.'s target, both
 heads end to end from the command line (train / evaluate / predict / export), bad input."""
+
 import gzip
 import json
 
@@ -9,8 +10,22 @@ import pytest
 from kerasrnn.layers import ExpectedScore, PairFeatures
 from recipes import pair_classifier as pc
 
-TINY = ["--embedding-dim", "16", "--units", "16", "--hidden-units", "16", "--batch-size",
-        "32", "--verbose", "0", "--dropout", "0", "--embedding-dropout", "0"]
+TINY = [
+    "--embedding-dim",
+    "16",
+    "--units",
+    "16",
+    "--hidden-units",
+    "16",
+    "--batch-size",
+    "32",
+    "--verbose",
+    "0",
+    "--dropout",
+    "0",
+    "--embedding-dropout",
+    "0",
+]
 HEADER = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
 
 
@@ -32,8 +47,9 @@ def test_load_pairs_reads_the_sick_release(shared_data):
 
 def test_score_distribution_is_tai_et_al_target():
     p = pc.score_distribution([1.0, 3.2, 4.5, 5.0])
-    expected = np.array([[1, 0, 0, 0, 0], [0, 0, 0.8, 0.2, 0], [0, 0, 0, 0.5, 0.5],
-                         [0, 0, 0, 0, 1]], "float32")
+    expected = np.array(
+        [[1, 0, 0, 0, 0], [0, 0, 0.8, 0.2, 0], [0, 0, 0, 0.5, 0.5], [0, 0, 0, 0, 1]], "float32"
+    )
     np.testing.assert_allclose(p, expected, atol=1e-6)
     np.testing.assert_allclose(p @ np.arange(1, 6), [1.0, 3.2, 4.5, 5.0], rtol=1e-6)
     np.testing.assert_allclose(ExpectedScore()(p)[:, 0], [1.0, 3.2, 4.5, 5.0], rtol=1e-6)
@@ -42,8 +58,7 @@ def test_score_distribution_is_tai_et_al_target():
 def test_pair_features_are_infersent_features():
     u = np.array([[1.0, -2.0]], "float32")
     v = np.array([[3.0, 0.5]], "float32")
-    np.testing.assert_allclose(PairFeatures()([u, v]),
-                               [[1, -2, 3, 0.5, 2, 2.5, 3, -1]])
+    np.testing.assert_allclose(PairFeatures()([u, v]), [[1, -2, 3, 0.5, 2, 2.5, 3, -1]])
 
 
 def test_relatedness_scores_match_numpy():
@@ -56,19 +71,39 @@ def test_relatedness_scores_match_numpy():
     np.testing.assert_allclose(scores["mse"], np.mean((gold - pred) ** 2))
 
 
-@pytest.mark.parametrize("task,extra", [
-    ("entailment", []),
-    ("relatedness", ["--relatedness-target", "distribution", "--pooling", "mean"]),
-])
+@pytest.mark.parametrize(
+    "task,extra",
+    [
+        ("entailment", []),
+        ("relatedness", ["--relatedness-target", "distribution", "--pooling", "mean"]),
+    ],
+)
 def test_command_line_end_to_end(task, extra, tmp_path, capsys, shared_data):
     import tensorflow as tf
 
     train = sick_slice(shared_data, tmp_path, "train.txt", 0, 300)
     test = sick_slice(shared_data, tmp_path, "test.txt", 300, 400)
     run = ["--output-dir", str(tmp_path / "run")]
-    code = pc.main(["train", "--train", str(train), "--valid", str(train), "--test",
-                    str(test), "--task", task, "--epochs", "6", "--learning-rate", "0.01",
-                    *extra, *TINY, *run])
+    code = pc.main(
+        [
+            "train",
+            "--train",
+            str(train),
+            "--valid",
+            str(train),
+            "--test",
+            str(test),
+            "--task",
+            task,
+            "--epochs",
+            "6",
+            "--learning-rate",
+            "0.01",
+            *extra,
+            *TINY,
+            *run,
+        ]
+    )
     assert code == 0
     results = json.loads(capsys.readouterr().out)
     if task == "entailment":
@@ -84,8 +119,9 @@ def test_command_line_end_to_end(task, extra, tmp_path, capsys, shared_data):
     key = "accuracy" if task == "entailment" else "pearson"
     assert evaluation[key] == pytest.approx(results["test"][key], abs=1e-6)
 
-    code = pc.main(["predict", *run, "A man is playing a guitar", "A man plays a guitar",
-                    "", "A dog runs"])
+    code = pc.main(
+        ["predict", *run, "A man is playing a guitar", "A man plays a guitar", "", "A dog runs"]
+    )
     assert code == 0
     predicted = json.loads(capsys.readouterr().out)
     assert len(predicted) == 2
@@ -99,7 +135,8 @@ def test_command_line_end_to_end(task, extra, tmp_path, capsys, shared_data):
     path = json.loads(capsys.readouterr().out)["saved_model"]
     served = tf.saved_model.load(path).signatures["serving_default"](
         sentence_a=tf.constant(["A man is playing a guitar"]),
-        sentence_b=tf.constant(["A man plays a guitar"]))
+        sentence_b=tf.constant(["A man plays a guitar"]),
+    )
     if task == "entailment":
         assert served["label"].numpy()[0].decode() == predicted[0]["label"]
     else:
@@ -111,7 +148,8 @@ def test_bad_input_errors(tmp_path, capsys):
     bad.write_text(HEADER + "1\tA dog\tA cat\tfive\tNEUTRAL\n", encoding="utf-8")
     assert pc.main(["train", "--train", str(bad), "--output-dir", str(tmp_path / "r")]) == 2
     assert "bad.txt, line 2: relatedness_score must be a number, got 'five'" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     bad.write_text(HEADER + "1\tA dog\tA cat\t3.0\tMAYBE\n", encoding="utf-8")
     assert pc.main(["train", "--train", str(bad), "--output-dir", str(tmp_path / "r")]) == 2
     assert "entailment_judgment must be one of" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """recipes.tagger: BIO metrics, model parts, learning, prediction and bad input."""
+
 import json
 
 import numpy as np
@@ -6,19 +7,33 @@ import pytest
 
 from recipes import common, tagger
 
-TINY = {"embedding_dim": 16, "units": 16, "char_dim": 8, "char_units": 8,
-        "batch_size": 16, "epochs": 2, "verbose": 0, "bucket_boundaries": [10, 20]}
+TINY = {
+    "embedding_dim": 16,
+    "units": 16,
+    "char_dim": 8,
+    "char_units": 8,
+    "batch_size": 16,
+    "epochs": 2,
+    "verbose": 0,
+    "bucket_boundaries": [10, 20],
+}
 
 
 def _config(tmp_path, **overrides):
-    return common.load_config(tagger.DEFAULTS, overrides={
-        **TINY, "output_dir": str(tmp_path / "run"), **overrides})
+    return common.load_config(
+        tagger.DEFAULTS, overrides={**TINY, "output_dir": str(tmp_path / "run"), **overrides}
+    )
 
 
 def test_bio_entities_follow_conlleval():
     tags = ["B-PER", "I-PER", "O", "I-LOC", "I-LOC", "B-LOC", "I-ORG", "B-MISC"]
     assert tagger.bio_entities(tags) == {
-        (0, 2, "PER"), (3, 5, "LOC"), (5, 6, "LOC"), (6, 7, "ORG"), (7, 8, "MISC")}
+        (0, 2, "PER"),
+        (3, 5, "LOC"),
+        (5, 6, "LOC"),
+        (6, 7, "ORG"),
+        (7, 8, "MISC"),
+    }
     assert tagger.is_bio(["O", "B-X", "I-X"]) and not tagger.is_bio(["NOUN", "O"])
 
 
@@ -46,10 +61,12 @@ def test_learns_a_slice_of_ud_ewt_and_tags_unknown_words(tmp_path, shared_data):
 
     sentences, tags = load_conllu(shared_data("ud_en_ewt", "en_ewt-ud-dev.conllu.gz"))
     sentences, tags = sentences[:80], tags[:80]
-    config = _config(tmp_path, epochs=3, learning_rate=0.02, dropout=0.0,
-                     embedding_dropout=0.0, word_dropout=0.0)
-    results = tagger.train(config, {"train": (sentences, tags),
-                                    "valid": (sentences, tags), "test": None})
+    config = _config(
+        tmp_path, epochs=3, learning_rate=0.02, dropout=0.0, embedding_dropout=0.0, word_dropout=0.0
+    )
+    results = tagger.train(
+        config, {"train": (sentences, tags), "valid": (sentences, tags), "test": None}
+    )
     # 17 tags, the most frequent (NOUN) about 17% of EWT tokens; three epochs on 80
     # sentences fit most of them.
     assert results["valid"]["accuracy"] > 0.6
@@ -66,8 +83,20 @@ def test_cli_columns_bio_and_bad_input(tmp_path, capsys):
     data = tmp_path / "ner.txt"
     data.write_text(rows * 6)
     run = ["--output-dir", str(tmp_path / "run")]
-    code = tagger.main(["train", "--train", str(data), "--valid", str(data),
-                        "--config", str(_yaml(tmp_path)), "--epochs", "1", *run])
+    code = tagger.main(
+        [
+            "train",
+            "--train",
+            str(data),
+            "--valid",
+            str(data),
+            "--config",
+            str(_yaml(tmp_path)),
+            "--epochs",
+            "1",
+            *run,
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     assert set(json.loads(out)["valid"]["entities"]) >= {"precision", "recall", "f1"}

@@ -1,14 +1,34 @@
 """recipes.tagger --crf: a CRF output layer trained end to end on a slice of UD EWT,
 with Viterbi decoding in predict, evaluate and the exported SavedModel."""
+
 import json
 
 import numpy as np
 
 from recipes import tagger
 
-TINY = ["--embedding-dim", "16", "--units", "16", "--char-dim", "8", "--char-units", "8",
-        "--batch-size", "16", "--verbose", "0", "--bucket-boundaries", "[10, 20]",
-        "--dropout", "0", "--embedding-dropout", "0", "--word-dropout", "0"]
+TINY = [
+    "--embedding-dim",
+    "16",
+    "--units",
+    "16",
+    "--char-dim",
+    "8",
+    "--char-units",
+    "8",
+    "--batch-size",
+    "16",
+    "--verbose",
+    "0",
+    "--bucket-boundaries",
+    "[10, 20]",
+    "--dropout",
+    "0",
+    "--embedding-dropout",
+    "0",
+    "--word-dropout",
+    "0",
+]
 
 
 def write_conllu(path, sentences, tags):
@@ -30,9 +50,25 @@ def test_crf_tagger_command_line_end_to_end(tmp_path, capsys, shared_data):
     write_conllu(train, sentences[:80], tags[:80])
     write_conllu(test, sentences[80:110], tags[80:110])
     run = ["--output-dir", str(tmp_path / "run")]
-    code = tagger.main(["train", "--train", str(train), "--valid", str(train), "--test",
-                        str(test), "--crf", "true", "--epochs", "3", "--learning-rate",
-                        "0.02", *TINY, *run])
+    code = tagger.main(
+        [
+            "train",
+            "--train",
+            str(train),
+            "--valid",
+            str(train),
+            "--test",
+            str(test),
+            "--crf",
+            "true",
+            "--epochs",
+            "3",
+            "--learning-rate",
+            "0.02",
+            *TINY,
+            *run,
+        ]
+    )
     assert code == 0
     results = json.loads(capsys.readouterr().out)
     assert results["valid"]["accuracy"] > 0.6  # 17 tags; most frequent about 17%
@@ -59,10 +95,10 @@ def test_crf_tagger_command_line_end_to_end(tmp_path, capsys, shared_data):
     chars = np.zeros((2, width, max(len(c) for s in inputs["char_ids"] for c in s)), int)
     for i, sentence in enumerate(inputs["char_ids"]):
         for j, c in enumerate(sentence):
-            chars[i, j, :len(c)] = c
+            chars[i, j, : len(c)] = c
     potentials = model.model({"word_ids": words, "char_ids": chars})
     best = np.asarray(crf_decode(potentials, words > 0)[0])
-    expected = [[model.tags[k] for k in best[i, :len(s)]] for i, s in enumerate(batch)]
+    expected = [[model.tags[k] for k in best[i, : len(s)]] for i, s in enumerate(batch)]
     assert [p["tags"] for p in model.predict(batch)] == expected
 
     code = tagger.main(["export", *run])

@@ -1,6 +1,7 @@
 """recipes.tagger for named entities on a CoNLL-2003 slice: BIOES training with CRF
 constraints, predictions and scores in the file's BIO, entity F1 equal to seqeval's,
 entity spans from predict and the SavedModel, and the bad-input lines."""
+
 import gzip
 import json
 
@@ -11,9 +12,24 @@ from kerasrnn.layers import check_tags, convert_tags
 from kerasrnn.metrics import entity_spans
 from recipes import tagger
 
-TINY = ["--embedding-dim", "16", "--units", "16", "--char-dim", "8", "--char-units", "8",
-        "--batch-size", "16", "--verbose", "0", "--bucket-boundaries", "[10, 20]",
-        "--format", "columns"]
+TINY = [
+    "--embedding-dim",
+    "16",
+    "--units",
+    "16",
+    "--char-dim",
+    "8",
+    "--char-units",
+    "8",
+    "--batch-size",
+    "16",
+    "--verbose",
+    "0",
+    "--bucket-boundaries",
+    "[10, 20]",
+    "--format",
+    "columns",
+]
 
 
 def conll_slice(path, source, sentences, convert=None):
@@ -45,9 +61,27 @@ def test_bioes_constrained_crf_end_to_end(tmp_path, capsys, shared_data):
     train = conll_slice(tmp_path / "train.txt", shared_data("conll2003", "train.txt.gz"), 150)
     test = conll_slice(tmp_path / "test.txt", shared_data("conll2003", "valid.txt.gz"), 60)
     run = ["--output-dir", str(tmp_path / "run")]
-    code = tagger.main(["train", "--train", str(train), "--valid", str(train), "--test",
-                        str(test), "--crf", "true", "--tag-scheme", "bioes", "--epochs", "3",
-                        "--learning-rate", "0.02", *TINY, *run])
+    code = tagger.main(
+        [
+            "train",
+            "--train",
+            str(train),
+            "--valid",
+            str(train),
+            "--test",
+            str(test),
+            "--crf",
+            "true",
+            "--tag-scheme",
+            "bioes",
+            "--epochs",
+            "3",
+            "--learning-rate",
+            "0.02",
+            *TINY,
+            *run,
+        ]
+    )
     assert code == 0
     results = json.loads(capsys.readouterr().out)
     assert results["tag_schemes"] == ["BIO", "BIOES"]
@@ -56,7 +90,8 @@ def test_bioes_constrained_crf_end_to_end(tmp_path, capsys, shared_data):
     assert set(entities["per_type"]) <= {"PER", "ORG", "LOC", "MISC"}
     assert {"precision", "recall", "f1"} <= set(entities["per_type"]["PER"])
     assert set(results["test"]["per_tag"]) <= {"O"} | {
-        f"{p}-{k}" for p in "BI" for k in ("PER", "ORG", "LOC", "MISC")}
+        f"{p}-{k}" for p in "BI" for k in ("PER", "ORG", "LOC", "MISC")
+    }
 
     config = tagger.common.saved_config(tagger.DEFAULTS, str(tmp_path / "run"))
     model = tagger.Tagger.from_run(config)
@@ -70,10 +105,12 @@ def test_bioes_constrained_crf_end_to_end(tmp_path, capsys, shared_data):
     assert any(t != "O" for s in predicted for t in s)
     np.testing.assert_allclose(entities["f1"], seqeval.f1_score(gold, predicted), atol=1e-9)
     for sentence, row in zip(sentences, rows):
-        assert [(e["start"], e["end"], e["type"]) for e in row["entities"]] == \
-            entity_spans(row["tags"])
+        assert [(e["start"], e["end"], e["type"]) for e in row["entities"]] == entity_spans(
+            row["tags"]
+        )
         assert [e["text"] for e in row["entities"]] == [
-            " ".join(sentence[e["start"]:e["end"]]) for e in row["entities"]]
+            " ".join(sentence[e["start"] : e["end"]]) for e in row["entities"]
+        ]
 
     code = tagger.main(["predict", *run, " ".join(sentences[0]), ""])
     assert code == 0
@@ -87,7 +124,7 @@ def test_bioes_constrained_crf_end_to_end(tmp_path, capsys, shared_data):
     for i, row in enumerate(rows[:8]):
         starts = [int(s) for s in out["entity_start"].numpy()[i] if s >= 0]
         assert starts == [e["start"] for e in row["entities"]]
-        texts = [t.decode() for t in out["entity_text"].numpy()[i][:len(starts)]]
+        texts = [t.decode() for t in out["entity_text"].numpy()[i][: len(starts)]]
         assert texts == [e["text"] for e in row["entities"]]
 
 
@@ -95,31 +132,46 @@ def test_entity_outputs_read_spans_as_conlleval():
     """The serving graph's spans against entity_spans on hand-made, also ill-formed, tags."""
     import tensorflow as tf
 
-    tags = [["B-PER", "I-PER", "O", "I-LOC", "B-LOC"], ["I-ORG", "B-MISC", "I-MISC", "", ""],
-            ["O", "O", "O", "O", "O"], ["S-LOC", "B-PER", "E-PER", "E-PER", "I-ORG"]]
+    tags = [
+        ["B-PER", "I-PER", "O", "I-LOC", "B-LOC"],
+        ["I-ORG", "B-MISC", "I-MISC", "", ""],
+        ["O", "O", "O", "O", "O"],
+        ["S-LOC", "B-PER", "E-PER", "E-PER", "I-ORG"],
+    ]
     tokens = [[f"w{i}{j}" if t else "" for j, t in enumerate(s)] for i, s in enumerate(tags)]
     out = tagger.entity_outputs(tf.constant(tokens), tf.constant(tags))
     for i, sentence in enumerate(tags):
         expected = entity_spans([t for t in sentence if t])
-        got = [(int(s), int(e), k.decode()) for s, e, k in zip(
-            out["entity_start"].numpy()[i], out["entity_end"].numpy()[i],
-            out["entity_type"].numpy()[i]) if s >= 0]
+        got = [
+            (int(s), int(e), k.decode())
+            for s, e, k in zip(
+                out["entity_start"].numpy()[i],
+                out["entity_end"].numpy()[i],
+                out["entity_type"].numpy()[i],
+            )
+            if s >= 0
+        ]
         assert got == expected
-        texts = [t.decode() for t in out["entity_text"].numpy()[i][:len(got)]]
+        texts = [t.decode() for t in out["entity_text"].numpy()[i][: len(got)]]
         assert texts == [" ".join(tokens[i][s:e]) for s, e, _ in expected]
 
 
 def test_bad_scheme_input_is_one_line(tmp_path, capsys, shared_data):
-    iob1 = conll_slice(tmp_path / "iob1.txt", shared_data("conll2003", "train.txt.gz"), 30,
-                       lambda tags: convert_tags(tags, "IOB1"))
+    iob1 = conll_slice(
+        tmp_path / "iob1.txt",
+        shared_data("conll2003", "train.txt.gz"),
+        30,
+        lambda tags: convert_tags(tags, "IOB1"),
+    )
     run = ["--output-dir", str(tmp_path / "run"), "--epochs", "1", *TINY]
     code = tagger.main(["train", "--train", str(iob1), "--tag-scheme", "bio", *run])
     err = capsys.readouterr().err
     assert code == 2 and "--tag-scheme bio: train: sentence" in err and "IOB1" in err
     pos = tmp_path / "pos.txt"
     pos.write_text("The DET\ncat NOUN\n\n" * 4)
-    code = tagger.main(["train", "--train", str(pos), "--crf", "true",
-                        "--crf-constraints", "true", *run])
+    code = tagger.main(
+        ["train", "--train", str(pos), "--crf", "true", "--crf-constraints", "true", *run]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--crf-constraints true needs entity tags" in err
 

@@ -2,6 +2,7 @@
 
 TensorFlow-specific (tf.data, tf.strings, SavedModel): not run on JAX.
 """
+
 import contextlib
 import gzip
 import io
@@ -19,8 +20,7 @@ ENV = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
 
 
 def _run(args, cwd=REPO, timeout=300):
-    done = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -62,22 +62,26 @@ def _split_flags(files):
 def _small_config(**overrides):
     from recipes import common, translator
 
-    return common.load_config(translator.DEFAULTS, overrides=dict(
-        dict(embedding_dim=5, encoder_units=6, decoder_units=7, attention_units=4,
-             dropout=0.0), **overrides,
-    ))
+    return common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            dict(embedding_dim=5, encoder_units=6, decoder_units=7, attention_units=4, dropout=0.0),
+            **overrides,
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- the loss
 
 
-@pytest.mark.parametrize("attention,cell,smoothing", [
-    ("bahdanau", "gru", 0.0),
-    ("luong", "lstm", 0.1),
-])
-def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
-    attention, cell, smoothing
-):
+@pytest.mark.parametrize(
+    "attention,cell,smoothing",
+    [
+        ("bahdanau", "gru", 0.0),
+        ("luong", "lstm", 0.1),
+    ],
+)
+def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(attention, cell, smoothing):
     import keras
     from keras import ops
 
@@ -85,8 +89,7 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(
     from kerasrnn.losses import SequenceCrossEntropy
     from recipes import translator
 
-    config = _small_config(attention=attention, cell=cell, num_layers=2,
-                           label_smoothing=smoothing)
+    config = _small_config(attention=attention, cell=cell, num_layers=2, label_smoothing=smoothing)
     source_vocab = Vocabulary([*Vocabulary([]).tokens, *"abcdefgh"])
     target_vocab = Vocabulary([*Vocabulary([]).tokens, *"ABCDEFGHIJ"])
     model = translator.build_model(config, len(source_vocab), len(target_vocab))
@@ -143,9 +146,7 @@ def test_scheduled_sampling_schedules():
 
     assert [p(i, "off") for i in (0, 50, 10**6)] == [0.0, 0.0, 0.0]
     assert [p(i, "constant") for i in (0, 50, 10**6)] == pytest.approx([0.4] * 3)
-    assert [p(i, "linear") for i in (0, 25, 100, 400)] == pytest.approx(
-        [0.0, 0.1, 0.4, 0.4]
-    )
+    assert [p(i, "linear") for i in (0, 25, 100, 400)] == pytest.approx([0.0, 0.1, 0.4, 0.4])
     # Bengio et al.'s inverse sigmoid eps_i = k / (k + exp(i / k)), k ln k = S = 100.
     low, high = 1.0, 100.0  # k ln k = 100, by bisection
     for _ in range(60):
@@ -208,13 +209,16 @@ def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
     for t in range(expected.shape[1] - 1):
         step_logits, new_states, _ = step(ops.convert_to_tensor(expected[:, t]), states)
         real = expected[:, t] != 0
-        states = [np.where(real[:, None], ops.convert_to_numpy(n), ops.convert_to_numpy(o))
-                  for n, o in zip(new_states, states)]
+        states = [
+            np.where(real[:, None], ops.convert_to_numpy(n), ops.convert_to_numpy(o))
+            for n, o in zip(new_states, states)
+        ]
         own = np.argmax(ops.convert_to_numpy(step_logits)[:, 1:], axis=-1) + 1
         expected[:, t + 1] = np.where(expected[:, t + 1] != 0, own, 0)
     assert (expected != x["target_in"]).any()
-    _, fed, _ = model.scheduled_sampling.decode(model.backbone, x["source"], x["target_in"],
-                                                probability=1.0)
+    _, fed, _ = model.scheduled_sampling.decode(
+        model.backbone, x["source"], x["target_in"], probability=1.0
+    )
     np.testing.assert_array_equal(ops.convert_to_numpy(fed), expected)
     own = float(loss_fn(y, model({**x, "target_in": expected}, training=False)))
     assert own != pytest.approx(teacher_forced, rel=1e-4)
@@ -222,7 +226,8 @@ def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
     # 0 < p < 1 replaces a part of them; the loss is that of the tokens fed.
     noise = tuple(np.random.default_rng(7).uniform(size=(2,) + x["target_in"].shape))
     logits_half, half, _ = model.scheduled_sampling.decode(
-        model.backbone, x["source"], x["target_in"], 0.5, noise)
+        model.backbone, x["source"], x["target_in"], 0.5, noise
+    )
     half = ops.convert_to_numpy(half)
     real = x["target_in"] != 0
     real[:, 0] = False
@@ -230,7 +235,9 @@ def test_scheduled_sampling_p0_is_teacher_forcing_p1_feeds_own_predictions():
     assert changed.any() and (half[real] == x["target_in"][real]).any()
     np.testing.assert_allclose(
         float(loss_fn(y, logits_half)),
-        float(loss_fn(y, model({**x, "target_in": half}, training=False))), rtol=1e-5)
+        float(loss_fn(y, model({**x, "target_in": half}, training=False))),
+        rtol=1e-5,
+    )
     with pytest.raises(ValueError, match="scheduled_sampling"):
         _small_config(scheduled_sampling="sometimes")
 
@@ -244,13 +251,27 @@ def test_a_run_of_the_previous_layout_says_how_to_retrain(tmp_path):
 
     with zipfile.ZipFile(tmp_path / "best.keras", "w") as archive:
         archive.writestr("metadata.json", json.dumps({"keras_version": "3.15.0"}))
-        archive.writestr("config.json", json.dumps({
-            "module": None, "class_name": "TranslatorModel",
-            "registered_name": "kerasrnn>TranslatorModel",
-            "config": {"name": "translator", "layers": [], "input_layers": [],
-                       "output_layers": []}}))
-    with pytest.raises(common.RecipeError, match=r"best.keras was saved by an earlier "
-                       r"version of this recipe \(a TranslatorModel\).* retrain it"):
+        archive.writestr(
+            "config.json",
+            json.dumps(
+                {
+                    "module": None,
+                    "class_name": "TranslatorModel",
+                    "registered_name": "kerasrnn>TranslatorModel",
+                    "config": {
+                        "name": "translator",
+                        "layers": [],
+                        "input_layers": [],
+                        "output_layers": [],
+                    },
+                }
+            ),
+        )
+    with pytest.raises(
+        common.RecipeError,
+        match=r"best.keras was saved by an earlier "
+        r"version of this recipe \(a TranslatorModel\).* retrain it",
+    ):
         translator.load_model(_small_config(output_dir=str(tmp_path)))
 
 
@@ -279,9 +300,21 @@ def test_line_count_mismatch_names_both_files_and_counts(tmp_path):
     # And the CLI reports it as a one-line error.
     target.write_text("a house\n", encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "recipes.translator", "train", "--train",
-         json.dumps([str(source), str(target)]), "--output-dir", str(tmp_path / "run")],
-        cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "recipes.translator",
+            "train",
+            "--train",
+            json.dumps([str(source), str(target)]),
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 2
     assert "3 lines" in done.stderr and "1 lines" in done.stderr
@@ -315,8 +348,7 @@ def _word_round_trip(texts):
     from kerasrnn.data.text import detokenize_graph, tokenize_texts
 
     tokens = tf.ragged.constant(tokenize_texts(texts, "word"), dtype=tf.string)
-    detokenize = tf.function(lambda t: detokenize_graph(t, "word"),
-                             autograph=False)
+    detokenize = tf.function(lambda t: detokenize_graph(t, "word"), autograph=False)
     return [t.decode("utf-8") for t in detokenize(tokens).numpy()]
 
 
@@ -350,11 +382,14 @@ def test_word_tokens_round_trip_on_multi30k(shared_data):
     assert sacrebleu.corpus_bleu(back, [lines]).score >= 99.5
 
 
-@pytest.mark.parametrize("kind,reference,lowered", [
-    ("word", "A Man's T-Shirt is Red.", "a man's t-shirt is red."),
-    # keras-hub's WordPiece case-folds: a lower-cased German target has "ss" for "ß".
-    ("wordpiece", "Die Straße ist sehr lang.", "die strasse ist sehr lang."),
-])
+@pytest.mark.parametrize(
+    "kind,reference,lowered",
+    [
+        ("word", "A Man's T-Shirt is Red.", "a man's t-shirt is red."),
+        # keras-hub's WordPiece case-folds: a lower-cased German target has "ss" for "ß".
+        ("wordpiece", "Die Straße ist sehr lang.", "die strasse ist sehr lang."),
+    ],
+)
 def test_lowercase_scores_against_lowercased_references(kind, reference, lowered):
     from recipes import translator
 
@@ -362,8 +397,7 @@ def test_lowercase_scores_against_lowercased_references(kind, reference, lowered
         # Only the scoring is under test: a stand-in that "translates" perfectly
         # into the lower-cased target.
         tr = object.__new__(translator.Translator)
-        tr.config = _small_config(lowercase=lowercase, target_tokenizer=kind,
-                                  beam_size=2)
+        tr.config = _small_config(lowercase=lowercase, target_tokenizer=kind, beam_size=2)
         tr.translate = lambda texts, beam=None: [lowered] * len(texts)
         return tr.evaluate(["x", "y"], [reference, lowered])
 
@@ -383,9 +417,23 @@ def test_lowercase_scores_against_lowercased_references(kind, reference, lowered
 def demo_run(tmp_path_factory):
     """The main job's command on a reduced budget (a few training steps)."""
     out = tmp_path_factory.mktemp("demo")
-    stdout = _cli("demo", "--examples", "640", "--test-examples", "32", "--epochs", "1",
-                  "--heatmaps", "1", "--beam-size", "2", "--verbose", "0",
-                  "--output-dir", str(out))
+    stdout = _cli(
+        "demo",
+        "--examples",
+        "640",
+        "--test-examples",
+        "32",
+        "--epochs",
+        "1",
+        "--heatmaps",
+        "1",
+        "--beam-size",
+        "2",
+        "--verbose",
+        "0",
+        "--output-dir",
+        str(out),
+    )
     return out, json.loads(stdout)
 
 
@@ -410,14 +458,42 @@ def wordpiece_run(tmp_path_factory):
     files = _date_corpus(folder, {"train": (96, 1), "valid": (16, 2)})
     out = folder / "run"
     results = _main(
-        "train", *_split_flags(files),
-        "--output-dir", str(out), "--source-tokenizer", "wordpiece",
-        "--target-tokenizer", "wordpiece", "--wordpiece-vocab-size", "60",
-        "--scheduled-sampling", "linear", "--sampling-probability", "0.5",
-        "--sampling-steps", "4", "--epochs", "2", "--batch-size", "16",
-        "--embedding-dim", "8", "--encoder-units", "8", "--decoder-units", "16",
-        "--attention-units", "8", "--bucket-boundaries", "[]", "--beam-size", "2",
-        "--max-decode-length", "8", "--verbose", "0",
+        "train",
+        *_split_flags(files),
+        "--output-dir",
+        str(out),
+        "--source-tokenizer",
+        "wordpiece",
+        "--target-tokenizer",
+        "wordpiece",
+        "--wordpiece-vocab-size",
+        "60",
+        "--scheduled-sampling",
+        "linear",
+        "--sampling-probability",
+        "0.5",
+        "--sampling-steps",
+        "4",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "16",
+        "--embedding-dim",
+        "8",
+        "--encoder-units",
+        "8",
+        "--decoder-units",
+        "16",
+        "--attention-units",
+        "8",
+        "--bucket-boundaries",
+        "[]",
+        "--beam-size",
+        "2",
+        "--max-decode-length",
+        "8",
+        "--verbose",
+        "0",
     )
     return out, results
 
@@ -450,19 +526,27 @@ print(json.dumps([t.decode("utf-8") for t in out["translation"].numpy()]))
 """
 
 
-@pytest.mark.parametrize("run,tokenizer", [
-    ("demo_run", "word"), ("wordpiece_run", "wordpiece"),
-])
+@pytest.mark.parametrize(
+    "run,tokenizer",
+    [
+        ("demo_run", "word"),
+        ("wordpiece_run", "wordpiece"),
+    ],
+)
 def test_saved_model_string_round_trip_without_kerasrnn(run, tokenizer, request, tmp_path):
     out, _ = request.getfixturevalue(run)
-    exported = _main("export", "--output-dir", str(out), "--export-dir",
-                     str(tmp_path / "exported"))["saved_model"]
+    exported = _main(
+        "export", "--output-dir", str(out), "--export-dir", str(tmp_path / "exported")
+    )["saved_model"]
     # A fresh process in a folder where kerasrnn cannot even be imported.
     env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
     done = subprocess.run(
-        [sys.executable, "-c", LOAD_WITHOUT_KERASRNN, exported,
-         json.dumps(TEXTS), tokenizer],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", LOAD_WITHOUT_KERASRNN, exported, json.dumps(TEXTS), tokenizer],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     served = json.loads(done.stdout.strip().splitlines()[-1])
@@ -476,9 +560,20 @@ def test_saved_model_string_round_trip_without_kerasrnn(run, tokenizer, request,
 def test_saved_model_cli_runs_the_signature(demo_run):
     out, summary = demo_run
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    stdout = _run([cli, "run", "--dir", summary["saved_model"], "--tag_set", "serve",
-                   "--signature_def", "translate",
-                   "--input_exprs", 'text=["1 may 2000", ""]'])
+    stdout = _run(
+        [
+            cli,
+            "run",
+            "--dir",
+            summary["saved_model"],
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "translate",
+            "--input_exprs",
+            'text=["1 may 2000", ""]',
+        ]
+    )
     assert "translation" in stdout
 
 
@@ -489,10 +584,17 @@ def test_cli_evaluate_writes_scores_and_heatmaps(demo_run, tmp_path):
     sources, targets = date_translation_task(6, seed=99)
     (tmp_path / "test.src").write_text("\n".join(sources) + "\n", encoding="utf-8")
     (tmp_path / "test.tgt").write_text("\n".join(targets) + "\n", encoding="utf-8")
-    result = json.loads(_cli(
-        "evaluate", "--output-dir", str(out), "--heatmaps", "1",
-        "--test", json.dumps([str(tmp_path / "test.src"), str(tmp_path / "test.tgt")]),
-    ))
+    result = json.loads(
+        _cli(
+            "evaluate",
+            "--output-dir",
+            str(out),
+            "--heatmaps",
+            "1",
+            "--test",
+            json.dumps([str(tmp_path / "test.src"), str(tmp_path / "test.tgt")]),
+        )
+    )
     assert result["examples"] == 6
     assert {"greedy", "beam2"} <= set(result)
     assert result["greedy"]["sentences_per_second"] > 0
@@ -514,8 +616,9 @@ def test_cli_heatmap_draws_the_alignments_beam_search_returned(demo_run, tmp_pat
     out, _ = demo_run
     chosen = ["12 march 2014", "SUNDAY, JANUARY 15TH, 2006"]
     (tmp_path / "more.txt").write_text("the 3rd of may 1999 !!\n", encoding="utf-8")
-    rows = _main("heatmap", "--output-dir", str(out), *chosen,
-                 "--input", str(tmp_path / "more.txt"))
+    rows = _main(
+        "heatmap", "--output-dir", str(out), *chosen, "--input", str(tmp_path / "more.txt")
+    )
     texts = chosen + ["the 3rd of may 1999 !!"]
     assert [row["text"] for row in rows] == texts
     # The translations are the recipe's own beam search output.
@@ -535,26 +638,31 @@ def test_cli_heatmap_draws_the_alignments_beam_search_returned(demo_run, tmp_pat
         import kerasrnn.decoding
 
         beam = kerasrnn.decoding.BeamSearch(
-            config["beam_size"], n_best=1,
-            scorer=kerasrnn.decoding.Scorer(config["length_normalization"]))
+            config["beam_size"],
+            n_best=1,
+            scorer=kerasrnn.decoding.Scorer(config["length_normalization"]),
+        )
         result = trained.model.generate(ids, beam, max_length=config["max_decode_length"])
         length = int(np.asarray(result.lengths)[0, 0])
         tokens = np.asarray(result.tokens)[0, 0, :length]
         drawn = trained.heatmap(row["text"], tmp_path / "again.png")
-        np.testing.assert_allclose(np.asarray(drawn.images[0].get_array()),
-                                   np.asarray(result.alignments)[0, 0, :length, :len(src)],
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(drawn.images[0].get_array()),
+            np.asarray(result.alignments)[0, 0, :length, : len(src)],
+            atol=1e-6,
+        )
         # Its rows are the beam output's tokens, which spell the translation.
-        assert [t.get_text() for t in drawn.get_yticklabels()] == \
-            [trained.target.vocabulary.tokens[i] for i in tokens]
+        assert [t.get_text() for t in drawn.get_yticklabels()] == [
+            trained.target.vocabulary.tokens[i] for i in tokens
+        ]
         assert [t.get_text() for t in drawn.get_xticklabels()] == src
         assert isinstance(trained.target, TextSide)
-        assert trained.target.decode_graph(tokens[None]).numpy()[0].decode() \
-            == row["translation"]
+        assert trained.target.decode_graph(tokens[None]).numpy()[0].decode() == row["translation"]
         # The command's PNG is that figure: plot_alignments' 1.5 + 0.35 inches a
         # source token by 1 + 0.3 inches an output token, at 100 dpi.
         assert _png_size(row["heatmap"]) == pytest.approx(
-            (150 + 35 * len(src), 100 + 30 * length), abs=1)
+            (150 + 35 * len(src), 100 + 30 * length), abs=1
+        )
     # No sentence is a one-line error.
     from recipes.translator import main
 
@@ -567,16 +675,36 @@ def test_mirrored_strategy_logs_the_single_device_loss(tmp_path):
     own losses are (without that it was logged, and optimised, at twice its value).
     With learning rate 0 both runs keep their identical initial weights."""
     files = _date_corpus(tmp_path, {"train": (64, 1), "valid": (32, 2)})
-    flags = [*_split_flags(files),
-             "--learning-rate", "0", "--epochs", "1", "--batch-size", "16",
-             "--embedding-dim", "8", "--encoder-units", "8", "--decoder-units", "16",
-             "--attention-units", "8", "--dropout", "0", "--bucket-boundaries", "[]",
-             "--heatmaps", "0", "--verbose", "0"]
+    flags = [
+        *_split_flags(files),
+        "--learning-rate",
+        "0",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--embedding-dim",
+        "8",
+        "--encoder-units",
+        "8",
+        "--decoder-units",
+        "16",
+        "--attention-units",
+        "8",
+        "--dropout",
+        "0",
+        "--bucket-boundaries",
+        "[]",
+        "--heatmaps",
+        "0",
+        "--verbose",
+        "0",
+    ]
     single = _main("train", "--output-dir", str(tmp_path / "one"), *flags)
-    mirrored = json.loads(_cli("train", "--output-dir", str(tmp_path / "two"),
-                               "--strategy", "mirrored", *flags))
+    mirrored = json.loads(
+        _cli("train", "--output-dir", str(tmp_path / "two"), "--strategy", "mirrored", *flags)
+    )
     assert mirrored["replicas"] == 2
     for key in ("loss", "val_loss"):
         # Replicas average their own halves of a batch, hence not exactly equal.
-        assert mirrored["history"][key][0] == pytest.approx(single["history"][key][0],
-                                                            rel=0.05)
+        assert mirrored["history"][key][0] == pytest.approx(single["history"][key][0], rel=0.05)

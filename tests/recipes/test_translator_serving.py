@@ -4,6 +4,7 @@ the exported SavedModel loaded in a process that cannot import kerasrnn.
 
 TensorFlow-specific (tf.strings, SavedModel): not run on JAX.
 """
+
 import contextlib
 import io
 import json
@@ -54,12 +55,29 @@ def run(tmp_path_factory):
     from recipes import common, translator
 
     out = tmp_path_factory.mktemp("serving") / "run"
-    config = common.load_config(translator.DEFAULTS, overrides=dict(
-        output_dir=str(out), target_tokenizer="char", lowercase=True, embedding_dim=8,
-        encoder_units=8, decoder_units=16, attention_units=8, dropout=0.0,
-        batch_size=32, epochs=1, bucket_boundaries=[], beam_size=2, n_best=K,
-        max_source_length=MAX_SOURCE, max_target_length=12, max_decode_length=8,
-        heatmaps=0, verbose=0))
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            output_dir=str(out),
+            target_tokenizer="char",
+            lowercase=True,
+            embedding_dim=8,
+            encoder_units=8,
+            decoder_units=16,
+            attention_units=8,
+            dropout=0.0,
+            batch_size=32,
+            epochs=1,
+            bucket_boundaries=[],
+            beam_size=2,
+            n_best=K,
+            max_source_length=MAX_SOURCE,
+            max_target_length=12,
+            max_decode_length=8,
+            heatmaps=0,
+            verbose=0,
+        ),
+    )
     pairs = date_translation_task(160, seed=0)
     translator.train(config, {"train": pairs, "valid": None, "test": None})
     return out
@@ -70,11 +88,17 @@ def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
 
     from recipes import common, translator
 
-    exported = _main(translator, "export", "--output-dir", str(run), "--export-dir",
-                     str(tmp_path / "sm"))["saved_model"]
-    done = subprocess.run([sys.executable, "-c", SERVE, exported, json.dumps(TEXTS)],
-                          cwd=tmp_path, env=ENV, capture_output=True, text=True,
-                          timeout=300)
+    exported = _main(
+        translator, "export", "--output-dir", str(run), "--export-dir", str(tmp_path / "sm")
+    )["saved_model"]
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE, exported, json.dumps(TEXTS)],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     served = json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -91,24 +115,26 @@ def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
     scores = np.array(served["scores"])
     assert scores.shape == (len(TEXTS), K) and np.isfinite(scores).all()
     assert (np.diff(scores[2:], axis=1) <= 1e-6).all()
-    cli = _main(translator, "translate", "--output-dir", str(run), "--n-best", str(K),
-                *TEXTS[2:])
+    cli = _main(translator, "translate", "--output-dir", str(run), "--n-best", str(K), *TEXTS[2:])
     assert [len(row["hypotheses"]) for row in cli] == [K] * 4
-    assert [[h["translation"] for h in row["hypotheses"]] for row in cli] \
-        == served["translations"][2:]
-    np.testing.assert_allclose([[h["score"] for h in row["hypotheses"]] for row in cli],
-                               scores[2:], atol=1e-5)
+    assert [[h["translation"] for h in row["hypotheses"]] for row in cli] == served["translations"][
+        2:
+    ]
+    np.testing.assert_allclose(
+        [[h["score"] for h in row["hypotheses"]] for row in cli], scores[2:], atol=1e-5
+    )
     # ... which are Seq2Seq.generate's beam-search scores on the encoded sources.
-    trained = translator.Translator.from_run(
-        common.saved_config(translator.OPTIONS, str(run), {}))
+    trained = translator.Translator.from_run(common.saved_config(translator.OPTIONS, str(run), {}))
     ids = keras.utils.pad_sequences(trained.source.encode(TEXTS[3:]), padding="post")
     import kerasrnn.decoding
 
     result = trained.model.generate(ids, kerasrnn.decoding.BeamSearch(K), max_length=8)
     np.testing.assert_allclose(scores[3:], np.asarray(result.scores), atol=1e-5)
     # translate (beam_size 2) gives the best of its own, narrower search.
-    assert served["translation"][4] == _main(
-        translator, "translate", "--output-dir", str(run), TEXTS[4])[0]["translation"]
+    assert (
+        served["translation"][4]
+        == _main(translator, "translate", "--output-dir", str(run), TEXTS[4])[0]["translation"]
+    )
 
 
 def _forced_unk_translator(replace_unk):
@@ -117,10 +143,20 @@ def _forced_unk_translator(replace_unk):
     from kerasrnn.data.text import TextSide
     from recipes import common, translator
 
-    config = common.load_config(translator.DEFAULTS, overrides=dict(
-        embedding_dim=5, encoder_units=6, decoder_units=7, attention_units=4,
-        dropout=0.0, beam_size=1, max_decode_length=4, max_source_length=5,
-        replace_unk=replace_unk))
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            embedding_dim=5,
+            encoder_units=6,
+            decoder_units=7,
+            attention_units=4,
+            dropout=0.0,
+            beam_size=1,
+            max_decode_length=4,
+            max_source_length=5,
+            replace_unk=replace_unk,
+        ),
+    )
     source = TextSide(Vocabulary([*Vocabulary([]).tokens, "ein", "Haus"]))
     target = TextSide(Vocabulary([*Vocabulary([]).tokens, "a", "house"]))
     model = translator.build_model(config, len(source.vocabulary), len(target.vocabulary))
@@ -147,8 +183,11 @@ def test_replace_unk_copies_the_most_attended_source_token(tmp_path):
     assert copying.translate([text]) == [expected]
     # The same in the SavedModel.
     path = copying.export(str(tmp_path / "sm"))
-    served = tf.saved_model.load(path).signatures["translate"](
-        text=tf.constant([text, "Zwiesel", " "]))["translation"].numpy()
+    served = (
+        tf.saved_model.load(path)
+        .signatures["translate"](text=tf.constant([text, "Zwiesel", " "]))["translation"]
+        .numpy()
+    )
     assert [t.decode() for t in served] == [expected, "Zwiesel Zwiesel Zwiesel Zwiesel", ""]
 
 
@@ -156,8 +195,9 @@ def test_readout_dtype_option_reaches_generate(monkeypatch):
     from recipes import translator
 
     exact = _forced_unk_translator(False)
-    fast = translator.Translator(exact.model, exact.source, exact.target,
-                                 dict(exact.config, readout_dtype="bfloat16"))
+    fast = translator.Translator(
+        exact.model, exact.source, exact.target, dict(exact.config, readout_dtype="bfloat16")
+    )
     seen, generate = [], exact.model.generate
 
     def recording(*args, **kwargs):

@@ -1,5 +1,6 @@
 """The bridges (kerasrnn.layers.Bridge and its kinds) against NumPy, their configs, and
 their errors; in a backbone, "zeros" against "none"."""
+
 import keras
 import numpy as np
 import pytest
@@ -31,15 +32,20 @@ def np_(x):
 
 def test_join_directions_concatenates_forward_and_backward_pairwise():
     joined = join_directions(STATES, 2)
-    np.testing.assert_array_equal(np_(joined[0]), np.concatenate([H_FW, H_BW], -1)
-                                  .astype("float32"))
-    np.testing.assert_array_equal(np_(joined[1]), np.concatenate([C_FW, C_BW], -1)
-                                  .astype("float32"))
+    np.testing.assert_array_equal(
+        np_(joined[0]), np.concatenate([H_FW, H_BW], -1).astype("float32")
+    )
+    np.testing.assert_array_equal(
+        np_(joined[1]), np.concatenate([C_FW, C_BW], -1).astype("float32")
+    )
     assert join_directions(STATES, 4) == STATES  # unidirectional: as they are
     assert join_directions([(None, 3), (None, 3), (None, 4), (None, 4)], 2) == [
-        (None, 7), (None, 7)]
-    with pytest.raises(ValueError, match="must give 2 final state.*or 4 from a "
-                                         "bidirectional encoder.*got 3"):
+        (None, 7),
+        (None, 7),
+    ]
+    with pytest.raises(
+        ValueError, match="must give 2 final state.*or 4 from a bidirectional encoder.*got 3"
+    ):
         join_directions(STATES[:3], 2)
 
 
@@ -48,8 +54,7 @@ def test_dense_bridge_matches_numpy(activation):
     layer = DenseBridge(activation=activation, state_sizes=[5, 6])
     out = [np_(s) for s in layer(STATES)]
     expected = []
-    for index, z in enumerate([np.concatenate([H_FW, H_BW], -1),
-                               np.concatenate([C_FW, C_BW], -1)]):
+    for index, z in enumerate([np.concatenate([H_FW, H_BW], -1), np.concatenate([C_FW, C_BW], -1)]):
         kernel, bias = (np_(w) for w in layer.dense[index].weights)
         s = z @ kernel + bias
         expected.append(np.tanh(s) if activation == "tanh" else s)
@@ -62,8 +67,9 @@ def test_dense_bridge_matches_numpy(activation):
 
 def test_copy_zeros_and_none():
     copied = CopyBridge(state_sizes=[7, 7])(STATES)
-    np.testing.assert_array_equal(np_(copied[1]), np.concatenate([C_FW, C_BW], -1)
-                                  .astype("float32"))
+    np.testing.assert_array_equal(
+        np_(copied[1]), np.concatenate([C_FW, C_BW], -1).astype("float32")
+    )
     zeros = ZerosBridge(state_sizes=[5])(STATES[:1])
     np.testing.assert_array_equal(np_(zeros[0]), np.zeros((2, 5), "float32"))
     assert NoBridge(state_sizes=[5])(STATES[:1]) is None
@@ -84,8 +90,11 @@ def test_get_and_config_round_trip():
     clone.set_weights(layer.get_weights())
     for got, want in zip(clone(STATES), expected):
         np.testing.assert_array_equal(np_(got), want)
-    with pytest.raises(ValueError, match=r"`bridge` must be one of \['copy', 'dense', "
-                                         r"'none', 'zeros'\].*got bridge='learned'"):
+    with pytest.raises(
+        ValueError,
+        match=r"`bridge` must be one of \['copy', 'dense', "
+        r"'none', 'zeros'\].*got bridge='learned'",
+    ):
         bridge.get("learned")
 
 
@@ -93,8 +102,11 @@ def test_state_size_errors():
     with pytest.raises(ValueError, match="does not know the decoder's state widths"):
         DenseBridge()(STATES)
     layer = DenseBridge(state_sizes=[5])
-    with pytest.raises(ValueError, match=r"made for decoder states of widths \[5\]; the "
-                                         r"decoder cell's are \[6\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"made for decoder states of widths \[5\]; the "
+        r"decoder cell's are \[6\]",
+    ):
         layer.set_state_sizes([6])
     with pytest.raises(ValueError, match="`state_sizes` must be a non-empty list"):
         DenseBridge(state_sizes=[])
@@ -115,9 +127,10 @@ def test_zeros_and_none_agree_for_a_cell_with_zero_initial_state():
 
 
 def test_a_learned_initial_state_shows_under_none_not_under_zeros():
-    """"none" starts from the cell's own initial state (here a learned one)."""
-    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(6, learn_initial_state=True),
-                                  kerasrnn.BahdanauAttention(6))
+    """ "none" starts from the cell's own initial state (here a learned one)."""
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.GRUCell(6, learn_initial_state=True), kerasrnn.BahdanauAttention(6)
+    )
     backbone = Seq2SeqBackbone(12, 10, decoder_cell=cell, bridge="none", embedding_dim=5)
     backbone.build()
     learned = np.linspace(-1, 1, 6).astype("float32")
@@ -134,10 +147,12 @@ def test_attentive_rnn_takes_a_bridge_object():
     cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(7), kerasrnn.BahdanauAttention(4))
     decoder = kerasrnn.AttentiveRNN(cell, bridge=CopyBridge())
     states = decoder.initial_state_from(STATES)
-    np.testing.assert_array_equal(np_(states[0]), np.concatenate([H_FW, H_BW], -1)
-                                  .astype("float32"))
-    np.testing.assert_array_equal(np_(states[1]), np.concatenate([C_FW, C_BW], -1)
-                                  .astype("float32"))
+    np.testing.assert_array_equal(
+        np_(states[0]), np.concatenate([H_FW, H_BW], -1).astype("float32")
+    )
+    np.testing.assert_array_equal(
+        np_(states[1]), np.concatenate([C_FW, C_BW], -1).astype("float32")
+    )
     clone = kerasrnn.AttentiveRNN.from_config(decoder.get_config())
     assert type(clone.bridge) is CopyBridge and clone.bridge.state_sizes == [7, 7]
     assert isinstance(kerasrnn.AttentiveRNN(cell, bridge=True).bridge, DenseBridge)

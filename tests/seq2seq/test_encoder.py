@@ -1,5 +1,6 @@
 """RNNStack's return_state / return_all_layers and RNNEncoder, against Keras' own LSTM
 layers with copied weights."""
+
 import keras
 import numpy as np
 import pytest
@@ -20,7 +21,8 @@ def _reference_layer(rnn, bidirectional, x, mask):
     units = 4
     if bidirectional:
         ref = keras.layers.Bidirectional(
-            keras.layers.LSTM(units, return_sequences=True, return_state=True))
+            keras.layers.LSTM(units, return_sequences=True, return_state=True)
+        )
     else:
         ref = keras.layers.LSTM(units, return_sequences=True, return_state=True)
     ref(x, mask=mask)
@@ -34,9 +36,14 @@ def test_stack_states_and_layers_match_keras_lstm(bidirectional):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(3, 6, 5)).astype("float32")
     mask = np.arange(6)[None, :] < np.array([[6], [3], [1]])
-    stack = kerasrnn.RNNStack(kerasrnn.LSTMCell(4), num_layers=2,
-                              bidirectional=bidirectional, return_sequences=True,
-                              return_state=True, return_all_layers=True)
+    stack = kerasrnn.RNNStack(
+        kerasrnn.LSTMCell(4),
+        num_layers=2,
+        bidirectional=bidirectional,
+        return_sequences=True,
+        return_state=True,
+        return_all_layers=True,
+    )
     outputs, *states = stack(x, mask=mask)
     per_layer = 4 if bidirectional else 2
     assert len(outputs) == 2 and len(states) == 2 * per_layer
@@ -45,8 +52,9 @@ def test_stack_states_and_layers_match_keras_lstm(bidirectional):
         expected, expected_states = _reference_layer(rnn, bidirectional, layer_input, mask)
         got = np_(outputs[index])
         np.testing.assert_allclose(got[mask], expected[mask], atol=1e-5)
-        for got_state, want in zip(states[index * per_layer:(index + 1) * per_layer],
-                                   expected_states):
+        for got_state, want in zip(
+            states[index * per_layer : (index + 1) * per_layer], expected_states
+        ):
             np.testing.assert_allclose(np_(got_state), want, atol=1e-5)
         layer_input = got
     # the final states are those after each row's last real step
@@ -57,9 +65,15 @@ def test_stack_states_and_layers_match_keras_lstm(bidirectional):
 
 def test_stack_state_shapes_symbolic_and_round_trip(tmp_path):
     inputs = keras.Input((None, 3))
-    stack = kerasrnn.RNNStack(kerasrnn.GRUCell(4), num_layers=3, bidirectional=True,
-                              merge_mode="sum", residual=True, return_sequences=True,
-                              return_state=True)
+    stack = kerasrnn.RNNStack(
+        kerasrnn.GRUCell(4),
+        num_layers=3,
+        bidirectional=True,
+        merge_mode="sum",
+        residual=True,
+        return_sequences=True,
+        return_state=True,
+    )
     output, *states = stack(inputs)
     assert tuple(output.shape) == (None, None, 4)
     assert [tuple(s.shape) for s in states] == [(None, 4)] * 6
@@ -80,8 +94,13 @@ def test_encoder_returns_memory_and_top_layer_states(tmp_path):
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
     encoder = RNNEncoder(kerasrnn.LSTMCell(4), num_layers=2)
     memory, states = encoder(x, mask=mask)
-    stack = kerasrnn.RNNStack(kerasrnn.LSTMCell(4), num_layers=2, bidirectional=True,
-                              return_sequences=True, return_state=True)
+    stack = kerasrnn.RNNStack(
+        kerasrnn.LSTMCell(4),
+        num_layers=2,
+        bidirectional=True,
+        return_sequences=True,
+        return_state=True,
+    )
     stack(x)
     stack.set_weights(encoder.get_weights())
     expected, *all_states = stack(x, mask=mask)

@@ -1,5 +1,6 @@
 """Seq2Seq: the teacher-forced pass against the step function, generate() against NumPy
 loops and teacher-forced log-probabilities, `.keras` round trips, options and errors."""
+
 import keras
 import numpy as np
 import pytest
@@ -19,8 +20,13 @@ def np_(x):
     return ops.convert_to_numpy(x)
 
 
-TASK_OPTIONS = ("start_id", "end_id", "max_source_length", "max_target_length",
-                "scheduled_sampling")
+TASK_OPTIONS = (
+    "start_id",
+    "end_id",
+    "max_source_length",
+    "max_target_length",
+    "scheduled_sampling",
+)
 
 
 def seq2seq(**kwargs):
@@ -30,10 +36,12 @@ def seq2seq(**kwargs):
 
 
 def luong_model(**kwargs):
-    cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(6), kerasrnn.LuongAttention("general"),
-                                  kerasrnn.RunThenAttend())
-    return seq2seq(encoder=RNNEncoder(kerasrnn.LSTMCell(3)), decoder_cell=cell,
-                   embedding_dim=5, **kwargs)
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.LSTMCell(6), kerasrnn.LuongAttention("general"), kerasrnn.RunThenAttend()
+    )
+    return seq2seq(
+        encoder=RNNEncoder(kerasrnn.LSTMCell(3)), decoder_cell=cell, embedding_dim=5, **kwargs
+    )
 
 
 def bahdanau_model(**kwargs):
@@ -72,8 +80,9 @@ def test_teacher_forced_pass_equals_the_step_function(name):
     assert (stepped[..., 0] <= -1e9).all()
     np.testing.assert_allclose(alignments[real], stepped_alignments[real], atol=1e-6)
     # padded source positions get no attention; padded target steps no alignments
-    np.testing.assert_array_equal(alignments[:, :, :][np.broadcast_to(
-        (SOURCE == 0)[:, None, :], alignments.shape)], 0.0)
+    np.testing.assert_array_equal(
+        alignments[:, :, :][np.broadcast_to((SOURCE == 0)[:, None, :], alignments.shape)], 0.0
+    )
     np.testing.assert_array_equal(alignments[~real], 0.0)
     np.testing.assert_allclose(alignments[real].sum(-1), 1.0, atol=1e-5)
 
@@ -91,8 +100,11 @@ def greedy_reference(model, source, max_length):
         logits, states, align = step(last, states)
         logits = np_(logits).astype("float64")
         assert (logits[:, model.pad_id] < -1e8).all()  # padding is never generated
-        log_p = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(
-            1, keepdims=True)) - logits.max(1, keepdims=True)
+        log_p = (
+            logits
+            - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True))
+            - logits.max(1, keepdims=True)
+        )
         best = log_p.argmax(1)
         for b in range(batch):
             if not done[b]:
@@ -169,8 +181,9 @@ def test_keras_file_round_trip_gives_identical_generation(tmp_path):
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     assert isinstance(loaded, Seq2Seq) and loaded.max_source_length == 8
-    assert loaded.optimizer is not None and isinstance(loaded.loss,
-                                                       kerasrnn.losses.SequenceCrossEntropy)
+    assert loaded.optimizer is not None and isinstance(
+        loaded.loss, kerasrnn.losses.SequenceCrossEntropy
+    )
     for strategy in ("greedy", "beam"):
         a = model.generate(SOURCE, strategy, max_length=5)
         b = loaded.generate(SOURCE, strategy, max_length=5)
@@ -182,8 +195,9 @@ def test_keras_file_round_trip_gives_identical_generation(tmp_path):
 
 
 def test_tied_embeddings_read_out_through_the_embedding_matrix():
-    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4),
-                                  projection=kerasrnn.LuongProjection(5))
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4), projection=kerasrnn.LuongProjection(5)
+    )
     model = seq2seq(decoder_cell=cell, embedding_dim=5, tie_embeddings=True)
     logits = np_(model({"source": SOURCE, "target_in": TARGET_IN}))
     assert model.backbone.readout is None
@@ -210,8 +224,9 @@ def test_fit_learns_and_compile_defaults():
     model = bahdanau_model()
     model.compile(optimizer=keras.optimizers.Adam(0.03))
     assert isinstance(model.loss, kerasrnn.losses.SequenceCrossEntropy)
-    history = model.fit({"source": SOURCE, "target_in": TARGET_IN}, TARGET_OUT,
-                        epochs=40, verbose=0)
+    history = model.fit(
+        {"source": SOURCE, "target_in": TARGET_IN}, TARGET_OUT, epochs=40, verbose=0
+    )
     assert history.history["accuracy"][-1] == 1.0
     result = model.generate(SOURCE, kerasrnn.decoding.BeamSearch(2), max_length=5)
     best = np_(result.tokens)[:, 0]
@@ -221,18 +236,28 @@ def test_fit_learns_and_compile_defaults():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda m: m.generate(np.array([5, 6, 7])),
-         r"`source` must be int ids of shape \(batch, source_length\); got shape \(3,\)"),
-        (lambda m: m.generate(np.array([[5, 60]])),
-         r"`source` holds ids outside \[0, 12\).*same vocabulary"),
-        (lambda m: m.generate(SOURCE, "nucleus"),
-         r"Unknown decoding strategy 'nucleus': use one of \['beam', 'greedy', 'sample'\]"),
-        (lambda m: m.generate(SOURCE, kerasrnn.decoding.BeamSearch(2, n_best=3)),
-         r"`n_best` must be an integer in \[1, beam_size=2\].*raise beam_size"),
+        (
+            lambda m: m.generate(np.array([5, 6, 7])),
+            r"`source` must be int ids of shape \(batch, source_length\); got shape \(3,\)",
+        ),
+        (
+            lambda m: m.generate(np.array([[5, 60]])),
+            r"`source` holds ids outside \[0, 12\).*same vocabulary",
+        ),
+        (
+            lambda m: m.generate(SOURCE, "nucleus"),
+            r"Unknown decoding strategy 'nucleus': use one of \['beam', 'greedy', 'sample'\]",
+        ),
+        (
+            lambda m: m.generate(SOURCE, kerasrnn.decoding.BeamSearch(2, n_best=3)),
+            r"`n_best` must be an integer in \[1, beam_size=2\].*raise beam_size",
+        ),
         (lambda m: m.generate(SOURCE, max_length=0), "`max_length` must be an integer >= 1"),
         (lambda m: m({"source": SOURCE, "target": TARGET_IN}), r"missing \['target_in'\]"),
-        (lambda m: m({"source": SOURCE, "target_in": TARGET_IN + 20}),
-         r"`target_in` holds ids outside \[0, 10\)"),
+        (
+            lambda m: m({"source": SOURCE, "target_in": TARGET_IN + 20}),
+            r"`target_in` holds ids outside \[0, 10\)",
+        ),
         (lambda m: m.step_fn(np.zeros(3)), "takes what `encode` returned"),
     ],
 )
@@ -250,8 +275,10 @@ def test_bad_input_errors(call, message):
         ({"bridge": "learned"}, "`bridge` must be one of"),
         ({"end_id": 10}, "`end_id`=10 is not a target id: target_vocab_size is 10"),
         ({"dropout": 1.0}, "`dropout` must be in"),
-        ({"scheduled_sampling": "linear"},
-         "`scheduled_sampling` must be None or a kerasrnn.seq2seq.ScheduledSampling"),
+        (
+            {"scheduled_sampling": "linear"},
+            "`scheduled_sampling` must be None or a kerasrnn.seq2seq.ScheduledSampling",
+        ),
         ({"max_source_length": 0}, "`max_source_length` must be an integer >= 1"),
     ],
 )
@@ -275,6 +302,5 @@ def test_generation_without_alignments_and_decoding_options():
     np.testing.assert_array_equal(np_(plain.tokens), np_(with_them.tokens))
     # the strategy's constraints apply: no token before step 3 ends a sequence
     at_least_three = kerasrnn.decoding.Constraints(min_length=3)
-    forced = model.generate(SOURCE, kerasrnn.decoding.GreedySearch(at_least_three),
-                            max_length=5)
+    forced = model.generate(SOURCE, kerasrnn.decoding.GreedySearch(at_least_three), max_length=5)
     assert (np_(forced.lengths) >= 3).all()

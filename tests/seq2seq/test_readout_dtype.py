@@ -1,5 +1,6 @@
 """Seq2Seq.generate(readout_dtype=...): the readout matmul on rounded operands, against
 NumPy with ml_dtypes' rounding; compiled and uncompiled decoding agree; errors."""
+
 import keras
 import ml_dtypes
 import numpy as np
@@ -32,10 +33,14 @@ def model(**kwargs):
 @pytest.mark.parametrize("tied", [False, True], ids=["readout", "tied"])
 def test_readout_rounds_its_operands(dtype, tied):
     if tied:
-        cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4),
-                                      projection=kerasrnn.LuongProjection(5))
-        seq2seq = Seq2Seq(Seq2SeqBackbone(12, 10, decoder_cell=cell, embedding_dim=5,
-                                          tie_embeddings=True))
+        cell = kerasrnn.AttentionCell(
+            kerasrnn.GRUCell(6),
+            kerasrnn.BahdanauAttention(4),
+            projection=kerasrnn.LuongProjection(5),
+        )
+        seq2seq = Seq2Seq(
+            Seq2SeqBackbone(12, 10, decoder_cell=cell, embedding_dim=5, tie_embeddings=True)
+        )
     else:
         seq2seq = model()
     seq2seq.build()
@@ -56,8 +61,9 @@ def test_readout_rounds_its_operands(dtype, tied):
     assert logits.dtype == np.float32
     assert np.all(np.abs(logits - expected) <= ulp + 1e-6)
     exact = np_(seq2seq._decoding_readout("float32")(outputs))
-    np.testing.assert_allclose(exact, outputs.astype("float64") @ kernel + np_(bias),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        exact, outputs.astype("float64") @ kernel + np_(bias), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("dtype", sorted(ROUNDED))
@@ -71,10 +77,12 @@ def test_operands_are_rounded_before_they_are_multiplied(dtype):
     seq2seq.readout.kernel.assign(np.full((width, 10), one_and_a_bit, "float32"))
     seq2seq.readout.bias.assign(np.full(10, 0.5, "float32"))
     outputs = np.full((2, width), one_and_a_bit, "float32")
-    np.testing.assert_array_equal(np_(seq2seq._decoding_readout(dtype)(outputs)),
-                                  width + 0.5)
-    np.testing.assert_allclose(np_(seq2seq._decoding_readout("float32")(outputs)),
-                               width * one_and_a_bit**2 + 0.5, rtol=1e-6)
+    np.testing.assert_array_equal(np_(seq2seq._decoding_readout(dtype)(outputs)), width + 0.5)
+    np.testing.assert_allclose(
+        np_(seq2seq._decoding_readout("float32")(outputs)),
+        width * one_and_a_bit**2 + 0.5,
+        rtol=1e-6,
+    )
 
 
 def test_beam_search_with_a_bfloat16_readout():
@@ -84,8 +92,9 @@ def test_beam_search_with_a_bfloat16_readout():
     options = dict(max_length=6, return_alignments=False)
     exact = seq2seq.generate(SOURCE, beam, **options)
     fast = seq2seq.generate(SOURCE, beam, readout_dtype="bfloat16", **options)
-    uncompiled = seq2seq.generate(SOURCE, beam, readout_dtype="bfloat16",
-                                  jit_compile=False, **options)
+    uncompiled = seq2seq.generate(
+        SOURCE, beam, readout_dtype="bfloat16", jit_compile=False, **options
+    )
     # the compiled decoder is keyed by the dtype: it is not the float32 one reused
     np.testing.assert_array_equal(np_(fast.tokens), np_(uncompiled.tokens))
     np.testing.assert_allclose(np_(fast.scores), np_(uncompiled.scores), atol=1e-6)

@@ -1,5 +1,6 @@
 """Scheduled sampling: the schedules, which tokens get fed (against a NumPy reference of
 the step-wise rule), and training through `fit`."""
+
 import math
 
 import keras
@@ -11,10 +12,10 @@ from kerasrnn.seq2seq import ScheduledSampling, Seq2Seq, Seq2SeqBackbone, sampli
 
 pytestmark = pytest.mark.core
 
-SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8], [3, 3, 0, 0, 0]],
-                  "int32")
-TARGET_IN = np.array([[2, 4, 5, 6, 7, 8], [2, 7, 0, 0, 0, 0], [2, 8, 9, 4, 4, 4],
-                      [2, 1, 1, 5, 0, 0]], "int32")
+SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8], [3, 3, 0, 0, 0]], "int32")
+TARGET_IN = np.array(
+    [[2, 4, 5, 6, 7, 8], [2, 7, 0, 0, 0, 0], [2, 8, 9, 4, 4, 4], [2, 1, 1, 5, 0, 0]], "int32"
+)
 
 
 def np_(x):
@@ -25,8 +26,7 @@ def test_schedules():
     assert float(np_(sampling_probability(123, "off", 0.5, 100))) == 0.0
     assert float(np_(sampling_probability(0, "constant", 0.3, 100))) == pytest.approx(0.3)
     for step, expected in [(0, 0.0), (50, 0.25), (100, 0.5), (400, 0.5)]:
-        assert float(np_(sampling_probability(step, "linear", 0.5, 100))) == pytest.approx(
-            expected)
+        assert float(np_(sampling_probability(step, "linear", 0.5, 100))) == pytest.approx(expected)
     # Bengio et al.'s inverse sigmoid eps_i = k / (k + exp(i / k)), with k ln k = S
     steps = 1000
     k = [k for k in np.linspace(1.5, 1000, 2_000_000) if k * math.log(k) >= steps][0]
@@ -34,8 +34,9 @@ def test_schedules():
         eps = k / (k + math.exp(step / k))
         got = float(np_(sampling_probability(step, "inverse_sigmoid", 0.8, steps)))
         assert got == pytest.approx(0.8 * (1 - eps), abs=1e-4)
-    assert float(np_(sampling_probability(steps, "inverse_sigmoid", 0.8, steps))) == \
-        pytest.approx(0.4, abs=1e-5)
+    assert float(np_(sampling_probability(steps, "inverse_sigmoid", 0.8, steps))) == pytest.approx(
+        0.4, abs=1e-5
+    )
     with pytest.raises(ValueError, match="`steps` must be an integer >= 1"):
         sampling_probability(0, "linear", 0.5, 0)
     with pytest.raises(ValueError, match="`probability` must be in"):
@@ -47,8 +48,9 @@ def test_schedules():
 
 
 def model_with(sampling, embedding_dim=5, units=6, target_vocab_size=10, dropout=0.0):
-    backbone = Seq2SeqBackbone(12, target_vocab_size, embedding_dim=embedding_dim,
-                               units=units, dropout=dropout)
+    backbone = Seq2SeqBackbone(
+        12, target_vocab_size, embedding_dim=embedding_dim, units=units, dropout=dropout
+    )
     return Seq2Seq(backbone, scheduled_sampling=sampling)
 
 
@@ -71,8 +73,7 @@ def reference_fed_tokens(logits, gold, coin, uniform, p, mode, pad_id=0):
                 else:
                     probs = np.exp(z - z.max())
                     probs /= probs.sum()
-                    fed[b, t] = int(np.searchsorted(np.cumsum(probs), uniform[b, t],
-                                                    side="right"))
+                    fed[b, t] = int(np.searchsorted(np.cumsum(probs), uniform[b, t], side="right"))
     return fed
 
 
@@ -82,8 +83,9 @@ def test_fed_tokens_match_a_numpy_reference(mode):
     rng = np.random.default_rng(0)
     coin = rng.uniform(size=TARGET_IN.shape).astype("float32")
     uniform = rng.uniform(size=TARGET_IN.shape).astype("float32")
-    logits, fed, alignments = scheduled_pass(model, SOURCE, TARGET_IN, probability=0.6,
-                                             noise=(coin, uniform))
+    logits, fed, alignments = scheduled_pass(
+        model, SOURCE, TARGET_IN, probability=0.6, noise=(coin, uniform)
+    )
     logits, fed = np_(logits), np_(fed)
     expected = reference_fed_tokens(logits, TARGET_IN, coin, uniform, 0.6, mode)
     np.testing.assert_array_equal(fed, expected)
@@ -95,7 +97,9 @@ def test_fed_tokens_match_a_numpy_reference(mode):
     np.testing.assert_allclose(logits[real], teacher_forced[real], atol=1e-5)
     np.testing.assert_allclose(
         np_(alignments)[real],
-        np_(model.alignments({"source": SOURCE, "target_in": fed}))[real], atol=1e-6)
+        np_(model.alignments({"source": SOURCE, "target_in": fed}))[real],
+        atol=1e-6,
+    )
 
 
 def test_probability_zero_is_teacher_forcing_and_one_feeds_own_tokens():
@@ -116,8 +120,9 @@ def test_probability_zero_is_teacher_forcing_and_one_feeds_own_tokens():
 def test_sampled_tokens_follow_the_model_distribution():
     """Over many draws, the own tokens fed at step 1 are distributed as softmax(logits_0)
     (without [PAD])."""
-    model = model_with(ScheduledSampling("constant", 1.0), embedding_dim=4, units=4,
-                       target_vocab_size=6)
+    model = model_with(
+        ScheduledSampling("constant", 1.0), embedding_dim=4, units=4, target_vocab_size=6
+    )
     source = np.repeat(SOURCE[:1], 4000, axis=0)
     target_in = np.repeat(TARGET_IN[:1, :2], 4000, axis=0)
     logits, fed, _ = scheduled_pass(model, source, target_in, probability=1.0)
@@ -133,16 +138,16 @@ def test_fit_follows_the_schedule_and_saves_its_step(tmp_path):
     model = model_with(ScheduledSampling("linear", 0.5, steps=4, seed=1), dropout=0.1)
     model.compile()
     target_out = np.concatenate([TARGET_IN[:, 1:], np.zeros((4, 1), "int32")], 1)
-    history = model.fit({"source": SOURCE, "target_in": TARGET_IN}, target_out,
-                        batch_size=2, epochs=3, verbose=0)
+    history = model.fit(
+        {"source": SOURCE, "target_in": TARGET_IN}, target_out, batch_size=2, epochs=3, verbose=0
+    )
     assert np.isfinite(history.history["loss"]).all()
     assert int(np_(model.scheduled_sampling.step)) == 6
     assert float(np_(model.scheduled_sampling.probability())) == pytest.approx(0.5)
     model.save(tmp_path / "s.keras")
     loaded = keras.saving.load_model(tmp_path / "s.keras")
     assert int(np_(loaded.scheduled_sampling.step)) == 6
-    assert (loaded.scheduled_sampling.schedule, loaded.scheduled_sampling.steps) == (
-        "linear", 4)
+    assert (loaded.scheduled_sampling.schedule, loaded.scheduled_sampling.steps) == ("linear", 4)
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data padded_batch")
@@ -152,8 +157,7 @@ def test_fit_on_batches_of_unknown_length():
     the step-wise scheduled-sampling loop runs over however many steps a batch has."""
     import tensorflow as tf
 
-    pairs = [(SOURCE[b][SOURCE[b] != 0], TARGET_IN[b][TARGET_IN[b] != 0])
-             for b in range(4)] * 2
+    pairs = [(SOURCE[b][SOURCE[b] != 0], TARGET_IN[b][TARGET_IN[b] != 0]) for b in range(4)] * 2
     target_out = [np.append(t[1:], 3) for _, t in pairs]
 
     def examples():
@@ -161,12 +165,15 @@ def test_fit_on_batches_of_unknown_length():
             yield {"source": source, "target_in": target_in}, out
 
     spec = tf.TensorSpec([None], tf.int32)
-    data = tf.data.Dataset.from_generator(
-        examples, output_signature=({"source": spec, "target_in": spec}, spec)
-    ).apply(tf.data.experimental.assert_cardinality(8)).padded_batch(3)
+    data = (
+        tf.data.Dataset.from_generator(
+            examples, output_signature=({"source": spec, "target_in": spec}, spec)
+        )
+        .apply(tf.data.experimental.assert_cardinality(8))
+        .padded_batch(3)
+    )
     assert data.element_spec[1].shape.as_list() == [None, None]
-    model = model_with(ScheduledSampling("constant", 0.5, mode="sample", seed=3),
-                       dropout=0.1)
+    model = model_with(ScheduledSampling("constant", 0.5, mode="sample", seed=3), dropout=0.1)
     model.compile()
     history = model.fit(data, epochs=2, verbose=0, shuffle=False)
     assert np.isfinite(history.history["loss"]).all()
@@ -184,5 +191,4 @@ def test_fit_on_batches_of_unknown_length():
             + [tf.TensorSpec([None, None], tf.float32)] * 2,
         )(x["source"], x["target_in"], *short)
         padded = scheduled_pass(model, fixed["source"], fixed["target_in"], 0.5, noise)[0]
-        np.testing.assert_allclose(np_(unknown), np_(padded)[:, : unknown.shape[1]],
-                                   atol=1e-5)
+        np.testing.assert_allclose(np_(unknown), np_(padded)[:, : unknown.shape[1]], atol=1e-5)

@@ -14,6 +14,7 @@ under a role name (`mech0/query_kernel`, `cell/kernel`, `layer0/kernel`, ...), t
 options that built the TFA objects (`opt/...`), and TFA's outputs. Weights are drawn
 from fixed seeds, so a rerun writes the same numbers.
 """
+
 import os
 import pathlib
 
@@ -26,6 +27,7 @@ import tensorflow_addons as tfa  # noqa: E402
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "tfa"
 B, TK, DM, DQ, UNITS, STEPS, DIN = 3, 7, 6, 5, 5, 4, 4
 LENGTHS = np.array([TK, TK - 2, TK - 3], "int32")  # padded memories: 2 of 3 rows
+
 
 def _memory(seed):
     rng = np.random.default_rng(seed)
@@ -77,9 +79,7 @@ def _save(name, **arrays):
 MECHANISMS = {
     "bahdanau": lambda o: tfa.seq2seq.BahdanauAttention(UNITS, normalize=False),
     "bahdanau_normalized": lambda o: tfa.seq2seq.BahdanauAttention(UNITS, normalize=True),
-    "bahdanau_hardmax": lambda o: tfa.seq2seq.BahdanauAttention(
-        UNITS, probability_fn="hardmax"
-    ),
+    "bahdanau_hardmax": lambda o: tfa.seq2seq.BahdanauAttention(UNITS, probability_fn="hardmax"),
     "luong": lambda o: tfa.seq2seq.LuongAttention(DQ, scale=False),
     "luong_scaled": lambda o: tfa.seq2seq.LuongAttention(DQ, scale=True),
 }
@@ -88,13 +88,19 @@ MECHANISMS = {
 for mode in ("parallel", "recursive", "hard"):
     MECHANISMS[f"bahdanau_monotonic_{mode}"] = lambda o, mode=mode: (
         tfa.seq2seq.BahdanauMonotonicAttention(
-            UNITS, normalize=True, sigmoid_noise=0.0, mode=mode,
+            UNITS,
+            normalize=True,
+            sigmoid_noise=0.0,
+            mode=mode,
             score_bias_init=0.0 if mode == "hard" else -0.5,
         )
     )
     MECHANISMS[f"luong_monotonic_{mode}"] = lambda o, mode=mode: (
         tfa.seq2seq.LuongMonotonicAttention(
-            DQ, scale=True, sigmoid_noise=0.0, mode=mode,
+            DQ,
+            scale=True,
+            sigmoid_noise=0.0,
+            mode=mode,
             score_bias_init=0.0 if mode == "hard" else 0.5,
         )
     )
@@ -132,32 +138,47 @@ def _bahdanau(memory):
 
 
 def _luong(memory, scale=False):
-    return tfa.seq2seq.LuongAttention(
-        UNITS, memory, memory_sequence_length=LENGTHS, scale=scale
-    )
+    return tfa.seq2seq.LuongAttention(UNITS, memory, memory_sequence_length=LENGTHS, scale=scale)
 
 
 def _monotonic(memory):
     return tfa.seq2seq.BahdanauMonotonicAttention(
-        UNITS, memory, memory_sequence_length=LENGTHS, score_bias_init=-0.5,
+        UNITS,
+        memory,
+        memory_sequence_length=LENGTHS,
+        score_bias_init=-0.5,
         mode="parallel",
     )
 
 
 WRAPPERS = {
     # name: (cell, mechanisms(memories), wrapper options)
-    "wrapper_lstm_layer_size": ("lstm", lambda m: _bahdanau(m[0]),
-                                dict(attention_layer_size=6, alignment_history=True)),
-    "wrapper_gru_raw_context": ("gru", lambda m: _luong(m[0]),
-                                dict(attention_layer_size=None)),
-    "wrapper_lstm_cell_output": ("lstm", lambda m: _luong(m[0], scale=True),
-                                 dict(attention_layer_size=UNITS, output_attention=False)),
-    "wrapper_gru_attention_layer": ("gru", lambda m: _bahdanau(m[0]),
-                                    dict(attention_layer="dense_tanh")),
-    "wrapper_lstm_multi": ("lstm", lambda m: [_bahdanau(m[0]), _luong(m[1])],
-                           dict(attention_layer_size=[4, 3], alignment_history=True)),
-    "wrapper_gru_monotonic": ("gru", lambda m: _monotonic(m[0]),
-                              dict(attention_layer_size=UNITS, alignment_history=True)),
+    "wrapper_lstm_layer_size": (
+        "lstm",
+        lambda m: _bahdanau(m[0]),
+        dict(attention_layer_size=6, alignment_history=True),
+    ),
+    "wrapper_gru_raw_context": ("gru", lambda m: _luong(m[0]), dict(attention_layer_size=None)),
+    "wrapper_lstm_cell_output": (
+        "lstm",
+        lambda m: _luong(m[0], scale=True),
+        dict(attention_layer_size=UNITS, output_attention=False),
+    ),
+    "wrapper_gru_attention_layer": (
+        "gru",
+        lambda m: _bahdanau(m[0]),
+        dict(attention_layer="dense_tanh"),
+    ),
+    "wrapper_lstm_multi": (
+        "lstm",
+        lambda m: [_bahdanau(m[0]), _luong(m[1])],
+        dict(attention_layer_size=[4, 3], alignment_history=True),
+    ),
+    "wrapper_gru_monotonic": (
+        "gru",
+        lambda m: _monotonic(m[0]),
+        dict(attention_layer_size=UNITS, alignment_history=True),
+    ),
 }
 
 

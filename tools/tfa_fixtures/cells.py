@@ -7,10 +7,10 @@ the reference environment (README.md):
 
     python tools/tfa_fixtures/cells.py
 """
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_addons as tfa
-
 from common import BATCH, UNITS, rng, save, seeded_weights, sequence_inputs, versions
 
 CASES = {
@@ -62,7 +62,10 @@ def esn_scaling():
     for use_norm2 in (False, True):
         base = rng(7 + use_norm2).normal(0.0, 1.0, (6, 6)).astype("float32")
         cell = tfa.rnn.ESNCell(
-            6, connectivity=0.6, spectral_radius=0.8, use_norm2=use_norm2,
+            6,
+            connectivity=0.6,
+            spectral_radius=0.8,
+            use_norm2=use_norm2,
             recurrent_initializer=tf.keras.initializers.Constant(base),
         )
         cell.build((None, 2))

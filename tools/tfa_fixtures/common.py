@@ -3,6 +3,7 @@
 These scripts run only in the reference environment of README.md (TF 2.15, TFA 0.23); the
 test suite reads the `.npz` files they write and never needs TensorFlow Addons.
 """
+
 import os
 import pathlib
 
@@ -45,7 +46,7 @@ def sequence_inputs(generator, batch=BATCH, time=TIME, features=FEATURES):
     """Inputs (batch, time, features) and a mask with right padding and a hole."""
     x = generator.normal(size=(batch, time, features)).astype("float32")
     mask = np.ones((batch, time), bool)
-    mask[1, time - 2:] = False
+    mask[1, time - 2 :] = False
     mask[2, 1] = False
     return x, mask
 

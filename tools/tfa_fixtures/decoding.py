@@ -15,6 +15,7 @@ The test suite (tests/decoding/test_tfa_beam.py) reads the files and never needs
 Self-contained on purpose (no import of tools/tfa_fixtures/common.py): the decoding
 fixtures are written by this file alone.
 """
+
 import os
 import pathlib
 
@@ -54,33 +55,47 @@ def run_tfa(logits, alignments, beam_width, length_penalty_weight, coverage_pena
 
         @property
         def state_size(self):
-            return State(cell_state=1, attention=1, alignments=SOURCE,
-                         alignment_history=(), attention_state=SOURCE)
+            return State(
+                cell_state=1,
+                attention=1,
+                alignments=SOURCE,
+                alignment_history=(),
+                attention_state=SOURCE,
+            )
 
         @property
         def output_size(self):
             return VOCAB
 
         def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
-            return State(cell_state=tf.zeros((batch_size, 1)),
-                         attention=tf.zeros((batch_size, 1)),
-                         alignments=tf.zeros((batch_size, SOURCE)), alignment_history=(),
-                         attention_state=tf.zeros((batch_size, SOURCE)))
+            return State(
+                cell_state=tf.zeros((batch_size, 1)),
+                attention=tf.zeros((batch_size, 1)),
+                alignments=tf.zeros((batch_size, SOURCE)),
+                alignment_history=(),
+                attention_state=tf.zeros((batch_size, SOURCE)),
+            )
 
         def call(self, inputs, state):
             step = tf.cast(state.cell_state[:, 0], tf.int32)
             previous = tf.argmax(inputs, axis=-1, output_type=tf.int32)
             index = tf.stack([step, previous], axis=1)
             align = tf.gather_nd(alignment_table, index)
-            new_state = State(cell_state=state.cell_state + 1.0, attention=state.attention,
-                              alignments=align, alignment_history=(), attention_state=align)
+            new_state = State(
+                cell_state=state.cell_state + 1.0,
+                attention=state.attention,
+                alignments=align,
+                alignment_history=(),
+                attention_state=align,
+            )
             return tf.gather_nd(logits_table, index), new_state
 
     cell = TableCell()
     # Zero initial alignments, as AttentionWrapper's: TFA adds them to the coverage.
     initial = cell.get_initial_state(batch_size=len(START) * beam_width)
     decoder = tfa.seq2seq.BeamSearchDecoder(
-        cell, beam_width=beam_width,
+        cell,
+        beam_width=beam_width,
         embedding_fn=lambda ids: tf.one_hot(ids, VOCAB),
         length_penalty_weight=length_penalty_weight,
         coverage_penalty_weight=coverage_penalty_weight,
@@ -116,8 +131,11 @@ def main():
         out = run_tfa(logits, alignments, beam_width, alpha, beta)
         np.savez_compressed(
             FIXTURES / f"{name}.npz",
-            logits=logits, alignments=alignments, start_tokens=START,
-            end_token=np.int32(END), beam_width=np.int32(beam_width),
+            logits=logits,
+            alignments=alignments,
+            start_tokens=START,
+            end_token=np.int32(END),
+            beam_width=np.int32(beam_width),
             length_penalty_weight=np.float32(alpha),
             coverage_penalty_weight=np.float32(beta),
             max_length=np.int32(MAX_LENGTH),

@@ -11,12 +11,12 @@ the repository root in the reference environment (README.md):
 
     python tools/tfa_fixtures/losses.py
 """
+
 import itertools
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_addons as tfa
-
 from common import rng, save, versions
 
 BATCH, TIME, CLASSES = 3, 5, 6
@@ -34,15 +34,20 @@ def main():
     weights[0, 2] = 0.5  # a fractional weight, not only a mask
     padded = np.where(weights > 0, targets, 0).astype("int32")  # pad id 0 after the end
     arrays = {
-        "logits": logits, "targets": targets, "weights": weights, "padded_targets": padded,
+        "logits": logits,
+        "targets": targets,
+        "weights": weights,
+        "padded_targets": padded,
         "versions": versions(),
     }
     for (time_mode, (avg_t, sum_t)), (batch_mode, (avg_b, sum_b)) in itertools.product(
         AXIS_MODES.items(), AXIS_MODES.items()
     ):
         flags = dict(
-            average_across_timesteps=avg_t, average_across_batch=avg_b,
-            sum_over_timesteps=sum_t, sum_over_batch=sum_b,
+            average_across_timesteps=avg_t,
+            average_across_batch=avg_b,
+            sum_over_timesteps=sum_t,
+            sum_over_batch=sum_b,
         )
         key = f"time_{time_mode}__batch_{batch_mode}"
         if (avg_t and sum_b) or (sum_t and avg_b):
@@ -51,8 +56,10 @@ def main():
             tf.constant(logits), tf.constant(targets), tf.constant(weights), **flags
         ).numpy()
         arrays[f"padded__{key}"] = tfa.seq2seq.sequence_loss(
-            tf.constant(logits), tf.constant(padded),
-            tf.cast(tf.not_equal(padded, 0), tf.float32), **flags
+            tf.constant(logits),
+            tf.constant(padded),
+            tf.cast(tf.not_equal(padded, 0), tf.float32),
+            **flags,
         ).numpy()
     save("sequence_loss", **arrays)
 

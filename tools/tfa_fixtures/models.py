@@ -16,12 +16,12 @@ Run from the repository root in the reference environment (README.md):
 
     python tools/tfa_fixtures/models.py
 """
+
 import shutil
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_addons as tfa
-
 from common import FIXTURES, rng, save, versions
 
 VOCAB, EMBED, LSTM_UNITS, RNN_UNITS, CLASSES, TIME = 12, 6, 8, 5, 3, 7
@@ -84,10 +84,15 @@ def main():
     other = build_bidirectional()
     train(other, tokens, labels)
     other.save_weights(str(FIXTURES / "model_bidirectional.h5"))
-    save("model_bidirectional", tokens=probe.astype("int32"),
-         predictions=other.predict(probe, verbose=0), versions=versions())
-    for path in sorted([FIXTURES / "model.h5", FIXTURES / "model_bidirectional.h5",
-                        *checkpoint.iterdir()]):
+    save(
+        "model_bidirectional",
+        tokens=probe.astype("int32"),
+        predictions=other.predict(probe, verbose=0),
+        versions=versions(),
+    )
+    for path in sorted(
+        [FIXTURES / "model.h5", FIXTURES / "model_bidirectional.h5", *checkpoint.iterdir()]
+    ):
         print(path.relative_to(FIXTURES.parents[2]), path.stat().st_size, "bytes")
 
 
