@@ -8,8 +8,6 @@ from keras import ops
 
 from kerasrnn import ops as kops
 
-pytestmark = pytest.mark.core
-
 
 def np_(x):
     return ops.convert_to_numpy(x)

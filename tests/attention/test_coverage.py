@@ -7,8 +7,6 @@ import pytest
 import kerasrnn
 from kerasrnn.attention import CoverageLoss, coverage_loss
 
-pytestmark = pytest.mark.core
-
 B, TK, DK, DQ, UNITS, STEPS = 3, 6, 5, 4, 7, 5
 
 

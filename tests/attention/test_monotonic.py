@@ -10,8 +10,6 @@ from kerasrnn.attention import (
     monotonic_attention,
 )
 
-pytestmark = pytest.mark.core
-
 B, TK, DK, DQ, UNITS, STEPS = 3, 7, 5, 4, 6, 5
 
 

@@ -7,8 +7,6 @@ import pytest
 import kerasrnn
 from kerasrnn.attention import probability
 
-pytestmark = pytest.mark.core
-
 
 def _np(x):
     return np.asarray(keras.ops.convert_to_numpy(x), np.float64)

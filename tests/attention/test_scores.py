@@ -7,8 +7,6 @@ import pytest
 import kerasrnn
 from kerasrnn.attention import AttentionMemory, scores
 
-pytestmark = pytest.mark.core
-
 B, TQ, TK, DQ, DK = 3, 4, 6, 5, 5
 
 

@@ -18,8 +18,6 @@ import kerasrnn
 from kerasrnn.attention import BahdanauMonotonicAttention, LuongMonotonicAttention
 from kerasrnn.compat.tfa import AttentionWrapper
 
-pytestmark = pytest.mark.core
-
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tfa"
 UNITS, DQ = 5, 5
 ATOL = 1e-5

@@ -8,8 +8,6 @@ from keras import ops
 import kerasrnn
 from kerasrnn.attention import scores
 
-pytestmark = pytest.mark.core
-
 B, TQ, TK, DIN, DM, UNITS = 3, 5, 6, 4, 7, 8
 
 # Detaches on torch, where np.asarray refuses a tensor that requires grad.

@@ -11,8 +11,6 @@ import kerasrnn
 from kerasrnn.attention import BahdanauMonotonicAttention, LuongMonotonicAttention
 from kerasrnn.compat.tfa import AttentionWrapper
 
-pytestmark = pytest.mark.core
-
 B, TQ, DIN, UNITS = 3, 4, 3, 6
 
 

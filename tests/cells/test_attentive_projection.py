@@ -10,8 +10,6 @@ from keras import ops
 
 import kerasrnn
 
-pytestmark = pytest.mark.core
-
 B, TQ, TK, DIN, DM, UNITS, ATT = 2, 4, 5, 3, 6, 7, 4
 
 

@@ -6,8 +6,6 @@ import pytest
 
 import kerasrnn
 
-pytestmark = pytest.mark.core
-
 U, D = 6, 3
 
 

@@ -11,8 +11,6 @@ import kerasrnn
 from kerasrnn.cells import rnn as rnn_module
 from kerasrnn.cells.lstm_sequence import lstm_sequence
 
-pytestmark = pytest.mark.core
-
 T, B, D, H = 4, 2, 3, 2
 BACKEND = keras.backend.backend()
 

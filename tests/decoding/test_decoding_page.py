@@ -7,7 +7,6 @@ import pytest
 
 from tests.test_docs import REPO, collect, run
 
-pytestmark = pytest.mark.core
 PAGE = REPO / "docs" / "decoding.md"
 EXAMPLES = collect(PAGE.read_text(encoding="utf-8"), PAGE.relative_to(REPO))
 

@@ -9,8 +9,6 @@ from keras import ops
 from kerasrnn import decoding
 from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
 
-pytestmark = pytest.mark.core
-
 END, VOCAB, UNITS, SOURCE = 3, 12, 6, 5
 BATCH, BEAM = 9, 3
 DYNAMIC = keras.backend.backend() != "jax"

@@ -9,8 +9,6 @@ import pytest
 from kerasrnn import decoding
 from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
 
-pytestmark = pytest.mark.core
-
 COMPILES = keras.backend.backend() in ("tensorflow", "jax")
 CASES = {  # generate's arguments
     "greedy": dict(strategy="greedy"),

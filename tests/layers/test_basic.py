@@ -18,7 +18,6 @@ from kerasrnn.layers import (
     WordDropout,
 )
 
-pytestmark = pytest.mark.core
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

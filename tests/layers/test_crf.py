@@ -18,8 +18,6 @@ from kerasrnn.layers import (
     crf_sequence_score,
 )
 
-pytestmark = pytest.mark.core
-
 B, T, D, K = 3, 5, 4, 3
 # Detaches on torch, where np.asarray refuses a tensor that requires grad.
 numpy = keras.ops.convert_to_numpy

@@ -24,7 +24,6 @@ from kerasrnn.layers import (
     potentials_mask,
 )
 
-pytestmark = pytest.mark.core
 numpy = keras.ops.convert_to_numpy
 
 TAGS = {

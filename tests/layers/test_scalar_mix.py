@@ -6,8 +6,6 @@ import pytest
 
 from kerasrnn.layers import ScalarMix
 
-pytestmark = pytest.mark.core
-
 
 def np_mix(layers, s, gamma, layer_norm=False, eps=1e-6):
     weights = np.exp(s - s.max()) / np.exp(s - s.max()).sum()

@@ -8,8 +8,6 @@ import pytest
 from kerasrnn.losses import MaskedSequenceCrossEntropy, SequenceCrossEntropy
 from kerasrnn.metrics import MaskedAccuracy
 
-pytestmark = pytest.mark.core
-
 
 def np_(x):
     return keras.ops.convert_to_numpy(x)

@@ -19,8 +19,6 @@ from kerasrnn.seq2seq import (
     Seq2SeqBackbone,
 )
 
-pytestmark = pytest.mark.core
-
 SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8]], "int32")
 TARGET_IN = np.array([[2, 4, 5, 6], [2, 7, 0, 0], [2, 8, 9, 4]], "int32")
 

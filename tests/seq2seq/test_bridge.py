@@ -17,8 +17,6 @@ from kerasrnn.layers import (
 )
 from kerasrnn.seq2seq import Seq2SeqBackbone
 
-pytestmark = pytest.mark.core
-
 RNG = np.random.default_rng(0)
 # a bidirectional LSTM encoder's final states: h_fw, c_fw, h_bw, c_bw
 H_FW, C_FW = RNG.normal(size=(2, 3)), RNG.normal(size=(2, 3))

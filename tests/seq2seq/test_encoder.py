@@ -8,8 +8,6 @@ import pytest
 import kerasrnn
 from kerasrnn.seq2seq import RNNEncoder
 
-pytestmark = pytest.mark.core
-
 
 def np_(x):
     return keras.ops.convert_to_numpy(x)

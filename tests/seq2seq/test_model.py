@@ -9,8 +9,6 @@ from keras import ops
 import kerasrnn
 from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone
 
-pytestmark = pytest.mark.core
-
 SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8]], "int32")
 TARGET_IN = np.array([[2, 4, 5, 6], [2, 7, 0, 0], [2, 8, 9, 4]], "int32")
 TARGET_OUT = np.array([[4, 5, 6, 3], [7, 3, 0, 0], [8, 9, 4, 3]], "int32")

@@ -10,8 +10,6 @@ from keras import ops
 import kerasrnn
 from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
 
-pytestmark = pytest.mark.core
-
 SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8]], "int32")
 ROUNDED = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 EPSILON = {"bfloat16": 2.0**-7, "float16": 2.0**-10}  # one unit in the last place at 1

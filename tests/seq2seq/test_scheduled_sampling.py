@@ -10,8 +10,6 @@ from keras import ops
 
 from kerasrnn.seq2seq import ScheduledSampling, Seq2Seq, Seq2SeqBackbone, sampling_probability
 
-pytestmark = pytest.mark.core
-
 SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8], [3, 3, 0, 0, 0]], "int32")
 TARGET_IN = np.array(
     [[2, 4, 5, 6, 7, 8], [2, 7, 0, 0, 0, 0], [2, 8, 9, 4, 4, 4], [2, 1, 1, 5, 0, 0]], "int32"
