@@ -15,6 +15,8 @@ sparsemax   alpha = argmin_{p in simplex} |p - e|^2 (Martins & Astudillo 2016): 
 import keras
 from keras import ops
 
+from kerasrnn.ops import NEG_INF
+
 
 def _float32(energies):
     # a backend tensor: NumPy input would otherwise meet backend tensors in NumPy's
@@ -35,7 +37,7 @@ def softmax(energies, mask=None):
         weights = ops.softmax(energies, axis=-1)
     else:
         mask = ops.cast(mask, "bool")
-        energies = ops.where(mask, energies, ops.cast(-1e9, energies.dtype))
+        energies = ops.where(mask, energies, ops.cast(NEG_INF, energies.dtype))
         exp = ops.exp(energies - ops.max(energies, axis=-1, keepdims=True))
         exp = exp * ops.cast(mask, exp.dtype)
         total = ops.sum(exp, axis=-1, keepdims=True)
@@ -49,7 +51,7 @@ def hardmax(energies, mask=None):
     energies, dtype = _float32(energies)
     if mask is not None:
         mask = ops.cast(mask, "bool")
-        energies = ops.where(mask, energies, ops.cast(-1e9, energies.dtype))
+        energies = ops.where(mask, energies, ops.cast(NEG_INF, energies.dtype))
     weights = ops.one_hot(ops.argmax(energies, axis=-1), ops.shape(energies)[-1])
     weights = ops.cast(weights, energies.dtype)
     if mask is not None:
@@ -68,7 +70,7 @@ def sparsemax(energies, mask=None):
     if mask is not None:
         mask = ops.cast(mask, "bool")
         # far below any real energy: never in the support
-        energies = ops.where(mask, energies, ops.cast(-1e9, energies.dtype))
+        energies = ops.where(mask, energies, ops.cast(NEG_INF, energies.dtype))
     # shift by the maximum (sparsemax is shift invariant) so the cumulative sums stay small
     z = energies - ops.max(energies, axis=-1, keepdims=True)
     z_sorted = ops.flip(ops.sort(z, axis=-1), axis=-1)

@@ -14,9 +14,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasrnn.decoding.common import NEG_INF, DecodeResult, write_step
+from kerasrnn.decoding.common import DecodeResult, write_step
 from kerasrnn.decoding.scorer import get_scorer
 from kerasrnn.decoding.strategy import DecodingStrategy
+from kerasrnn.ops import NEG_INF
 
 # The loop states. Fields `last` and `states` have a row per hypothesis (batch * k),
 # `t` is the step counter, every other field has a row per example.

@@ -7,9 +7,6 @@ import copy
 import keras
 from keras import ops
 
-# A finite "minus infinity": -inf would turn into NaN in (-inf) - (-inf) and 0 * -inf.
-NEG_INF = -1e9
-
 
 class DecodeResult(
     collections.namedtuple(

@@ -5,7 +5,8 @@ which applies them to one step's logits."""
 import keras
 from keras import ops
 
-from kerasrnn.decoding.common import NEG_INF, check_count, length_limits
+from kerasrnn.decoding.common import check_count, length_limits
+from kerasrnn.ops import NEG_INF
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")

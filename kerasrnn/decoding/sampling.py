@@ -55,7 +55,7 @@ class GreedySearch(DecodingStrategy):
 
     def choose(self, logits):
         """The next token per row, int `(rows,)`, from the constrained logits
-        `(rows, vocab_size)` (blocked tokens at -1e9)."""
+        `(rows, vocab_size)` (blocked tokens at `kerasrnn.ops.NEG_INF`)."""
         return ops.argmax(logits, axis=-1)
 
     def run_loop(self, cond, body, loop_vars, maximum_iterations):
