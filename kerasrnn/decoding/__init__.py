@@ -16,7 +16,7 @@ run one in a call.
 """
 
 from kerasrnn.decoding.beam_search import BeamSearch, CompetingBeamSearch, repeat_beams
-from kerasrnn.decoding.common import DecodeResult
+from kerasrnn.decoding.common import DecodeResult, StepFn
 from kerasrnn.decoding.constraints import Constraints
 from kerasrnn.decoding.ensemble import Ensemble
 from kerasrnn.decoding.functions import beam_search, greedy_search, sample
@@ -35,6 +35,7 @@ __all__ = [
     "GreedySearch",
     "RandomSampling",
     "Scorer",
+    "StepFn",
     "TFAScorer",
     "beam_search",
     "coverage_penalty",

@@ -3,6 +3,7 @@
 
 import collections
 import copy
+from typing import Any, Protocol
 
 import keras
 from keras import ops
@@ -89,6 +90,19 @@ def describe_structure(structure):
     dims = ", ".join("None" if d is None else str(d) for d in shape)
     dtype = keras.backend.standardize_dtype(dtype) if dtype is not None else "?"
     return f"<({dims}{',' if len(shape) == 1 else ''}) {dtype}>"
+
+
+class StepFn(Protocol):
+    """The decoder contract every strategy runs: ``step_fn(tokens, states) -> (logits,
+    states)`` or ``(logits, states, alignments)``.
+
+    `tokens` is int32 `(rows,)`; `logits` `(rows, vocab_size)` unnormalised scores;
+    `states` any nested structure of `(rows, ...)` tensors, returned in the structure it
+    was given; `alignments` `(rows, source_length)` attention weights. A plain function
+    or lambda satisfies it; so does `Seq2Seq.step_fn(encoded)`.
+    """
+
+    def __call__(self, tokens: Any, states: Any) -> tuple: ...
 
 
 class StepFunction:

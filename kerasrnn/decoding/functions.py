@@ -1,13 +1,24 @@
 """The strategies as functions: one call builds the strategy and runs it (for a script
 that decodes once; keep the object to decode again with the same options)."""
 
+from typing import Any
+
 from kerasrnn.decoding.beam_search import BeamSearch
+from kerasrnn.decoding.common import DecodeResult, StepFn
+from kerasrnn.decoding.constraints import Constraints
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
+from kerasrnn.decoding.scorer import Scorer
 
 
 def greedy_search(
-    step_fn, start_tokens, initial_states, max_length, end_token=None, pad_token=0, constraints=None
-):
+    step_fn: StepFn,
+    start_tokens: Any,
+    initial_states: Any,
+    max_length: int,
+    end_token: int | None = None,
+    pad_token: int = 0,
+    constraints: Constraints | None = None,
+) -> DecodeResult:
     """`GreedySearch(constraints)(step_fn, start_tokens, initial_states, max_length,
     end_token, pad_token)`: see `GreedySearch`.
 
@@ -27,17 +38,17 @@ def greedy_search(
 
 
 def sample(
-    step_fn,
-    start_tokens,
-    initial_states,
-    max_length,
-    end_token=None,
-    temperature=1.0,
-    top_k=None,
-    top_p=None,
-    seed=None,
-    constraints=None,
-):
+    step_fn: StepFn,
+    start_tokens: Any,
+    initial_states: Any,
+    max_length: int,
+    end_token: int | None = None,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    constraints: Constraints | None = None,
+) -> DecodeResult:
     """`RandomSampling(temperature, top_k, top_p, seed, constraints)(step_fn,
     start_tokens, initial_states, max_length, end_token)`: see `RandomSampling`.
 
@@ -55,17 +66,17 @@ def sample(
 
 
 def beam_search(
-    step_fn,
-    start_tokens,
-    initial_states,
-    max_length,
-    end_token,
-    beam_size=4,
-    n_best=None,
-    scorer=None,
-    constraints=None,
-    pad_token=0,
-):
+    step_fn: StepFn,
+    start_tokens: Any,
+    initial_states: Any,
+    max_length: int,
+    end_token: int,
+    beam_size: int = 4,
+    n_best: int | None = None,
+    scorer: Scorer | None = None,
+    constraints: Constraints | None = None,
+    pad_token: int = 0,
+) -> DecodeResult:
     """`BeamSearch(beam_size, n_best, scorer, constraints, drop_finished="auto")(step_fn,
     start_tokens, initial_states, max_length, end_token, pad_token)`: see `BeamSearch`.
 

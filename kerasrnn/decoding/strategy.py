@@ -1,9 +1,11 @@
 """The decoding strategy's contract: `DecodingStrategy`, the base every strategy
 subclasses, and `get` / `serialize` (as keras-hub's samplers)."""
 
+from typing import Any
+
 import keras
 
-from kerasrnn.decoding.common import StepFunction, check_step_inputs
+from kerasrnn.decoding.common import DecodeResult, StepFn, StepFunction, check_step_inputs
 from kerasrnn.decoding.constraints import get_constraints
 
 
@@ -44,14 +46,14 @@ class DecodingStrategy:
 
     def __call__(
         self,
-        step_fn,
-        start_tokens,
-        initial_states,
-        max_length,
-        end_token=None,
-        pad_token=0,
-        source_lengths=None,
-    ):
+        step_fn: StepFn,
+        start_tokens: Any,
+        initial_states: Any,
+        max_length: int,
+        end_token: int | None = None,
+        pad_token: int = 0,
+        source_lengths: Any = None,
+    ) -> DecodeResult:
         """Decodes a batch.
 
         Args:
@@ -139,7 +141,7 @@ def _names():
     return {"greedy": GreedySearch, "sample": RandomSampling, "beam": BeamSearch}
 
 
-def get(identifier):
+def get(identifier: "str | dict | DecodingStrategy") -> DecodingStrategy:
     """A decoding strategy from a name ("greedy", "sample", "beam": the defaults), a
     config dict (what `serialize` returns) or a strategy (returned as is).
 
@@ -173,6 +175,6 @@ def get(identifier):
     )
 
 
-def serialize(strategy):
+def serialize(strategy: "str | dict | DecodingStrategy") -> dict:
     """A strategy's config dict (`get` rebuilds it)."""
     return keras.saving.serialize_keras_object(get(strategy))

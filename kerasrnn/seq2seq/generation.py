@@ -9,6 +9,7 @@ checked ids), `_logits(outputs)`, the readout's weights, and `start_id`, `end_id
 """
 
 import copy
+from typing import Any, Callable
 
 import keras
 import numpy as np
@@ -70,6 +71,19 @@ class _GenerateCache:
 class GenerationMixin:
     """`generate` and the default decoding strategy of an encoder-decoder model."""
 
+    # What the model provides (declared for the type checker; no values here, so the
+    # model's own attributes and Keras' methods are not shadowed).
+    max_target_length: int
+    start_id: int
+    end_id: int
+    pad_id: int
+    built: bool
+    build: Callable[..., Any]
+    encode: Callable[..., Any]
+    _source: Callable[..., Any]
+    _step_on: Callable[..., Any]
+    _logits: Callable[..., Any]
+
     @property
     def sampler(self):
         """The default decoding strategy of `generate` (`compile(sampler=...)`;
@@ -83,14 +97,14 @@ class GenerationMixin:
 
     def generate(
         self,
-        source_ids,
-        strategy=None,
-        max_length=None,
+        source_ids: Any,
+        strategy: "str | dict | decoding.DecodingStrategy | None" = None,
+        max_length: int | None = None,
         *,
-        return_alignments=True,
-        readout_dtype="float32",
-        jit_compile="auto",
-    ):
+        return_alignments: bool = True,
+        readout_dtype: str = "float32",
+        jit_compile: "bool | str" = "auto",
+    ) -> decoding.DecodeResult:
         """Decodes a batch of sources.
 
         Greedy and beam search run compiled: one function per (strategy, settings,
