@@ -30,7 +30,7 @@ import sys
 
 import keras
 
-from kerasrnn.layers import MaskedPooling1D, NaiveBayesExpert
+from kerasrnn.layers import NaiveBayesExpert
 from recipes import common
 from recipes.common import Option
 
@@ -147,20 +147,7 @@ def build_model(config, vocab_size, num_classes, embedding_matrix=None):
         trainable=not config["freeze_embeddings"],
         name="embedding",
     )(ids)
-    x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
-    last = config["pooling"] == "last"
-    x = common.rnn_stack(
-        x,
-        config["cell"],
-        config["units"],
-        config["num_layers"],
-        config["bidirectional"],
-        config["dropout"],
-        config["cell_options"],
-        return_sequences=not last,
-    )
-    if not last:
-        x = MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
+    x = common.pooled_encoding(x, config)
     x = keras.layers.Dropout(config["dropout"], name="output_dropout")(x)
     probabilities = keras.layers.Dense(num_classes, activation="softmax", name="classes")(x)
     return keras.Model(ids, probabilities, name="classifier")

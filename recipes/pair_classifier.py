@@ -40,7 +40,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasrnn.layers import ExpectedScore, MaskedPooling1D, PairFeatures
+from kerasrnn.layers import ExpectedScore, PairFeatures
 from recipes import common
 from recipes.common import Option
 
@@ -177,20 +177,7 @@ def build_model(config, vocab_size):
     x = keras.layers.Embedding(
         vocab_size, config["embedding_dim"], mask_zero=True, name="embedding"
     )(ids)
-    x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
-    last = config["pooling"] == "last"
-    x = common.rnn_stack(
-        x,
-        config["cell"],
-        config["units"],
-        config["num_layers"],
-        config["bidirectional"],
-        config["dropout"],
-        config["cell_options"],
-        return_sequences=not last,
-    )
-    if not last:
-        x = MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
+    x = common.pooled_encoding(x, config)
     encoder = keras.Model(ids, x, name="encoder")
 
     a = keras.Input((None,), dtype="int32", name="sentence_a")

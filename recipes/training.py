@@ -55,6 +55,32 @@ def rnn_stack(
     )(x)
 
 
+def pooled_encoding(x, config):
+    """Embedded tokens `x` (batch, time, d) -> one vector per sequence: embedding dropout,
+    the configured `rnn_stack`, then its final state (``pooling="last"``) or a masked
+    pooling of its outputs (`kerasrnn.layers.MaskedPooling1D`: "mean", "max", ...). The
+    sentence encoder of the classifier and of each side of the pair classifier."""
+    import keras
+
+    from kerasrnn.layers import MaskedPooling1D
+
+    x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
+    last = config["pooling"] == "last"
+    x = rnn_stack(
+        x,
+        config["cell"],
+        config["units"],
+        config["num_layers"],
+        config["bidirectional"],
+        config["dropout"],
+        config["cell_options"],
+        return_sequences=not last,
+    )
+    if last:
+        return x
+    return MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
+
+
 def optimizer(config):
     """Adam with the configured learning rate and gradient-norm clipping."""
     import keras
