@@ -3,6 +3,7 @@ with `model.fit` (teacher forcing, or a `ScheduledSampling` regime) and decoded 
 `generate` (greedy, sampling or beam search)."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from kerasrnn.attention.layers import AttentionMemory
@@ -259,6 +260,29 @@ class Seq2Seq(GenerationMixin, keras.Model):
         return step
 
     # ---- training defaults -------------------------------------------------------------
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.fit`, with the ids of array inputs (NumPy arrays, lists) checked
+        against the vocabularies first: an id outside them fails in one line naming the
+        input, not as an index error inside the traced training step."""
+        self._check_array_ids(x, y)
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.evaluate`, with array ids checked as in `fit`."""
+        self._check_array_ids(x, y)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def _check_array_ids(self, x, y):
+        if isinstance(x, dict):
+            for name, size in (
+                ("source", self.source_vocab_size),
+                ("target_in", self.target_vocab_size),
+            ):
+                if isinstance(x.get(name), (np.ndarray, list)):
+                    _check_ids(name, np.asarray(x[name]), size)
+        if isinstance(y, (np.ndarray, list)):
+            _check_ids("target_out", np.asarray(y), self.target_vocab_size)
+
     def compile(self, optimizer="auto", loss="auto", metrics="auto", *, sampler="greedy", **kwargs):
         """`keras.Model.compile` with the defaults of a sequence model: "auto" gives
         Adam (learning rate 1e-3, gradient norm clipped at 5), the masked token

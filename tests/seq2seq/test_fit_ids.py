@@ -1,0 +1,53 @@
+"""`Seq2Seq.fit` / `evaluate` check the ids of array inputs against the vocabularies
+before training starts: one line naming the input, not an index error from inside the
+traced step (issue 31: a target id >= target_vocab_size gave 71 lines ending in
+GatherV2)."""
+
+import numpy as np
+import pytest
+
+from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
+
+SOURCE = np.array([[5, 6, 7, 0], [8, 9, 0, 0]])
+TARGET_IN = np.array([[2, 4, 5], [2, 6, 0]])
+TARGET_OUT = np.array([[4, 5, 3], [6, 3, 0]])
+
+
+def model():
+    seq2seq = Seq2Seq(Seq2SeqBackbone(20, 10, embedding_dim=4, units=4))
+    seq2seq.compile()
+    return seq2seq
+
+
+@pytest.mark.parametrize(
+    "x, y, name",
+    [
+        (
+            {"source": SOURCE, "target_in": TARGET_IN},
+            np.where(TARGET_OUT == 5, 11, TARGET_OUT),
+            "target_out",
+        ),
+        (
+            {"source": SOURCE, "target_in": np.where(TARGET_IN == 4, 10, TARGET_IN)},
+            TARGET_OUT,
+            "target_in",
+        ),
+        (
+            {"source": np.where(SOURCE == 9, 20, SOURCE).tolist(), "target_in": TARGET_IN},
+            TARGET_OUT,
+            "source",
+        ),
+    ],
+)
+@pytest.mark.parametrize("method", ["fit", "evaluate"])
+def test_ids_outside_the_vocabulary_fail_in_one_line(x, y, name, method):
+    seq2seq = model()
+    with pytest.raises(ValueError, match=rf"^`{name}` holds ids outside \[0, ") as error:
+        getattr(seq2seq, method)(x, y, verbose=0)
+    assert "\n" not in str(error.value)
+
+
+def test_ids_inside_the_vocabulary_train():
+    seq2seq = model()
+    history = seq2seq.fit({"source": SOURCE, "target_in": TARGET_IN}, TARGET_OUT, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
