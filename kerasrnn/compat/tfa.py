@@ -391,6 +391,40 @@ def _pick(config, names):
 # ---- AttentionWrapper ----------------------------------------------------------------
 
 
+# TF Addons' arguments with no counterpart here, and where their job went.
+_WRAPPER_ONLY = {
+    "cell_input_fn": "a kerasrnn.cells.step_order.StepOrder subclass (its cell input) as "
+    "kerasrnn.AttentionCell(cell, attention, step_order, projection)",
+    "attention_fn": "a projection layer (kerasrnn.cells.projection) as "
+    "kerasrnn.AttentionCell(cell, attention, step_order, projection)",
+    "initial_cell_state": "kerasrnn.AttentiveRNN(cell)(targets, memory, initial_state=...), "
+    "or decoder.initial_state_from(states) for step-by-step decoding",
+}
+_DECODER_ONLY = {
+    "cell": "the step function: strategy(step_fn, start_tokens, initial_states, max_length, "
+    "end_token) with step_fn(tokens, states) -> (logits, states[, alignments])",
+    "embedding_fn": "embed the tokens inside the step function",
+    "output_layer": "apply the readout to the cell output inside the step function",
+    "maximum_iterations": "max_length, the strategy call's fourth argument",
+    "reorder_tensor_arrays": "nothing: the returned hypotheses are already reordered",
+    "output_all_scores": "nothing: DecodeResult has the scores and log_probs",
+    "output_time_major": "nothing: DecodeResult is batch-major; transpose it",
+    "impute_finished": "nothing: finished hypotheses are padded with pad_token",
+}
+
+
+def _refuse_tfa_only(function, given, hints):
+    """A one-line TypeError naming the argument and where its job went."""
+    if not given:
+        return
+    name = next(iter(given))
+    if name in hints:
+        raise TypeError(
+            f"{function} does not take TF Addons' `{name}`: in kerasrnn, {hints[name]}."
+        )
+    raise TypeError(f"{function} got an unexpected argument {name}={given[name]!r}.")
+
+
 def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code reads the same
     cell,
     attention_mechanism,
@@ -399,6 +433,7 @@ def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code re
     output_attention=True,
     attention_layer=None,
     name=None,
+    **tfa_only,
 ):
     """The `kerasrnn.AttentionCell` that computes what TF Addons' `AttentionWrapper` did.
 
@@ -418,8 +453,9 @@ def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code re
     `LayerProjection` or `ContextProjection`. Use it in `kerasrnn.AttentiveRNN`; TFA's
     weights load unchanged (`cell.projection.kernels` are its `attention_layer`
     kernels). TFA's `cell_input_fn`, `attention_fn` and `initial_cell_state` are not
-    taken: write a `kerasrnn.cells.step_order.StepOrder` subclass, pass a projection, or
-    give `AttentiveRNN` an `initial_state`.
+    taken (a `TypeError` names what replaces each): write a
+    `kerasrnn.cells.step_order.StepOrder` subclass, pass a projection, or give
+    `AttentiveRNN` an `initial_state`.
 
     Args:
         cell: the recurrent cell (a Keras or kerasrnn cell).
@@ -446,6 +482,7 @@ def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code re
     >>> tuple(outputs.shape), tuple(alignments.shape)
     ((2, 4, 6), (2, 4, 5))
     """
+    _refuse_tfa_only("AttentionWrapper", tfa_only, _WRAPPER_ONLY)
     if attention_layer_size is not None and attention_layer is not None:
         raise ValueError(
             "Give `attention_layer_size` or `attention_layer`, not both (as TF Addons); "
@@ -471,7 +508,11 @@ def AttentionWrapper(  # noqa: N802 - TFA's class name, kept so migrated code re
 
 
 def beam_search_decoder(
-    beam_width, length_penalty_weight=0.0, coverage_penalty_weight=0.0, constraints=None
+    beam_width,
+    length_penalty_weight=0.0,
+    coverage_penalty_weight=0.0,
+    constraints=None,
+    **tfa_only,
 ):
     """TensorFlow Addons' `BeamSearchDecoder` ranking as a kerasrnn decoding strategy:
     `kerasrnn.decoding.CompetingBeamSearch` (finished hypotheses stay in the beam and
@@ -479,12 +520,18 @@ def beam_search_decoder(
     `length_penalty_weight`, the end token not counted at the step that picks it),
     which reproduce TFA's ids, scores and lengths (tests/decoding/test_tfa_beam.py).
 
+    The strategy is called on a step function, `strategy(step_fn, start_tokens,
+    initial_states, max_length, end_token)`: the TFA decoder's other arguments
+    (`cell`, `embedding_fn`, `output_layer`, `maximum_iterations`, ...) have their
+    place there, and passing one here raises a `TypeError` that says where.
+
     Example:
 
     >>> from kerasrnn.compat import tfa
     >>> tfa.beam_search_decoder(5, length_penalty_weight=0.6).scorer.alpha
     0.6
     """
+    _refuse_tfa_only("beam_search_decoder", tfa_only, _DECODER_ONLY)
     from kerasrnn import decoding
 
     return decoding.CompetingBeamSearch(
