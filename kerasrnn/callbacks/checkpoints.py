@@ -82,9 +82,8 @@ class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
     does not load. Here the file is written under a temporary name (by pointing the
     public `filepath` there for the save) and renamed over the old one after it.
 
-    Args:
-        filepath: as `keras.callbacks.ModelCheckpoint` (``.keras`` or
-            ``.weights.h5``); **kwargs: its other arguments.
+    It takes `keras.callbacks.ModelCheckpoint`'s arguments (`filepath` a ``.keras`` or
+    ``.weights.h5`` file, ...).
 
     Example:
 
@@ -133,9 +132,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     renamed into place first, so a kill between the two renames resumes one epoch early
     with the newer weights, never with unreadable ones.
 
-    Args:
-        backup_dir: the backup folder (deleted when training completes); **kwargs:
-            `keras.callbacks.BackupAndRestore`'s other arguments.
+    It takes `keras.callbacks.BackupAndRestore`'s arguments (`backup_dir`, the backup
+    folder, deleted when training completes, ...).
     """
 
     def _save_model(self):
