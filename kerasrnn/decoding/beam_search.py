@@ -61,6 +61,17 @@ _TFA_NAMES = {
 }
 
 
+def unexpected_argument(caller, unknown, accepted):
+    """The one-line TypeError for arguments `caller` does not take, naming kerasrnn's
+    equivalent of a TensorFlow Addons name (`length_penalty_weight=` ...)."""
+    name = next(iter(unknown))
+    hint = _TFA_NAMES.get(name)
+    return TypeError(
+        f"{caller} got an unexpected argument {name}={unknown[name]!r}"
+        + (f"; kerasrnn's equivalent: {hint}." if hint else f": it takes {accepted}.")
+    )
+
+
 def repeat_beams(structure, beam_size):
     """Every tensor of `structure` repeated `beam_size` times along the batch axis, rows
     b*k .. b*k+k-1 for example b: the layout of the rows beam search calls its step
@@ -162,16 +173,10 @@ class BeamSearch(DecodingStrategy):
         **unknown,
     ):
         if unknown:
-            name = next(iter(unknown))
-            hint = _TFA_NAMES.get(name)
-            raise TypeError(
-                f"{type(self).__name__} got an unexpected argument {name}="
-                f"{unknown[name]!r}"
-                + (
-                    f"; kerasrnn's equivalent: {hint}."
-                    if hint
-                    else ": it takes beam_size, n_best, scorer, constraints and drop_finished."
-                )
+            raise unexpected_argument(
+                type(self).__name__,
+                unknown,
+                "beam_size, n_best, scorer, constraints and drop_finished",
             )
         super().__init__(constraints)
         if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:

@@ -3,7 +3,7 @@ that decodes once; keep the object to decode again with the same options)."""
 
 from typing import Any
 
-from kerasrnn.decoding.beam_search import BeamSearch
+from kerasrnn.decoding.beam_search import BeamSearch, unexpected_argument
 from kerasrnn.decoding.common import DecodeResult, StepFn
 from kerasrnn.decoding.constraints import Constraints
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
@@ -76,6 +76,7 @@ def beam_search(
     scorer: Scorer | None = None,
     constraints: Constraints | None = None,
     pad_token: int = 0,
+    **unknown: Any,
 ) -> DecodeResult:
     """`BeamSearch(beam_size, n_best, scorer, constraints, drop_finished="auto")(step_fn,
     start_tokens, initial_states, max_length, end_token, pad_token)`: see `BeamSearch`.
@@ -90,5 +91,12 @@ def beam_search(
     >>> keras.ops.convert_to_numpy(beam.tokens[0, 0]).tolist()  # p = .4 * .9 = .36
     [2, 0, 0, 0]
     """
+    if unknown:
+        raise unexpected_argument(
+            "beam_search",
+            unknown,
+            "step_fn, start_tokens, initial_states, max_length, "
+            "end_token, beam_size, n_best, scorer, constraints and pad_token",
+        )
     strategy = BeamSearch(beam_size, n_best, scorer, constraints)
     return strategy(step_fn, start_tokens, initial_states, max_length, end_token, pad_token)

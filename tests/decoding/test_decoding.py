@@ -359,6 +359,10 @@ def test_tfa_argument_names_get_kerasrnn_equivalents():
         decoding.BeamSearch(min_length=2)
     with pytest.raises(TypeError, match="colour=1: it takes beam_size"):
         decoding.BeamSearch(colour=1)
+    # the function names itself, before any op runs
+    step = lambda tokens, states: (ops.zeros((3, 4)), states)  # noqa: E731
+    with pytest.raises(TypeError, match=r"^beam_search got .*length_penalty_weight=0\.6.*Scorer"):
+        decoding.beam_search(step, [0], (), 4, end_token=0, length_penalty_weight=0.6)
 
 
 @pytest.mark.parametrize(
