@@ -137,7 +137,7 @@ def training_callbacks(
             )
         )
     callbacks += [
-        EpochLog(files["epochs"], rows),
+        EpochLog(files["epochs"], rows, write=write_json),  # numbers as in every run file
         AtomicBackupAndRestore(files["backup"]),
         keras.callbacks.TerminateOnNaN(),
     ]

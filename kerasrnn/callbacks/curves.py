@@ -25,6 +25,8 @@ class EpochLog(keras.callbacks.Callback):
     Args:
         path: the JSON file; None keeps the rows in memory only.
         rows: the rows of earlier epochs (e.g. read back from `path` on a resume).
+        write: ``write(path, data)`` writes the file; default
+            `write_json_atomically` (the recipes round the numbers first).
 
     Example:
 
@@ -37,16 +39,16 @@ class EpochLog(keras.callbacks.Callback):
     ([1, 2], ['epoch', 'loss'])
     """
 
-    def __init__(self, path=None, rows=()):
+    def __init__(self, path=None, rows=(), write=write_json_atomically):
         super().__init__()
-        self.path, self.rows = path, [dict(r) for r in rows]
+        self.path, self.rows, self.write = path, [dict(r) for r in rows], write
 
     def on_epoch_end(self, epoch, logs=None):
         row = {"epoch": epoch + 1}
         row.update({k: _number(v) for k, v in (logs or {}).items()})
         self.rows = [r for r in self.rows if r["epoch"] < row["epoch"]] + [row]
         if self.path is not None:
-            write_json_atomically(self.path, {"rows": self.rows})
+            self.write(self.path, {"rows": self.rows})
 
 
 def plot_training_curves(rows, path, metric="accuracy"):
