@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 
+from kerasrnn.layers import MaskedPooling1D
 from recipes import classifier, common
 
 TINY = {
@@ -40,16 +41,16 @@ def test_masked_pooling_matches_numpy():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(3, 5, 4)).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]], bool)
-    mean = classifier.MaskedPooling1D("mean")(x, mask=mask).numpy()
-    high = classifier.MaskedPooling1D("max")(x, mask=mask).numpy()
+    mean = MaskedPooling1D("mean")(x, mask=mask).numpy()
+    high = MaskedPooling1D("max")(x, mask=mask).numpy()
     np.testing.assert_allclose(mean[0], x[0, :3].mean(0), rtol=1e-5)
     np.testing.assert_allclose(high[1], x[1].max(0), rtol=1e-5)
     np.testing.assert_array_equal(mean[2], 0)
     np.testing.assert_array_equal(high[2], 0)
-    layer = classifier.MaskedPooling1D.from_config(classifier.MaskedPooling1D("max").get_config())
+    layer = MaskedPooling1D.from_config(MaskedPooling1D("max").get_config())
     assert layer.mode == "max"
     with pytest.raises(ValueError, match="`mode`"):
-        classifier.MaskedPooling1D("median")
+        MaskedPooling1D("median")
 
 
 def test_padding_never_changes_the_prediction(tmp_path):

@@ -4,6 +4,7 @@ with Viterbi decoding in predict, evaluate and the exported SavedModel."""
 import json
 
 import numpy as np
+import pytest
 
 from recipes import tagger
 
@@ -111,6 +112,7 @@ def test_crf_tagger_command_line_end_to_end(tmp_path, capsys, shared_data):
 
 
 def test_crf_option_must_be_a_boolean(tmp_path, capsys):
-    code = tagger.main(["train", "--train", str(tmp_path / "x.conllu"), "--crf", "maybe"])
-    assert code == 2
-    assert "'crf' must be true or false" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # at parse time, before any data is read
+        tagger.main(["train", "--train", str(tmp_path / "x.conllu"), "--crf", "maybe"])
+    assert exit_.value.code == 2
+    assert "argument --crf: must be true or false, got 'maybe'" in capsys.readouterr().err
