@@ -336,6 +336,12 @@ def _convert(key, value, default):
         return value
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if kind is float and isinstance(value, str):
+        # YAML 1.1 (PyYAML) reads `1e-4` as a string: it wants `1.0e-4`.
+        try:
+            return float(value)
+        except ValueError:
+            pass
     if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     if kind is list and isinstance(value, tuple):

@@ -29,6 +29,17 @@ def test_config_layers_and_types(tmp_path):
     assert common.load_config(DEFAULTS) == DEFAULTS
 
 
+def test_exponent_floats_without_a_dot_are_floats(tmp_path):
+    """PyYAML reads `1e-4` as a string (YAML 1.1 wants `1.0e-4`); a float option takes it,
+    from a config file and from a flag."""
+    yaml_file = tmp_path / "c.yaml"
+    yaml_file.write_text("rate: 1e-4\n")
+    assert common.load_config(DEFAULTS, yaml_file)["rate"] == 1e-4
+    assert common.load_config(DEFAULTS, overrides={"rate": "3E5"})["rate"] == 3e5
+    with pytest.raises(common.ConfigError, match="'rate' must be of type float"):
+        common.load_config(DEFAULTS, overrides={"rate": "fast"})
+
+
 def test_config_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("units: 4\nunits_typo: 3\n")
