@@ -48,21 +48,30 @@ def load(run_dir):
 def compare_options(run_dir, data, contenders, beam_size, rounds, batch_size):
     """Times the run's `translate` under two sets of decoding options, interleaved in
     one process (`timing.interleaved_rounds`: the order alternating each round), on
-    test_2016_flickr. `contenders` is {name: `TextTranslator.options` to set}, the
-    baseline first. Prints sentences/s
-    and identical outputs per round, the second's speed-up (median, min, max) and
-    each one's BLEU."""
+    test_2016_flickr. `contenders` is {name: options}, the baseline first; an option is
+    a key of the run's config (e.g. `readout_dtype`) or an argument of its beam search
+    (e.g. `drop_finished`). Prints sentences/s and identical outputs per round, the
+    second's speed-up (median, min, max) and each one's BLEU."""
     import statistics
 
     import timing  # bench/
     from kerasrnn.metrics import corpus_bleu
+    from recipes import translator
 
     sources, references = test_pairs(data)
-    models = {}
+    models, strategies = {}, {}
     for name, options in contenders.items():
-        models[name] = load(run_dir)
-        models[name].options.update(options)
-        models[name].translate(sources[:2], beam_size)  # trace outside the timing
+        model = load(run_dir)
+        settings = {k: v for k, v in options.items() if k in translator.DEFAULTS}
+        if settings:
+            model = translator.Translator(
+                model.model, model.source, model.target, {**model.config, **settings}
+            )
+        strategy = model.strategy(beam_size)
+        searched = {k: v for k, v in options.items() if k not in settings}
+        strategies[name] = type(strategy).from_config({**strategy.get_config(), **searched})
+        models[name] = model
+        model.translate(sources[:2], strategies[name])  # trace outside the timing
     (base, base_options), (new, new_options) = contenders.items()
     print(
         f"run: {run_dir}; {len(sources)} sentences, batches of {batch_size}, beam "
@@ -83,7 +92,9 @@ def compare_options(run_dir, data, contenders, beam_size, rounds, batch_size):
         [
             (
                 name,
-                lambda name=name: models[name].translate(sources, beam_size, batch_size=batch_size),
+                lambda name=name: models[name].translate(
+                    sources, strategies[name], batch_size=batch_size
+                ),
             )
             for name in models
         ],

@@ -21,40 +21,25 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import timing  # noqa: E402  (bench/, the script's folder)
-from kerasrnn.decoding import CompetingBeamSearch  # noqa: E402
+from kerasrnn.decoding import BeamSearch, CompetingBeamSearch, Scorer  # noqa: E402
 from recipes import common, translator  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
-# (label, beam search options); the first row is the recipe's default.
+# (label, the beam search of k beams); the first row is the recipe's default.
 SETTINGS = [
-    ("average (default)", dict(length_normalization="average")),
-    ("none", dict(length_normalization=None)),
-    ("wu alpha=0.6", dict(length_normalization="wu", alpha=0.6)),
-    ("wu alpha=1.0", dict(length_normalization="wu", alpha=1.0)),
-    (
-        "wu alpha=0.6, coverage beta=0.2",
-        dict(length_normalization="wu", alpha=0.6, coverage_penalty_weight=0.2),
-    ),
-    (
-        "wu alpha=0.6, coverage beta=0.4",
-        dict(length_normalization="wu", alpha=0.6, coverage_penalty_weight=0.4),
-    ),
-    (
-        "wu alpha=1.0, coverage beta=0.2",
-        dict(length_normalization="wu", alpha=1.0, coverage_penalty_weight=0.2),
-    ),
+    ("average (default)", lambda k: BeamSearch(k, scorer=Scorer("average"))),
+    ("none", lambda k: BeamSearch(k, scorer=Scorer(None))),
+    ("wu alpha=0.6", lambda k: BeamSearch(k, scorer=Scorer("wu", 0.6))),
+    ("wu alpha=1.0", lambda k: BeamSearch(k, scorer=Scorer("wu", 1.0))),
+    ("wu alpha=0.6, coverage beta=0.2", lambda k: BeamSearch(k, scorer=Scorer("wu", 0.6, 0.2))),
+    ("wu alpha=0.6, coverage beta=0.4", lambda k: BeamSearch(k, scorer=Scorer("wu", 0.6, 0.4))),
+    ("wu alpha=1.0, coverage beta=0.2", lambda k: BeamSearch(k, scorer=Scorer("wu", 1.0, 0.2))),
     (
         "average, coverage beta=0.2",
-        dict(length_normalization="average", coverage_penalty_weight=0.2),
+        lambda k: BeamSearch(k, scorer=Scorer("average", coverage_penalty_weight=0.2)),
     ),
-    (
-        "average, stop_rule=compete",
-        dict(length_normalization="average", beam_search=CompetingBeamSearch),
-    ),
-    (
-        "wu alpha=0.6, stop_rule=compete",
-        dict(length_normalization="wu", alpha=0.6, beam_search=CompetingBeamSearch),
-    ),
+    ("average, stop_rule=compete", lambda k: CompetingBeamSearch(k, scorer=Scorer("average"))),
+    ("wu alpha=0.6, stop_rule=compete", lambda k: CompetingBeamSearch(k, scorer=Scorer("wu", 0.6))),
 ]
 
 
@@ -99,11 +84,10 @@ def main():
         f"; reference length {reference_words:.2f} words"
     )
     print(f"{'setting':36}{'BLEU':>7}{'words':>7}{'sent/s':>8}")
-    for label, options in SETTINGS:
-        decoder = translator.Translator(base.model, base.source, base.target, config)
-        decoder.options.update(options)
-        decoder.translate(sources[:2], args.beam_size)  # trace outside the timing
-        hypotheses, seconds = timing.timed(lambda: decoder.translate(sources, args.beam_size))
+    for label, search in SETTINGS:
+        strategy = search(args.beam_size)
+        base.translate(sources[:2], strategy)  # trace outside the timing
+        hypotheses, seconds = timing.timed(lambda: base.translate(sources, strategy))
         words = sum(len(h.split()) for h in hypotheses) / len(hypotheses)
         bleu = corpus_bleu(hypotheses, references).score
         print(f"{label:36}{bleu:7.2f}{words:7.2f}{len(sources) / seconds:8.1f}", flush=True)

@@ -297,7 +297,7 @@ def load_model(config):
 
 def translation_scores(translator, sources, references, beam_sizes=(1,), lowercase=False):
     """Corpus BLEU (sacreBLEU's, `kerasrnn.metrics.corpus_bleu`), exact match,
-    speed and 5 samples of ``translator.translate`` (a `kerasrnn.export.TextTranslator`)
+    speed and 5 samples of ``translator.translate`` (a `Translator`)
     per beam size (1: "greedy", k: "beam<k>").
 
     `lowercase`: a target side that lower-cases can only write lower-case, so the
@@ -334,7 +334,8 @@ def translation_scores(translator, sources, references, beam_sizes=(1,), lowerca
 class Translator(TextTranslator):
     """A trained translator: `kerasrnn.export.TextTranslator` (raw strings in,
     translations out, the graph the SavedModel serves) between the run's two
-    `TextSide`, with the run's decoding options, n-best, scores and heatmaps."""
+    `TextSide`, decoding with the run's strategy (`strategy`), with n-best, scores and
+    heatmaps."""
 
     def __init__(self, model, source, target, config):
         super().__init__(
@@ -344,8 +345,6 @@ class Translator(TextTranslator):
             max_source_length=config["max_source_length"],
             replace_unk=config["replace_unk"],
             max_length=config["max_decode_length"],
-            max_length_ratio=config["max_length_ratio"] or None,
-            length_normalization=config["length_normalization"],
             readout_dtype=config["readout_dtype"],
         )
         self.config, self.source, self.target = config, source, target
@@ -360,12 +359,25 @@ class Translator(TextTranslator):
             raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
         return k
 
-    def translate(self, texts, beam_size=None, n_best=None, batch_size=64):
-        """Python strings -> translations (list of str); with `n_best` K, per text
-        the K best as ``[{"translation", "score"}, ...]``. Greedy for beam size 1,
-        else beam search (widened to K beams)."""
+    def strategy(self, beam_size=None, n_best=1):
+        """The run's decoding strategy: greedy search for a beam size of 1, else beam
+        search (widened to `n_best` beams) with the run's length normalisation; both
+        with its `max_length_ratio`. `beam_size` None: the run's."""
+        from kerasrnn import decoding
+
         beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        return super().translate(texts, beam_size, n_best and self.n_best(n_best), batch_size)
+        constraints = decoding.Constraints(max_length_ratio=self.config["max_length_ratio"] or None)
+        if max(beam_size, n_best) <= 1:
+            return decoding.GreedySearch(constraints)
+        scorer = decoding.Scorer(self.config["length_normalization"])
+        return decoding.BeamSearch(max(beam_size, n_best), n_best, scorer, constraints)
+
+    def translate(self, texts, strategy=None, return_scores=False, batch_size=64):
+        """`TextTranslator.translate`; `strategy` may also be a beam size (the run's
+        `strategy` of that width) or None (the run's beam size)."""
+        if strategy is None or isinstance(strategy, int):
+            strategy = self.strategy(strategy)
+        return super().translate(texts, strategy, return_scores, batch_size)
 
     def evaluate(self, sources, references, beam_sizes=None):
         """BLEU (sacreBLEU's corpus BLEU), exact match and speed, per beam size.
@@ -391,15 +403,14 @@ class Translator(TextTranslator):
 
         if not text.strip():
             raise common.ConfigError("heatmap: a blank sentence has no alignments.")
-        return plot_alignments(*self.alignments(text, self.config["beam_size"]), path=path)
+        return plot_alignments(*self.alignments(text, self.strategy()), path=path)
 
     def export(self, path):
         """A SavedModel (`TextTranslator.export`) with ``translate(text:
         string[batch]) -> {"translation", "score"}`` (the configured beam size; also
         ``serving_default``) and ``translate_n_best(text) -> {"translations":
         string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
-        k, beam_size = self.n_best(), self.config["beam_size"]
-        return super().export(path, max(beam_size, k), k, beam_size)
+        return super().export(path, self.strategy(), self.strategy(n_best=self.n_best()))
 
 
 def write_heatmaps(translator, texts, folder, name="attention"):
@@ -503,7 +514,8 @@ class TranslatorRecipe(common.Recipe):
         config = self.stored(config, args)
         translator, texts = Translator.from_run(config), self.inputs_of(config, args)
         if "n_best" in args.overrides:
-            hypotheses = translator.translate(texts, n_best=translator.n_best())
+            strategy = translator.strategy(n_best=translator.n_best())
+            hypotheses = translator.translate(texts, strategy, return_scores=True)
             return [{"text": s, "hypotheses": h} for s, h in zip(texts, hypotheses)]
         return [{"text": s, "translation": t} for s, t in zip(texts, translator.translate(texts))]
 

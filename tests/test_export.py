@@ -171,7 +171,8 @@ print(json.dumps({
 def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
     import kerasrnn
     from kerasrnn.data import Vocabulary
-    from kerasrnn.export import export_seq2seq
+    from kerasrnn.decoding import BeamSearch
+    from kerasrnn.export import TextTranslator
 
     source_vocab = Vocabulary.build([["the", "cat", "sat"], ["a", "dog", "ran"]])
     target_vocab = Vocabulary.build([list("le chat"), list("un chien")])
@@ -183,15 +184,8 @@ def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
         max_target_length=7,
     )
     texts = ["the cat sat", "", "   ", "a dog ran the cat sat unknownword", "zebra"]
-    export_seq2seq(
-        tmp_path / "sm",
-        model,
-        source_vocab,
-        target_vocab,
-        tokenize="word",
-        detokenize="char",
-        beam_size=3,
-        n_best=2,
+    TextTranslator(model, source_vocab, target_vocab, tokenize="word", detokenize="char").export(
+        tmp_path / "sm", translate_n_best=BeamSearch(3, n_best=2)
     )
     result = subprocess.run(
         [sys.executable, "-c", SEQ2SEQ_LOADER, str(tmp_path / "sm"), json.dumps(texts)],
@@ -231,10 +225,10 @@ def test_seq2seq_saved_model_serves_strings_without_kerasrnn(tmp_path):
     assert len(served["translations"][0]) == 2
 
 
-def test_export_seq2seq_errors(tmp_path):
+def test_text_translator_errors():
     import kerasrnn
     from kerasrnn.data import Vocabulary
-    from kerasrnn.export import export_seq2seq
+    from kerasrnn.export import TextTranslator
 
     vocab = Vocabulary.build([["a", "b"]])
     model = kerasrnn.seq2seq.Seq2Seq(
@@ -243,16 +237,18 @@ def test_export_seq2seq_errors(tmp_path):
     with pytest.raises(
         ValueError, match="`source_vocabulary` has 6 tokens but the model's source_vocab_size is 7"
     ):
-        export_seq2seq(tmp_path / "x", model, vocab, vocab)
+        TextTranslator(model, vocab, vocab)
     model = kerasrnn.seq2seq.Seq2Seq(
         kerasrnn.seq2seq.Seq2SeqBackbone(len(vocab), len(vocab), embedding_dim=4, units=4)
     )
-    with pytest.raises(ValueError, match="`n_best` must be an integer in \\[1, beam_size=2\\]"):
-        export_seq2seq(tmp_path / "x", model, vocab, vocab, beam_size=2, n_best=3)
     with pytest.raises(ValueError, match="`tokenize` must be one of"):
-        export_seq2seq(tmp_path / "x", model, vocab, vocab, tokenize="bpe")
+        TextTranslator(model, vocab, vocab, tokenize="bpe")
+    with pytest.raises(ValueError, match="`readout_dtype` must be one of"):
+        TextTranslator(model, vocab, vocab, readout_dtype="int8")
     with pytest.raises(ValueError, match="must be a kerasrnn.seq2seq.Seq2Seq"):
-        export_seq2seq(tmp_path / "x", keras.Sequential(), vocab, vocab)
+        TextTranslator(keras.Sequential(), vocab, vocab)
+    with pytest.raises(ValueError, match="Unknown decoding strategy .beams."):
+        TextTranslator(model, vocab, vocab).translate(["a"], "beams")
 
 
 def test_import_kerasrnn_does_not_import_tensorflow_on_jax():
@@ -274,14 +270,14 @@ def test_import_kerasrnn_does_not_import_tensorflow_on_jax():
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["-", "0", "True"]
     lazy = subprocess.run(
-        [sys.executable, "-c", "import kerasrnn; print(kerasrnn.export.export_seq2seq.__name__)"],
+        [sys.executable, "-c", "import kerasrnn; print(kerasrnn.export.TextTranslator.__name__)"],
         capture_output=True,
         text=True,
         env=ENV,
         timeout=300,
     )
     assert lazy.returncode == 0, lazy.stderr[-2000:]
-    assert lazy.stdout.split()[-1] == "export_seq2seq"
+    assert lazy.stdout.split()[-1] == "TextTranslator"
 
 
 def test_text_translator_coverage_penalty_decodes_like_generate():
@@ -297,20 +293,15 @@ def test_text_translator_coverage_penalty_decodes_like_generate():
         kerasrnn.seq2seq.Seq2SeqBackbone(len(vocab), len(vocab), embedding_dim=6, units=8),
         max_source_length=5,
     )
-    texts = TextTranslator(
-        model, vocab, vocab, max_length=6, length_normalization="wu", coverage_penalty_weight=0.7
+    beam = kerasrnn.decoding.BeamSearch(
+        3, scorer=kerasrnn.decoding.Scorer("wu", coverage_penalty_weight=0.7)
     )
-    rows = texts.translate(["a b c", "d a"], beam_size=3, n_best=3)
+    texts = TextTranslator(model, vocab, vocab, max_length=6)
+    rows = texts.translate(["a b c", "d a"], beam, return_scores=True)
     ids = keras.utils.pad_sequences(
         [vocab.encode(["a", "b", "c"]), vocab.encode(["d", "a"])], maxlen=5, padding="post"
     )
-    expected = model.generate(
-        ids,
-        kerasrnn.decoding.BeamSearch(
-            3, scorer=kerasrnn.decoding.Scorer("wu", coverage_penalty_weight=0.7)
-        ),
-        max_length=6,
-    )
+    expected = model.generate(ids, beam, max_length=6)
     tokens = keras.ops.convert_to_numpy(expected.tokens)
     scores = keras.ops.convert_to_numpy(expected.scores)
     for row, row_tokens, row_scores in zip(rows, tokens, scores):
@@ -333,8 +324,9 @@ def test_text_translator_translate_batches_by_length_but_keeps_order():
     )
     texts = TextTranslator(model, vocab, vocab, max_length=5)
     sources = ["a b c d a", "b", "", "c d a", "d d", "a b c d b c"]
-    batched = texts.translate(sources, beam_size=2, n_best=2, batch_size=2)
-    alone = [texts.translate([s], beam_size=2, n_best=2)[0] for s in sources]
+    beam = kerasrnn.decoding.BeamSearch(2)
+    batched = texts.translate(sources, beam, return_scores=True, batch_size=2)
+    alone = [texts.translate([s], beam, return_scores=True)[0] for s in sources]
     assert [[h["translation"] for h in row] for row in batched] == [
         [h["translation"] for h in row] for row in alone
     ]

@@ -73,7 +73,7 @@ def main():
         index = next(i for i, s in enumerate(sources) if 6 <= len(s.split()) <= 10)
         source = sources[index + SENTENCE]
         translation = model.translate([source])[0]
-        result, source_tokens, target_tokens = model.alignments(source, config["beam_size"])
+        result, source_tokens, target_tokens = model.alignments(source, model.strategy())
         weights = np.asarray(result.alignments)[0, 0, : len(target_tokens), : len(source_tokens)]
         path = os.path.join(HERE, "attention_heatmap.png")
         model.heatmap(source, path)

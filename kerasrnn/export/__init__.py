@@ -21,19 +21,19 @@ Typical use (what the classifier recipe does)::
     }, track=[lookup])
 
 Language models and translators export their generation function the same way (the
-function may run a decoding loop); `export_seq2seq` does it for a `kerasrnn.seq2seq.Seq2Seq`
-(greedy and n-best beam-search signatures, strings in and out). `TextTranslator` is that
-string-level decoding as a Python object: translate lists of strings (n-best with
-scores), get the alignments beam search returned, export.
+function may run a decoding loop). `TextTranslator` does it for a
+`kerasrnn.seq2seq.Seq2Seq`: the string-level decoding as a Python object, each call with a
+`kerasrnn.decoding` strategy: translate lists of strings (n-best with scores), get the
+alignments decoding returned, and `export` a SavedModel (a one-best and an n-best
+signature, strings in and out).
 """
 
 from kerasrnn.export.savedmodel import export_saved_model
 from kerasrnn.export.serving import class_outputs, ids_to_strings, sequence_outputs
-from kerasrnn.export.translator import TOKENIZERS, TextTranslator, export_seq2seq
+from kerasrnn.export.translator import TOKENIZERS, TextTranslator
 
 __all__ = [
     "export_saved_model",
-    "export_seq2seq",
     "TextTranslator",
     "TOKENIZERS",
     "class_outputs",
