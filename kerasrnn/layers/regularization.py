@@ -40,7 +40,8 @@ class WeightDrop(DropoutRNNCell, keras.layers.Layer):
     2013; Merity et al. 2018). At inference U is used unchanged.
 
     Why a cell wrapper: it composes with every recurrent container (`kerasrnn.RNN`,
-    `keras.layers.RNN`, `StackedRNNCells`, `Bidirectional`) and with any cell that keeps
+    `kerasrnn.RNNStack`, `keras.layers.RNN`, `StackedRNNCells`, `Bidirectional`; each
+    layer and direction draws its own mask) and with any cell that keeps
     its recurrent weights in `recurrent_kernel` (the kerasrnn cells and Keras' own
     `LSTMCell` / `GRUCell` / `SimpleRNNCell`). Because the mask is fixed for the whole
     call, the dropped kernel is an ordinary weight matrix, so `kerasrnn.RNN` still runs a
@@ -49,7 +50,9 @@ class WeightDrop(DropoutRNNCell, keras.layers.Layer):
     loop the cell is called with its `recurrent_kernel` attribute pointing at the dropped
     kernel for the step (what AWD-LSTM's PyTorch WeightDrop does), so gradients reach U
     through the mask. The mask is drawn where Keras draws its dropout masks (before the
-    time loop, in `get_recurrent_dropout_mask`), which keeps JAX's loop stateless.
+    time loop, in `get_recurrent_dropout_mask`), which keeps JAX's loop stateless; like
+    Keras' dropout masks it is drawn at inference too (one draw of U's size per call)
+    and not used there.
 
     Args:
         cell: the recurrent cell whose `recurrent_kernel` is dropped.

@@ -60,8 +60,19 @@ def plain_twin(cell, recurrent_kernel):
     return twin
 
 
-@pytest.mark.parametrize("container", list(CONTAINERS))
-@pytest.mark.parametrize("kind", list(CELLS))
+# the cases that run differently: the fast path (the fused kernel, or on a CPU the
+# written-out pass / the loop it falls back to) for LSTM and GRU, kerasrnn's and Keras'
+# loops, and a Keras cell
+@pytest.mark.parametrize(
+    "kind, container",
+    [
+        ("lstm", "kerasrnn.RNN"),
+        ("gru", "kerasrnn.RNN"),
+        ("lstm", "loop"),
+        ("gru", "keras.RNN"),
+        ("keras-simple", "keras.RNN"),
+    ],
+)
 def test_weight_drop_is_the_cell_with_a_masked_recurrent_kernel(kind, container):
     """Training: exactly the plain cell with U * M / (1-p), M drawn once per call (so
     the same at every step); inference: exactly the plain cell."""
@@ -152,10 +163,10 @@ def test_spatial_dropout_1d_is_locked_dropout():
     layer = keras.layers.SpatialDropout1D(0.4, seed=3)
     x = np.random.default_rng(1).uniform(1.0, 2.0, size=(64, T, 6)).astype("float32")
     np.testing.assert_array_equal(np_(layer(x)), x)
-    draws = np.stack([np_(layer(x, training=True)) / x for _ in range(20)])
+    draws = np.stack([np_(layer(x, training=True)) / x for _ in range(10)])
     np.testing.assert_allclose(draws, draws[:, :, :1, :].repeat(T, axis=2), rtol=1e-6)
     np.testing.assert_allclose(np.unique(draws.round(4)), [0.0, round(1 / 0.6, 4)], rtol=1e-6)
-    assert abs(draws.mean() - 1.0) < 0.03
+    assert abs(draws.mean() - 1.0) < 0.05  # 3840 masks, sd ~0.013
     masked = keras.layers.Masking(0.0)(np.pad(x[:2], ((0, 0), (0, 2), (0, 0))))
     assert (
         np_(layer.compute_mask(masked, masked._keras_mask)).tolist()
