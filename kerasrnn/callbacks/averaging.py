@@ -40,10 +40,16 @@ class PolyakAveraging(keras.callbacks.Callback):
     model keeps the averaged weights (`swap_at_end=False` keeps the last ones instead).
     The optimizer is untouched: with SGD this is averaged SGD (ASGD).
 
+    With `swap_on_epoch=True` (as in `keras.callbacks.SwapEMAWeights`) the average is
+    also in the model from the end of each epoch to the start of the next, so callbacks
+    listed after this one (`ModelCheckpoint`, a recipe's evaluation) save and evaluate
+    the averaged model.
+
     Args:
         start: the first batch (0-based, over the whole fit) whose weights enter the
             average; None starts no average until `start_averaging()` is called.
         swap_at_end: leave the averaged weights in the model when training ends.
+        swap_on_epoch: hold the average in the model between epochs too.
 
     Example:
 
@@ -58,10 +64,12 @@ class PolyakAveraging(keras.callbacks.Callback):
     2
     """
 
-    def __init__(self, start=0, swap_at_end=True):
+    def __init__(self, start=0, swap_at_end=True, swap_on_epoch=False):
         super().__init__()
         self.start = None if start is None else check_int("start", start, minimum=0)
         self.swap_at_end = bool(swap_at_end)
+        self.swap_on_epoch = bool(swap_on_epoch)
+        self._swapped_for_test = False
         self.step = 0
         self.count = 0
         self.average = None
@@ -117,15 +125,26 @@ class PolyakAveraging(keras.callbacks.Callback):
         self._saved = None
 
     def on_test_begin(self, logs=None):
+        self._swapped_for_test = self._saved is None  # not already in (swap_on_epoch)
         self.swap_in()
 
     def on_test_end(self, logs=None):
+        if self._swapped_for_test:
+            self.swap_out()
+
+    def on_epoch_begin(self, epoch, logs=None):
         self.swap_out()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.swap_on_epoch:
+            self.swap_in()
 
     def on_train_end(self, logs=None):
         if self.swap_at_end:
             self.swap_in()
             self._saved = None  # the average stays
+        else:
+            self.swap_out()
 
 
 class NTASGD(PolyakAveraging):
@@ -146,6 +165,8 @@ class NTASGD(PolyakAveraging):
         patience: n, the non-monotone interval in epochs (AWD-LSTM: 5).
         monitor: the logged validation value (lower is better unless `mode="max"`).
         mode: "min" or "max".
+        swap_on_epoch: hold the average in the model between epochs, for the callbacks
+            after this one (see `PolyakAveraging`).
 
     Attributes:
         triggered_epoch: the 0-based epoch at whose end averaging was switched on (None
@@ -160,8 +181,8 @@ class NTASGD(PolyakAveraging):
     [False, False, True]
     """
 
-    def __init__(self, patience=5, monitor="val_loss", mode="min"):
-        super().__init__(start=None)
+    def __init__(self, patience=5, monitor="val_loss", mode="min", swap_on_epoch=False):
+        super().__init__(start=None, swap_on_epoch=swap_on_epoch)
         self.patience = check_int("patience", patience, minimum=0)
         if mode not in ("min", "max"):
             raise ValueError(f'`mode` must be "min" or "max"; got mode={mode!r}.')
@@ -195,6 +216,7 @@ class NTASGD(PolyakAveraging):
             self.triggered_epoch = epoch
             self.start_averaging()
         self.history.append(value)
+        super().on_epoch_end(epoch, logs)
 
 
 def _weights_of(path, model):

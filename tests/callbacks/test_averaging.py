@@ -65,6 +65,23 @@ def test_polyak_average_is_the_mean_of_the_weights_after_each_step():
             np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+def test_polyak_average_is_what_later_callbacks_save_with_swap_on_epoch(tmp_path):
+    record, average = Record(), PolyakAveraging(start=1, swap_on_epoch=True)
+    path = os.path.join(tmp_path, "epoch{epoch}.weights.h5")
+    save = keras.callbacks.ModelCheckpoint(path, save_weights_only=True)
+    fit(tiny_model(), [record, average, save], epochs=2)
+    saved = tiny_model()
+    for epoch, steps in ((1, record.steps[1:2]), (2, record.steps[1:])):
+        saved.load_weights(path.format(epoch=epoch))
+        for got, want in zip(saved.get_weights(), mean_of(steps)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    plain = Record()  # and training went on from its own weights
+    fit(tiny_model(), [plain], epochs=2)
+    for ours, theirs in zip(record.steps, plain.steps):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def test_keras_ema_is_the_exponential_average_of_the_weights_after_each_step():
     """What the docs point to for EMA: Keras' optimizer option, a_1 = w_1,
     a_k = m a_{k-1} + (1 - m) w_k; SwapEMAWeights evaluates with it."""
