@@ -128,6 +128,8 @@ class RNN(keras.layers.RNN):
        cuDNN on a GPU with TensorFlow, JAX or PyTorch; on PyTorch's CPU a loop with the
        input projection hoisted. Where that implementation declines (a CPU with
        TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
+       A cell in `kerasrnn.layers.WeightDrop` counts as the cell it wraps, with the
+       recurrent kernel it drops for the call (ways 1 and 2).
     2. **Written-out backward pass** (the same LSTM cells, no mask, compiled with XLA:
        JAX, or TensorFlow with `jit_compile=True`): `kerasrnn.cells.lstm_sequence`,
        whose backward loop keeps only the gate gradients and takes each weight
