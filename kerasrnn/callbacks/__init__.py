@@ -7,7 +7,11 @@
 * `atomic_path` / `save_model_atomically` / `write_json_atomically`: the same guarantee
   for any file a training script writes;
 * `EpochLog`: every epoch's logs as rows, kept on disk across a resume;
-* `TrainingCurves` / `plot_training_curves`: a PNG of the loss and a metric per epoch.
+* `TrainingCurves` / `plot_training_curves`: a PNG of the loss and a metric per epoch;
+* `PolyakAveraging` / `NTASGD` / `average_checkpoints`: weight averaging (a running
+  average from a step, AWD-LSTM's non-monotone switch to it, OpenNMT's checkpoint
+  averaging); an exponential moving average is Keras' own `use_ema=True` optimizer option
+  with `keras.callbacks.SwapEMAWeights`.
 
 Example:
 
@@ -28,6 +32,7 @@ Example:
 ['curves.png', 'last.weights.h5']
 """
 
+from kerasrnn.callbacks.averaging import NTASGD, PolyakAveraging, average_checkpoints
 from kerasrnn.callbacks.checkpoints import (
     AtomicBackupAndRestore,
     AtomicModelCheckpoint,
@@ -39,6 +44,9 @@ from kerasrnn.callbacks.checkpoints import (
 from kerasrnn.callbacks.curves import EpochLog, TrainingCurves, plot_training_curves
 
 __all__ = [
+    "NTASGD",
+    "PolyakAveraging",
+    "average_checkpoints",
     "AtomicBackupAndRestore",
     "AtomicModelCheckpoint",
     "EpochLog",

@@ -1,5 +1,7 @@
 """`keras.layers.RNN` with a fast path: standard LSTM/GRU cells on Keras' fused kernels."""
 
+import contextlib
+
 import keras
 from keras import ops
 
@@ -126,6 +128,8 @@ class RNN(keras.layers.RNN):
        cuDNN on a GPU with TensorFlow, JAX or PyTorch; on PyTorch's CPU a loop with the
        input projection hoisted. Where that implementation declines (a CPU with
        TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
+       A cell in `kerasrnn.layers.WeightDrop` counts as the cell it wraps, with the
+       recurrent kernel it drops for the call (ways 1 and 2).
     2. **Written-out backward pass** (the same LSTM cells, no mask, compiled with XLA:
        JAX, or TensorFlow with `jit_compile=True`): `kerasrnn.cells.lstm_sequence`,
        whose backward loop keeps only the gate gradients and takes each weight
@@ -176,25 +180,35 @@ class RNN(keras.layers.RNN):
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
         if self.fast_path:
-            kind = fused_kind(self.cell)
+            kind = fused_kind(self._fused_cell)
             if kind is not None:
-                result = self._fused_loop(kind, sequences, initial_state, mask, training)
-                if (
-                    result is None
-                    and kind == "lstm"
-                    and mask is None
-                    and not self.unroll
-                    and compiled_with_xla()
-                ):
-                    result = self._written_out_loop(sequences, initial_state, training)
+                # a weight-only wrapper (kerasrnn.layers.WeightDrop) lends the cell the
+                # weights of this call for the fused kernels
+                substituted = getattr(self.cell, "substituted_weights", None)
+                with substituted(training) if substituted else contextlib.nullcontext():
+                    result = self._fused_loop(kind, sequences, initial_state, mask, training)
+                    if (
+                        result is None
+                        and kind == "lstm"
+                        and mask is None
+                        and not self.unroll
+                        and compiled_with_xla()
+                    ):
+                        result = self._written_out_loop(sequences, initial_state, training)
                 if result is not None:
                     return result
         if self.hoist_projection and isinstance(self.cell, RecurrentCell):
             return self._hoisted_loop(sequences, initial_state, mask, training)
         return super().inner_loop(sequences, initial_state, mask, training=training)
 
+    @property
+    def _fused_cell(self):
+        """The cell whose configuration and weights the fused kernels take: the cell, or
+        the one a weight-only wrapper exposes as `fused_cell`."""
+        return getattr(self.cell, "fused_cell", self.cell)
+
     def _dropped(self, sequences, training):
-        cell = self.cell
+        cell = self._fused_cell
         if training and cell.dropout > 0:
             # the mask is the same at every step, so it applies to the whole sequence
             return sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0]), 1)
@@ -202,7 +216,7 @@ class RNN(keras.layers.RNN):
 
     def _fused_loop(self, kind, sequences, initial_state, mask, training):
         """Keras' fused LSTM/GRU on the cell's weights; None where the backend declines."""
-        cell = self.cell
+        cell = self._fused_cell
         states = cell.check_states(initial_state)
         arguments = dict(
             kernel=cell.kernel,
@@ -249,7 +263,7 @@ class RNN(keras.layers.RNN):
 
     def _written_out_loop(self, sequences, initial_state, training):
         """The LSTM through `lstm_sequence` (its backward pass written out)."""
-        cell = self.cell
+        cell = self._fused_cell
         h0, c0 = cell.check_states(initial_state)
         sequences = ops.transpose(self._dropped(sequences, training), (1, 0, 2))
         if self.go_backwards:

@@ -1,7 +1,8 @@
 """Reusable Keras layers for sequence models: masking, pooling, word dropout, the
 batch/time reshapes of per-word networks, the encoder-decoder bridges, a Naive Bayes
 expert, the linear-chain CRF with tag-scheme constraints, ELMo's biLM features and scalar
-mix, and sentence-pair features.
+mix, sentence-pair features, and AWD-LSTM's regularisers (WeightDrop, EmbeddingDropout,
+ActivationRegularization).
 
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
@@ -34,6 +35,11 @@ from kerasrnn.layers.masking import NotPadding
 from kerasrnn.layers.naive_bayes import NaiveBayesExpert
 from kerasrnn.layers.pair import ExpectedScore, PairFeatures
 from kerasrnn.layers.pooling import MaskedPooling1D
+from kerasrnn.layers.regularization import (
+    ActivationRegularization,
+    EmbeddingDropout,
+    WeightDrop,
+)
 from kerasrnn.layers.reshape import MergeBatchTime, SplitBatchTime
 from kerasrnn.layers.scalar_mix import ScalarMix
 from kerasrnn.layers.tag_schemes import (
@@ -44,6 +50,9 @@ from kerasrnn.layers.tag_schemes import (
 )
 
 __all__ = [
+    "ActivationRegularization",
+    "EmbeddingDropout",
+    "WeightDrop",
     "BiLMFeatures",
     "Bridge",
     "CopyBridge",

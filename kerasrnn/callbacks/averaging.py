@@ -1,0 +1,318 @@
+"""Weight averaging: a running (Polyak) average, NT-ASGD, and checkpoint averaging.
+
+What Keras already does is not repeated here: an exponential moving average of the
+weights is an optimizer option (`keras.optimizers.SGD(..., use_ema=True,
+ema_momentum=0.999)`), and `keras.callbacks.SwapEMAWeights(swap_on_epoch=True)`
+evaluates and checkpoints with it. This module adds what they lack: the plain running
+average from a chosen step (Polyak & Juditsky 1992), the same average started by the
+non-monotone trigger of Merity et al. (2018) (NT-ASGD), and OpenNMT's averaging of saved
+checkpoints.
+"""
+
+import os
+import warnings
+
+import keras
+import numpy as np
+from keras import ops
+
+from kerasrnn.validation import check_int
+
+
+def _snapshot(variables):
+    """Copies of the variables' values (a TensorFlow variable converts to itself, not to
+    a copy, and would follow later assignments)."""
+    return [ops.copy(ops.convert_to_tensor(v)) for v in variables]
+
+
+class PolyakAveraging(keras.callbacks.Callback):
+    """Running average of the trainable weights from step `start` on (Polyak averaging).
+
+    After each training batch k >= `start` (counting batches from 0 over the whole fit):
+
+    .. math::  \\bar w_n = \\bar w_{n-1} + \\frac{w_k - \\bar w_{n-1}}{n}
+        = \\frac{1}{n} \\sum_{j=1}^{n} w_{(j)}
+
+    the plain mean of the n weights seen after each step since `start`. Validation
+    (`validation_data` in `fit`, and `evaluate` during fit) runs with the averaged
+    weights and the model gets the training weights back afterwards, so `val_loss` and
+    checkpoints that follow the validation see the average; at the end of training the
+    model keeps the averaged weights (`swap_at_end=False` keeps the last ones instead).
+    The optimizer is untouched: with SGD this is averaged SGD (ASGD).
+
+    With `swap_on_epoch=True` (as in `keras.callbacks.SwapEMAWeights`) the average is
+    also in the model from the end of each epoch to the start of the next, so callbacks
+    listed after this one (`ModelCheckpoint`, a recipe's evaluation) save and evaluate
+    the averaged model.
+
+    Args:
+        start: the first batch (0-based, over the whole fit) whose weights enter the
+            average; None starts no average until `start_averaging()` is called.
+        swap_at_end: leave the averaged weights in the model when training ends.
+        swap_on_epoch: hold the average in the model between epochs too.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from kerasrnn.callbacks import PolyakAveraging
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> average = PolyakAveraging(start=2)
+    >>> _ = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2, epochs=1, verbose=0,
+    ...               callbacks=[average])
+    >>> average.count  # batches 2 and 3 of 4
+    2
+    """
+
+    def __init__(self, start=0, swap_at_end=True, swap_on_epoch=False):
+        super().__init__()
+        self.start = None if start is None else check_int("start", start, minimum=0)
+        self.swap_at_end = bool(swap_at_end)
+        self.swap_on_epoch = bool(swap_on_epoch)
+        self._swapped_for_test = False
+        self.step = 0
+        self.count = 0
+        self.average = None
+        self._saved = None
+
+    def start_averaging(self):
+        """Start the average at the next batch (NT-ASGD's switch)."""
+        if self.start is None or self.start > self.step:
+            self.start = self.step
+
+    @property
+    def averaging(self):
+        return self.start is not None and self.step >= self.start
+
+    def on_train_begin(self, logs=None):
+        self.step, self.count, self.average = 0, 0, None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.averaging:
+            weights = _snapshot(self.model.trainable_variables)
+            self.count += 1
+            if self.average is None:
+                self.average = [ops.cast(w, "float32") for w in weights]
+            else:
+                n = float(self.count)
+                self.average = [
+                    a + (ops.cast(w, "float32") - a) / n for a, w in zip(self.average, weights)
+                ]
+        self.step += 1
+
+    def averaged_weights(self):
+        """The averaged trainable weights (NumPy), or None before the first average."""
+        if self.average is None:
+            return None
+        return [ops.convert_to_numpy(a) for a in self.average]
+
+    def swap_in(self):
+        """Puts the average in the model, keeping the training weights to swap back."""
+        if self.average is None or self._saved is not None:
+            return
+        variables = self.model.trainable_variables
+        self._saved = _snapshot(variables)
+        for variable, average in zip(variables, self.average):
+            # a copy: JAX's fit donates the variables' buffers, which would delete the average
+            variable.assign(ops.copy(ops.cast(average, variable.dtype)))
+
+    def swap_out(self):
+        """Gives the model its training weights back after `swap_in`."""
+        if self._saved is None:
+            return
+        for variable, value in zip(self.model.trainable_variables, self._saved):
+            variable.assign(value)
+        self._saved = None
+
+    def on_test_begin(self, logs=None):
+        self._swapped_for_test = self._saved is None  # not already in (swap_on_epoch)
+        self.swap_in()
+
+    def on_test_end(self, logs=None):
+        if self._swapped_for_test:
+            self.swap_out()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.swap_out()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.swap_on_epoch:
+            self.swap_in()
+
+    def on_train_end(self, logs=None):
+        if self.swap_at_end:
+            self.swap_in()
+            self._saved = None  # the average stays
+        else:
+            self.swap_out()
+
+
+class NTASGD(PolyakAveraging):
+    """Non-monotonically triggered averaging (NT-ASGD, Merity et al. 2018).
+
+    Training runs as given (SGD in the paper) until the monitored validation value has
+    not improved on the best one of more than `patience` epochs ago: at the end of epoch
+    k, with v_1 .. v_{k-1} the earlier values,
+
+    .. math::  k - 1 > n \\quad\\text{and}\\quad v_k > \\min(v_1, \\dots, v_{k-1-n})
+
+    (n = `patience`; AWD-LSTM's ``len(best_val_loss) > nonmono and val_loss >
+    min(best_val_loss[:-nonmono])``). From the next batch on the weights are averaged as
+    in `PolyakAveraging`, validation runs with the average (so the values monitored after
+    the switch are the averaged model's), and the model ends with the averaged weights.
+
+    Args:
+        patience: n, the non-monotone interval in epochs (AWD-LSTM: 5).
+        monitor: the logged validation value (lower is better unless `mode="max"`).
+        mode: "min" or "max".
+        swap_on_epoch: hold the average in the model between epochs, for the callbacks
+            after this one (see `PolyakAveraging`).
+
+    Attributes:
+        triggered_epoch: the 0-based epoch at whose end averaging was switched on (None
+            before).
+
+    Example:
+
+    >>> from kerasrnn.callbacks import NTASGD
+    >>> rule = NTASGD(patience=1)
+    >>> [rule.should_trigger(history, value) for history, value in
+    ...  [([5.0], 4.0), ([5.0, 4.0], 4.5), ([5.0, 4.0], 6.0)]]
+    [False, False, True]
+    """
+
+    def __init__(self, patience=5, monitor="val_loss", mode="min", swap_on_epoch=False):
+        super().__init__(start=None, swap_on_epoch=swap_on_epoch)
+        self.patience = check_int("patience", patience, minimum=0)
+        if mode not in ("min", "max"):
+            raise ValueError(f'`mode` must be "min" or "max"; got mode={mode!r}.')
+        self.monitor, self.mode = monitor, mode
+        self.history = []
+        self.triggered_epoch = None
+
+    def should_trigger(self, history, value):
+        """The rule: `value` worse than the best of `history` before its last n entries."""
+        n = self.patience
+        if len(history) <= n:
+            return False
+        earlier = history[: len(history) - n]
+        if self.mode == "min":
+            return value > min(earlier)
+        return value < max(earlier)
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self.start, self.history, self.triggered_epoch = None, [], None
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        if self.monitor not in logs:
+            raise ValueError(
+                f"NTASGD monitors {self.monitor!r}, which the epoch's logs lack (they have "
+                f"{sorted(logs)}); pass validation_data to fit or set monitor=."
+            )
+        value = float(logs[self.monitor])
+        if self.triggered_epoch is None and self.should_trigger(self.history, value):
+            self.triggered_epoch = epoch
+            self.start_averaging()
+        self.history.append(value)
+        super().on_epoch_end(epoch, logs)
+
+
+def _weights_of(path, model):
+    """The weights stored in `path` (a `.keras` or `.weights.h5` file), as NumPy arrays in
+    `model.weights` order; one-line errors naming the file."""
+    if not os.path.isfile(path):
+        raise ValueError(f"average_checkpoints: no such file {path!r}.")
+    try:
+        if path.endswith(".weights.h5"):
+            with warnings.catch_warnings():
+                # the optimizer's slots do not enter the average; Keras warns when a
+                # file's optimizer state does not match the model's
+                warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
+                model.load_weights(path)
+            return [np.asarray(w) for w in model.get_weights()]
+        if path.endswith(".keras"):
+            return [np.asarray(w) for w in keras.saving.load_model(path).get_weights()]
+    except Exception as error:  # Keras' own message is many lines deep
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+        raise ValueError(
+            f"average_checkpoints: {path!r} does not load into this architecture ({first})."
+        ) from None
+    raise ValueError(f"average_checkpoints: {path!r} is neither a .keras nor a .weights.h5 file.")
+
+
+def average_checkpoints(paths, model=None):
+    """Averages the weights of several checkpoints of one architecture into a model.
+
+    OpenNMT's ``average_models``: every floating-point weight becomes the mean over the
+    files,
+
+    .. math::  \\bar w = \\frac{1}{K} \\sum_{k=1}^{K} w^{(k)}
+
+    (in float64, then cast back); integer weights (counters) are the last file's, and
+    so is the optimizer state that `.weights.h5` files carry (it is not averaged).
+    Evaluate the result like any model (`model.evaluate`, or a recipe's evaluation).
+
+    Args:
+        paths: two or more `.keras` / `.weights.h5` files of the same architecture.
+        model: the model that receives the average; None loads the first `.keras` file
+            (a list of only `.weights.h5` files needs a model).
+
+    Returns:
+        The model, holding the averaged weights.
+
+    Example:
+
+    >>> import os, tempfile, numpy as np, keras
+    >>> from kerasrnn.callbacks import average_checkpoints
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False)])
+    >>> folder = tempfile.mkdtemp()
+    >>> for k, value in enumerate([1.0, 3.0]):
+    ...     model.set_weights([np.array([[value]])])
+    ...     model.save_weights(os.path.join(folder, f"{k}.weights.h5"))
+    >>> paths = [os.path.join(folder, f"{k}.weights.h5") for k in range(2)]
+    >>> average_checkpoints(paths, model).get_weights()[0].tolist()
+    [[2.0]]
+    """
+    paths = [os.fspath(path) for path in ([paths] if isinstance(paths, str) else paths)]
+    if not paths:
+        raise ValueError("average_checkpoints: give at least one checkpoint file.")
+    if model is None:
+        first = next((p for p in paths if p.endswith(".keras")), None)
+        if first is None:
+            raise ValueError(
+                "average_checkpoints: only .weights.h5 files were given; pass the model "
+                "(the architecture) as model=."
+            )
+        if not os.path.isfile(first):
+            raise ValueError(f"average_checkpoints: no such file {first!r}.")
+        model = keras.saving.load_model(first)
+    reference = [np.asarray(w) for w in model.get_weights()]
+    names = [w.path for w in model.weights]
+    total = None
+    last = None
+    for path in paths:
+        weights = _weights_of(path, model)
+        if len(weights) != len(reference):
+            raise ValueError(
+                f"average_checkpoints: {path!r} holds {len(weights)} weights, the model "
+                f"{len(reference)}; average checkpoints of one architecture."
+            )
+        for name, w, r in zip(names, weights, reference):
+            if w.shape != r.shape:
+                raise ValueError(
+                    f"average_checkpoints: weight {name!r} of {path!r} has shape "
+                    f"{w.shape}, the model's {r.shape}; average checkpoints of one "
+                    f"architecture."
+                )
+        floats = [w.astype("float64") for w in weights]
+        total = floats if total is None else [t + w for t, w in zip(total, floats)]
+        last = weights
+    assert total is not None and last is not None
+    averaged = [
+        (t / len(paths)).astype(r.dtype) if np.issubdtype(r.dtype, np.floating) else w
+        for t, r, w in zip(total, reference, last)
+    ]
+    model.set_weights(averaged)
+    return model

@@ -1,0 +1,176 @@
+"""Weight averaging against its definitions: the running average and Keras' EMA equal
+NumPy averages of the weights recorded after each step; NT-ASGD switches at the epoch its
+rule names; checkpoint averaging equals the NumPy mean of the files."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from kerasrnn.callbacks import NTASGD, PolyakAveraging, average_checkpoints
+
+X = np.random.default_rng(0).normal(size=(8, 3)).astype("float32")
+Y = (X @ np.array([[1.0], [-2.0], [0.5]], "float32")).astype("float32")
+
+
+def tiny_model():
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.05), "mse")
+    return model
+
+
+class Record(keras.callbacks.Callback):
+    """The trainable weights after each training batch (listed before the averager, so
+    it reads them before anything else runs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps.append([np.array(v) for v in self.model.get_weights()])
+
+
+def mean_of(steps):
+    return [np.mean([step[i] for step in steps], axis=0) for i in range(len(steps[0]))]
+
+
+def fit(model, callbacks, epochs=3, **kwargs):
+    return model.fit(
+        X, Y, batch_size=4, epochs=epochs, shuffle=False, verbose=0, callbacks=callbacks, **kwargs
+    )
+
+
+def test_polyak_average_is_the_mean_of_the_weights_after_each_step():
+    record, average = Record(), PolyakAveraging(start=1, swap_at_end=True)
+    model = tiny_model()
+    history = fit(model, [record, average], epochs=2, validation_data=(X, Y))
+    assert average.count == len(record.steps) - 1 == 3
+    expected = mean_of(record.steps[1:])
+    for got, want in zip(average.averaged_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    for got, want in zip(model.get_weights(), expected):  # the model ends averaged
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    # the last validation ran with the average ...
+    np.testing.assert_allclose(
+        history.history["val_loss"][-1], model.evaluate(X, Y, verbose=0), rtol=1e-5
+    )
+    # ... and training went on from its own weights, exactly as without the callback
+    plain = Record()
+    fit(tiny_model(), [plain], epochs=2, validation_data=(X, Y))
+    for ours, theirs in zip(record.steps, plain.steps):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_polyak_average_is_what_later_callbacks_save_with_swap_on_epoch(tmp_path):
+    record, average = Record(), PolyakAveraging(start=1, swap_on_epoch=True)
+    path = os.path.join(tmp_path, "epoch{epoch}.weights.h5")
+    save = keras.callbacks.ModelCheckpoint(path, save_weights_only=True)
+    fit(tiny_model(), [record, average, save], epochs=2)
+    saved = tiny_model()
+    for epoch, steps in ((1, record.steps[1:2]), (2, record.steps[1:])):
+        saved.load_weights(path.format(epoch=epoch))
+        for got, want in zip(saved.get_weights(), mean_of(steps)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    plain = Record()  # and training went on from its own weights
+    fit(tiny_model(), [plain], epochs=2)
+    for ours, theirs in zip(record.steps, plain.steps):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_keras_ema_is_the_exponential_average_of_the_weights_after_each_step():
+    """What the docs point to for EMA: Keras' optimizer option, a_1 = w_1,
+    a_k = m a_{k-1} + (1 - m) w_k; SwapEMAWeights evaluates with it."""
+    momentum = 0.7
+    model = tiny_model()
+    model.compile(keras.optimizers.SGD(0.05, use_ema=True, ema_momentum=momentum), "mse")
+    record = Record()
+    fit(model, [record], epochs=2)
+    expected = [w.copy() for w in record.steps[0]]
+    for step in record.steps[1:]:
+        expected = [momentum * a + (1 - momentum) * w for a, w in zip(expected, step)]
+    model.optimizer.finalize_variable_values(model.trainable_variables)
+    for got, want in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+class Scripted(keras.callbacks.Callback):
+    """Logs scripted validation values, one per epoch (before NT-ASGD reads them)."""
+
+    def __init__(self, values):
+        super().__init__()
+        self.values = values
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["scripted"] = self.values[epoch]
+
+
+def awd_lstm_trigger(values, nonmono):
+    """AWD-LSTM's main.py, transcribed: the epoch (0-based) at which it switches to ASGD."""
+    best_val_loss = []
+    for epoch, val_loss in enumerate(values):
+        if len(best_val_loss) > nonmono and val_loss > min(best_val_loss[:-nonmono]):
+            return epoch
+        best_val_loss.append(val_loss)
+    return None
+
+
+@pytest.mark.parametrize(
+    "values, patience",
+    [([5.0, 4.0, 3.0, 3.5, 3.2, 3.1, 3.0, 2.9], 2), ([5.0, 4.0, 4.5, 3.0, 2.0, 1.0, 2.5, 0.5], 1)],
+)
+def test_nt_asgd_switches_at_the_epoch_of_the_rule_and_averages_from_then(values, patience):
+    trigger = awd_lstm_trigger(values, patience)
+    assert trigger == {2: 5, 1: 6}[patience]  # the cases do trigger, not at the first epoch
+    record, rule = Record(), NTASGD(patience=patience, monitor="scripted")
+    model = tiny_model()
+    fit(model, [record, Scripted(values), rule], epochs=len(values))
+    assert rule.triggered_epoch == trigger
+    start = 2 * (trigger + 1)  # two batches per epoch; averaging from the next batch
+    assert rule.count == len(record.steps) - start
+    for got, want in zip(model.get_weights(), mean_of(record.steps[start:])):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_nt_asgd_names_a_missing_monitor():
+    with pytest.raises(ValueError, match="'val_loss'.*validation_data"):
+        fit(tiny_model(), [NTASGD()], epochs=1)
+
+
+@pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
+def test_checkpoint_average_is_the_numpy_mean(tmp_path, suffix):
+    model, paths, saved = tiny_model(), [], []
+    for k in range(3):
+        fit(model, [], epochs=1)
+        path = os.path.join(tmp_path, f"epoch{k}{suffix}")
+        model.save_weights(path) if suffix == ".weights.h5" else model.save(path)
+        paths.append(path)
+        saved.append(model.get_weights())
+    averaged = average_checkpoints(paths, tiny_model() if suffix == ".weights.h5" else None)
+    for got, want in zip(averaged.get_weights(), mean_of(saved)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # evaluated with the averaged weights
+    w1, b1, w2, b2 = mean_of(saved)
+    np.testing.assert_allclose(
+        averaged.evaluate(X, Y, verbose=0), np.mean(((X @ w1 + b1) @ w2 + b2 - Y) ** 2), rtol=1e-5
+    )
+
+
+def test_checkpoint_average_names_the_file_that_does_not_fit(tmp_path):
+    model = tiny_model()
+    good = os.path.join(tmp_path, "good.weights.h5")
+    model.save_weights(good)
+    other = keras.Sequential([keras.Input((3,)), keras.layers.Dense(5), keras.layers.Dense(1)])
+    bad = os.path.join(tmp_path, "bad.weights.h5")
+    other.save_weights(bad)
+    with pytest.raises(ValueError, match="bad.weights.h5") as error:
+        average_checkpoints([good, bad], model)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="no such file 'missing.keras'"):
+        average_checkpoints(["missing.keras"])
+    with pytest.raises(ValueError, match="pass the model"):
+        average_checkpoints([good])
