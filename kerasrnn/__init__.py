@@ -9,9 +9,10 @@ imported on first use, so ``import kerasrnn`` never imports TensorFlow itself.
 
 import importlib
 
-from kerasrnn._startup import quiet_command_line
+from kerasrnn._startup import quiet_command_line, warn_if_torch_threads_oversubscribed
 
 quiet_command_line()  # `python -m kerasrnn.X` / `recipes.X`: before Keras is imported
+warn_if_torch_threads_oversubscribed()
 
 from kerasrnn import attention, decoding, layers, losses, metrics, seq2seq  # noqa: E402
 from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention  # noqa: E402

@@ -85,3 +85,53 @@ def quiet_command_line():
         absl_logging.set_verbosity(absl_logging.ERROR)
     except ImportError:
         pass
+
+
+def torch_threads_hint(threads, cores, load, workers=1):
+    """The one-line hint for Keras' torch backend when its CPU threads outnumber the
+    cores left to them, else None.
+
+    PyTorch starts one intra-op thread per core, and its OpenMP threads spin while they
+    wait for work. When other processes keep the cores busy (a second training, pytest
+    workers: `workers` processes like this one, or a load average `load` from the rest
+    of the machine), those spinning threads are preempted mid-operation and a training
+    step that takes milliseconds can take seconds (``bench/torch_threads.py``).
+
+    Args:
+        threads: ``torch.get_num_threads()`` of this process.
+        cores: ``os.cpu_count()``.
+        load: the 1-minute load average of the machine.
+        workers: processes of this kind started together (pytest-xdist workers).
+    """
+    if threads <= 1:
+        return None
+    busy = max(float(load), float(workers - 1) * threads)
+    if threads * workers <= cores and busy + threads <= cores + 0.5:
+        return None
+    return (
+        f"kerasrnn: torch runs {threads} threads on {cores} cores that are already busy "
+        f"(load {load:.1f}, {workers} worker(s)): training steps can stall for seconds. "
+        "Set OMP_NUM_THREADS=1 (or a share of the cores) before starting Python, or call "
+        "torch.set_num_threads(1); see the docs' 'Backends and CPU threads'."
+    )
+
+
+def warn_if_torch_threads_oversubscribed():
+    """Warns once (`torch_threads_hint`) on the torch backend, unless the user set the
+    threads (``OMP_NUM_THREADS``) themselves."""
+    import keras
+
+    if keras.backend.backend() != "torch" or "OMP_NUM_THREADS" in os.environ:
+        return
+    import warnings
+
+    import torch
+
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this platform
+        load = 0.0
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    hint = torch_threads_hint(torch.get_num_threads(), os.cpu_count() or 1, load, workers)
+    if hint:
+        warnings.warn(hint, RuntimeWarning, stacklevel=3)
