@@ -39,9 +39,10 @@ test-jax: $(VENV)/.installed
 # LSTM/GRU, which kerasrnn.RNN's fast path reaches), less the tests marked `learns`:
 # training to a threshold, the same keras.ops code that learns on TensorFlow and JAX,
 # took a third of this run's time (torch's eager loops are the slowest).
-# Passive OpenMP waiting: two workers' spinning torch threads otherwise stall each other.
+# One thread per worker: two workers of torch's default one thread per core stall each
+# other (docs/index.md, "Backends and CPU threads"; bench/torch_threads.py).
 test-torch: $(VENV)/.installed
-	KERAS_BACKEND=torch OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 -m "not learns" $(CORE_TESTS)
+	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not learns" $(CORE_TESTS)
 
 # The documentation site (mkdocs.yml) into site/, in strict mode: a broken link or anchor,
 # an unknown `::: name` or a docstring argument missing from its signature fails it.
