@@ -25,14 +25,23 @@ function may run a decoding loop); `export_seq2seq` does it for a `kerasrnn.seq2
 (greedy and n-best beam-search signatures, strings in and out). `TextTranslator` is that
 string-level decoding as a Python object: translate lists of strings (n-best with
 scores), get the alignments beam search returned, export.
+
+For the runtimes beside TensorFlow: `export_onnx` writes an ONNX file for onnxruntime
+(Keras' exporter, dynamic batch and length) and `export_litert` a LiteRT flatbuffer of
+builtin ops only (the time loop as a builtin WHILE, at a fixed input shape); both take
+any model of the package's layers (`pip install kerasrnn[deploy]` for the runtimes).
 """
 
+from kerasrnn.export.litert import export_litert
+from kerasrnn.export.onnx import export_onnx
 from kerasrnn.export.savedmodel import export_saved_model
 from kerasrnn.export.serving import class_outputs, ids_to_strings, sequence_outputs
 from kerasrnn.export.translator import TOKENIZERS, TextTranslator, export_seq2seq
 
 __all__ = [
     "export_saved_model",
+    "export_onnx",
+    "export_litert",
     "export_seq2seq",
     "TextTranslator",
     "TOKENIZERS",

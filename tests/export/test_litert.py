@@ -1,0 +1,46 @@
+"""`export_litert`: every case of the matrix (tests/export/conftest.py) exported with
+LiteRT builtin ops only and run by the plain `ai_edge_litert` interpreter (no Flex
+delegate), equal to Keras' `model.predict` within 1e-5."""
+
+import keras
+import pytest
+
+from kerasrnn.export import export_litert
+from kerasrnn.export._formats import output_names
+from tests.export.conftest import BATCH, CASES, FEATURES, TIME, UNITS, assert_outputs_equal, built
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="exports a TensorFlow graph"
+)
+interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_litert_builtins_equal_keras(case, export_dir):
+    model, inputs, expected = built(case)
+    lengths = [x.shape[1] for x in inputs]
+    path = export_litert(model, export_dir / f"{case}.tflite", BATCH, lengths)
+    # the plain interpreter: a Select TensorFlow (Flex) op would fail to load here
+    runner = interpreter.Interpreter(model_path=str(path)).get_signature_runner()
+    names = list(runner.get_input_details())
+    feed = {spec.name: x for spec, x in zip(model.inputs, inputs)}
+    assert sorted(names) == sorted(feed)
+    results = runner(**feed)
+    actual = [results[name] for name in output_names(len(expected))]
+    assert_outputs_equal(actual, expected)
+
+
+def test_dynamic_length_needs_sequence_length(tmp_path):
+    model = built("cell_gru_reset_after")[0]
+    with pytest.raises(ValueError, match=r"dynamic time dimension.*pass sequence_length=N"):
+        export_litert(model, tmp_path / "m.tflite", batch_size=BATCH)
+
+
+def test_stateful_layer_is_refused():
+    inputs = keras.Input(batch_shape=(BATCH, TIME, FEATURES))
+    layer = keras.layers.RNN(keras.layers.GRUCell(UNITS), stateful=True, name="streaming")
+    model = keras.Model(inputs, layer(inputs))
+    with pytest.raises(
+        ValueError, match=r"^layer 'streaming' \(RNN\) cannot be exported to LiteRT"
+    ):
+        export_litert(model, "unused.tflite")

@@ -1,0 +1,46 @@
+"""`export_onnx`: every case of the matrix (tests/export/conftest.py) exported and run by
+onnxruntime, equal to Keras' `model.predict` within 1e-5."""
+
+import keras
+import numpy as np
+import pytest
+
+from kerasrnn.export import export_onnx
+from tests.export.conftest import BATCH, CASES, FEATURES, UNITS, assert_outputs_equal, built
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="exports a TensorFlow graph"
+)
+onnxruntime = pytest.importorskip("onnxruntime")
+
+
+def _session(case, export_dir):
+    model, inputs, expected = built(case)
+    lengths = [x.shape[1] for x in inputs]  # the fixed shape, if the LiteRT route runs
+    path = export_onnx(
+        model, export_dir / f"{case}.onnx", batch_size=BATCH, sequence_length=lengths
+    )
+    return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_onnxruntime_equals_keras(case, export_dir):
+    model, inputs, expected = built(case)
+    session = _session(case, export_dir)
+    feed = {spec.name: x for spec, x in zip(session.get_inputs(), inputs)}
+    assert_outputs_equal(session.run(None, feed), expected)
+    if case == "masked_go_backwards":
+        # the batch and time dimensions stay dynamic: another shape, same file
+        ids = np.array([[3, 1, 4, 1, 5, 9, 2], [6, 5, 0, 0, 0, 0, 0], [2, 7, 1, 0, 0, 0, 0]])
+        ids = ids.astype("int32")
+        feed = {session.get_inputs()[0].name: ids}
+        (got,) = session.run(None, feed)
+        np.testing.assert_allclose(got, model.predict(ids, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+def test_stateful_layer_is_refused():
+    inputs = keras.Input(batch_shape=(BATCH, None, FEATURES))
+    layer = keras.layers.RNN(keras.layers.GRUCell(UNITS), stateful=True, name="streaming")
+    model = keras.Model(inputs, layer(inputs))
+    with pytest.raises(ValueError, match=r"^layer 'streaming' \(RNN\) cannot be exported to ONNX"):
+        export_onnx(model, "unused.onnx")
