@@ -39,9 +39,10 @@ def export_onnx(
         input_signature: a list of `tf.TensorSpec` / `keras.InputSpec`, one per input,
             for a model without symbolic inputs (subclassed); default: the model's inputs.
         opset_version: the ONNX opset; default: the converter's.
-        batch_size, sequence_length: the fixed shape for the route through the LiteRT
-            graph, as `export_litert` takes them (`batch_size` default 1); unused when
-            Keras' exporter converts the model.
+        batch_size: the fixed batch size for the route through the LiteRT graph
+            (default 1); unused when Keras' exporter converts the model.
+        sequence_length: the fixed length of the inputs' time dimension for that route,
+            as `export_litert` takes it; unused when Keras' exporter converts.
 
     Returns:
         `path`. Run it with ``onnxruntime.InferenceSession(path)``: the inputs are
