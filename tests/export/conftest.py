@@ -175,3 +175,22 @@ def assert_outputs_equal(actual, expected):
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _stateful():
+    inputs = keras.Input(batch_shape=(BATCH, TIME, FEATURES))
+    layer = keras.layers.RNN(keras.layers.GRUCell(UNITS), stateful=True, name="streaming")
+    return keras.Model(inputs, layer(inputs))
+
+
+def _string_lookup():
+    tokens = keras.Input((TIME,), dtype="string")
+    ids = keras.layers.StringLookup(vocabulary=["a", "b"], name="vocabulary")(tokens)
+    return keras.Model(tokens, keras.layers.Embedding(4, FEATURES)(ids))
+
+
+# Layers no format holds (checked before conversion): (model builder, "'name' (Class)").
+REFUSED = {
+    "stateful": (_stateful, "'streaming' (RNN)"),
+    "string_lookup": (_string_lookup, "'vocabulary' (StringLookup)"),
+}

@@ -2,12 +2,20 @@
 LiteRT builtin ops only and run by the plain `ai_edge_litert` interpreter (no Flex
 delegate), equal to Keras' `model.predict` within 1e-5."""
 
+import re
+
 import keras
 import pytest
 
 from kerasrnn.export import export_litert
 from kerasrnn.export._formats import output_names
-from tests.export.conftest import BATCH, CASES, FEATURES, TIME, UNITS, assert_outputs_equal, built
+from tests.export.conftest import (
+    BATCH,
+    CASES,
+    REFUSED,
+    assert_outputs_equal,
+    built,
+)
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="exports a TensorFlow graph"
@@ -36,11 +44,11 @@ def test_dynamic_length_needs_sequence_length(tmp_path):
         export_litert(model, tmp_path / "m.tflite", batch_size=BATCH)
 
 
-def test_stateful_layer_is_refused():
-    inputs = keras.Input(batch_shape=(BATCH, TIME, FEATURES))
-    layer = keras.layers.RNN(keras.layers.GRUCell(UNITS), stateful=True, name="streaming")
-    model = keras.Model(inputs, layer(inputs))
+@pytest.mark.parametrize("kind", sorted(REFUSED))
+def test_unsupported_layer_is_refused(kind, tmp_path):
+    build, layer = REFUSED[kind]
     with pytest.raises(
-        ValueError, match=r"^layer 'streaming' \(RNN\) cannot be exported to LiteRT"
+        ValueError, match=rf"^layer {re.escape(layer)} cannot be exported to LiteRT:"
     ):
-        export_litert(model, "unused.tflite")
+        export_litert(build(), tmp_path / "model.tflite")
+    assert not list(tmp_path.iterdir())  # refused before anything is written

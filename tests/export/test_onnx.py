@@ -1,12 +1,20 @@
 """`export_onnx`: every case of the matrix (tests/export/conftest.py) exported and run by
 onnxruntime, equal to Keras' `model.predict` within 1e-5."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
 
 from kerasrnn.export import export_onnx
-from tests.export.conftest import BATCH, CASES, FEATURES, UNITS, assert_outputs_equal, built
+from tests.export.conftest import (
+    BATCH,
+    CASES,
+    REFUSED,
+    assert_outputs_equal,
+    built,
+)
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="exports a TensorFlow graph"
@@ -38,9 +46,9 @@ def test_onnxruntime_equals_keras(case, export_dir):
         np.testing.assert_allclose(got, model.predict(ids, verbose=0), rtol=1e-5, atol=1e-5)
 
 
-def test_stateful_layer_is_refused():
-    inputs = keras.Input(batch_shape=(BATCH, None, FEATURES))
-    layer = keras.layers.RNN(keras.layers.GRUCell(UNITS), stateful=True, name="streaming")
-    model = keras.Model(inputs, layer(inputs))
-    with pytest.raises(ValueError, match=r"^layer 'streaming' \(RNN\) cannot be exported to ONNX"):
-        export_onnx(model, "unused.onnx")
+@pytest.mark.parametrize("kind", sorted(REFUSED))
+def test_unsupported_layer_is_refused(kind, tmp_path):
+    build, layer = REFUSED[kind]
+    with pytest.raises(ValueError, match=rf"^layer {re.escape(layer)} cannot be exported to ONNX:"):
+        export_onnx(build(), tmp_path / "model.onnx")
+    assert not list(tmp_path.iterdir())  # refused before anything is written
