@@ -12,6 +12,7 @@ from tests.export.conftest import (
     BATCH,
     CASES,
     REFUSED,
+    Viterbi,
     assert_outputs_equal,
     built,
 )
@@ -52,3 +53,13 @@ def test_unsupported_layer_is_refused(kind, tmp_path):
     with pytest.raises(ValueError, match=rf"^layer {re.escape(layer)} cannot be exported to ONNX:"):
         export_onnx(build(), tmp_path / "model.onnx")
     assert not list(tmp_path.iterdir())  # refused before anything is written
+
+
+def test_litert_route_needs_a_fixed_length(tmp_path):
+    # Keras' exporter cannot convert the Viterbi decode (keras.ops.scan); the route
+    # through the LiteRT graph needs the length the model leaves dynamic
+    potentials = keras.Input((None, 3, 3), name="potentials")
+    tags, _ = Viterbi()(potentials)
+    model = keras.Model(potentials, tags)
+    with pytest.raises(ValueError, match=r"dynamic time dimension.*pass sequence_length=N"):
+        export_onnx(model, tmp_path / "viterbi.onnx")
