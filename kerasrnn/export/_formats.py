@@ -100,7 +100,7 @@ def output_names(count):
 
 
 def call_model(model, args):
-    """`model(inputs, training=False)` with one tensor per input, its outputs flattened
-    in order and named by `output_names`."""
-    outputs = keras.tree.flatten(model(args[0] if len(args) == 1 else list(args), training=False))
-    return dict(zip(output_names(len(outputs)), outputs))
+    """`model(inputs, training=False)` with one tensor per input, its outputs as a flat
+    list, which the LiteRT signature names `output_names` in order (a dict would be
+    flattened by sorted keys: output_10 before output_2)."""
+    return keras.tree.flatten(model(args[0] if len(args) == 1 else list(args), training=False))

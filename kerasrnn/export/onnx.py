@@ -17,6 +17,7 @@ Two routes, the first that converts:
 
 import os
 import tempfile
+import warnings
 
 from kerasrnn.export._formats import check_exportable, model_input_specs, output_names
 
@@ -110,12 +111,16 @@ def _export_through_litert(model, path, specs, opset_version, batch_size, sequen
         tflite_path = os.path.join(folder, "model.tflite")
         with open(tflite_path, "wb") as file:
             file.write(flatbuffer)
-        proto, _ = tf2onnx.convert.from_tflite(
-            tflite_path,
-            input_names=list(inputs),
-            output_names=output_tensors,
-            opset=opset_version,
-        )
+        with warnings.catch_warnings():
+            # tf2onnx reads the file's tensors with tf.lite.Interpreter, which warns
+            # that it is deprecated in favour of ai_edge_litert's; nothing to do here
+            warnings.filterwarnings("ignore", "\\s*Warning: tf.lite.Interpreter is deprecated")
+            proto, _ = tf2onnx.convert.from_tflite(
+                tflite_path,
+                input_names=list(inputs),
+                output_names=output_tensors,
+                opset=opset_version,
+            )
     # Identity nodes give the names; renaming the tensors themselves would miss the
     # references inside the Loop bodies
     graph = proto.graph

@@ -48,9 +48,14 @@ def _floats(seed=0):
     return np.random.default_rng(seed).normal(size=(BATCH, TIME, FEATURES)).astype("float32")
 
 
-def _cell_model(name):
+def _cells_model():
+    """Every cell in its own `keras.layers.RNN` over the same input: one model, one
+    conversion per format for the eleven cell cases."""
     inputs = _float_inputs()
-    outputs = keras.layers.RNN(CELLS[name](), return_sequences=True, name="y")(inputs)
+    outputs = [
+        keras.layers.RNN(build(), return_sequences=True, name=name)(inputs)
+        for name, build in CELLS.items()
+    ]
     return keras.Model(inputs, outputs), [_floats()]
 
 
@@ -149,21 +154,39 @@ WRAPPERS = {
 CASES = [f"cell_{name}" for name in CELLS] + list(WRAPPERS)
 
 
-@functools.cache
-def built(case):
-    """(model, inputs, Keras' outputs) for a case of the matrix, built once."""
-    keras.utils.set_random_seed(7)
+def model_key(case):
+    """The model a case reads: the shared model of every cell, or its own."""
+    return "cells" if case.startswith("cell_") else case
+
+
+def case_outputs(case, outputs):
+    """The outputs of `case` among its model's outputs (a cell's one output)."""
     if case.startswith("cell_"):
-        model, inputs = _cell_model(case[len("cell_") :])
-    else:
-        model, inputs = WRAPPERS[case]()
+        return [outputs[list(CELLS).index(case[len("cell_") :])]]
+    return list(outputs)
+
+
+@functools.cache
+def built(key):
+    """(model, inputs, Keras' outputs) of a `model_key`, built once."""
+    keras.utils.set_random_seed(7)
+    model, inputs = _cells_model() if key == "cells" else WRAPPERS[key]()
     expected = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
     return model, inputs, [np.asarray(e) for e in keras.tree.flatten(expected)]
 
 
 @pytest.fixture(scope="module")
-def export_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("export")
+def exported(tmp_path_factory):
+    """`exported(key, export)`: `export(model, folder)`'s result for a `model_key`, once
+    per test module (the cell cases share one file)."""
+    folder, results = tmp_path_factory.mktemp("export"), {}
+
+    def get(key, export):
+        if key not in results:
+            results[key] = export(*built(key)[:2], folder / key)
+        return results[key]
+
+    return get
 
 
 def assert_outputs_equal(actual, expected):
