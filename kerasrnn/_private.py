@@ -110,3 +110,22 @@ __all__ = [
     "patch_keras_multi_worker_fit",
     "tensorflow_graph_in_xla_context",
 ]
+
+
+def frozen_concrete_function(function):
+    """`function` (a `tf.function`'s concrete function) with every variable it reads
+    replaced by a constant of its value, control flow kept as functional While / If.
+
+    The LiteRT converter needs it: a variable read inside a `WHILE` body (Keras' time
+    loop reads the cell's weights there) converts to a `READ_VARIABLE` that the LiteRT
+    interpreter cannot resolve ("variable != nullptr"), whatever the converter's
+    resource-variable option. TensorFlow freezes a function only through
+    `tensorflow.python.framework.convert_to_constants` (its v1 `graph_util` needs a
+    Session). Waits for: a public `tf.lite` option that folds variables of a concrete
+    function into constants.
+    """
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2,
+    )
+
+    return convert_variables_to_constants_v2(function, lower_control_flow=False)

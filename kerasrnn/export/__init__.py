@@ -26,14 +26,23 @@ function may run a decoding loop). `TextTranslator` does it for a
 `kerasrnn.decoding` strategy: translate lists of strings (n-best with scores), get the
 alignments decoding returned, and `export` a SavedModel (a one-best and an n-best
 signature, strings in and out).
+
+For the runtimes beside TensorFlow: `export_onnx` writes an ONNX file for onnxruntime
+(Keras' exporter, dynamic batch and length) and `export_litert` a LiteRT flatbuffer of
+builtin ops only (the time loop as a builtin WHILE, at a fixed input shape); both take
+any model of the package's layers (`pip install kerasrnn[deploy]` for the runtimes).
 """
 
+from kerasrnn.export.litert import export_litert
+from kerasrnn.export.onnx import export_onnx
 from kerasrnn.export.savedmodel import export_saved_model
 from kerasrnn.export.serving import class_outputs, ids_to_strings, sequence_outputs
 from kerasrnn.export.translator import TOKENIZERS, TextTranslator
 
 __all__ = [
     "export_saved_model",
+    "export_onnx",
+    "export_litert",
     "TextTranslator",
     "TOKENIZERS",
     "class_outputs",

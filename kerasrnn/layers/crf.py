@@ -218,6 +218,14 @@ def crf_log_likelihood(potentials, tags, mask=None):
     return crf_sequence_score(potentials, tags, mask) - crf_log_norm(potentials, mask)
 
 
+def _argmax(x, maximum, axis):
+    """The first index where `x` reaches `maximum` (its max along `axis`): argmax as an
+    int32 argmax of the comparison. Float `ops.argmax` on TensorFlow tests the sign bit
+    with a BitwiseAnd, which is not a LiteRT builtin (kerasrnn.export.export_litert)."""
+    hit = ops.cast(x == ops.expand_dims(maximum, axis), "int32")
+    return ops.cast(ops.argmax(hit, axis=axis), "int32")
+
+
 def crf_decode(potentials, mask=None, allowed_transitions=None):
     """Viterbi decoding: the highest-scoring tag path and its score.
 
@@ -249,7 +257,7 @@ def crf_decode(potentials, mask=None, allowed_transitions=None):
         psi, real = inputs
         scores = delta[:, :, None] + psi
         best = ops.max(scores, axis=1)
-        pointer = ops.cast(ops.argmax(scores, axis=1), "int32")
+        pointer = _argmax(scores, best, axis=1)
         # a padded step keeps delta and points every tag to itself
         delta = ops.where(real[:, None], best, delta)
         pointer = ops.where(real[:, None], pointer, stay)
@@ -260,8 +268,8 @@ def crf_decode(potentials, mask=None, allowed_transitions=None):
         (_start_state(potentials), stay),
         (_time_major(potentials), _time_major(mask)),
     )
-    last = ops.cast(ops.argmax(delta, axis=-1), "int32")
     best_score = ops.max(delta, axis=-1)
+    last = _argmax(delta, best_score, axis=-1)
 
     def backward(tag, pointer):
         previous = ops.take_along_axis(pointer, tag[:, None], axis=1)[:, 0]
@@ -269,9 +277,10 @@ def crf_decode(potentials, mask=None, allowed_transitions=None):
 
     # pointers[t] maps the tag at step t to the tag at t - 1: walk t = T-1 .. 0, output
     # the tag at t (over all T steps, so a one-step batch scans once, not zero times,
-    # which the torch backend's scan cannot)
-    _, tags = ops.scan(backward, last, pointers, reverse=True)
-    tags = ops.moveaxis(tags, 0, 1)
+    # which the torch backend's scan cannot). A forward scan over the flipped pointers,
+    # not reverse=True: tf2onnx cannot map a reversed scan's outputs to an ONNX Loop.
+    _, tags = ops.scan(backward, last, ops.flip(pointers, axis=0))
+    tags = ops.moveaxis(ops.flip(tags, axis=0), 0, 1)
     return ops.where(mask, tags, ops.zeros_like(tags)), best_score
 
 

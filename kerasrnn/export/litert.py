@@ -1,0 +1,168 @@
+"""`export_litert`: a Keras model as a LiteRT (TensorFlow Lite) flatbuffer of builtin ops
+only, which the plain LiteRT interpreter runs (no Select TensorFlow / Flex delegate).
+
+Why not Keras' own `model.export(path, format="litert")`: it converts with
+``SELECT_TF_OPS`` allowed, and Keras' time loop (a `tf.while_loop` that collects each
+step's output in a `TensorArray`) becomes `FlexTensorListReserve` / `...SetItem` /
+`...Stack` ops, which the LiteRT interpreter without the Flex delegate refuses, so the
+file runs on no phone or microcontroller runtime.
+
+The route here: the converter's own TensorList lowering, which turns that loop into a
+builtin `WHILE` whose body writes each step's output into a preallocated buffer tensor
+(the TensorArray becomes a [time, batch, units] tensor updated in place), given two
+things it cannot work without:
+
+1. **Static shapes.** The lowering needs the buffer's element shape: every dimension of
+   every input is fixed at export (`batch_size`, `sequence_length`). A model whose time
+   dimension is `None` needs `sequence_length=`; the interpreter then runs that shape.
+2. **Frozen weights.** A variable read inside a `WHILE` body (every cell reads its
+   kernels there) converts to a `READ_VARIABLE` that the interpreter cannot resolve, so
+   the traced function's variables are folded into constants first.
+
+Conversion then allows ``TFLITE_BUILTINS`` only: anything that would need a TensorFlow
+op fails at export, as a one-line error naming the ops, instead of on the device.
+"""
+
+import os
+import re
+
+import keras
+
+from kerasrnn.export._formats import (
+    call_model,
+    check_exportable,
+    model_input_specs,
+)
+
+
+def _static_specs(specs, batch_size, sequence_length, format_name):
+    """Every dimension fixed: batch from `batch_size`, time (axis 1) from
+    `sequence_length` (an int for every input, or one per input)."""
+    import tensorflow as tf
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer; got batch_size={batch_size!r}.")
+    lengths = sequence_length
+    if not isinstance(lengths, (list, tuple)):
+        lengths = [lengths] * len(specs)
+    if len(lengths) != len(specs):
+        raise ValueError(
+            f"sequence_length has {len(lengths)} entries for a model with {len(specs)} "
+            f"inputs; give one int (every input) or one per input."
+        )
+    fixed = []
+    for spec, length in zip(specs, lengths):
+        if length is not None and (
+            isinstance(length, bool) or not isinstance(length, int) or length < 1
+        ):
+            raise ValueError(f"sequence_length must be a positive integer or None; got {length!r}.")
+        shape = list(spec.shape)
+        if shape and shape[0] is None:
+            shape[0] = batch_size
+        if len(shape) > 1 and shape[1] is None:
+            shape[1] = length
+        if any(dim is None for dim in shape):
+            axis = "time" if len(shape) > 1 and shape[1] is None else "a"
+            raise ValueError(
+                f"input {spec.name!r} has a dynamic {axis} dimension (shape "
+                f"{tuple(spec.shape)}); the {format_name} export through LiteRT's builtin "
+                f"WHILE loop needs every dimension fixed: pass sequence_length=N (or an "
+                f"input_signature with static shapes)."
+            )
+        fixed.append(tf.TensorSpec(shape, spec.dtype, name=spec.name))
+    return fixed
+
+
+def _one_line(error):
+    """The converter's error in one line: the TensorFlow ops it could not map."""
+    text = str(error)
+    ops = sorted(set(re.findall(r"'tf\.(\w+)' op", text)))
+    if not ops:
+        ops = sorted(set(re.findall(r"\btf\.(\w+)\b", text)))
+    if ops:
+        return f"TensorFlow op(s) {', '.join(ops)} are not LiteRT builtins"
+    first = next((line for line in text.splitlines() if "error" in line), text[:200])
+    return first.strip()
+
+
+def export_litert(model, path, batch_size=1, sequence_length=None, input_signature=None):
+    """Writes `model` as a `.tflite` file of LiteRT builtin ops only.
+
+    The graph computes `model(inputs, training=False)` at one fixed input shape (LiteRT's
+    builtin `WHILE` needs static shapes; see the module docstring for the route): every
+    `kerasrnn` cell in `keras.layers.RNN` or `kerasrnn.RNN`, `Bidirectional`,
+    `RNNStack`, `AttentiveRNN`, masks from `Embedding(mask_zero=True)` (padding inside
+    the fixed length), `go_backwards`, and the CRF's Viterbi decode convert. Weights are
+    stored as float32 constants.
+
+    Args:
+        model: a built Keras model, on the TensorFlow backend.
+        path: the `.tflite` file to write (its folder is created).
+        batch_size: the batch dimension the file runs (default 1, one request).
+        sequence_length: the time dimension (axis 1) of inputs whose length the model
+            leaves `None`: one int for every input, or a list with one entry per input
+            (None where the input's own length is static).
+        input_signature: a list of fully static `tf.TensorSpec` / `keras.InputSpec`,
+            one per input, for a model without symbolic inputs (subclassed); default:
+            the model's inputs with `batch_size` and `sequence_length` filled in.
+
+    Returns:
+        `path`. Run it with ``ai_edge_litert.interpreter.Interpreter(model_path=path)``:
+        its signature ``serving_default`` takes the inputs by the model's input names
+        and returns the outputs as ``output_0``, ``output_1`` ... in the order of
+        `model.outputs`.
+
+    Raises:
+        ValueError: a dynamic dimension left unfixed (naming `sequence_length`); a layer
+            LiteRT cannot hold (a stateful RNN, a string lookup), naming the layer; a
+            model that needs TensorFlow ops, naming them.
+
+    Example:
+
+    >>> import numpy as np, keras, kerasrnn, tempfile, os
+    >>> from ai_edge_litert.interpreter import Interpreter
+    >>> inputs = keras.Input((None, 3), name="x")
+    >>> model = keras.Model(inputs, kerasrnn.RNN(kerasrnn.GRUCell(4))(inputs))
+    >>> path = kerasrnn.export.export_litert(
+    ...     model, os.path.join(tempfile.mkdtemp(), "model.tflite"),
+    ...     batch_size=2, sequence_length=5)
+    >>> run = Interpreter(model_path=path).get_signature_runner()
+    >>> x = np.ones((2, 5, 3), "float32")
+    >>> bool(np.allclose(run(x=x)["output_0"], model.predict(x, verbose=0), atol=1e-5))
+    True
+    """
+    check_exportable(model, "litert")
+    flatbuffer = litert_flatbuffer(
+        model, model_input_specs(model, input_signature), batch_size, sequence_length
+    )
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "wb") as file:
+        file.write(flatbuffer)
+    return path
+
+
+def litert_flatbuffer(model, specs, batch_size, sequence_length, format_name="LiteRT"):
+    """The builtin-only LiteRT flatbuffer (bytes) of `model` called on `specs` with
+    their dynamic dimensions fixed (the route of the module docstring)."""
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(
+            f"the {format_name} export converts a TensorFlow graph; got the "
+            f"{keras.backend.backend()!r} backend: run with KERAS_BACKEND=tensorflow."
+        )
+    specs = _static_specs(specs, batch_size, sequence_length, format_name)
+    import tensorflow as tf
+
+    from kerasrnn._private import frozen_concrete_function
+
+    function = tf.function(lambda *args: call_model(model, args), input_signature=specs)
+    frozen = frozen_concrete_function(function.get_concrete_function())
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen], model)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    try:
+        return converter.convert()
+    except Exception as error:  # the converter's ConverterError, pages long
+        raise ValueError(
+            f"model {model.name!r} cannot be exported to {format_name} with LiteRT builtin "
+            f"ops only: {_one_line(error)}."
+        ) from None

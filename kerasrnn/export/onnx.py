@@ -1,0 +1,133 @@
+"""`export_onnx`: a Keras model as an ONNX file that onnxruntime runs.
+
+Two routes, the first that converts:
+
+1. **Keras' own exporter**, `model.export(path, format="onnx")` (on TensorFlow through
+   `tf2onnx`): every recurrent layer of the package converts, the time loop becoming an
+   ONNX `Loop` whose body holds the cell's matmuls and gates, and the file keeps the
+   model's dynamic batch and time dimensions.
+2. **Through the LiteRT graph** where tf2onnx cannot map a loop: `keras.ops.scan` on
+   TensorFlow keeps its carry in a one-element TensorArray, which tf2onnx's While
+   handler does not recognise ("couldn't find scan output index"), so the CRF's Viterbi
+   decode fails route 1. The builtin-only LiteRT flatbuffer of `kerasrnn.export.litert`
+   (TensorArrays lowered to preallocated buffers in a builtin `WHILE`) converts with
+   `tf2onnx.convert.from_tflite` instead. Like the LiteRT file it has fixed shapes:
+   `batch_size` and `sequence_length` fill the dynamic dimensions.
+"""
+
+import os
+import tempfile
+import warnings
+
+from kerasrnn.export._formats import check_exportable, model_input_specs, output_names
+
+
+def export_onnx(
+    model, path, input_signature=None, opset_version=None, batch_size=None, sequence_length=None
+):
+    """Writes `model` as an ONNX file for onnxruntime (or any ONNX runtime).
+
+    The graph computes `model(inputs, training=False)`: every `kerasrnn` cell in
+    `keras.layers.RNN` or `kerasrnn.RNN`, `Bidirectional`, `RNNStack`, `AttentiveRNN`,
+    masks from `Embedding(mask_zero=True)`, `go_backwards`, and the CRF's Viterbi decode
+    (`crf_decode`) convert. Keras' exporter keeps the dimensions the model leaves `None`
+    dynamic; a model it cannot convert (the Viterbi decode) goes through the LiteRT
+    graph at the fixed shape `batch_size` x `sequence_length` (module docstring).
+
+    Args:
+        model: a built Keras model (a functional model's `inputs` give the signature).
+        path: the `.onnx` file to write (its folder is created).
+        input_signature: a list of `tf.TensorSpec` / `keras.InputSpec`, one per input,
+            for a model without symbolic inputs (subclassed); default: the model's inputs.
+        opset_version: the ONNX opset; default: the converter's.
+        batch_size: the fixed batch size for the route through the LiteRT graph
+            (default 1); unused when Keras' exporter converts the model.
+        sequence_length: the fixed length of the inputs' time dimension for that route,
+            as `export_litert` takes it; unused when Keras' exporter converts.
+
+    Returns:
+        `path`. Run it with ``onnxruntime.InferenceSession(path)``: the inputs are
+        named after the model's inputs, the outputs come in the order of `model.outputs`.
+
+    Raises:
+        ValueError: for a layer ONNX cannot hold (a stateful RNN, a string lookup),
+            naming the layer; for a model only the LiteRT route converts whose length
+            is dynamic, naming `sequence_length`.
+
+    Example:
+
+    >>> import numpy as np, keras, kerasrnn, onnxruntime, tempfile, os
+    >>> inputs = keras.Input((None, 3))
+    >>> model = keras.Model(inputs, kerasrnn.RNN(kerasrnn.GRUCell(4))(inputs))
+    >>> path = kerasrnn.export.export_onnx(
+    ...     model, os.path.join(tempfile.mkdtemp(), "model.onnx"))
+    >>> session = onnxruntime.InferenceSession(path)
+    >>> x = np.ones((2, 5, 3), "float32")
+    >>> (y,) = session.run(None, {session.get_inputs()[0].name: x})
+    >>> bool(np.allclose(y, model.predict(x, verbose=0), atol=1e-5))
+    True
+    """
+    check_exportable(model, "onnx")
+    specs = model_input_specs(model, input_signature)
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    os.makedirs(folder, exist_ok=True)
+    try:
+        model.export(
+            os.fspath(path),
+            format="onnx",
+            # one argument per model call: a multi-input model takes the list of inputs
+            input_signature=specs if len(specs) == 1 else [specs],
+            opset_version=opset_version,
+            verbose=False,
+        )
+    except Exception as error:  # tf2onnx's failure on a loop it cannot map
+        keras_error = str(error).splitlines()[0] if str(error) else type(error).__name__
+        try:
+            _export_through_litert(
+                model, path, specs, opset_version, batch_size or 1, sequence_length
+            )
+        except ValueError as litert_error:
+            raise ValueError(
+                f"{litert_error} (Keras' ONNX exporter failed first: {keras_error})"
+            ) from None
+    return path
+
+
+def _export_through_litert(model, path, specs, opset_version, batch_size, sequence_length):
+    """Route 2: the builtin LiteRT flatbuffer to ONNX, with the model's input names and
+    outputs in the order of `model.outputs`."""
+    import onnx
+    import tf2onnx
+    from ai_edge_litert.interpreter import Interpreter
+
+    from kerasrnn.export.litert import litert_flatbuffer
+
+    flatbuffer = litert_flatbuffer(model, specs, batch_size, sequence_length, "ONNX")
+    runner = Interpreter(model_content=flatbuffer).get_signature_runner()
+    inputs = {details["name"]: name for name, details in runner.get_input_details().items()}
+    outputs = runner.get_output_details()
+    output_tensors = [outputs[name]["name"] for name in output_names(len(outputs))]
+    with tempfile.TemporaryDirectory() as folder:
+        tflite_path = os.path.join(folder, "model.tflite")
+        with open(tflite_path, "wb") as file:
+            file.write(flatbuffer)
+        with warnings.catch_warnings():
+            # tf2onnx reads the file's tensors with tf.lite.Interpreter, which warns
+            # that it is deprecated in favour of ai_edge_litert's; nothing to do here
+            warnings.filterwarnings("ignore", "\\s*Warning: tf.lite.Interpreter is deprecated")
+            proto, _ = tf2onnx.convert.from_tflite(
+                tflite_path,
+                input_names=list(inputs),
+                output_names=output_tensors,
+                opset=opset_version,
+            )
+    # Identity nodes give the names; renaming the tensors themselves would miss the
+    # references inside the Loop bodies
+    graph = proto.graph
+    for value in graph.input:
+        old, value.name = value.name, inputs[value.name]
+        graph.node.insert(0, onnx.helper.make_node("Identity", [value.name], [old]))
+    for value, name in zip(graph.output, output_names(len(outputs))):
+        graph.node.append(onnx.helper.make_node("Identity", [value.name], [name]))
+        value.name = name
+    onnx.save(proto, os.fspath(path))
