@@ -132,6 +132,8 @@ CHECKS = {
     "init_scale": non_negative("0: Keras' initializers"),
     "naive_bayes_scale": non_negative(),
     "max_length_ratio": non_negative("0: off"),
+    "time_budget": non_negative("minutes; 0: off"),
+    "warmup": rate("a fraction of the budget's steps"),
     **{
         name: count()
         for name in (
@@ -218,6 +220,22 @@ COMMON_OPTIONS = {
         "early stopping: epochs without improvement of the validation "
         "metric before training stops (the best weights are kept); 0 "
         "disables it",
+    ),
+    "time_budget": Option(
+        0.0,
+        "minutes of training (from the start of fit): the learning rate follows "
+        "`budget_schedule` over the steps that fit in them (measured from the first "
+        "steps' speed), training stops when they are spent and `epochs` is only a cap; "
+        "best.keras is still the best validation epoch; 0: off (a constant rate)",
+    ),
+    "budget_schedule": Option(
+        "cosine",
+        "the schedule of `time_budget`, peaking at `learning_rate`: cosine (linear "
+        "warmup, then cosine decay to 0) or one_cycle (PyTorch's OneCycleLR)",
+        ("cosine", "one_cycle"),
+    ),
+    "warmup": Option(
+        0.05, "with `time_budget`: the fraction of the steps spent rising to `learning_rate`"
     ),
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
     "strategy": Option(

@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 
 from recipes import common  # noqa: E402
 from recipes.common import ConfigError, Option, RecipeError  # noqa: E402
+from recipes.training import learning_rate_schedule  # noqa: E402
 
 PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
 
@@ -100,7 +101,9 @@ OPTIONS = dict(
     optimizer=Option("sgd", "the training optimizer: SGD or Adam", ("sgd", "adam")),
     learning_rate=Option(1.0, common.COMMON_OPTIONS["learning_rate"].help),
     lr_decay=Option(
-        0.5, "after `lr_decay_after` epochs the rate is multiplied by this every epoch"
+        0.5,
+        "after `lr_decay_after` epochs the rate is multiplied by this every epoch "
+        "(not with a `time_budget`, whose schedule sets the rate)",
     ),
     lr_decay_after=Option(4, "epochs at the initial rate before decaying"),
     clipnorm=Option(5.0, "clip the global gradient norm to this; 0 disables clipping"),
@@ -384,9 +387,9 @@ def compile_model(model, config):
 
     clip = config["clipnorm"] or None
     if config["optimizer"] == "sgd":
-        optimizer = keras.optimizers.SGD(config["learning_rate"], global_clipnorm=clip)
+        optimizer = keras.optimizers.SGD(learning_rate_schedule(config), global_clipnorm=clip)
     elif config["optimizer"] == "adam":
-        optimizer = keras.optimizers.Adam(config["learning_rate"], global_clipnorm=clip)
+        optimizer = keras.optimizers.Adam(learning_rate_schedule(config), global_clipnorm=clip)
     else:
         raise ConfigError(f"`optimizer` must be 'sgd' or 'adam', got {config['optimizer']!r}.")
 
@@ -511,6 +514,9 @@ class EpochEvaluation(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
         row = {"learning_rate": learning_rate(self.config, epoch)}
+        if self.config["time_budget"]:  # the schedule's rate at the epoch's end
+            rate = self.model.optimizer.learning_rate
+            row["learning_rate"] = float(keras.ops.convert_to_numpy(rate))
         if self.config["bidirectional"]:
             # Keras' metric of each output; together: exp of the mean log perplexity
             nan = float("nan")
@@ -719,10 +725,12 @@ class LanguageModelRecipe(common.Recipe):
         )
         # Order matters at each epoch end: the evaluation puts valid_perplexity in the
         # logs for the checkpoint.
-        return [
-            EpochEvaluation(config, eval_model, prepared.model["eval_data"]),
-            keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch)),
-        ]
+        callbacks = [EpochEvaluation(config, eval_model, prepared.model["eval_data"])]
+        if not config["time_budget"]:  # with one, the budget's schedule sets the rate
+            callbacks.append(
+                keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch))
+            )
+        return callbacks
 
     def monitor(self, config, prepared):
         if prepared.model["eval_data"].get("valid") is not None:

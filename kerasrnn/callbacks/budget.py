@@ -182,9 +182,9 @@ class TimeBudget(keras.callbacks.Callback):
       length is set again from the mean time per step since the first one, which then
       includes the validation passes.
     * After every batch it stops training (``model.stop_training``) when one more step
-      and one more validation pass (as long as the last one took) would not fit in what
-      is left, so a long epoch cannot overrun; Keras then runs the epoch's validation
-      and ends `fit`. `epochs` becomes a cap.
+      and one more epoch end (validation and the epoch-end callbacks, as long as the
+      last ones took) would not fit in what is left, so a long epoch cannot overrun;
+      Keras then runs the epoch's validation and ends `fit`. `epochs` becomes a cap.
 
     Without a `BudgetSchedule` (none given, and the optimizer's learning rate is not
     one) it only stops training.
@@ -252,8 +252,8 @@ class TimeBudget(keras.callbacks.Callback):
         self.began = time.monotonic()
         self.first_done = None
         self.steps = 0
-        self.validation_seconds = 0.0
-        self._test_began = None
+        self.epoch_end_seconds = 0.0
+        self.last_batch_end = None
         self.stopped = False
         self.planned = None
         try:
@@ -271,17 +271,14 @@ class TimeBudget(keras.callbacks.Callback):
             per_step = (now - self.first_done) / (self.steps - 1)
         if self.steps == 1 + self.measure_steps:
             self._set_length(per_step, now)
-        if now - self.began + per_step + self.validation_seconds >= self.seconds:
+        if now - self.began + per_step + self.epoch_end_seconds >= self.seconds:
             self.stopped = True
             self.model.stop_training = True
+        self.last_batch_end = time.monotonic()
 
-    def on_test_begin(self, logs=None):
-        self._test_began = time.monotonic()
-
-    def on_test_end(self, logs=None):
-        if self._test_began is not None:
-            self.validation_seconds = time.monotonic() - self._test_began
-            self._test_began = None
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.last_batch_end is not None:  # validation, evaluations, checkpoints
+            self.epoch_end_seconds = time.monotonic() - self.last_batch_end
 
     def on_epoch_end(self, epoch, logs=None):
         now = time.monotonic()
