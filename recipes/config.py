@@ -237,6 +237,16 @@ COMMON_OPTIONS = {
     "warmup": Option(
         0.05, "with `time_budget`: the fraction of the steps spent rising to `learning_rate`"
     ),
+    "averaging": Option(
+        "none",
+        "weight averaging (kerasrnn.callbacks.PolyakAveraging): polyak averages the "
+        "weights of every step from the second epoch on, ntasgd from the epoch the "
+        "monitored validation value stops improving (NT-ASGD over `patience` - 2 "
+        "epochs, so that early stopping leaves averaged epochs; 5 when `patience` is 0); "
+        "validation, best.keras, last.weights.h5 and the final model hold the average; "
+        "none: off",
+        ("none", "polyak", "ntasgd"),
+    ),
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
     "strategy": Option(
         "default",

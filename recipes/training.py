@@ -104,6 +104,47 @@ def optimizer(config):
     return keras.optimizers.Adam(learning_rate_schedule(config), clipnorm=clipnorm)
 
 
+def averaging_callbacks(config, monitor="val_loss", mode="min"):
+    """``(average, trigger)`` for ``config["averaging"]``: a `PolyakAveraging` with
+    ``swap_on_epoch=True`` (listed before the checkpoints and the recipe's evaluation,
+    which then see the average) and the callback that starts it (listed after the
+    callbacks that put `monitor` into the logs): at the end of the first epoch
+    (``polyak``) or by NT-ASGD's rule (``ntasgd``); ``(None, None)`` for ``none``."""
+    import keras
+
+    from kerasrnn.callbacks import NTASGD, PolyakAveraging
+
+    if config.get("averaging", "none") == "none":
+        return None, None
+    average = PolyakAveraging(start=None, swap_on_epoch=True)
+    # NT-ASGD's interval n must be below early stopping's patience p - 1: NT-ASGD
+    # switches on n + 1 epochs after the best, early stopping stops p epochs after it
+    rule = NTASGD(max(config["patience"] - 2, 0) if config["patience"] else 5, monitor, mode)
+
+    class StartAveraging(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            rule.history = []
+
+        def on_epoch_end(self, epoch, logs=None):
+            if average.start is not None:
+                return
+            if config["averaging"] == "polyak":
+                average.start_averaging()
+                return
+            logs = logs or {}
+            if monitor not in logs:
+                raise ConfigError(
+                    f"`averaging: ntasgd` monitors {monitor!r}, which the logs lack; give "
+                    "validation data."
+                )
+            value = float(logs[monitor])
+            if rule.should_trigger(rule.history, value):
+                average.start_averaging()
+            rule.history.append(value)
+
+    return average, StartAveraging()
+
+
 def training_callbacks(
     config, monitor="val_loss", mode="min", extra=(), best=None, rows=(), before=(), save_best=True
 ):
@@ -111,7 +152,9 @@ def training_callbacks(
 
     * `TimeBudget` when ``config["time_budget"]`` (it stretches the optimizer's
       schedule over the budget and stops training when it is spent);
-    * `before` (callbacks that put the monitored value into the logs);
+    * the weight average of ``config["averaging"]`` (`averaging_callbacks`);
+    * `before` (callbacks that put the monitored value into the logs), then the
+      trigger of the average;
     * ``ModelCheckpoint`` -> ``best.keras``, the model with the best `monitor` value
       (`best`: the best value of earlier epochs, after a resume or a continue);
     * ``ModelCheckpoint`` -> ``last.weights.h5``: the last epoch's weights and
@@ -137,7 +180,8 @@ def training_callbacks(
         from kerasrnn.callbacks import TimeBudget
 
         callbacks.append(TimeBudget(config["time_budget"]))
-    callbacks += list(before)
+    average, trigger = averaging_callbacks(config, monitor, mode)
+    callbacks += ([average] if average else []) + list(before) + ([trigger] if trigger else [])
     if save_best:
         callbacks.append(
             AtomicModelCheckpoint(
