@@ -117,7 +117,15 @@ def count_or_zero(hint="0: off or all"):
 # every numeric option of every recipe has one.
 CHECKS = {
     **{
-        name: rate() for name in ("dropout", "embedding_dropout", "word_dropout", "label_smoothing")
+        name: rate()
+        for name in (
+            "dropout",
+            "embedding_dropout",
+            "word_dropout",
+            "label_smoothing",
+            "weight_drop",
+            "locked_dropout",
+        )
     },
     **{
         name: rate("a fraction of the training data")
@@ -132,6 +140,8 @@ CHECKS = {
     "init_scale": non_negative("0: Keras' initializers"),
     "naive_bayes_scale": non_negative(),
     "max_length_ratio": non_negative("0: off"),
+    "ar_alpha": non_negative("0: off"),
+    "tar_beta": non_negative("0: off"),
     "time_budget": non_negative("minutes; 0: off"),
     "warmup": rate("a fraction of the budget's steps"),
     **{

@@ -2,6 +2,7 @@
 budget) and `averaging`, on the cheapest recipe."""
 
 import json
+import math
 
 import keras
 import numpy as np
@@ -111,3 +112,48 @@ def test_averaging_puts_the_mean_of_the_steps_weights_in_the_checkpoints(tmp_pat
             else:
                 mean = np.mean([step[j] for step in taken], axis=0)
                 np.testing.assert_allclose(held, mean, rtol=1e-4, atol=1e-6)
+
+
+def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_loads(tmp_path):
+    from kerasrnn.layers import ActivationRegularization, EmbeddingDropout, WeightDrop
+    from recipes import language_model
+
+    lines = ["the cat sat on a mat", "the dog ran on a log"] * 20
+    files = {}
+    for split in ("train", "valid", "test"):
+        files[split] = tmp_path / f"{split}.txt"
+        files[split].write_text("\n".join(lines) + "\n")
+    overrides = dict(
+        units=8,
+        num_layers=2,
+        steps=5,
+        batch_size=4,
+        epochs=1,
+        verbose=0,
+        output_dir=str(tmp_path / "run"),
+        train_file=str(files["train"]),
+        valid_file=str(files["valid"]),
+        test_file=str(files["test"]),
+        weight_drop=0.5,
+        embedding_dropout=0.1,
+        locked_dropout=0.3,
+        ar_alpha=2.0,
+        tar_beta=1.0,
+        jit_compile=False,  # quicker to compile
+        time_budget=1.0,  # epochs=1 ends it first: the budget's schedule, not its stop
+    )
+    config = common.load_config(language_model.DEFAULTS, overrides=overrides)
+    results = language_model.train(config)
+    assert not results["time_budget"]["stopped_by_budget"]
+    assert results["time_budget"]["steps"] > 0
+    assert 0 < results["epochs"][0]["learning_rate"] < config["learning_rate"]  # warmup
+    assert math.isfinite(results["test"]["perplexity"])
+    model = keras.saving.load_model(tmp_path / "run" / "best.keras", compile=False)
+    assert isinstance(model.get_layer("embedding"), EmbeddingDropout)
+    assert all(isinstance(model.get_layer(f"rnn_{i}").cell, WeightDrop) for i in range(2))
+    assert isinstance(model.get_layer("locked_dropout_in"), keras.layers.SpatialDropout1D)
+    assert {model.get_layer("tar").beta, model.get_layer("ar").alpha} == {1.0, 2.0}
+    assert isinstance(model.get_layer("ar"), ActivationRegularization)
+    for bad in ({"weight_drop": 1.0}, {"ar_alpha": -1.0}):
+        with pytest.raises(common.ConfigError, match=next(iter(bad))):
+            common.load_config(language_model.DEFAULTS, overrides={**overrides, **bad})
