@@ -185,6 +185,8 @@ class TimeBudget(keras.callbacks.Callback):
       and one more epoch end (validation and the epoch-end callbacks, as long as the
       last ones took) would not fit in what is left, so a long epoch cannot overrun;
       Keras then runs the epoch's validation and ends `fit`. `epochs` becomes a cap.
+      Before the first epoch end its time is unknown (none is reserved), so a budget
+      that ends within the first epoch overruns by that epoch end.
 
     Without a `BudgetSchedule` (none given, and the optimizer's learning rate is not
     one) it only stops training.
@@ -240,11 +242,12 @@ class TimeBudget(keras.callbacks.Callback):
             return
         left = max(self.seconds - (now - self.began), 0.0)
         total = self.offset + self.steps + max(int(left / seconds_per_step), 1)
-        if self.planned and abs(total - self.planned) <= 0.01 * self.planned:
-            return  # not worth a retrace on JAX
+        jax = keras.backend.backend() == "jax"
+        if self.planned and abs(total - self.planned) <= (0.05 if jax else 0.01) * self.planned:
+            return  # not worth the change (on JAX, a retrace)
         schedule.set_total_steps(total)
         self.planned = total
-        if keras.backend.backend() == "jax":
+        if jax:
             # JAX's compiled step holds the value it was traced with: trace it again
             self.model.make_train_function(force=True)
 

@@ -148,8 +148,10 @@ def test_time_budget_stops_within_the_budget(rows, epochs):
     wall = time.monotonic() - began
     summary = budget.summary
     assert summary["stopped_by_budget"]
-    assert summary["seconds_used"] <= 1.5 + 0.5  # the last step and validation
-    assert wall <= 1.5 + 1.0
+    # + the last step and the first validation (its time, compiling included, is
+    # unknown until it has run once)
+    assert summary["seconds_used"] <= 1.5 + 1.0
+    assert wall <= 1.5 + 1.5
     assert summary["seconds_used"] >= 1.5 * 0.6  # it used the budget, not a fraction
     assert summary["steps"] >= 3
 
