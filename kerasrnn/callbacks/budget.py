@@ -269,7 +269,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.steps += 1
         if self.steps == 1:
             self.first_done = now
-            per_step = now - self.began  # the compiling step: a cautious estimate
+            per_step = 0.0  # unknown: the first step's time is mostly compiling
         else:
             per_step = (now - self.first_done) / (self.steps - 1)
         if self.steps == 1 + self.measure_steps:

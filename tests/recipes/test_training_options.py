@@ -45,7 +45,7 @@ def test_time_budget_stops_a_long_run_within_the_budget_and_reports_it(tmp_path)
     used = results["time_budget"]
     assert used["stopped_by_budget"] and used["minutes"] == minutes
     assert used["seconds_used"] <= 6.0 + 2.0  # the last step and the last epoch's end
-    assert 1 < results["history"]["epochs_run"] < 100000
+    assert results["history"]["epochs_run"] < 100000
     assert used["steps"] >= 4 * (results["history"]["epochs_run"] - 1) + 1
     if used["steps"] > 11:  # the schedule is set after the first step and 10 timed ones
         assert used["planned_steps"] >= used["steps"] * 0.5, used
