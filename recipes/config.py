@@ -117,7 +117,15 @@ def count_or_zero(hint="0: off or all"):
 # every numeric option of every recipe has one.
 CHECKS = {
     **{
-        name: rate() for name in ("dropout", "embedding_dropout", "word_dropout", "label_smoothing")
+        name: rate()
+        for name in (
+            "dropout",
+            "embedding_dropout",
+            "word_dropout",
+            "label_smoothing",
+            "weight_drop",
+            "locked_dropout",
+        )
     },
     **{
         name: rate("a fraction of the training data")
@@ -132,6 +140,10 @@ CHECKS = {
     "init_scale": non_negative("0: Keras' initializers"),
     "naive_bayes_scale": non_negative(),
     "max_length_ratio": non_negative("0: off"),
+    "ar_alpha": non_negative("0: off"),
+    "tar_beta": non_negative("0: off"),
+    "time_budget": non_negative("minutes; 0: off"),
+    "warmup": rate("a fraction of the budget's steps"),
     **{
         name: count()
         for name in (
@@ -218,6 +230,32 @@ COMMON_OPTIONS = {
         "early stopping: epochs without improvement of the validation "
         "metric before training stops (the best weights are kept); 0 "
         "disables it",
+    ),
+    "time_budget": Option(
+        0.0,
+        "minutes of training (from the start of fit): the learning rate follows "
+        "`budget_schedule` over the steps that fit in them (measured from the first "
+        "steps' speed), training stops when they are spent and `epochs` is only a cap; "
+        "best.keras is still the best validation epoch; 0: off (a constant rate)",
+    ),
+    "budget_schedule": Option(
+        "cosine",
+        "the schedule of `time_budget`, peaking at `learning_rate`: cosine (linear "
+        "warmup, then cosine decay to 0) or one_cycle (PyTorch's OneCycleLR)",
+        ("cosine", "one_cycle"),
+    ),
+    "warmup": Option(
+        0.05, "with `time_budget`: the fraction of the steps spent rising to `learning_rate`"
+    ),
+    "averaging": Option(
+        "none",
+        "weight averaging (kerasrnn.callbacks.PolyakAveraging): polyak averages the "
+        "weights of every step from the second epoch on, ntasgd from the epoch the "
+        "monitored validation value stops improving (NT-ASGD over `patience` - 2 "
+        "epochs, so that early stopping leaves averaged epochs; 5 when `patience` is 0); "
+        "validation, best.keras, last.weights.h5 and the final model hold the average; "
+        "none: off",
+        ("none", "polyak", "ntasgd"),
     ),
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
     "strategy": Option(

@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 
 from recipes import common  # noqa: E402
 from recipes.common import ConfigError, Option, RecipeError  # noqa: E402
+from recipes.training import learning_rate_schedule  # noqa: E402
 
 PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
 
@@ -89,6 +90,20 @@ OPTIONS = dict(
     tie_embeddings=Option(
         False, "the output layer reuses the embedding matrix (needs embedding_dim == units)"
     ),
+    # AWD-LSTM's regularisers (Merity et al. 2018; kerasrnn.layers), all off by default
+    weight_drop=Option(
+        0.0, "DropConnect rate on each layer's recurrent kernel (WeightDrop; AWD-LSTM: 0.5)"
+    ),
+    embedding_dropout=Option(
+        0.0, "whole-word dropout rate on the embedding rows (EmbeddingDropout; AWD-LSTM: 0.1)"
+    ),
+    locked_dropout=Option(
+        0.0,
+        "locked (variational) dropout rate, one mask per sequence shared over time "
+        "(SpatialDropout1D), on the embeddings and after each layer, beside `dropout`",
+    ),
+    ar_alpha=Option(0.0, "AR: weight of the mean squared last-layer output (AWD-LSTM: 2)"),
+    tar_beta=Option(0.0, "TAR: weight of the mean squared step-to-step change of it (AWD-LSTM: 1)"),
     init_scale=Option(0.1, "weights uniform in [-s, s]; 0: Keras' initializers"),
     unroll=Option(False, "unroll the RNN time loop (short windows only)"),
     jit_compile=Option(
@@ -100,7 +115,9 @@ OPTIONS = dict(
     optimizer=Option("sgd", "the training optimizer: SGD or Adam", ("sgd", "adam")),
     learning_rate=Option(1.0, common.COMMON_OPTIONS["learning_rate"].help),
     lr_decay=Option(
-        0.5, "after `lr_decay_after` epochs the rate is multiplied by this every epoch"
+        0.5,
+        "after `lr_decay_after` epochs the rate is multiplied by this every epoch "
+        "(not with a `time_budget`, whose schedule sets the rate)",
     ),
     lr_decay_after=Option(4, "epochs at the initial rate before decaying"),
     clipnorm=Option(5.0, "clip the global gradient norm to this; 0 disables clipping"),
@@ -292,6 +309,8 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
     import keras
     import keras_hub
 
+    from kerasrnn.layers import ActivationRegularization, EmbeddingDropout, WeightDrop
+
     units, scale = config["units"], config["init_scale"]
     emb_dim = config["embedding_dim"] or units
     init = (
@@ -315,8 +334,21 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
         mask_zero=True, embeddings_initializer=init() if scale else "uniform", name="embedding"
     )
     if config["tie_embeddings"]:
+        if config["embedding_dropout"]:
+            raise ConfigError(
+                "`embedding_dropout` does not work with `tie_embeddings` (the tied output "
+                "layer would share the dropped rows); set one of them off."
+            )
         embedding = keras_hub.layers.ReversibleEmbedding(
             vocab_size, emb_dim, tie_weights=True, **embedding_options
+        )
+    elif config["embedding_dropout"]:
+        embedding = EmbeddingDropout(
+            vocab_size,
+            emb_dim,
+            rate=config["embedding_dropout"],
+            seed=config["seed"],
+            **embedding_options,
         )
     else:
         embedding = keras.layers.Embedding(vocab_size, emb_dim, **embedding_options)
@@ -328,12 +360,23 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
             name="logits",
         )
 
+    def dropouts(x, name):
+        # plain dropout, then locked dropout (one mask per sequence, over time)
+        x = keras.layers.Dropout(config["dropout"], name=name)(x)
+        if config["locked_dropout"]:
+            x = keras.layers.SpatialDropout1D(
+                config["locked_dropout"], name=name.replace("dropout", "locked_dropout")
+            )(x)
+        return x
+
     def language_model(inputs, prefix):
         # one direction: the shared embedding, its own recurrent stack, the shared output
-        x = embedding(inputs)
-        x = keras.layers.Dropout(config["dropout"], name=f"{prefix}dropout_in")(x)
+        x = dropouts(embedding(inputs), f"{prefix}dropout_in")
+        last = config["num_layers"] - 1
         for i in range(config["num_layers"]):
             cell = common.make_cell(config["cell"], units, **cell_options)
+            if config["weight_drop"]:
+                cell = WeightDrop(cell, config["weight_drop"], seed=config["seed"] + i)
             x = keras.layers.RNN(
                 cell,
                 return_sequences=True,
@@ -341,7 +384,11 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
                 unroll=config["unroll"],
                 name=f"{prefix}rnn_{i}",
             )(x)
-            x = keras.layers.Dropout(config["dropout"], name=f"{prefix}dropout_{i}")(x)
+            if i == last and config["tar_beta"]:  # TAR on the undropped output, as AWD
+                x = ActivationRegularization(beta=config["tar_beta"], name=f"{prefix}tar")(x)
+            x = dropouts(x, f"{prefix}dropout_{i}")
+        if config["ar_alpha"]:  # AR on the dropped output, as AWD-LSTM
+            x = ActivationRegularization(alpha=config["ar_alpha"], name=f"{prefix}ar")(x)
         return embedding(x, reverse=True) if output is None else output(x)
 
     if not config["bidirectional"]:
@@ -384,9 +431,9 @@ def compile_model(model, config):
 
     clip = config["clipnorm"] or None
     if config["optimizer"] == "sgd":
-        optimizer = keras.optimizers.SGD(config["learning_rate"], global_clipnorm=clip)
+        optimizer = keras.optimizers.SGD(learning_rate_schedule(config), global_clipnorm=clip)
     elif config["optimizer"] == "adam":
-        optimizer = keras.optimizers.Adam(config["learning_rate"], global_clipnorm=clip)
+        optimizer = keras.optimizers.Adam(learning_rate_schedule(config), global_clipnorm=clip)
     else:
         raise ConfigError(f"`optimizer` must be 'sgd' or 'adam', got {config['optimizer']!r}.")
 
@@ -511,6 +558,9 @@ class EpochEvaluation(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
         row = {"learning_rate": learning_rate(self.config, epoch)}
+        if self.config["time_budget"]:  # the schedule's rate at the epoch's end
+            rate = self.model.optimizer.learning_rate
+            row["learning_rate"] = float(keras.ops.convert_to_numpy(rate))
         if self.config["bidirectional"]:
             # Keras' metric of each output; together: exp of the mean log perplexity
             nan = float("nan")
@@ -719,10 +769,12 @@ class LanguageModelRecipe(common.Recipe):
         )
         # Order matters at each epoch end: the evaluation puts valid_perplexity in the
         # logs for the checkpoint.
-        return [
-            EpochEvaluation(config, eval_model, prepared.model["eval_data"]),
-            keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch)),
-        ]
+        callbacks = [EpochEvaluation(config, eval_model, prepared.model["eval_data"])]
+        if not config["time_budget"]:  # with one, the budget's schedule sets the rate
+            callbacks.append(
+                keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch))
+            )
+        return callbacks
 
     def monitor(self, config, prepared):
         if prepared.model["eval_data"].get("valid") is not None:

@@ -196,6 +196,8 @@ class Recipe:
             train_seconds=time.perf_counter() - began,
             history=history,
         )
+        if "time_budget" in history:  # {minutes, seconds_used, steps, ...}
+            results["time_budget"] = history.pop("time_budget")
         results = self.summarize(config, prepared, results, read_json(files["history"])["rows"])
         self.after_fit(config, prepared, splits)
         results.update(self.evaluate_splits(config, splits))

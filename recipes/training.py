@@ -81,12 +81,68 @@ def pooled_encoding(x, config):
     return MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
 
 
+def learning_rate_schedule(config):
+    """The optimizer's learning rate: ``config["learning_rate"]``, or with a
+    `time_budget` the `budget_schedule` peaking at it (a `kerasrnn.callbacks`
+    `WarmupCosineDecay` or `OneCycle` whose length `fit`'s `TimeBudget` sets from the
+    measured speed; until then it is a long guess, so the first steps stay in the
+    warmup)."""
+    from kerasrnn.callbacks import OneCycle, WarmupCosineDecay
+
+    if not config.get("time_budget"):
+        return config["learning_rate"]
+    schedule = {"cosine": WarmupCosineDecay, "one_cycle": OneCycle}[config["budget_schedule"]]
+    return schedule(config["learning_rate"], total_steps=10**6, warmup=config["warmup"])
+
+
 def optimizer(config):
-    """Adam with the configured learning rate and gradient-norm clipping."""
+    """Adam with the configured `learning_rate` (a schedule with a `time_budget`) and
+    gradient-norm clipping."""
     import keras
 
     clipnorm = config["clipnorm"] or None
-    return keras.optimizers.Adam(config["learning_rate"], clipnorm=clipnorm)
+    return keras.optimizers.Adam(learning_rate_schedule(config), clipnorm=clipnorm)
+
+
+def averaging_callbacks(config, monitor="val_loss", mode="min"):
+    """``(average, trigger)`` for ``config["averaging"]``: a `PolyakAveraging` with
+    ``swap_on_epoch=True`` (listed before the checkpoints and the recipe's evaluation,
+    which then see the average) and the callback that starts it (listed after the
+    callbacks that put `monitor` into the logs): at the end of the first epoch
+    (``polyak``) or by NT-ASGD's rule (``ntasgd``); ``(None, None)`` for ``none``."""
+    import keras
+
+    from kerasrnn.callbacks import NTASGD, PolyakAveraging
+
+    if config.get("averaging", "none") == "none":
+        return None, None
+    average = PolyakAveraging(start=None, swap_on_epoch=True)
+    # NT-ASGD's interval n must be below early stopping's patience p - 1: NT-ASGD
+    # switches on n + 1 epochs after the best, early stopping stops p epochs after it
+    rule = NTASGD(max(config["patience"] - 2, 0) if config["patience"] else 5, monitor, mode)
+
+    class StartAveraging(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            rule.history = []
+
+        def on_epoch_end(self, epoch, logs=None):
+            if average.start is not None:
+                return
+            if config["averaging"] == "polyak":
+                average.start_averaging()
+                return
+            logs = logs or {}
+            if monitor not in logs:
+                raise ConfigError(
+                    f"`averaging: ntasgd` monitors {monitor!r}, which the logs lack; give "
+                    "validation data."
+                )
+            value = float(logs[monitor])
+            if rule.should_trigger(rule.history, value):
+                average.start_averaging()
+            rule.history.append(value)
+
+    return average, StartAveraging()
 
 
 def training_callbacks(
@@ -94,7 +150,11 @@ def training_callbacks(
 ):
     """The standard callbacks, writing under ``config["output_dir"]``, in this order:
 
-    * `before` (callbacks that put the monitored value into the logs);
+    * `TimeBudget` when ``config["time_budget"]`` (it stretches the optimizer's
+      schedule over the budget and stops training when it is spent);
+    * the weight average of ``config["averaging"]`` (`averaging_callbacks`);
+    * `before` (callbacks that put the monitored value into the logs), then the
+      trigger of the average;
     * ``ModelCheckpoint`` -> ``best.keras``, the model with the best `monitor` value
       (`best`: the best value of earlier epochs, after a resume or a continue);
     * ``ModelCheckpoint`` -> ``last.weights.h5``: the last epoch's weights and
@@ -115,7 +175,13 @@ def training_callbacks(
     from kerasrnn.callbacks import AtomicBackupAndRestore, AtomicModelCheckpoint, EpochLog
 
     files = run_files(config)
-    callbacks = list(before)
+    callbacks = []
+    if config.get("time_budget"):
+        from kerasrnn.callbacks import TimeBudget
+
+        callbacks.append(TimeBudget(config["time_budget"]))
+    average, trigger = averaging_callbacks(config, monitor, mode)
+    callbacks += ([average] if average else []) + list(before) + ([trigger] if trigger else [])
     if save_best:
         callbacks.append(
             AtomicModelCheckpoint(
@@ -193,7 +259,9 @@ def fit(
 
     Returns the history of every epoch of the run as a dict of lists, plus
     ``epochs_run`` (the epochs this call trained: fewer than ``epochs`` after a resume,
-    a continue or an early stop) and ``first_epoch`` (the first of them, 1-based).
+    a continue, an early stop or a spent `time_budget`), ``first_epoch`` (the first of
+    them, 1-based) and, with a `time_budget`, ``time_budget``: ``{minutes,
+    seconds_used, steps, planned_steps, stopped_by_budget}`` (`TimeBudget.summary`).
     """
     files = run_files(config)
     rows = earlier_epochs(config, continue_run)
@@ -210,9 +278,10 @@ def fit(
     all_callbacks = training_callbacks(
         config, monitor, mode, callbacks, best, rows, before, save_best
     )
-    from kerasrnn.callbacks import EpochLog, plot_training_curves
+    from kerasrnn.callbacks import EpochLog, TimeBudget, plot_training_curves
 
     log = next(c for c in all_callbacks if isinstance(c, EpochLog))
+    budget = next((c for c in all_callbacks if isinstance(c, TimeBudget)), None)
     if isinstance(train_data, tuple):
         x, y = train_data
         data = dict(x=x, y=y, batch_size=config["batch_size"])
@@ -237,6 +306,8 @@ def fit(
         result[key] = [row.get(key) for row in log.rows]
     result["epochs_run"] = len(history.epoch)
     result["first_epoch"] = history.epoch[0] + 1 if history.epoch else None
+    if budget is not None:
+        result["time_budget"] = budget.summary
     plot_training_curves(log.rows, files["curves"], metric or _metric_of(monitor))
     return result
 

@@ -11,7 +11,9 @@
 * `PolyakAveraging` / `NTASGD` / `average_checkpoints`: weight averaging (a running
   average from a step, AWD-LSTM's non-monotone switch to it, OpenNMT's checkpoint
   averaging); an exponential moving average is Keras' own `use_ema=True` optimizer option
-  with `keras.callbacks.SwapEMAWeights`.
+  with `keras.callbacks.SwapEMAWeights`;
+* `TimeBudget` / `WarmupCosineDecay` / `OneCycle` / `BudgetSchedule`: training fitted to
+  a wall-clock budget (a schedule whose length follows the measured speed).
 
 Example:
 
@@ -33,6 +35,7 @@ Example:
 """
 
 from kerasrnn.callbacks.averaging import NTASGD, PolyakAveraging, average_checkpoints
+from kerasrnn.callbacks.budget import BudgetSchedule, OneCycle, TimeBudget, WarmupCosineDecay
 from kerasrnn.callbacks.checkpoints import (
     AtomicBackupAndRestore,
     AtomicModelCheckpoint,
@@ -47,6 +50,10 @@ __all__ = [
     "NTASGD",
     "PolyakAveraging",
     "average_checkpoints",
+    "BudgetSchedule",
+    "OneCycle",
+    "TimeBudget",
+    "WarmupCosineDecay",
     "AtomicBackupAndRestore",
     "AtomicModelCheckpoint",
     "EpochLog",

@@ -1,0 +1,301 @@
+"""Training to a wall-clock budget: learning-rate schedules whose length is set while
+training runs (`WarmupCosineDecay`, `OneCycle`), and `TimeBudget`, the callback that
+measures the speed of the first steps, stretches the schedule over the budget and stops
+training when the budget is spent.
+
+Keras' own schedules (`keras.optimizers.schedules.CosineDecay`) take their length as a
+Python number fixed at construction; here it is a variable (`total_steps`), so a
+callback can set it once the speed of the machine is known.
+"""
+
+import math
+import time
+
+import keras
+from keras import ops
+
+from kerasrnn.validation import check_int, is_number
+
+
+def _check_positive(name, value):
+    if not is_number(value) or not value > 0:
+        raise ValueError(f"`{name}` must be a number > 0, got {name}={value!r}.")
+    return float(value)
+
+
+def _check_fraction(name, value):
+    if not is_number(value) or not 0.0 <= value < 1.0:
+        raise ValueError(f"`{name}` must be a fraction in [0, 1), got {name}={value!r}.")
+    return float(value)
+
+
+class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """A learning-rate schedule over `total_steps` steps, held in a variable so that
+    `set_total_steps` (e.g. `TimeBudget`) can change the length during training.
+
+    Subclasses define `rate(step, total_steps)` with `keras.ops` (both float32
+    tensors); steps past the end keep the final rate.
+
+    Args:
+        peak: the highest learning rate.
+        total_steps: the schedule's length in optimizer steps (a first guess when a
+            `TimeBudget` sets it).
+        warmup: the fraction of `total_steps` spent rising to `peak`.
+    """
+
+    def __init__(self, peak, total_steps, warmup):
+        self.peak = _check_positive("peak", peak)
+        self.warmup = _check_fraction("warmup", warmup)
+        total_steps = check_int("total_steps", total_steps)
+        # float32 holds every integer up to 2**24 steps exactly
+        self.total_steps = keras.Variable(
+            float(total_steps), dtype="float32", trainable=False, name="total_steps"
+        )
+
+    def set_total_steps(self, total_steps):
+        """Sets the schedule's length (an integer >= 1)."""
+        self.total_steps.assign(float(check_int("total_steps", total_steps)))
+
+    def rate(self, step, total_steps):
+        raise NotImplementedError
+
+    def __call__(self, step):
+        total = ops.convert_to_tensor(self.total_steps, dtype="float32")
+        return self.rate(ops.cast(step, "float32"), total)
+
+    def get_config(self):
+        return {
+            "peak": self.peak,
+            "total_steps": int(round(float(ops.convert_to_numpy(self.total_steps)))),
+            "warmup": self.warmup,
+        }
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class WarmupCosineDecay(BudgetSchedule):
+    """Linear warmup to `peak`, then a cosine decay to ``alpha * peak`` at the last
+    step (Loshchilov & Hutter 2017, without restarts; Keras' `CosineDecay` with
+    ``initial_learning_rate=0, warmup_target=peak``). With T = `total_steps`,
+    W = `warmup` T and step t (clipped to T, as Keras does):
+
+    .. math::
+
+        \\eta_t = \\begin{cases}
+            \\eta_{max}\\, t / W & t < W \\\\
+            \\eta_{max} \\left(\\alpha + (1 - \\alpha)\\,
+                \\tfrac12 \\left(1 + \\cos \\frac{\\pi (t - W)}{T - W}\\right)\\right) & t \\ge W
+        \\end{cases}
+
+    Args:
+        peak: η_max, the rate at the end of the warmup.
+        total_steps: T.
+        warmup: W / T, in [0, 1).
+        alpha: the final rate as a fraction of `peak`.
+
+    Example:
+
+    >>> from kerasrnn.callbacks import WarmupCosineDecay
+    >>> schedule = WarmupCosineDecay(1.0, total_steps=10, warmup=0.2)
+    >>> [round(float(schedule(t)), 3) for t in (0, 1, 2, 6, 10)]
+    [0.0, 0.5, 1.0, 0.5, 0.0]
+    """
+
+    def __init__(self, peak, total_steps, warmup=0.05, alpha=0.0):
+        super().__init__(peak, total_steps, warmup)
+        self.alpha = _check_fraction("alpha", alpha) if alpha != 1 else 1.0
+
+    def rate(self, step, total):
+        warmup = self.warmup * total
+        rising = self.peak * step / ops.maximum(warmup, 1e-9)
+        progress = ops.clip((step - warmup) / ops.maximum(total - warmup, 1e-9), 0.0, 1.0)
+        cosine = 0.5 * (1.0 + ops.cos(math.pi * progress))
+        falling = self.peak * (self.alpha + (1.0 - self.alpha) * cosine)
+        return ops.where(step < warmup, rising, falling)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha}
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class OneCycle(BudgetSchedule):
+    """The one-cycle policy (Smith & Topin 2018) as PyTorch's ``OneCycleLR`` defines it
+    (two phases, cosine annealing): from ``peak / div`` up to `peak` over the first
+    `warmup` of the steps, then down to ``peak / (div * final_div)`` at the last step.
+    With T = `total_steps`, U = `warmup` T - 1 and step t (clipped to T - 1, as PyTorch
+    ends), for
+    cos(a, b, p) = b + (a - b)(1 + cos πp) / 2:
+
+    .. math::
+
+        \\eta_t = \\begin{cases}
+            \\cos(\\eta_{max} / d,\\ \\eta_{max},\\ t / U) & t \\le U \\\\
+            \\cos(\\eta_{max},\\ \\eta_{max} / (d\\, d_f),\\ (t - U) / (T - 1 - U)) & t > U
+        \\end{cases}
+
+    Args:
+        peak: η_max.
+        total_steps: T.
+        warmup: the rising fraction (PyTorch's ``pct_start``).
+        div: d, the first rate is ``peak / div`` (PyTorch's ``div_factor``).
+        final_div: d_f, the last rate is ``peak / (div * final_div)``
+            (``final_div_factor``).
+
+    Example:
+
+    >>> from kerasrnn.callbacks import OneCycle
+    >>> schedule = OneCycle(1.0, total_steps=11, warmup=2 / 11, div=10.0, final_div=10.0)
+    >>> [round(float(schedule(t)), 3) for t in (0, 1, 10)]
+    [0.1, 1.0, 0.01]
+    """
+
+    def __init__(self, peak, total_steps, warmup=0.3, div=25.0, final_div=1e4):
+        super().__init__(peak, total_steps, warmup)
+        self.div = _check_positive("div", div)
+        self.final_div = _check_positive("final_div", final_div)
+
+    def rate(self, step, total):
+        peak = self.peak
+        start, end = peak / self.div, peak / (self.div * self.final_div)
+        up = ops.maximum(self.warmup * total - 1.0, 1e-9)  # U, PyTorch's first end step
+        step = ops.minimum(step, total - 1.0)
+
+        def anneal(a, b, progress):
+            return b + (a - b) * 0.5 * (1.0 + ops.cos(math.pi * ops.clip(progress, 0.0, 1.0)))
+
+        rising = anneal(start, peak, step / up)
+        falling = anneal(peak, end, (step - up) / ops.maximum(total - 1.0 - up, 1e-9))
+        return ops.where(step <= up, rising, falling)
+
+    def get_config(self):
+        return {**super().get_config(), "div": self.div, "final_div": self.final_div}
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
+class TimeBudget(keras.callbacks.Callback):
+    """Fits training into a wall-clock budget of `minutes` (measured from the start of
+    `fit`).
+
+    * After the first (compiling) step it times `measure_steps` more steps; from their
+      mean time per step s it sets the schedule's length so that it ends when the
+      budget does: ``total_steps = k + (budget - elapsed) / s`` (k: the steps done,
+      counting from the optimizer's step at the start of `fit`). At each epoch end the
+      length is set again from the mean time per step since the first one, which then
+      includes the validation passes.
+    * After every batch it stops training (``model.stop_training``) when one more step
+      and one more epoch end (validation and the epoch-end callbacks, as long as the
+      last ones took) would not fit in what is left, so a long epoch cannot overrun;
+      Keras then runs the epoch's validation and ends `fit`. `epochs` becomes a cap.
+      Before the first epoch end its time is unknown (none is reserved), so a budget
+      that ends within the first epoch overruns by that epoch end.
+
+    Without a `BudgetSchedule` (none given, and the optimizer's learning rate is not
+    one) it only stops training.
+
+    Args:
+        minutes: the budget, > 0.
+        schedule: the `BudgetSchedule` to stretch; None: the model's optimizer's
+            learning rate when it is one.
+        measure_steps: steps timed after the first before the schedule is set.
+
+    Attributes:
+        summary: after `fit`, ``{minutes, seconds_used, steps, planned_steps,
+            stopped_by_budget}`` (the steps taken in this `fit`, the schedule's length).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from kerasrnn.callbacks import TimeBudget, WarmupCosineDecay
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(keras.optimizers.SGD(WarmupCosineDecay(0.1, total_steps=100)), "mse")
+    >>> budget = TimeBudget(minutes=0.02)  # 1.2 seconds
+    >>> _ = model.fit(np.ones((64, 2)), np.ones((64, 1)), batch_size=4, epochs=10**6,
+    ...               verbose=0, callbacks=[budget])
+    >>> budget.summary["stopped_by_budget"], budget.summary["seconds_used"] < 1.2 + 1
+    (True, True)
+    """
+
+    def __init__(self, minutes, schedule=None, measure_steps=10):
+        super().__init__()
+        self.minutes = _check_positive("minutes", minutes)
+        if schedule is not None and not isinstance(schedule, BudgetSchedule):
+            raise TypeError(
+                "`schedule` must be a kerasrnn.callbacks.BudgetSchedule (WarmupCosineDecay, "
+                f"OneCycle) or None, got {type(schedule).__name__}."
+            )
+        self.schedule = schedule
+        self.measure_steps = check_int("measure_steps", measure_steps)
+        self.summary = None
+
+    @property
+    def seconds(self):
+        return 60.0 * self.minutes
+
+    def _schedule(self):
+        if self.schedule is not None:
+            return self.schedule
+        rate = getattr(getattr(self.model, "optimizer", None), "_learning_rate", None)
+        return rate if isinstance(rate, BudgetSchedule) else None
+
+    def _set_length(self, seconds_per_step, now):
+        schedule = self._schedule()
+        if schedule is None or seconds_per_step <= 0:
+            return
+        left = max(self.seconds - (now - self.began), 0.0)
+        total = self.offset + self.steps + max(int(left / seconds_per_step), 1)
+        jax = keras.backend.backend() == "jax"
+        if self.planned and abs(total - self.planned) <= (0.05 if jax else 0.01) * self.planned:
+            return  # not worth the change (on JAX, a retrace)
+        schedule.set_total_steps(total)
+        self.planned = total
+        if jax:
+            # JAX's compiled step holds the value it was traced with: trace it again
+            self.model.make_train_function(force=True)
+
+    def on_train_begin(self, logs=None):
+        self.began = time.monotonic()
+        self.first_done = None
+        self.steps = 0
+        self.epoch_end_seconds = 0.0
+        self.last_batch_end = None
+        self.stopped = False
+        self.planned = None
+        try:
+            self.offset = int(ops.convert_to_numpy(self.model.optimizer.iterations))
+        except (AttributeError, TypeError, ValueError):  # no optimizer built yet
+            self.offset = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = time.monotonic()
+        self.steps += 1
+        if self.steps == 1:
+            self.first_done = now
+            per_step = 0.0  # unknown: the first step's time is mostly compiling
+        else:
+            per_step = (now - self.first_done) / (self.steps - 1)
+        if self.steps == 1 + self.measure_steps:
+            self._set_length(per_step, now)
+        if now - self.began + per_step + self.epoch_end_seconds >= self.seconds:
+            self.stopped = True
+            self.model.stop_training = True
+        self.last_batch_end = time.monotonic()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.last_batch_end is not None:  # validation, evaluations, checkpoints
+            self.epoch_end_seconds = time.monotonic() - self.last_batch_end
+
+    def on_epoch_end(self, epoch, logs=None):
+        now = time.monotonic()
+        if self.steps > 1 + self.measure_steps and not self.stopped:
+            self._set_length((now - self.first_done) / (self.steps - 1), now)
+
+    def on_train_end(self, logs=None):
+        self.summary = {
+            "minutes": self.minutes,
+            "seconds_used": time.monotonic() - self.began,
+            "steps": self.steps,
+            "planned_steps": self.planned,
+            "stopped_by_budget": self.stopped,
+        }
+
+    def get_config(self):
+        return {"minutes": self.minutes, "measure_steps": self.measure_steps}

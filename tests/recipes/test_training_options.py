@@ -1,0 +1,159 @@
+"""The recipes' shared training options: `time_budget` (a schedule over a wall-clock
+budget) and `averaging`, on the cheapest recipe."""
+
+import json
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from recipes import classifier, common
+
+TINY = {
+    "embedding_dim": 8,
+    "units": 8,
+    "batch_size": 4,
+    "verbose": 0,
+    "valid_fraction": 0.0,
+    "bucket_boundaries": [],
+    "patience": 0,
+    "cell": "simple",  # the quickest to compile: the budget counts the compiling step
+    "bidirectional": False,
+}
+
+
+def _splits():
+    texts = ["good film", "bad film", "great fun", "dull plot"] * 4
+    labels = ["pos", "neg", "pos", "neg"] * 4
+    return {"train": (texts, labels), "valid": (texts[:4], labels[:4]), "test": None}
+
+
+def test_time_budget_stops_a_long_run_within_the_budget_and_reports_it(tmp_path):
+    minutes = 6.0 / 60
+    config = common.load_config(
+        classifier.DEFAULTS,
+        overrides={
+            **TINY,
+            "output_dir": str(tmp_path / "run"),
+            "epochs": 100000,
+            "time_budget": minutes,
+            "budget_schedule": "one_cycle",
+        },
+    )
+    results = classifier.train(config, _splits())
+    used = results["time_budget"]
+    assert used["stopped_by_budget"] and used["minutes"] == minutes
+    assert used["seconds_used"] <= 6.0 + 2.0  # the last step and the last epoch's end
+    assert results["history"]["epochs_run"] < 100000
+    assert used["steps"] >= 4 * (results["history"]["epochs_run"] - 1) + 1
+    if used["steps"] > 11:  # the schedule is set after the first step and 10 timed ones
+        assert used["planned_steps"] >= used["steps"] * 0.5, used
+    with open(tmp_path / "run" / "results.json", encoding="utf-8") as f:
+        assert json.load(f)["time_budget"]["steps"] == used["steps"]
+    assert (tmp_path / "run" / "best.keras").exists()  # reloads: the schedule serialises
+    classifier.Classifier.from_run(config)
+
+
+class Spy(keras.callbacks.Callback):
+    """The trainable weights after every step (as the optimizer left them) and at every
+    epoch end (what the checkpoints save)."""
+
+    def on_train_begin(self, logs=None):
+        self.steps, self.ends = [], []
+
+    def weights(self):
+        return [np.array(w) for w in self.model.trainable_weights]
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps.append(self.weights())
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.ends.append(self.weights())
+
+
+# ("polyak" differs only in starting after the first epoch; one recipe run is enough.)
+@pytest.mark.parametrize("averaging", ["ntasgd"])
+def test_averaging_puts_the_mean_of_the_steps_weights_in_the_checkpoints(tmp_path, averaging):
+    # ntasgd with patience 2 (interval 0): it switches on at the first epoch whose
+    # validation loss is worse than the best before, and early stopping leaves at least
+    # one epoch after it; a learning rate of 1 makes one likely within 4 epochs
+    epochs = 2 if averaging == "polyak" else 4
+    config = common.load_config(
+        classifier.DEFAULTS,
+        overrides={
+            **TINY,
+            "output_dir": str(tmp_path / "run"),
+            "epochs": epochs,
+            "averaging": averaging,
+            "patience": 0 if averaging == "polyak" else 2,
+            "learning_rate": 1.0 if averaging == "ntasgd" else 0.01,
+        },
+    )
+    spy = Spy()
+    classifier.train(config, _splits(), callbacks=[spy])
+    per_epoch = len(spy.steps) // len(spy.ends)
+    rows = json.load(open(tmp_path / "run" / "history.json", encoding="utf-8"))["rows"]
+    losses = [row["val_loss"] for row in rows]
+    if averaging == "polyak":
+        first = 1  # from the second epoch on
+    else:
+        worse = [k for k in range(1, len(losses)) if losses[k] > min(losses[:k])]
+        if not worse:
+            pytest.fail(f"no epoch worse than an earlier one: {losses}")
+        first = worse[0] + 1
+        assert first < len(spy.ends), losses  # an epoch ran with the average
+    for k in range(len(spy.ends)):
+        taken = spy.steps[first * per_epoch : (k + 1) * per_epoch]
+        expected = spy.steps[(k + 1) * per_epoch - 1] if k < first else None
+        for j, held in enumerate(spy.ends[k]):
+            if expected is not None:  # not averaging yet: the step's own weights
+                np.testing.assert_allclose(held, expected[j], rtol=1e-6)
+            else:
+                mean = np.mean([step[j] for step in taken], axis=0)
+                np.testing.assert_allclose(held, mean, rtol=1e-4, atol=1e-6)
+
+
+def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_loads(tmp_path):
+    from kerasrnn.layers import ActivationRegularization, EmbeddingDropout, WeightDrop
+    from recipes import language_model
+
+    lines = ["the cat sat on a mat", "the dog ran on a log"] * 20
+    files = {}
+    for split in ("train", "valid", "test"):
+        files[split] = tmp_path / f"{split}.txt"
+        files[split].write_text("\n".join(lines) + "\n")
+    overrides = dict(
+        units=8,
+        num_layers=2,
+        steps=5,
+        batch_size=4,
+        epochs=1,
+        verbose=0,
+        output_dir=str(tmp_path / "run"),
+        train_file=str(files["train"]),
+        valid_file=str(files["valid"]),
+        test_file=str(files["test"]),
+        weight_drop=0.5,
+        embedding_dropout=0.1,
+        locked_dropout=0.3,
+        ar_alpha=2.0,
+        tar_beta=1.0,
+        jit_compile=False,  # quicker to compile
+        time_budget=1.0,  # epochs=1 ends it first: the budget's schedule, not its stop
+    )
+    config = common.load_config(language_model.DEFAULTS, overrides=overrides)
+    results = language_model.train(config)
+    assert not results["time_budget"]["stopped_by_budget"]
+    assert results["time_budget"]["steps"] > 0
+    assert 0 < results["epochs"][0]["learning_rate"] < config["learning_rate"]  # warmup
+    assert math.isfinite(results["test"]["perplexity"])
+    model = keras.saving.load_model(tmp_path / "run" / "best.keras", compile=False)
+    assert isinstance(model.get_layer("embedding"), EmbeddingDropout)
+    assert all(isinstance(model.get_layer(f"rnn_{i}").cell, WeightDrop) for i in range(2))
+    assert isinstance(model.get_layer("locked_dropout_in"), keras.layers.SpatialDropout1D)
+    assert {model.get_layer("tar").beta, model.get_layer("ar").alpha} == {1.0, 2.0}
+    assert isinstance(model.get_layer("ar"), ActivationRegularization)
+    for bad in ({"weight_drop": 1.0}, {"ar_alpha": -1.0}):
+        with pytest.raises(common.ConfigError, match=next(iter(bad))):
+            common.load_config(language_model.DEFAULTS, overrides={**overrides, **bad})
