@@ -4,7 +4,6 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-export TF_CPP_MIN_LOG_LEVEL := 2
 
 .PHONY: demo test test-tf test-jax test-torch docs lint figures install bench-gpu
 
@@ -16,6 +15,8 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# TF_CPP_MIN_LOG_LEVEL is left unset: the recipes then silence TensorFlow's start-up lines
+# themselves (setting it asks for TensorFlow's own logging).
 demo: $(VENV)/.installed
 	$(PY) -m recipes.translator demo
 
