@@ -85,7 +85,23 @@ def _one_line(error):
     return first.strip()
 
 
-def export_litert(model, path, batch_size=1, sequence_length=None, input_signature=None):
+# The LiteRT converter's post-training quantisations that keep the file builtin-only
+# and need no calibration data.
+QUANTIZATIONS = (None, "dynamic_int8", "float16")
+
+
+def check_quantization(quantization, allowed, format_name):
+    """One-line ValueError naming the allowed values, before any conversion."""
+    if quantization not in allowed:
+        raise ValueError(
+            f"quantization={quantization!r} is not a {format_name} quantisation; use one of "
+            f"{', '.join(repr(value) for value in allowed)}."
+        )
+
+
+def export_litert(
+    model, path, batch_size=1, sequence_length=None, input_signature=None, quantization=None
+):
     """Writes `model` as a `.tflite` file of LiteRT builtin ops only.
 
     The graph computes `model(inputs, training=False)` at one fixed input shape (LiteRT's
@@ -105,6 +121,12 @@ def export_litert(model, path, batch_size=1, sequence_length=None, input_signatu
         input_signature: a list of fully static `tf.TensorSpec` / `keras.InputSpec`,
             one per input, for a model without symbolic inputs (subclassed); default:
             the model's inputs with `batch_size` and `sequence_length` filled in.
+        quantization: None (float32 weights), ``"dynamic_int8"`` (dynamic-range
+            quantisation: each weight matrix stored as int8 with one float scale per
+            output channel, W ~ s * q with q in [-127, 127], a quarter of the bytes;
+            the kernels quantise activations on the fly) or ``"float16"``
+            (weights stored as float16, half the bytes, dequantised to float32 at load).
+            Both stay builtin-only and need no calibration data.
 
     Returns:
         `path`. Run it with ``ai_edge_litert.interpreter.Interpreter(model_path=path)``:
@@ -131,9 +153,14 @@ def export_litert(model, path, batch_size=1, sequence_length=None, input_signatu
     >>> bool(np.allclose(run(x=x)["output_0"], model.predict(x, verbose=0), atol=1e-5))
     True
     """
+    check_quantization(quantization, QUANTIZATIONS, "LiteRT")
     check_exportable(model, "litert")
     flatbuffer = litert_flatbuffer(
-        model, model_input_specs(model, input_signature), batch_size, sequence_length
+        model,
+        model_input_specs(model, input_signature),
+        batch_size,
+        sequence_length,
+        quantization=quantization,
     )
     folder = os.path.dirname(os.path.abspath(os.fspath(path)))
     os.makedirs(folder, exist_ok=True)
@@ -142,9 +169,12 @@ def export_litert(model, path, batch_size=1, sequence_length=None, input_signatu
     return path
 
 
-def litert_flatbuffer(model, specs, batch_size, sequence_length, format_name="LiteRT"):
+def litert_flatbuffer(
+    model, specs, batch_size, sequence_length, format_name="LiteRT", quantization=None
+):
     """The builtin-only LiteRT flatbuffer (bytes) of `model` called on `specs` with
-    their dynamic dimensions fixed (the route of the module docstring)."""
+    their dynamic dimensions fixed (the route of the module docstring), its weights
+    quantised as `export_litert`'s `quantization` says."""
     if keras.backend.backend() != "tensorflow":
         raise ValueError(
             f"the {format_name} export converts a TensorFlow graph; got the "
@@ -159,6 +189,12 @@ def litert_flatbuffer(model, specs, batch_size, sequence_length, format_name="Li
     frozen = frozen_concrete_function(function.get_concrete_function())
     converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen], model)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if quantization is not None:
+        # Optimize.DEFAULT without a representative dataset is dynamic-range int8;
+        # with float16 as the supported type it stores float16 weights instead
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantization == "float16":
+        converter.target_spec.supported_types = [tf.float16]
     try:
         return converter.convert()
     except Exception as error:  # the converter's ConverterError, pages long
