@@ -1,6 +1,7 @@
-"""Quantised exports: LiteRT dynamic-range int8 and float16. Each quantised file is
-smaller than the float32 one, runs in the plain interpreter (builtin ops only), and
-reproduces Keras within the quantisation's error, without being identical to it.
+"""Quantised exports: LiteRT dynamic-range int8 and float16, ONNX dynamic int8. Each
+quantised file is smaller than the float32 one, runs in its runtime (LiteRT: the plain
+interpreter, builtin ops only), and reproduces Keras within the quantisation's error,
+without being identical to it.
 
 Units 64 so that the weights, not the graph, make up most of the file: the size ratios
 then measure the weights' storage."""
@@ -12,12 +13,13 @@ import numpy as np
 import pytest
 
 import kerasrnn
-from kerasrnn.export import export_litert
+from kerasrnn.export import export_litert, export_onnx
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="exports a TensorFlow graph"
 )
 interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+onnxruntime = pytest.importorskip("onnxruntime")
 
 BATCH, TIME, FEATURES, UNITS = 2, 5, 8, 64
 
@@ -52,24 +54,43 @@ def _litert(model, x, path, quantization):
     return runner(x=x)["output_0"]
 
 
-@pytest.mark.parametrize("quantization", ["dynamic_int8", "float16"])
+def _onnx(model, x, path, quantization):
+    export_onnx(model, path, quantization=quantization)
+    session = onnxruntime.InferenceSession(str(path))
+    return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+RUNTIMES = {"litert": (_litert, ".tflite"), "onnx": (_onnx, ".onnx")}
+
+
+@pytest.mark.parametrize(
+    "runtime, quantization",
+    [("litert", "dynamic_int8"), ("litert", "float16"), ("onnx", "dynamic_int8")],
+)
 @pytest.mark.parametrize("cell", list(CELLS))
-def test_litert_quantized_smaller_and_close(cell, quantization, models, tmp_path):
+def test_quantized_smaller_and_close(cell, runtime, quantization, models, tmp_path):
     model, x, expected = models[cell]
-    _litert(model, x, tmp_path / "float32.tflite", None)
-    outputs = _litert(model, x, tmp_path / "quantized.tflite", quantization)
-    ratio = os.path.getsize(tmp_path / "quantized.tflite") / os.path.getsize(
-        tmp_path / "float32.tflite"
-    )
+    run, suffix = RUNTIMES[runtime]
+    float32, quantized = tmp_path / f"float32{suffix}", tmp_path / f"quantized{suffix}"
+    run(model, x, float32, None)
+    outputs = run(model, x, quantized, quantization)
+    ratio = os.path.getsize(quantized) / os.path.getsize(float32)
     assert ratio <= RATIOS[quantization]
     error = np.max(np.abs(outputs - expected))
     assert np.max(np.abs(expected)) > 0.2  # outputs large enough for the tolerance to mean it
     assert 1e-6 < error < TOLERANCES[quantization]  # close, but really quantised
 
 
-@pytest.mark.parametrize("quantization", ["int8", "float32", True])
-def test_litert_rejects_unknown_quantization(quantization, models, tmp_path):
-    model = models["gru"][0]
-    with pytest.raises(ValueError, match=r"quantization=.*'dynamic_int8', 'float16'"):
-        export_litert(model, tmp_path / "m.tflite", BATCH, TIME, quantization=quantization)
-    assert not (tmp_path / "m.tflite").exists()
+@pytest.mark.parametrize(
+    "export, quantization, allowed",
+    [
+        (export_litert, "int8", "None, 'dynamic_int8', 'float16'"),
+        (export_litert, True, "None, 'dynamic_int8', 'float16'"),
+        # ONNX has no float16 option: onnxruntime's CPU kernels compute in float32
+        (export_onnx, "float16", "None, 'dynamic_int8'"),
+    ],
+)
+def test_rejects_unknown_quantization(export, quantization, allowed, models, tmp_path):
+    with pytest.raises(ValueError, match=f"quantization={quantization!r}.*{allowed}"):
+        export(models["gru"][0], tmp_path / "model", quantization=quantization)
+    assert not (tmp_path / "model").exists()
