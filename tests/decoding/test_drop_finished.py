@@ -149,7 +149,7 @@ def test_needs_a_step_function_with_take_rows_and_dynamic_shapes():
             plain, np.zeros(BATCH, "int32"), (h0,), 5, END
         )
     if not DYNAMIC:
-        with pytest.raises(ValueError, match="drop_finished=False"):
+        with pytest.raises(ValueError, match="pass drop_finished='auto' or False"):
             decoding.BeamSearch(beam_size=BEAM, drop_finished=True)(
                 step, np.zeros(BATCH, "int32"), (h0,), 5, END
             )
