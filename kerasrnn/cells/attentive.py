@@ -22,6 +22,7 @@ from kerasrnn._private import DropoutRNNCell, backend_rnn
 from kerasrnn.attention.layers import Attention, AttentionMemory
 from kerasrnn.cells import projection as projection_lib
 from kerasrnn.cells import step_order as step_order_lib
+from kerasrnn.cells.base import ForwardsDropoutMasks
 from kerasrnn.layers import bridge as bridges
 
 
@@ -32,7 +33,7 @@ def _deserialize(obj):
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class AttentionCell(DropoutRNNCell, keras.layers.Layer):
+class AttentionCell(ForwardsDropoutMasks, keras.layers.Layer):
     """Wraps any recurrent cell with attention over an encoder memory h_1 ... h_Tk.
 
     Each step the step order decides the query and what the wrapped cell reads; the
@@ -527,26 +528,11 @@ class AttentionCell(DropoutRNNCell, keras.layers.Layer):
             return flat
         return tree.pack_sequence_as(self.cell.state_size, flat)
 
-    # ---- dropout: fixed masks for the wrapped cell -----------------------------------
-    def get_dropout_mask(self, step_input):
-        if isinstance(self.cell, DropoutRNNCell):
-            width = self._cell_input_dim(step_input.shape[-1])
-            dummy = ops.zeros((ops.shape(step_input)[0], width), step_input.dtype)
-            return self.cell.get_dropout_mask(dummy)
-        return None
-
-    def get_recurrent_dropout_mask(self, step_input):
-        if isinstance(self.cell, DropoutRNNCell):
-            return self.cell.get_recurrent_dropout_mask(step_input)
-        return None
-
-    def reset_dropout_mask(self):
-        if isinstance(self.cell, DropoutRNNCell):
-            self.cell.reset_dropout_mask()
-
-    def reset_recurrent_dropout_mask(self):
-        if isinstance(self.cell, DropoutRNNCell):
-            self.cell.reset_recurrent_dropout_mask()
+    # ---- dropout: fixed masks for the wrapped cell (ForwardsDropoutMasks) -----------
+    def _wrapped_step_input(self, step_input):
+        # the wrapped cell reads the step input widened by the context
+        width = self._cell_input_dim(step_input.shape[-1])
+        return ops.zeros((ops.shape(step_input)[0], width), step_input.dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -13,7 +13,7 @@ import contextlib
 import keras
 from keras import ops
 
-from kerasrnn._private import DropoutRNNCell
+from kerasrnn.cells.base import ForwardsDropoutMasks
 from kerasrnn.validation import check_rate, is_number
 
 
@@ -27,7 +27,7 @@ def _check_cell(cell):
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class WeightDrop(DropoutRNNCell, keras.layers.Layer):
+class WeightDrop(ForwardsDropoutMasks, keras.layers.Layer):
     """DropConnect on the recurrent kernel U of the cell it wraps (AWD-LSTM's WeightDrop).
 
     In training, one Bernoulli mask M over U's entries is drawn per forward call of the
@@ -75,7 +75,7 @@ class WeightDrop(DropoutRNNCell, keras.layers.Layer):
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self._weight_mask = None
-        # DropoutRNNCell reads these; the wrapper's own dropout is on the weights
+        # Keras' DropoutRNNCell reads these; the wrapper's own dropout is on the weights
         self.dropout = 0.0
         self.recurrent_dropout = 0.0
 
@@ -106,26 +106,14 @@ class WeightDrop(DropoutRNNCell, keras.layers.Layer):
         self.built = True
 
     # ---- masks: drawn with Keras' dropout masks, before the time loop ---------------
-    def get_dropout_mask(self, step_input):
-        if isinstance(self.cell, DropoutRNNCell):
-            return self.cell.get_dropout_mask(step_input)
-        return None
-
     def get_recurrent_dropout_mask(self, step_input):
         if self._weight_mask is None and self.rate > 0:
             self._weight_mask = self._draw_mask()
-        if isinstance(self.cell, DropoutRNNCell):
-            return self.cell.get_recurrent_dropout_mask(step_input)
-        return None
-
-    def reset_dropout_mask(self):
-        if isinstance(self.cell, DropoutRNNCell):
-            self.cell.reset_dropout_mask()
+        return super().get_recurrent_dropout_mask(step_input)
 
     def reset_recurrent_dropout_mask(self):
         self._weight_mask = None
-        if isinstance(self.cell, DropoutRNNCell):
-            self.cell.reset_recurrent_dropout_mask()
+        super().reset_recurrent_dropout_mask()
 
     def _draw_mask(self):
         kernel = self.cell.recurrent_kernel

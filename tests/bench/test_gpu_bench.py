@@ -29,7 +29,9 @@ def run(tmp_path, *args, python=sys.executable):
 
 @pytest.mark.skipif(not BACKENDS, reason="neither jax nor torch is installed")
 def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
-    result = run(tmp_path, "--cpu", "--only", "LSTMCell, fast", "beam")
+    # float32 only: the mixed_bfloat16 rows run the same code under another policy and
+    # doubled this test's time (190 s of CI); test_a_failed_row_... covers a failed row
+    result = run(tmp_path, "--cpu", "--precisions", "float32", "--only", "LSTMCell, fast", "beam")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     header = next(line for line in lines if not line.startswith("#"))
@@ -41,36 +43,22 @@ def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
     expected = {"kerasrnn LSTMCell, fast path", "kerasrnn beam search (beam 5, 20 tokens)"}
     if "torch" in BACKENDS:
         expected.add("torch.nn.LSTM")
-    failed = 0
     for backend in BACKENDS:
-        for precision in ("float32", "mixed_bfloat16"):
-            chosen = [r for r in rows if r["backend"] == backend and r["precision"] == precision]
-            assert {r["contender"] for r in chosen} == expected
-            # PyTorch's CPU LSTM has no bfloat16 kernel on CPUs without native bf16
-            # (oneDNN: "could not create a primitive descriptor"): that row is kept,
-            # marked failed, and the others are measured without a reference
-            reference = next((r for r in chosen if r["contender"] == "torch.nn.LSTM"), None)
-            no_reference = reference is None or reference.get("error") is not None
-            if reference is not None and no_reference:
-                assert precision == "mixed_bfloat16", reference["error"]
-                assert reference["error"].startswith("RuntimeError: ")
-                assert reference["ms"] is None and reference["round_ms"] == []
-                failed += 1
-            for row in chosen:
-                if row is reference and no_reference:
-                    continue
-                assert "error" not in row, row["error"]
-                assert (row["batch"], row["time"], row["units"]) == (4, 6, 8)
-                assert row["ms"] > 0 and row["finite"] is True and len(row["round_ms"]) == 1
-                if row["workload"] == "decode" or no_reference:
-                    assert row["ratio"] is None
-                else:
-                    assert row["ratio"] > 0 and row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
-                if row["contender"] == "torch.nn.LSTM":
-                    assert row["ratio"] == 1.0
-    # every row is in the printed table, a failed one as FAILED with its exception
+        chosen = [r for r in rows if r["backend"] == backend]
+        assert {r["contender"] for r in chosen} == expected
+        for row in chosen:
+            assert "error" not in row, row["error"]
+            assert row["precision"] == "float32"
+            assert (row["batch"], row["time"], row["units"]) == (4, 6, 8)
+            assert row["ms"] > 0 and row["finite"] is True and len(row["round_ms"]) == 1
+            if row["workload"] == "decode" or "torch" not in BACKENDS:
+                assert row["ratio"] is None
+            else:
+                assert row["ratio"] > 0 and row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
+            if row["contender"] == "torch.nn.LSTM":
+                assert row["ratio"] == 1.0
+    # every row is in the printed table
     assert len(lines) == len(table["runs"]) + 1 + len(rows)
-    assert sum(" FAILED RuntimeError: " in line for line in lines) == failed
 
 
 def test_missing_keras_and_wheels_says_how_to_fetch_them(tmp_path):
