@@ -28,8 +28,11 @@ CORE_TESTS := tests/cells tests/attention tests/decoding tests/seq2seq tests/los
 
 test: test-tf test-jax test-torch docs
 
+# XLA's lowest CPU code-generation level here too (TensorFlow compiles the decoders and
+# the written-out LSTM with XLA): a beam-search decoder compiled in 16-18 s instead of
+# 22.5 s, and ran no slower.
 test-tf: $(VENV)/.installed
-	KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 tests
+	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 tests
 
 # XLA's lowest CPU code-generation level: the tests' small shapes spend more time compiling
 # than running (the JAX run took 591 s instead of 706 s on three of its folders). Less the
