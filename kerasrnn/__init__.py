@@ -1,10 +1,12 @@
 """kerasrnn: textbook-exact recurrent cells, attention and decoding for Keras 3.
 
 The core (cells, attention, decoding, seq2seq, layers, losses, metrics) uses
-`keras.ops` only and runs on every Keras backend. `kerasrnn.callbacks`,
-`kerasrnn.compat`, `kerasrnn.data`, `kerasrnn.datasets`, `kerasrnn.export`,
-`kerasrnn.tasks` and `kerasrnn.visualize` are reachable as attributes too, but
-imported on first use, so ``import kerasrnn`` never imports TensorFlow itself.
+`keras.ops` only and runs on every Keras backend. `kerasrnn.callbacks` (no TensorFlow
+either) is imported too, so that a `.keras` file saved with one of its learning-rate
+schedules loads after ``import kerasrnn``. `kerasrnn.compat`, `kerasrnn.data`,
+`kerasrnn.datasets`, `kerasrnn.export`, `kerasrnn.tasks` and `kerasrnn.visualize` are
+reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
+imports TensorFlow itself.
 """
 
 import importlib
@@ -14,15 +16,16 @@ from kerasrnn._startup import quiet_command_line, warn_if_torch_threads_oversubs
 quiet_command_line()  # `python -m kerasrnn.X` / `recipes.X`: before Keras is imported
 warn_if_torch_threads_oversubscribed()
 
-from kerasrnn import attention, decoding, layers, losses, metrics, seq2seq  # noqa: E402
+from kerasrnn import attention, callbacks, decoding, layers, losses, metrics, seq2seq  # noqa: E402
 from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention  # noqa: E402
 from kerasrnn.cells import *  # noqa: E402,F401,F403
 from kerasrnn.cells import __all__ as _cells_all  # noqa: E402
 
 __version__ = "0.1.0"
-_LAZY = ("callbacks", "compat", "data", "datasets", "export", "tasks", "visualize")
+_LAZY = ("compat", "data", "datasets", "export", "tasks", "visualize")
 __all__ = list(_cells_all) + [
     "attention",
+    "callbacks",
     "decoding",
     "layers",
     "losses",

@@ -2,6 +2,8 @@
 CosineDecay, PyTorch's OneCycleLR) and `TimeBudget` against the wall clock."""
 
 import math
+import subprocess
+import sys
 import time
 
 import keras
@@ -174,3 +176,20 @@ def test_time_budget_sets_the_length_from_the_measured_speed():
     assert abs(planned - (1 + (2.0 - first) / per_step)) <= 0.2 * planned + 2
     assert abs(planned - summary["steps"]) <= 0.2 * planned + 2
     assert float(keras.ops.convert_to_numpy(schedule.total_steps)) == planned
+
+
+def test_a_model_saved_with_a_schedule_loads_after_import_kerasrnn_alone(tmp_path):
+    """DESIGN: `import kerasrnn` is enough to load any `.keras` file a recipe wrote (a
+    --time-budget run's optimizer holds a WarmupCosineDecay)."""
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(WarmupCosineDecay(0.1, 10, warmup=0.2)), "mse")
+    model.fit(np.zeros((4, 2)), np.zeros((4, 1)), verbose=0)
+    model.save(tmp_path / "m.keras")
+    code = (
+        "import sys, keras, kerasrnn; "
+        f"m = keras.saving.load_model({str(tmp_path / 'm.keras')!r}); "
+        "print(m.optimizer.get_config()['learning_rate']['class_name'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "WarmupCosineDecay"
