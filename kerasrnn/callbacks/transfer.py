@@ -200,7 +200,8 @@ class GradualUnfreezing(keras.callbacks.Callback):
     At the start of `fit` every group is made trainable and the optimizer built on all
     the variables (Keras' optimizers refuse variables they were not built with), then
     the lower groups are frozen; each change re-makes the training function so that the
-    new trainable set is traced. When training ends all groups are trainable again.
+    new trainable set is traced. Between epochs (at each epoch end, where checkpoints
+    are written) and when training ends, all groups are trainable again.
     Runs on the TensorFlow backend (JAX's and PyTorch's `fit` fix the trainable
     variables for the whole call: there, call `fit` once per stage).
 
@@ -241,15 +242,10 @@ class GradualUnfreezing(keras.callbacks.Callback):
         for level, group in enumerate(self.groups):
             for layer in group:
                 layer.trainable = level >= top
-        if count != self._count:
-            self._count = count
-            self.model.make_train_function(force=True)
 
     def on_train_begin(self, logs=None):
         self._count = None
-        for group in self.groups:
-            for layer in group:
-                layer.trainable = True
+        self._set(len(self.groups))
         optimizer = self.model.optimizer
         if not optimizer.built:
             optimizer.build(self.model.trainable_variables)
@@ -258,6 +254,15 @@ class GradualUnfreezing(keras.callbacks.Callback):
         count = min(len(self.groups), self.start + epoch)
         self.trainable_groups[epoch] = count
         self._set(count)
+        if count != self._count:  # trace the step with the new trainable variables
+            self._count = count
+            self.model.make_train_function(force=True)
+
+    def on_epoch_end(self, epoch, logs=None):
+        # Every group is trainable again between epochs (the traced step still trains
+        # only this epoch's groups), so a checkpoint saves an ordinary model whose
+        # optimizer state covers all the variables.
+        self._set(len(self.groups))
 
     def on_train_end(self, logs=None):
         self._set(len(self.groups))

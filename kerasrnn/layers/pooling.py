@@ -6,6 +6,19 @@ from keras import ops
 MODES = ("mean", "max")
 
 
+def _pool(inputs, mask, mode):
+    """Mean or max of (batch, time, features) over the steps where `mask` is True."""
+    if mask is None:
+        mask = ops.ones(ops.shape(inputs)[:2], "bool")
+    weights = ops.cast(mask, inputs.dtype)[..., None]
+    count = ops.sum(weights, axis=1)
+    if mode == "mean":
+        return ops.sum(inputs * weights, axis=1) / ops.maximum(count, 1.0)
+    lowest = ops.min(inputs) - 1.0
+    pooled = ops.max(ops.where(weights > 0, inputs, lowest), axis=1)
+    return ops.where(count > 0, pooled, ops.zeros_like(pooled))
+
+
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class MaskedPooling1D(keras.layers.Layer):
     """Mean or max over the unmasked time steps of (batch, time, features).
@@ -44,15 +57,7 @@ class MaskedPooling1D(keras.layers.Layer):
                 "MaskedPooling1D expects (batch, time, features) inputs; got shape "
                 f"{tuple(inputs.shape)}."
             )
-        if mask is None:
-            mask = ops.ones(ops.shape(inputs)[:2], "bool")
-        weights = ops.cast(mask, inputs.dtype)[..., None]
-        count = ops.sum(weights, axis=1)
-        if self.mode == "mean":
-            return ops.sum(inputs * weights, axis=1) / ops.maximum(count, 1.0)
-        lowest = ops.min(inputs) - 1.0
-        pooled = ops.max(ops.where(weights > 0, inputs, lowest), axis=1)
-        return ops.where(count > 0, pooled, ops.zeros_like(pooled))
+        return _pool(inputs, mask, self.mode)
 
     def compute_mask(self, inputs, mask=None):
         return None
@@ -93,8 +98,6 @@ class ConcatPooling1D(keras.layers.Layer):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.supports_masking = True
-        self._max = MaskedPooling1D("max")
-        self._mean = MaskedPooling1D("mean")
 
     def call(self, inputs, mask=None):
         if len(inputs.shape) != 3:
@@ -110,7 +113,7 @@ class ConcatPooling1D(keras.layers.Layer):
         pick = ops.cast(ops.equal(steps, last[:, None]), inputs.dtype)[..., None]
         picked = ops.sum(inputs * pick, axis=1)
         return ops.concatenate(
-            [picked, self._max(inputs, mask=mask), self._mean(inputs, mask=mask)], axis=-1
+            [picked, _pool(inputs, mask, "max"), _pool(inputs, mask, "mean")], axis=-1
         )
 
     def compute_mask(self, inputs, mask=None):

@@ -121,7 +121,8 @@ def test_discriminative_adam_saves_and_loads_with_the_model(tmp_path):
 
 
 class Trainable(keras.callbacks.Callback):
-    """Records, at each epoch's end, which layers were trainable, and which moved."""
+    """Records which layers were trainable in each epoch (after `GradualUnfreezing`'s
+    epoch start) and which moved."""
 
     def __init__(self, layers):
         super().__init__()
@@ -130,12 +131,13 @@ class Trainable(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.before = {layer.name: layer.get_weights()[0].copy() for layer in self.layers}
+        self.trainable = {layer.name: layer.trainable for layer in self.layers}
 
     def on_epoch_end(self, epoch, logs=None):
         self.rows.append(
             {
                 layer.name: (
-                    layer.trainable,
+                    self.trainable[layer.name],
                     not np.allclose(layer.get_weights()[0], self.before[layer.name]),
                 )
                 for layer in self.layers
