@@ -6,12 +6,19 @@ fine-tunes the LM on the target's training texts (``--lm-finetune-epochs``, writ
 ``<output_dir>/lm_finetune``). The fine-tuning options (`TRANSFER_OPTIONS`) also work
 without a pretrained LM: the slanted triangular schedule, discriminative learning rates
 per layer group and gradual unfreezing (`kerasrnn.callbacks`), over the groups
-embedding | each recurrent layer | the head."""
+embedding | each recurrent layer | the head.
+
+No recipe imports another: the LM is read from its run's files (config.json,
+vocabulary.txt, best.keras), and its fine-tuning runs ``python -m
+recipes.language_model train --init-from`` in a child process."""
 
 import math
 import os
+import subprocess
+import sys
 
 from recipes.config import ConfigError, Option, Range, count_or_zero
+from recipes.files import read_json
 
 TRANSFER_OPTIONS = {
     "pretrained_lm": Option(
@@ -54,16 +61,17 @@ ARCHITECTURE = ("cell", "cell_options", "units", "num_layers")
 
 
 def lm_config(run_dir):
-    """The stored config of the language-model run in `run_dir`."""
-    from recipes import language_model
-    from recipes.config import saved_config
-
-    if not os.path.exists(os.path.join(run_dir, "config.json")):
+    """The stored config of the language-model run in `run_dir` (its config.json)."""
+    path = os.path.join(run_dir, "config.json")
+    config = read_json(path) if os.path.exists(path) else {}
+    if not {"level", "cell", "units", "num_layers", "embedding_dim"} <= set(config):
         raise ConfigError(
-            f"`pretrained_lm`: no config.json in {run_dir}; give the output_dir of a "
-            "`language_model train` run."
+            f"`pretrained_lm`: no language-model config.json in {run_dir}; give the "
+            "output_dir of a `language_model train` run."
         )
-    return saved_config(language_model.OPTIONS, run_dir)
+    if not os.path.exists(os.path.join(run_dir, "best.keras")):
+        raise ConfigError(f"`pretrained_lm`: {run_dir} has no best.keras; train it first.")
+    return config
 
 
 def adopt_lm(config):
@@ -94,21 +102,26 @@ def adopt_lm(config):
 def finetune_lm(config, train_tokens, valid_tokens=None):
     """ULMFiT's second stage: the pretrained LM trained on for ``lm_finetune_epochs``
     on `train_tokens` (token lists; `valid_tokens` pick the best epoch), with its own
-    vocabulary, into ``<output_dir>/lm_finetune``. Returns that run folder (the
-    pretrained one when the stage is off) and its results (None when off)."""
-    from recipes import language_model
-
+    vocabulary and architecture (``language_model train --init-from``, Adam at
+    `learning_rate`), into ``<output_dir>/lm_finetune`` (its texts in ``data/``).
+    Returns that run folder (the pretrained one when the stage is off) and its
+    results.json (None when off)."""
     source = config["pretrained_lm"]
     epochs = config["lm_finetune_epochs"]
     if not epochs:
         return source, None
-    stored = lm_config(source)
     run = os.path.join(config["output_dir"], "lm_finetune")
-    overrides = {
+    os.makedirs(os.path.join(run, "data"), exist_ok=True)
+    files = {}
+    for name, sentences in (("train", train_tokens), ("valid", valid_tokens or [])):
+        files[name] = os.path.join(run, "data", f"{name}.txt")
+        with open(files[name], "w", encoding="utf-8") as f:
+            f.write("".join(" ".join(s) + "\n" for s in sentences if s))
+    flags = {
         "output_dir": run,
         "init_from": source,
-        "train_file": "the training texts",
-        "valid_file": "the validation texts" if valid_tokens else "",
+        "train_file": files["train"],
+        "valid_file": files["valid"] if valid_tokens else "",
         "test_file": "",
         "epochs": epochs,
         "optimizer": "adam",
@@ -119,17 +132,23 @@ def finetune_lm(config, train_tokens, valid_tokens=None):
         "patience": 0,
         "time_budget": 0.0,
         "averaging": "none",
-        "evaluate_test_each_epoch": False,
         "strategy": "default",
-        "tensorboard": False,
         "verbose": config["verbose"],
         "seed": config["seed"],
     }
-    lm = dict(stored)
-    lm.update(overrides)
-    splits = {"train": train_tokens, "valid": valid_tokens or None, "test": None}
-    results = language_model.train(lm, splits=splits)
-    return run, results
+    command = [sys.executable, "-m", "recipes.language_model", "train"]
+    for key, value in flags.items():
+        command += [f"--{key.replace('_', '-')}", str(value)]
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=False)
+    if done.returncode != 0:
+        raise ConfigError(
+            f"`lm_finetune_epochs`: the LM fine-tuning in {run} failed (exit "
+            f"{done.returncode}; its error is above)."
+        )
+    return run, read_json(os.path.join(run, "results.json"))
 
 
 def summary(lm_dir, lm_results):
@@ -160,13 +179,19 @@ def copy_lm_weights(model, lm_dir):
     the ``embedding`` layer and the ``rnn`` stack's layers (bottom first) of `model`
     (`encoder_of`). Raises a `ConfigError` naming the first weight whose shape differs.
     Returns the number of arrays copied."""
-    from recipes import language_model
+    import keras
+    import keras_hub  # noqa: F401 (a tied LM embedding is keras-hub's)
 
+    lm_config(lm_dir)  # a one-line error for a folder that is no LM run
     encoder = encoder_of(model)
     rnn_layers = encoder.get_layer("rnn").rnn_layers
-    trained = language_model.LanguageModel.from_run(lm_config(lm_dir)).model
+    trained = keras.saving.load_model(os.path.join(lm_dir, "best.keras"), compile=False)
     pairs = [(trained.get_layer("embedding"), encoder.get_layer("embedding"))]
-    lm_rnns = language_model.rnn_layers(trained)
+    # the forward LM's layers rnn_0, rnn_1, ... (a biLM's backward ones are backward_rnn_i)
+    lm_rnns = sorted(
+        (layer for layer in trained.layers if layer.name.startswith("rnn_")),
+        key=lambda layer: int(layer.name.split("_")[1]),
+    )
     if len(lm_rnns) != len(rnn_layers):
         raise ConfigError(
             f"`pretrained_lm` {lm_dir} has {len(lm_rnns)} recurrent layers, the model "

@@ -57,7 +57,8 @@ def lm_run(tmp_path, shared_data):
 
 
 def _lm_weights(run):
-    trained = language_model.LanguageModel.from_run(transfer.lm_config(run)).model
+    stored = common.saved_config(language_model.OPTIONS, run)
+    trained = language_model.LanguageModel.from_run(stored).model
     rnns = language_model.rnn_layers(trained)
     return [trained.get_layer("embedding").get_weights()[0]] + [
         w for layer in rnns for w in layer.get_weights()
@@ -171,7 +172,7 @@ def test_fine_tuning_options_without_a_pretrained_lm(tmp_path, shared_data):
 def test_transfer_errors_are_one_line(tmp_path, lm_run):
     with pytest.raises(common.ConfigError, match="needs `pretrained_lm`"):
         transfer.adopt_lm(_config(tmp_path, lm_finetune_epochs=2))
-    with pytest.raises(common.ConfigError, match="no config.json"):
+    with pytest.raises(common.ConfigError, match="no language-model config.json"):
         transfer.adopt_lm(_config(tmp_path, pretrained_lm=str(tmp_path)))
     with pytest.raises(common.ConfigError, match="both initialise"):
         transfer.adopt_lm(_config(tmp_path, pretrained_lm=lm_run, embeddings="vectors.txt"))
