@@ -103,14 +103,21 @@ def finetune_lm(config, train_tokens, valid_tokens=None):
     """ULMFiT's second stage: the pretrained LM trained on for ``lm_finetune_epochs``
     on `train_tokens` (token lists; `valid_tokens` pick the best epoch), with its own
     vocabulary and architecture (``language_model train --init-from``, Adam at
-    `learning_rate`), into ``<output_dir>/lm_finetune`` (its texts in ``data/``).
-    Returns that run folder (the pretrained one when the stage is off) and its
+    `learning_rate`), into ``<output_dir>/lm_finetune`` (its texts in ``data/``); a
+    finished stage of the same LM and epochs there is reused (``train --continue``, a
+    resumed run). Returns that run folder (the pretrained one when the stage is off) and its
     results.json (None when off)."""
     source = config["pretrained_lm"]
     epochs = config["lm_finetune_epochs"]
     if not epochs:
         return source, None
     run = os.path.join(config["output_dir"], "lm_finetune")
+    finished = os.path.join(run, "results.json")
+    if os.path.exists(finished) and os.path.exists(os.path.join(run, "config.json")):
+        # a resumed or continued classifier run: the stage is done (same LM, epochs)
+        done = read_json(os.path.join(run, "config.json"))
+        if done.get("init_from") == source and done.get("epochs") == epochs:
+            return run, read_json(finished)
     os.makedirs(os.path.join(run, "data"), exist_ok=True)
     files = {}
     for name, sentences in (("train", train_tokens), ("valid", valid_tokens or [])):

@@ -132,6 +132,10 @@ def test_end_to_end_with_lm_finetuning_and_ulmfit_options(tmp_path, shared_data,
     for mine, lms in zip(_classifier_weights(run), _lm_weights(finetuned), strict=True):
         np.testing.assert_array_equal(mine, lms)
     assert not np.array_equal(_lm_weights(finetuned)[0], _lm_weights(lm_run)[0])
+    # a resumed or continued run reuses the finished stage
+    stamp = os.path.getmtime(os.path.join(finetuned, "best.keras"))
+    assert transfer.finetune_lm(config, [["again"]])[0] == finetuned
+    assert os.path.getmtime(os.path.join(finetuned, "best.keras")) == stamp
     stored = json.load(open(os.path.join(run, "config.json")))
     assert stored["units"] == 8 and stored["bidirectional"] is False
     # predict works from the run alone (vocabulary, concat pooling, optimizer load)
