@@ -15,7 +15,8 @@ same folds.
 
     PYTHONPATH=. python bench/ulmfit.py [--lm-minutes 6] [--folds 2] [--runs runs/ulmfit]
 
-Prints a table (accuracy per fold and mean) and the LM's figures. A reduced measurement:
+Prints a table (accuracy per fold and mean) and the LM's figures. Finished runs under
+`--runs` are read, not trained again (delete them to measure afresh). A reduced measurement:
 a small LM trained for minutes on a CPU, 2 of 10 folds; not the paper's setting.
 """
 
@@ -37,6 +38,11 @@ from recipes import classifier, common, language_model, lm_corpus  # noqa: E402
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 LM_CONFIG = {
+    # Keras' initializers (glorot, orthogonal, forget-gate bias 1), not the recipe's
+    # default Zaremba init (uniform +-0.1, forget bias 0): a classifier built on an LM
+    # of that init barely trained in 5 epochs (about 50% on MR), see
+    # docs/recipes/classifier.md
+    "init_scale": 0.0,
     "max_vocab": 10000,
     "units": 128,
     "num_layers": 2,
@@ -161,7 +167,6 @@ def main():
         test = pick(test_idx)
         row = {"fold": k + 1, "naive_bayes_bigram": naive_bayes_accuracy(pick(train_idx), test)}
         for name, extra in (("scratch", {}), ("transfer", {**TRANSFER, "pretrained_lm": lm_dir})):
-            began = time.time()
             config = common.load_config(
                 classifier.DEFAULTS,
                 overrides={
@@ -171,12 +176,18 @@ def main():
                     "seed": 1234 + k,
                 },
             )
-            train, valid = holdout(*pick(train_idx), config["valid_fraction"], config["seed"])
-            results = classifier.train(config, {"train": train, "valid": valid, "test": test})
+            done = os.path.join(config["output_dir"], "results.json")
+            if os.path.exists(done):  # a finished fold run (re-running the benchmark)
+                with open(done) as f:
+                    results = json.load(f)
+            else:
+                train, valid = holdout(*pick(train_idx), config["valid_fraction"], config["seed"])
+                results = classifier.train(config, {"train": train, "valid": valid, "test": test})
             row[name] = results["test"]["accuracy"]
-            row[f"{name}_minutes"] = (time.time() - began) / 60
+            row[f"{name}_minutes"] = results["train_seconds"] / 60
             if name == "transfer":
                 row["lm_finetune_valid_perplexity"] = results["lm_finetune"]["valid_perplexity"]
+                row["lm_finetune_minutes"] = results["lm_finetune"]["seconds"] / 60
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
 
@@ -208,10 +219,14 @@ def main():
     )
     print()
     print(
-        "minutes per fold: scratch "
+        "training minutes per fold: scratch "
         + " ".join(f"{r['scratch_minutes']:.1f}" for r in rows)
-        + ", transfer (LM fine-tuning included) "
+        + "; transfer: LM fine-tuning "
+        + " ".join(f"{r['lm_finetune_minutes']:.1f}" for r in rows)
+        + " + classifier "
         + " ".join(f"{r['transfer_minutes']:.1f}" for r in rows)
+        + "; LM fine-tuning valid perplexity "
+        + " ".join(f"{r['lm_finetune_valid_perplexity'][-1]:.1f}" for r in rows)
     )
     print("classifier:", CLASSIFIER, "transfer:", TRANSFER)
     print("command: PYTHONPATH=. python bench/ulmfit.py " + shlex.join(sys.argv[1:]))

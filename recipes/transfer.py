@@ -168,6 +168,7 @@ def summary(lm_dir, lm_results):
         rows = lm_results.get("epochs") or []
         out["lm_finetune"] = {
             "epochs": len(rows),
+            "seconds": lm_results.get("wall_seconds"),
             "perplexity": [row.get("perplexity") for row in rows],
             "valid_perplexity": [row.get("valid_perplexity") for row in rows],
         }
