@@ -40,8 +40,7 @@ DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 LM_CONFIG = {
     # Keras' initializers (glorot, orthogonal, forget-gate bias 1), not the recipe's
     # default Zaremba init (uniform +-0.1, forget bias 0): a classifier built on an LM
-    # of that init barely trained in 5 epochs (about 50% on MR), see
-    # docs/recipes/classifier.md
+    # of that init stayed near chance on MR (docs/recipes/classifier.md)
     "init_scale": 0.0,
     "max_vocab": 10000,
     "units": 128,
