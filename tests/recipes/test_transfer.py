@@ -214,3 +214,22 @@ def test_pair_classifier_takes_the_lm_into_its_shared_encoder(tmp_path, shared_d
     ]
     for ours, lms in zip(mine, _lm_weights(lm_run), strict=True):  # frozen in epoch 1
         np.testing.assert_array_equal(ours, lms)
+
+
+def test_transferred_encoder_computes_the_lms_hidden_states(tmp_path, lm_run):
+    import keras
+
+    config = transfer.adopt_lm(_config(tmp_path, pretrained_lm=lm_run, pooling="mean"))
+    from kerasrnn.data import Vocabulary
+
+    vocab = Vocabulary.load(os.path.join(lm_run, "vocabulary.txt"))
+    model = classifier.build_model(config, len(vocab), 2)
+    transfer.copy_lm_weights(model, lm_run)
+    stored = common.saved_config(language_model.OPTIONS, lm_run)
+    lm = language_model.LanguageModel.from_run(stored).model
+    lm_states = keras.Model(lm.input, lm.get_layer("rnn_1").output)
+    ours = keras.Model(model.input, model.get_layer("rnn").output)
+    ids = np.array([[5, 9, 7, 12, 4, 0, 0], [8, 6, 0, 0, 0, 0, 0]], "int32")
+    want, got = lm_states.predict(ids, verbose=0), ours.predict(ids, verbose=0)
+    for row, length in enumerate((5, 2)):  # the real steps of each row
+        np.testing.assert_allclose(got[row, :length], want[row, :length], rtol=1e-5, atol=1e-6)
