@@ -8,8 +8,16 @@ Model::
 
 The sentence vector (`pooling`) is the last state (for a bidirectional RNN
 [h_fwd_T ; h_bwd_1], the two states that have read the whole sentence), or the mean or
-the max of the unmasked states of the last layer. A binary task is a two-way softmax
-(equivalent to a logistic output).
+the max of the unmasked states of the last layer, or their concatenation [last ; max ;
+mean] (ULMFiT's concat pooling). A binary task is a two-way softmax (equivalent to a
+logistic output).
+
+Transfer from a language model (ULMFiT, `recipes.transfer`): ``--pretrained-lm RUN_DIR``
+starts the embedding and the recurrent layers from a trained word-level
+`recipes.language_model` run (its vocabulary and shapes), optionally after
+``--lm-finetune-epochs N`` of LM training on the training texts; ``--lr-schedule
+slanted_triangular``, ``--discriminative-decay 2.6`` and ``--gradual-unfreezing true``
+are ULMFiT's fine-tuning.
 
 Command line::
 
@@ -31,10 +39,10 @@ import sys
 import keras
 
 from kerasrnn.layers import NaiveBayesExpert
-from recipes import common
+from recipes import common, transfer
 from recipes.common import Option
 
-POOLINGS = ("last", "mean", "max")
+POOLINGS = ("last", "mean", "max", "concat")
 FORMATS = ("auto", "tsv", "class_files", "tfds")
 OPTIONS = common.data_options(
     "runs/classifier",
@@ -70,9 +78,11 @@ OPTIONS = common.data_options(
     pooling=Option(
         "last",
         "sentence vector: the last states, or the mean or max of "
-        "the unmasked states of the last layer",
+        "the unmasked states of the last layer, or concat: [last ; max ; mean] of them "
+        "(ULMFiT's concat pooling, for one direction)",
         POOLINGS,
     ),
+    **transfer.TRANSFER_OPTIONS,
     naive_bayes=Option(
         0, "multiply in a Naive Bayes expert over n-grams up to this order (0: off)", (0, 1, 2)
     ),
@@ -289,7 +299,15 @@ class ClassifierRecipe(common.Recipe):
         texts, labels = splits["train"]
         label_names = sorted(set(labels))
         tokens = tokenize(texts, config["lowercase"])
-        vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
+        lm_dir, lm_results = None, None
+        if config["pretrained_lm"]:  # the LM's vocabulary, after its optional fine-tuning
+            valid_texts = splits["valid"][0] if splits.get("valid") else []
+            lm_dir, lm_results = transfer.finetune_lm(
+                config, tokens, tokenize(valid_texts, config["lowercase"])
+            )
+            vocab = Vocabulary.load(os.path.join(lm_dir, "vocabulary.txt"))
+        else:
+            vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
         vocab.save(os.path.join(out, "vocab.txt"))
         with open(os.path.join(out, "labels.txt"), "w", encoding="utf-8") as f:
             f.write("".join(label + "\n" for label in label_names))
@@ -308,20 +326,33 @@ class ClassifierRecipe(common.Recipe):
         return common.Prepared(
             _dataset(vocab, tokens, labels, label_names, config, shuffle=True),
             valid_data,
-            {"vocab": vocab, "labels": label_names, "matrix": matrix, "counted": counted},
+            {
+                "vocab": vocab,
+                "labels": label_names,
+                "matrix": matrix,
+                "counted": counted,
+                "lm_dir": lm_dir,
+            },
             {
                 "train_examples": len(texts),
                 "vocabulary_size": len(vocab),
                 "labels": label_names,
                 "pretrained_vectors_found": found,
+                **transfer.summary(lm_dir, lm_results),
             },
         )
+
+    def train(self, config, splits=None, callbacks=(), continue_run=False):
+        return super().train(transfer.adopt_lm(config), splits, callbacks, continue_run)
 
     def build(self, config, prepared):
         parts = prepared.model
         model = build_model(config, len(parts["vocab"]), len(parts["labels"]), parts["matrix"])
+        if parts["lm_dir"]:
+            transfer.copy_lm_weights(model, parts["lm_dir"])
+        parts["fit_callbacks"] = transfer.fit_callbacks(config, model)
         model.compile(
-            optimizer=common.optimizer(config),
+            optimizer=transfer.optimizer(config, model, prepared.info["train_examples"]),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
         )
@@ -329,6 +360,9 @@ class ClassifierRecipe(common.Recipe):
 
     def monitor(self, config, prepared):
         return ("val_accuracy" if prepared.valid is not None else "accuracy"), "max"
+
+    def fit_callbacks(self, config, prepared):
+        return prepared.model.get("fit_callbacks", [])
 
     def after_fit(self, config, prepared, splits):
         if config["naive_bayes"]:

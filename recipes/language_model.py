@@ -130,6 +130,12 @@ OPTIONS = dict(
     epochs=Option(13, common.COMMON_OPTIONS["epochs"].help),
     patience=Option(0, common.COMMON_OPTIONS["patience"].help),
     evaluate_test_each_epoch=Option(False, "also measure the test perplexity after every epoch"),
+    init_from=Option(
+        None,
+        "run folder of a trained LM to start from (its vocabulary, architecture and best "
+        "weights; e.g. fine-tuning it on new text, ULMFiT's second stage); null: "
+        "random weights and a vocabulary of `train_file`",
+    ),
     # generation and export
     prompt=Option("", "generate: the prompt when none is given as an argument"),
     method=Option(
@@ -721,13 +727,24 @@ class LanguageModelRecipe(common.Recipe):
     def load_splits(self, config):
         return read_splits(config)
 
-    def prepare(self, config, splits):
-        """The vocabulary (vocabulary.txt) and the training windows or batches."""
-        from kerasrnn.data.language_model import build_vocabulary
+    def train(self, config, splits=None, callbacks=(), continue_run=False):
+        if config["init_from"]:  # the architecture of the run it starts from
+            stored = common.saved_config(OPTIONS, config["init_from"])
+            config = dict(config, **{key: stored[key] for key in INIT_ARCHITECTURE})
+        return super().train(config, splits, callbacks, continue_run)
 
-        vocabulary = build_vocabulary(
-            splits["train"], max_size=config["max_vocab"] or None, min_freq=config["min_freq"]
-        )
+    def prepare(self, config, splits):
+        """The vocabulary (vocabulary.txt; `init_from`'s when given) and the training
+        windows or batches."""
+        from kerasrnn.data.language_model import build_vocabulary
+        from kerasrnn.data.vocabulary import Vocabulary
+
+        if config["init_from"]:
+            vocabulary = Vocabulary.load(os.path.join(config["init_from"], "vocabulary.txt"))
+        else:
+            vocabulary = build_vocabulary(
+                splits["train"], max_size=config["max_vocab"] or None, min_freq=config["min_freq"]
+            )
         vocabulary.save(os.path.join(config["output_dir"], "vocabulary.txt"))
         batch = config["batch_size"]
         train_data = direction_batches(
@@ -755,7 +772,18 @@ class LanguageModelRecipe(common.Recipe):
         stream = config["batching"] == "stream"
         batch = config["batch_size"] if stream else None
         size = len(prepared.model["vocabulary"])
-        return compile_model(build_model(config, size, batch, stream), config)
+        model = build_model(config, size, batch, stream)
+        if config["init_from"]:
+            start = LanguageModel.from_run(common.saved_config(OPTIONS, config["init_from"]))
+            weights = start.model.get_weights()
+            if [w.shape for w in weights] != [w.shape for w in model.get_weights()]:
+                raise ConfigError(
+                    f"`init_from` {config['init_from']}: its weights do not fit this model "
+                    "(the regularisers that wrap layers, weight_drop / embedding_dropout / "
+                    "tie_embeddings, must match)."
+                )
+            model.set_weights(weights)
+        return compile_model(model, config)
 
     def fit_callbacks(self, config, prepared):
         stream = config["batching"] == "stream"
@@ -826,6 +854,18 @@ class LanguageModelRecipe(common.Recipe):
             )
         }
 
+
+# What `init_from` takes from the run it starts from: the options that shape the weights.
+INIT_ARCHITECTURE = (
+    "level",
+    "bidirectional",
+    "cell",
+    "cell_options",
+    "units",
+    "num_layers",
+    "embedding_dim",
+    "tie_embeddings",
+)
 
 RECIPE = LanguageModelRecipe()
 

@@ -7,7 +7,9 @@ Model (InferSent's classifier over a siamese encoder, Conneau et al. 2017)::
         -> dropout -> Dense (hidden, tanh) -> dropout -> head
 
 `pooling` is the last state (bidirectional: [h_fwd_T ; h_bwd_1]), or the mean or the max
-of the unmasked states. Heads (`task`):
+of the unmasked states, or [last ; max ; mean] (concat). ``--pretrained-lm RUN_DIR``
+starts the encoder from a trained word-level language model (ULMFiT, `recipes.transfer`).
+Heads (`task`):
 
 * ``entailment``: softmax over the three judgments (ENTAILMENT, NEUTRAL,
   CONTRADICTION); cross-entropy; reported as accuracy.
@@ -41,12 +43,12 @@ import numpy as np
 from keras import ops
 
 from kerasrnn.layers import ExpectedScore, PairFeatures
-from recipes import common
+from recipes import common, transfer
 from recipes.common import Option
 
 TASKS = ("entailment", "relatedness")
 TARGETS = ("score", "distribution")
-POOLINGS = ("last", "mean", "max")
+POOLINGS = ("last", "mean", "max", "concat")
 LABELS = ("CONTRADICTION", "ENTAILMENT", "NEUTRAL")
 COLUMNS = ("sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
 OPTIONS = {
@@ -79,7 +81,8 @@ OPTIONS = {
         pooling=Option(
             "max",
             "sentence vector: the last states, or the mean or max of "
-            "the unmasked states of the last layer",
+            "the unmasked states of the last layer, or concat: [last ; max ; mean] of them "
+            "(ULMFiT's concat pooling, for one direction)",
             POOLINGS,
         ),
         hidden_units=Option(128, "width of the tanh layer over the pair features"),
@@ -88,6 +91,7 @@ OPTIONS = {
             "dropout rate between recurrent layers, on the pair features and on the hidden layer",
         ),
         max_length=Option(100, "tokens kept of each sentence (longer ones are cut)"),
+        **transfer.TRANSFER_OPTIONS,
     ).items()
     if key != "tfds_data_dir"  # SICK comes as files only
 }
@@ -198,16 +202,17 @@ def build_model(config, vocab_size):
     return keras.Model(inputs, out, name="pair_classifier")
 
 
-def compile_model(model, config):
+def compile_model(model, config, train_pairs=None):
+    """Compiles `model` for its task; `train_pairs` (the number of training pairs)
+    sets the length of a slanted triangular schedule."""
+    optimizer = transfer.optimizer(config, model, train_pairs or config["batch_size"])
     if config["task"] == "entailment":
-        model.compile(
-            common.optimizer(config), "sparse_categorical_crossentropy", metrics=["accuracy"]
-        )
+        model.compile(optimizer, "sparse_categorical_crossentropy", metrics=["accuracy"])
     elif config["relatedness_target"] == "score":
-        model.compile(common.optimizer(config), "mse")
+        model.compile(optimizer, "mse")
     else:
         model.compile(
-            common.optimizer(config),
+            optimizer,
             loss={"distribution": "kl_divergence", "score": None},
             metrics={"score": ["mse"]},
         )
@@ -422,24 +427,44 @@ class PairRecipe(common.Recipe):
         from kerasrnn.data.tokenizers import tokenize
 
         a, b = splits["train"][:2]
-        vocab = Vocabulary.build(
-            tokenize(list(a) + list(b), config["lowercase"]),
-            config["max_vocab"],
-            config["min_freq"],
-        )
-        vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
+        tokens = tokenize(list(a) + list(b), config["lowercase"])
         valid = splits.get("valid")
+        lm_dir, lm_results = None, None
+        if config["pretrained_lm"]:  # the LM's vocabulary, after its optional fine-tuning
+            valid_texts = list(valid[0]) + list(valid[1]) if valid else []
+            lm_dir, lm_results = transfer.finetune_lm(
+                config, tokens, tokenize(valid_texts, config["lowercase"])
+            )
+            vocab = Vocabulary.load(os.path.join(lm_dir, "vocabulary.txt"))
+        else:
+            vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
+        vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
         return common.Prepared(
             _dataset(vocab, splits["train"], config, shuffle=True),
             _dataset(vocab, valid, config, shuffle=False) if valid else None,
-            {"vocabulary_size": len(vocab)},
-            {"task": config["task"], "train_pairs": len(a), "vocabulary_size": len(vocab)},
+            {"vocabulary_size": len(vocab), "lm_dir": lm_dir, "train_pairs": len(a)},
+            {
+                "task": config["task"],
+                "train_pairs": len(a),
+                "vocabulary_size": len(vocab),
+                **transfer.summary(lm_dir, lm_results),
+            },
         )
 
+    def train(self, config, splits=None, callbacks=(), continue_run=False):
+        return super().train(transfer.adopt_lm(config), splits, callbacks, continue_run)
+
     def build(self, config, prepared):
-        model = build_model(config, prepared.model["vocabulary_size"])
-        compile_model(model, config)
+        parts = prepared.model
+        model = build_model(config, parts["vocabulary_size"])
+        if parts["lm_dir"]:
+            transfer.copy_lm_weights(model, parts["lm_dir"])
+        parts["fit_callbacks"] = transfer.fit_callbacks(config, model)
+        compile_model(model, config, parts["train_pairs"])
         return model
+
+    def fit_callbacks(self, config, prepared):
+        return prepared.model.get("fit_callbacks", [])
 
     def monitor(self, config, prepared):
         monitor, mode = ("accuracy", "max") if config["task"] == "entailment" else ("loss", "min")

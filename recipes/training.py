@@ -58,11 +58,12 @@ def rnn_stack(
 def pooled_encoding(x, config):
     """Embedded tokens `x` (batch, time, d) -> one vector per sequence: embedding dropout,
     the configured `rnn_stack`, then its final state (``pooling="last"``) or a masked
-    pooling of its outputs (`kerasrnn.layers.MaskedPooling1D`: "mean", "max", ...). The
-    sentence encoder of the classifier and of each side of the pair classifier."""
+    pooling of its outputs (`kerasrnn.layers.MaskedPooling1D`: "mean", "max", ...;
+    `kerasrnn.layers.ConcatPooling1D`: "concat"). The sentence encoder of the classifier
+    and of each side of the pair classifier."""
     import keras
 
-    from kerasrnn.layers import MaskedPooling1D
+    from kerasrnn.layers import ConcatPooling1D, MaskedPooling1D
 
     x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
     last = config["pooling"] == "last"
@@ -78,6 +79,8 @@ def pooled_encoding(x, config):
     )
     if last:
         return x
+    if config["pooling"] == "concat":
+        return ConcatPooling1D(name="concat_pooling")(x)
     return MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
 
 

@@ -13,7 +13,11 @@
   averaging); an exponential moving average is Keras' own `use_ema=True` optimizer option
   with `keras.callbacks.SwapEMAWeights`;
 * `TimeBudget` / `WarmupCosineDecay` / `OneCycle` / `BudgetSchedule`: training fitted to
-  a wall-clock budget (a schedule whose length follows the measured speed).
+  a wall-clock budget (a schedule whose length follows the measured speed);
+* `SlantedTriangular` / `DiscriminativeAdam` / `DiscriminativeSGD` /
+  `discriminative_factors` / `GradualUnfreezing`: ULMFiT's fine-tuning of a pretrained
+  network (slanted triangular rates, a learning rate per layer group, unfreezing from
+  the top).
 
 Example:
 
@@ -45,6 +49,14 @@ from kerasrnn.callbacks.checkpoints import (
     write_json_atomically,
 )
 from kerasrnn.callbacks.curves import EpochLog, TrainingCurves, plot_training_curves
+from kerasrnn.callbacks.transfer import (
+    DiscriminativeAdam,
+    DiscriminativeRates,
+    DiscriminativeSGD,
+    GradualUnfreezing,
+    SlantedTriangular,
+    discriminative_factors,
+)
 
 __all__ = [
     "NTASGD",
@@ -54,6 +66,12 @@ __all__ = [
     "OneCycle",
     "TimeBudget",
     "WarmupCosineDecay",
+    "DiscriminativeAdam",
+    "DiscriminativeRates",
+    "DiscriminativeSGD",
+    "GradualUnfreezing",
+    "SlantedTriangular",
+    "discriminative_factors",
     "AtomicBackupAndRestore",
     "AtomicModelCheckpoint",
     "EpochLog",

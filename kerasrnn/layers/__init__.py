@@ -1,8 +1,8 @@
 """Reusable Keras layers for sequence models: masking, pooling, word dropout, the
 batch/time reshapes of per-word networks, the encoder-decoder bridges, a Naive Bayes
 expert, the linear-chain CRF with tag-scheme constraints, ELMo's biLM features and scalar
-mix, sentence-pair features, and AWD-LSTM's regularisers (WeightDrop, EmbeddingDropout,
-ActivationRegularization).
+mix, sentence-pair features, ULMFiT's concat pooling, and AWD-LSTM's regularisers
+(WeightDrop, EmbeddingDropout, ActivationRegularization).
 
 Every layer is registered as ``kerasrnn>Name``, so a `.keras` file that uses one loads
 after ``import kerasrnn``.
@@ -34,7 +34,7 @@ from kerasrnn.layers.dropout import WordDropout
 from kerasrnn.layers.masking import NotPadding
 from kerasrnn.layers.naive_bayes import NaiveBayesExpert
 from kerasrnn.layers.pair import ExpectedScore, PairFeatures
-from kerasrnn.layers.pooling import MaskedPooling1D
+from kerasrnn.layers.pooling import ConcatPooling1D, MaskedPooling1D
 from kerasrnn.layers.regularization import (
     ActivationRegularization,
     EmbeddingDropout,
@@ -63,6 +63,7 @@ __all__ = [
     "CRF",
     "CRFAccuracy",
     "CRFLoss",
+    "ConcatPooling1D",
     "ExpectedScore",
     "MaskedPooling1D",
     "MergeBatchTime",

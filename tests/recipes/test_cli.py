@@ -53,7 +53,9 @@ def test_help_shows_what_an_option_does_its_values_and_default(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert (
         "--pooling STR sentence vector: the last states, or the mean or max of the "
-        "unmasked states of the last layer; one of last, mean, max (default: last)"
+        "unmasked states of the last layer, or concat: [last ; max ; mean] of them "
+        "(ULMFiT's concat pooling, for one direction); one of last, mean, max, concat "
+        "(default: last)"
     ) in out
     assert "--continue" in out
 
@@ -86,7 +88,7 @@ def test_unknown_choices_are_rejected_at_parse_time_with_the_allowed_list(capsys
     config = tmp_path / "c.yaml"
     config.write_text("pooling: median\n")
     assert classifier.main(["train", "--config", str(config), "--train", "missing.tsv"]) == 2
-    assert "`pooling` must be one of ['last', 'mean', 'max'], got 'median'" in (
+    assert "`pooling` must be one of ['last', 'mean', 'max', 'concat'], got 'median'" in (
         capsys.readouterr().err
     )
 

@@ -77,7 +77,7 @@ def _error(capsys, recipe, *args):
         ("--embedding-dropout", "-0.1", "must be a number in [0, 1)"),
         ("--clipnorm", "-1", "must be a number >= 0"),
         ("--units", "many", "must be of type int (like its default 128), got 'many'"),
-        ("--pooling", "sum", "invalid choice 'sum' (choose from last, mean, max)"),
+        ("--pooling", "sum", "invalid choice 'sum' (choose from last, mean, max, concat)"),
         ("--embedding-dim", "0", "must be an integer >= 1"),
     ],
 )

@@ -1,0 +1,276 @@
+"""Transfer from a trained language model (ULMFiT, Howard & Ruder 2018) for the sentence
+recipes (classifier, pair classifier): ``--pretrained-lm RUN_DIR`` builds the encoder
+with the LM's vocabulary, embedding width, cell, units and layers (one direction, as the
+LM reads), copies the LM's embedding and recurrent weights in, and optionally first
+fine-tunes the LM on the target's training texts (``--lm-finetune-epochs``, written to
+``<output_dir>/lm_finetune``). The fine-tuning options (`TRANSFER_OPTIONS`) also work
+without a pretrained LM: the slanted triangular schedule, discriminative learning rates
+per layer group and gradual unfreezing (`kerasrnn.callbacks`), over the groups
+embedding | each recurrent layer | the head.
+
+No recipe imports another: the LM is read from its run's files (config.json,
+vocabulary.txt, best.keras), and its fine-tuning runs ``python -m
+recipes.language_model train --init-from`` in a child process."""
+
+import math
+import os
+import subprocess
+import sys
+
+from recipes.config import ConfigError, Option, Range, count_or_zero
+from recipes.files import read_json
+
+TRANSFER_OPTIONS = {
+    "pretrained_lm": Option(
+        None,
+        "run folder of a word-level `language_model train` (config.json, vocabulary.txt, "
+        "best.keras): the encoder takes its vocabulary, embedding width, cell, units and "
+        "layers (forward only) and starts from its weights; use the LM's text's "
+        "tokenisation (e.g. `lowercase`); null: off",
+    ),
+    "lm_finetune_epochs": Option(
+        0,
+        "with `pretrained_lm`: epochs of LM fine-tuning on the training texts (Adam at "
+        "`learning_rate`, the validation texts for the best epoch) before the "
+        "classifier trains; 0: off",
+        check=count_or_zero("0: off"),
+    ),
+    "lr_schedule": Option(
+        "constant",
+        "the learning rate over training: constant, or slanted_triangular (ULMFiT: a "
+        "linear rise over the first 10% of the steps to `learning_rate`, then a linear "
+        "fall to 1/32 of it; with `time_budget` it spans the budget)",
+        ("constant", "slanted_triangular"),
+    ),
+    "discriminative_decay": Option(
+        1.0,
+        "discriminative learning rates: each layer group (embedding, each recurrent "
+        "layer, the head) learns at the rate of the group above divided by this "
+        "(ULMFiT: 2.6); 1: one rate",
+        check=Range(1, hint="1: off, ULMFiT: 2.6"),
+    ),
+    "gradual_unfreezing": Option(
+        False,
+        "train only the head in the first epoch, then unfreeze one more layer group "
+        "per epoch from the top (ULMFiT; TensorFlow backend)",
+    ),
+}
+
+# The LM's options that fix the shapes of the transferred layers.
+ARCHITECTURE = ("cell", "cell_options", "units", "num_layers")
+
+
+def lm_config(run_dir):
+    """The stored config of the language-model run in `run_dir` (its config.json)."""
+    path = os.path.join(run_dir, "config.json")
+    config = read_json(path) if os.path.exists(path) else {}
+    if not {"level", "cell", "units", "num_layers", "embedding_dim"} <= set(config):
+        raise ConfigError(
+            f"`pretrained_lm`: no language-model config.json in {run_dir}; give the "
+            "output_dir of a `language_model train` run."
+        )
+    if not os.path.exists(os.path.join(run_dir, "best.keras")):
+        raise ConfigError(f"`pretrained_lm`: {run_dir} has no best.keras; train it first.")
+    return config
+
+
+def adopt_lm(config):
+    """`config` with the encoder shapes of its ``pretrained_lm`` (unchanged without
+    one): the LM's cell, cell options, units and layers, its embedding width, one
+    direction."""
+    if not config.get("pretrained_lm"):
+        if config.get("lm_finetune_epochs"):
+            raise ConfigError("`lm_finetune_epochs` needs `pretrained_lm` (the LM to fine-tune).")
+        return config
+    lm = lm_config(config["pretrained_lm"])
+    if lm["level"] != "word":
+        raise ConfigError(
+            f"`pretrained_lm` {config['pretrained_lm']} is a {lm['level']}-level LM; "
+            "transfer needs a word-level one (level: word)."
+        )
+    if config.get("embeddings"):
+        raise ConfigError(
+            "`embeddings` and `pretrained_lm` both initialise the embedding; set one of them."
+        )
+    adopted = dict(config)
+    adopted.update({key: lm[key] for key in ARCHITECTURE})
+    adopted["embedding_dim"] = lm["embedding_dim"] or lm["units"]
+    adopted["bidirectional"] = False
+    return adopted
+
+
+def finetune_lm(config, train_tokens, valid_tokens=None):
+    """ULMFiT's second stage: the pretrained LM trained on for ``lm_finetune_epochs``
+    on `train_tokens` (token lists; `valid_tokens` pick the best epoch), with its own
+    vocabulary and architecture (``language_model train --init-from``, Adam at
+    `learning_rate`), into ``<output_dir>/lm_finetune`` (its texts in ``data/``); a
+    finished stage of the same LM and epochs there is reused (``train --continue``, a
+    resumed run). Returns that run folder (the pretrained one when the stage is off) and its
+    results.json (None when off)."""
+    source = config["pretrained_lm"]
+    epochs = config["lm_finetune_epochs"]
+    if not epochs:
+        return source, None
+    run = os.path.join(config["output_dir"], "lm_finetune")
+    finished = os.path.join(run, "results.json")
+    if os.path.exists(finished) and os.path.exists(os.path.join(run, "config.json")):
+        # a resumed or continued classifier run: the stage is done (same LM, epochs)
+        done = read_json(os.path.join(run, "config.json"))
+        if done.get("init_from") == source and done.get("epochs") == epochs:
+            return run, read_json(finished)
+    os.makedirs(os.path.join(run, "data"), exist_ok=True)
+    files = {}
+    for name, sentences in (("train", train_tokens), ("valid", valid_tokens or [])):
+        files[name] = os.path.join(run, "data", f"{name}.txt")
+        with open(files[name], "w", encoding="utf-8") as f:
+            f.write("".join(" ".join(s) + "\n" for s in sentences if s))
+    flags = {
+        "output_dir": run,
+        "init_from": source,
+        "train_file": files["train"],
+        "valid_file": files["valid"] if valid_tokens else "",
+        "test_file": "",
+        "epochs": epochs,
+        "optimizer": "adam",
+        "learning_rate": config["learning_rate"],
+        "lr_decay_after": epochs,
+        "loss_reduction": "mean",
+        "clipnorm": config["clipnorm"],
+        "patience": 0,
+        "time_budget": 0.0,
+        "averaging": "none",
+        "strategy": "default",
+        "verbose": config["verbose"],
+        "seed": config["seed"],
+    }
+    command = [sys.executable, "-m", "recipes.language_model", "train"]
+    for key, value in flags.items():
+        command += [f"--{key.replace('_', '-')}", str(value)]
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=False)
+    if done.returncode != 0:
+        raise ConfigError(
+            f"`lm_finetune_epochs`: the LM fine-tuning in {run} failed (exit "
+            f"{done.returncode}; its error is above)."
+        )
+    return run, read_json(os.path.join(run, "results.json"))
+
+
+def summary(lm_dir, lm_results):
+    """What results.json says of the transfer: the LM run the weights came from and the
+    fine-tuning stage's perplexities (nothing without a pretrained LM)."""
+    if lm_dir is None:
+        return {}
+    out = {"pretrained_lm_weights": lm_dir}
+    if lm_results:
+        rows = lm_results.get("epochs") or []
+        out["lm_finetune"] = {
+            "epochs": len(rows),
+            "seconds": lm_results.get("wall_seconds"),
+            "perplexity": [row.get("perplexity") for row in rows],
+            "valid_perplexity": [row.get("valid_perplexity") for row in rows],
+        }
+    return out
+
+
+def encoder_of(model):
+    """The part of a sentence model with the ``embedding`` and the ``rnn`` stack: its
+    ``encoder`` sub-model (the pair classifier's shared encoder), or the model itself."""
+    names = [layer.name for layer in model.layers]
+    return model.get_layer("encoder") if "encoder" in names else model
+
+
+def copy_lm_weights(model, lm_dir):
+    """Copies the embedding and the forward recurrent layers of the LM in `lm_dir` into
+    the ``embedding`` layer and the ``rnn`` stack's layers (bottom first) of `model`
+    (`encoder_of`). Raises a `ConfigError` naming the first weight whose shape differs.
+    Returns the number of arrays copied."""
+    import keras
+    import keras_hub  # noqa: F401 (a tied LM embedding is keras-hub's)
+
+    lm_config(lm_dir)  # a one-line error for a folder that is no LM run
+    encoder = encoder_of(model)
+    rnn_layers = encoder.get_layer("rnn").rnn_layers
+    trained = keras.saving.load_model(os.path.join(lm_dir, "best.keras"), compile=False)
+    pairs = [(trained.get_layer("embedding"), encoder.get_layer("embedding"))]
+    # the forward LM's layers rnn_0, rnn_1, ... (a biLM's backward ones are backward_rnn_i)
+    lm_rnns = sorted(
+        (layer for layer in trained.layers if layer.name.startswith("rnn_")),
+        key=lambda layer: int(layer.name.split("_")[1]),
+    )
+    if len(lm_rnns) != len(rnn_layers):
+        raise ConfigError(
+            f"`pretrained_lm` {lm_dir} has {len(lm_rnns)} recurrent layers, the model "
+            f"{len(rnn_layers)}; build it with num_layers={len(lm_rnns)}."
+        )
+    pairs += list(zip(lm_rnns, rnn_layers))
+    copied = 0
+    for source, target in pairs:
+        weights = source.get_weights()[:1] if source.name == "embedding" else source.get_weights()
+        have = target.get_weights()
+        if [w.shape for w in weights] != [w.shape for w in have]:
+            raise ConfigError(
+                f"`pretrained_lm` {lm_dir}: the LM's {source.name} weights have shapes "
+                f"{[w.shape for w in weights]}, the model's {target.name} "
+                f"{[w.shape for w in have]}; the vocabulary or the cell differs."
+            )
+        target.set_weights(weights)
+        copied += len(weights)
+    return copied
+
+
+def layer_groups(model):
+    """ULMFiT's layer groups of a sentence model, bottom first: the embedding, each
+    layer of the ``rnn`` stack (`encoder_of`), then every other layer with weights (the
+    head)."""
+    encoder = encoder_of(model)
+    stack = encoder.get_layer("rnn")
+    groups = [[encoder.get_layer("embedding")]] + [[layer] for layer in stack.rnn_layers]
+    grouped = {id(layer) for group in groups for layer in group} | {id(stack), id(encoder)}
+    head = [layer for layer in model.layers if layer.weights and id(layer) not in grouped]
+    return groups + [head]
+
+
+def uses_fine_tuning(config):
+    return (
+        config.get("lr_schedule", "constant") != "constant"
+        or config.get("discriminative_decay", 1.0) != 1.0
+        or bool(config.get("gradual_unfreezing"))
+    )
+
+
+def optimizer(config, model, train_examples):
+    """The optimizer of a sentence model: `recipes.training.optimizer` (Adam) without
+    the fine-tuning options, else a `DiscriminativeAdam` over `layer_groups` with the
+    configured schedule (slanted triangular over ``epochs`` x the batches of
+    `train_examples`; length buckets add a few batches per epoch, whose steps keep the
+    last rate)."""
+    from kerasrnn.callbacks import DiscriminativeAdam, SlantedTriangular, discriminative_factors
+    from recipes.training import learning_rate_schedule
+    from recipes.training import optimizer as plain_optimizer
+
+    if not uses_fine_tuning(config):
+        return plain_optimizer(config)
+    rate = learning_rate_schedule(config)
+    if config["lr_schedule"] == "slanted_triangular":
+        steps = config["epochs"] * math.ceil(train_examples / config["batch_size"])
+        rate = SlantedTriangular(config["learning_rate"], max(steps, 1), cut_frac=0.1, ratio=32)
+    factors = {}
+    if config["discriminative_decay"] != 1.0:
+        factors = discriminative_factors(layer_groups(model), config["discriminative_decay"])
+    return DiscriminativeAdam(rate, factors=factors, clipnorm=config["clipnorm"] or None)
+
+
+def fit_callbacks(config, model):
+    """`GradualUnfreezing` over `layer_groups` when ``gradual_unfreezing`` (a frozen
+    embedding, ``freeze_embeddings``, stays out of it)."""
+    from kerasrnn.callbacks import GradualUnfreezing
+
+    if not config.get("gradual_unfreezing"):
+        return []
+    groups = layer_groups(model)
+    if config.get("freeze_embeddings"):
+        groups = groups[1:]
+    return [GradualUnfreezing(groups)]
