@@ -34,6 +34,7 @@ Perplexity is exp(mean negative log-likelihood per token) over the whole stream,
 `[END]` (`<eos>`) counted; at character level bits per character = mean NLL / ln 2.
 """
 
+import itertools
 import math
 import os
 import sys
@@ -319,8 +320,11 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
 
     units, scale = config["units"], config["init_scale"]
     emb_dim = config["embedding_dim"] or units
+    # one seed per weight matrix: a seeded Keras initializer draws the same values at
+    # every call, which made every kernel, recurrent kernel and layer start identical
+    seeds = itertools.count(config["seed"] * 1000)
     init = (
-        (lambda: keras.initializers.RandomUniform(-scale, scale, seed=config["seed"]))
+        (lambda: keras.initializers.RandomUniform(-scale, scale, seed=next(seeds)))
         if scale
         else None
     )
@@ -329,12 +333,15 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
             f"`tie_embeddings` needs embedding_dim == units, got embedding_dim={emb_dim}, "
             f"units={units}."
         )
-    cell_options = dict(config["cell_options"])
-    if scale:
-        cell_options.setdefault("kernel_initializer", init())
-        cell_options.setdefault("recurrent_initializer", init())
-        if config["cell"] in ("lstm", "layer_norm_lstm"):
-            cell_options.setdefault("unit_forget_bias", False)
+
+    def cell_options():
+        options = dict(config["cell_options"])
+        if scale:
+            options.setdefault("kernel_initializer", init())
+            options.setdefault("recurrent_initializer", init())
+            if config["cell"] in ("lstm", "layer_norm_lstm"):
+                options.setdefault("unit_forget_bias", False)
+        return options
 
     embedding_options = dict(
         mask_zero=True, embeddings_initializer=init() if scale else "uniform", name="embedding"
@@ -380,7 +387,7 @@ def build_model(config, vocab_size, batch_size=None, stateful=False):
         x = dropouts(embedding(inputs), f"{prefix}dropout_in")
         last = config["num_layers"] - 1
         for i in range(config["num_layers"]):
-            cell = common.make_cell(config["cell"], units, **cell_options)
+            cell = common.make_cell(config["cell"], units, **cell_options())
             if config["weight_drop"]:
                 cell = WeightDrop(cell, config["weight_drop"], seed=config["seed"] + i)
             x = keras.layers.RNN(
