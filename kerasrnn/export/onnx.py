@@ -153,7 +153,11 @@ def _export_through_litert(model, path, specs, opset_version, batch_size, sequen
     # Identity nodes give the names; renaming the tensors themselves would miss the
     # references inside the Loop bodies
     graph = proto.graph
+    shapes = {details["name"]: details["shape"] for details in runner.get_input_details().values()}
     for value in graph.input:
+        # the file runs one shape only: say so in its inputs (clients read them)
+        for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name]):
+            dim.dim_value = int(size)
         old, value.name = value.name, inputs[value.name]
         graph.node.insert(0, onnx.helper.make_node("Identity", [value.name], [old]))
     for value, name in zip(graph.output, output_names(len(outputs))):

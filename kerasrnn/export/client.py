@@ -1,0 +1,171 @@
+"""The reference client of a recipe exported to ONNX or LiteRT: numpy and the runtime
+(onnxruntime or ai-edge-litert, imported when the folder's format needs it) only, no
+TensorFlow, no Keras, nothing of kerasrnn.
+
+`export_bundle` copies this file into the exported folder, beside ``deploy.json`` and
+the model file(s): run it there (``python client.py FOLDER "a sentence" ...`` prints
+JSON) or load it by file path. Importing it as ``kerasrnn.export.client`` works too,
+but runs ``kerasrnn/__init__`` (which imports Keras) first.
+
+It does what the recipe's SavedModel does around the model, in numpy: the recipe's
+tokenisation (whitespace split, lower-cased where the recipe's config says), the
+vocabulary lookup (unknown words -> ``[UNK]``, id 1; padding id 0), one model call per
+input (batch 1, padded to the file's fixed length where it has one) and the mapping
+of the outputs back to labels, tags or tokens. Lower-casing is Python's `str.lower`,
+which equals TensorFlow's Unicode lower-casing on all but a few characters.
+
+Example (a classifier exported with ``--format onnx``)::
+
+    client = load("runs/c/onnx")
+    client.predict(["a gripping film"])
+    # [{"label": "pos", "probability": 0.93, "probabilities": {"neg": 0.07, "pos": 0.93}}]
+"""
+
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+
+
+def split_words(text, lowercase=False):
+    """Whitespace tokenisation, as the recipes' `split_words`."""
+    if lowercase:
+        text = text.lower()
+    return [token for token in _SPACE.split(text) if token]
+
+
+class Runtime:
+    """One model file of the folder, run by onnxruntime (``.onnx``) or the LiteRT
+    interpreter without the Flex delegate (``.tflite``): ``run(*arrays)`` (in the order
+    of deploy.json's ``inputs``) -> the outputs, in the order of the Keras model's
+    outputs."""
+
+    def __init__(self, folder, entry):
+        self.shapes = entry["shapes"]
+        self.names = entry["inputs"]
+        self.count = entry["outputs"]
+        path = os.path.join(folder, entry["file"])
+        if path.endswith(".onnx"):
+            import onnxruntime
+
+            self.session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+            self.runner = None
+        else:
+            from ai_edge_litert.interpreter import Interpreter
+
+            self.session = None
+            self.runner = Interpreter(model_path=path).get_signature_runner()
+
+    def run(self, *arrays):
+        if self.session is not None:
+            return self.session.run(None, dict(zip(self.names, arrays)))
+        outputs = self.runner(**dict(zip(self.names, arrays)))
+        return [outputs[f"output_{i}"] for i in range(self.count)]
+
+
+def _pad(rows, shape, dtype="int32"):
+    """A batch-1 array of `rows` (nested lists) padded with 0 to `shape`'s fixed
+    dimensions (None: the rows' own length, at least 1)."""
+    array = np.asarray(rows, dtype)
+    target = [1] + [
+        max(array.shape[axis], 1) if dim is None else dim
+        for axis, dim in enumerate(shape[1:], start=1)
+    ]
+    if any(have > want for have, want in zip(array.shape, target)):
+        raise ValueError(
+            f"an input of shape {array.shape[1:]} does not fit the exported fixed shape "
+            f"{tuple(target[1:])}: export again with a larger --sequence-length."
+        )
+    padded = np.zeros(target, dtype)
+    padded[tuple(slice(0, n) for n in array.shape)] = array
+    return padded
+
+
+class Client:
+    """An exported recipe folder: `predict` runs the classifier or the tagger as the
+    recipe's SavedModel does (module docstring)."""
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
+            self.config = json.load(file)
+        self.task = self.config["task"]
+        self.models = {
+            name: Runtime(folder, entry) for name, entry in self.config["models"].items()
+        }
+        self.ids = {
+            key: {token: i for i, token in enumerate(tokens)}
+            for key, tokens in self.config.get("vocabularies", {}).items()
+        }
+
+    def lookup(self, vocabulary, tokens):
+        """Tokens -> ids in `vocabulary` (unknown -> [UNK])."""
+        table = self.ids[vocabulary]
+        return [table.get(token, UNK_ID) for token in tokens]
+
+    def predict(self, inputs):
+        """Classifier: texts -> ``{label, probability, probabilities}`` each; tagger:
+        token lists -> ``{tags, probabilities}`` each."""
+        return [getattr(self, "_" + self.task)(item) for item in inputs]
+
+    def _classifier(self, text):
+        model = self.models["model"]
+        ids = self.lookup("words", split_words(text, self.config["lowercase"])) or [PAD_ID]
+        (probabilities,) = model.run(_pad([ids], model.shapes[0]))
+        probabilities = probabilities[0].astype("float64")
+        labels = self.config["labels"]
+        best = int(np.argmax(probabilities))
+        return {
+            "label": labels[best],
+            "probability": float(probabilities[best]),
+            "probabilities": dict(zip(labels, map(float, probabilities))),
+        }
+
+    def _tagger(self, tokens):
+        tokens = list(tokens)
+        if not tokens:
+            return {"tags": [], "probabilities": []}
+        model = self.models["model"]
+        keys = [t.lower() for t in tokens] if self.config["lowercase"] else tokens
+        arrays = [_pad([self.lookup("words", keys)], model.shapes[0])]
+        if "chars" in self.ids:
+            chars = [self.lookup("chars", list(t)[: self.config["max_chars"]]) for t in tokens]
+            width = max(len(c) for c in chars)
+            chars = [c + [PAD_ID] * (width - len(c)) for c in chars]
+            arrays.append(_pad([chars], model.shapes[1]))
+        outputs = model.run(*arrays)
+        n = len(tokens)
+        if self.config["crf"]:
+            best, probability = outputs[0][0, :n], outputs[1][0, :n]
+        else:
+            probabilities = outputs[0][0, :n]
+            best, probability = probabilities.argmax(-1), probabilities.max(-1)
+        tags = [self.config["tags"][int(i)] for i in best]
+        if self.config.get("bio"):  # trained in BIOES, reported in BIO
+            tags = [re.sub("^E-", "I-", re.sub("^S-", "B-", t)) for t in tags]
+        return {"tags": tags, "probabilities": [float(p) for p in probability]}
+
+
+def load(folder):
+    """The `Client` of an exported folder."""
+    return Client(folder)
+
+
+def main(argv):
+    """``python client.py FOLDER INPUT...``: the predictions as JSON (a tagger's inputs
+    are whitespace-tokenised)."""
+    if len(argv) < 2:
+        print("usage: python client.py FOLDER INPUT...", file=sys.stderr)
+        return 2
+    client = load(argv[0])
+    inputs = argv[1:] if client.task != "tagger" else [text.split() for text in argv[1:]]
+    print(json.dumps(client.predict(inputs), ensure_ascii=False, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

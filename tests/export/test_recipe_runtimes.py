@@ -1,0 +1,190 @@
+"""The recipes exported to ONNX and LiteRT (`export --format onnx|litert`): the
+reference client (`kerasrnn/export/client.py`, copied beside the model) runs in a
+process where tensorflow, keras and kerasrnn cannot be imported, and reproduces the
+recipe's own SavedModel on the same inputs. Tiny models (8 units), untrained or trained
+for one epoch on a few synthetic sentences."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from recipes import classifier, common, tagger
+
+FORMATS = ("onnx", "litert")
+
+# Runs `client.py` of a folder by file path with tensorflow, keras and kerasrnn blocked:
+# argv: folder, JSON list of inputs; prints the predictions as JSON.
+BLOCKED_CLIENT = r"""
+import importlib.abc, importlib.util, json, sys
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("tensorflow", "keras", "tf_keras", "kerasrnn"):
+            raise ImportError(f"{name} is blocked in this process")
+
+sys.meta_path.insert(0, Block())
+folder, inputs = sys.argv[1], json.loads(sys.argv[2])
+spec = importlib.util.spec_from_file_location("client", folder + "/client.py")
+client = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(client)
+runner = client.load(folder)
+method = getattr(runner, sys.argv[3]) if len(sys.argv) > 3 else runner.predict
+print(json.dumps(method(inputs)))
+assert not any(m.split(".")[0] in ("tensorflow", "keras") for m in sys.modules)
+"""
+
+
+def run_client(folder, inputs, method=None):
+    """The client's predictions in a process that cannot import TensorFlow or Keras."""
+    argv = [sys.executable, "-c", BLOCKED_CLIENT, str(folder), json.dumps(inputs)]
+    done = subprocess.run(
+        argv + ([method] if method else []), capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_blocker_blocks(tmp_path):
+    (tmp_path / "client.py").write_text("import keras\n")
+    argv = [sys.executable, "-c", BLOCKED_CLIENT, str(tmp_path), "[]"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "keras is blocked" in done.stderr
+
+
+WORDS = "good bad film plot great dull fine awful The cat sat on a mat".split()
+
+
+def _texts(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, rng.integers(2, 7))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def classifier_run(tmp_path_factory):
+    """A classifier trained for one epoch through the command line."""
+    folder = tmp_path_factory.mktemp("classifier")
+    texts = _texts(48)
+    labels = ["pos" if ("good" in t or "great" in t) else "neg" for t in texts]
+    with open(folder / "train.tsv", "w", encoding="utf-8") as file:
+        file.writelines(f"{label}\t{text}\n" for label, text in zip(labels, texts))
+    run = ["--output-dir", str(folder / "run")]
+    tiny = ["--epochs", "1", "--embedding-dim", "8", "--units", "8", "--verbose", "0"]
+    code = classifier.main(
+        ["train", "--train", str(folder / "train.tsv"), "--valid-fraction", "0", "--lowercase",
+         "true", *tiny, *run]
+    )  # fmt: skip
+    assert code == 0
+    return run
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_classifier_client_reproduces_the_saved_model(classifier_run, format_name, capsys):
+    import tensorflow as tf
+
+    capsys.readouterr()
+    assert classifier.main(["export", *classifier_run]) == 0
+    saved = json.loads(capsys.readouterr().out)["saved_model"]
+    assert classifier.main(["export", *classifier_run, "--format", format_name]) == 0
+    folder = json.loads(capsys.readouterr().out)[format_name]
+    assert sorted(os.listdir(folder)) == sorted(
+        ["client.py", "deploy.json", "model." + {"onnx": "onnx", "litert": "tflite"}[format_name]]
+    )
+    texts = ["Good film", "awful PLOT never-seen-word", "", "the  cat sat on a mat fine"]
+    out = tf.saved_model.load(saved).signatures["serving_default"](text=tf.constant(texts))
+    got = run_client(folder, texts)
+    assert [g["label"] for g in got] == [t.decode() for t in out["label"].numpy()]
+    labels = list(got[0]["probabilities"])
+    probabilities = np.array([[g["probabilities"][k] for k in labels] for g in got])
+    np.testing.assert_allclose(probabilities, out["probabilities"].numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        [g["probability"] for g in got], out["probability"].numpy(), atol=1e-5
+    )
+
+
+def test_export_format_errors_are_one_line(classifier_run, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        classifier.main(["export", *classifier_run, "--format", "tflite"])
+    assert exit_.value.code == 2
+    assert "argument --format: invalid choice: 'tflite'" in capsys.readouterr().err
+
+
+def _tagger(tmp_path, crf, chars=True, seed=0):
+    """An untrained tagger (fixed seed) with its vocabularies, and its SavedModel."""
+    import keras
+
+    from kerasrnn.data import Vocabulary
+
+    keras.utils.set_random_seed(seed)
+    config = common.load_config(
+        tagger.DEFAULTS,
+        overrides={
+            "embedding_dim": 8,
+            "units": 8,
+            "char_dim": 8 if chars else 0,
+            "char_units": 8,
+            "max_chars": 6,
+            "crf": crf,
+            "output_dir": str(tmp_path / "run"),
+        },
+    )
+    sentences = [t.split() for t in _texts(20, seed=1)]
+    words = Vocabulary.build([[w.lower() for w in s] for s in sentences])
+    char_vocab = Vocabulary.build([list(w) for s in sentences for w in s]) if chars else None
+    tags = ["ADJ", "NOUN", "VERB", "DET"]
+    model = tagger.build_model(config, len(words), len(char_vocab) if chars else 0, len(tags))
+    if crf:  # random transitions, so that the Viterbi path is not the per-word argmax
+        for weight in model.weights:
+            if "transition" in weight.path:
+                weight.assign(np.random.default_rng(seed).normal(size=weight.shape))
+    trained = tagger.Tagger(model, words, char_vocab, tags, True, 6)
+    saved = str(tmp_path / "saved_model")
+    trained.export(saved)
+    return trained, saved
+
+
+TAGGER_INPUTS = [
+    "The cat sat on a mat".split(),
+    "good Unseen-Word-longer-than-six film".split(),
+    [],
+    ["FINE"],
+]
+
+
+def _saved_tags(saved, sentences, width=None):
+    """The SavedModel's tags and probabilities, each sentence alone, padded with "" to
+    `width` tokens (None: its own length)."""
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(saved).signatures["serving_default"]
+    results = []
+    for sentence in sentences:
+        n = len(sentence)
+        padded = sentence + [""] * (max(width or n, 1) - n)
+        out = serve(tokens=tf.constant([padded]))
+        tags = [t.decode() for t in out["tags"].numpy()[0, :n]]
+        results.append((tags, out["probability"].numpy()[0, :n]))
+    return results
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+@pytest.mark.parametrize(
+    "crf, chars", [(False, True), (True, True), (False, False)], ids=["softmax", "crf", "words"]
+)
+def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, chars):
+    trained, saved = _tagger(tmp_path, crf, chars)
+    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 12)
+    with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
+        width = json.load(file)["models"]["model"]["shapes"][0][1]  # None: dynamic
+    # With character features the tagger's outputs depend on the padding words (the
+    # char features carry no mask, so Concatenate drops the word mask): the SavedModel
+    # runs each sentence padded as the client pads it. Without them, one batch.
+    expected = _saved_tags(saved, TAGGER_INPUTS, width if chars else None)
+    got = run_client(folder, TAGGER_INPUTS)
+    assert [g["tags"] for g in got] == [tags for tags, _ in expected]
+    assert any(got[0]["tags"])
+    for g, (_, probability) in zip(got, expected):
+        np.testing.assert_allclose(g["probabilities"], probability, atol=1e-5)
