@@ -33,7 +33,10 @@ per side.
 import os
 import sys
 
+from keras import layers as keras_layers
+
 from kerasrnn.data.text import TOKENIZERS, TextSide, translation_dataset
+from kerasrnn.decoding import GreedySearch as GreedySearchBase
 from kerasrnn.export import TextTranslator
 from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
 from recipes import common
@@ -411,6 +414,103 @@ class Translator(TextTranslator):
         ``serving_default``) and ``translate_n_best(text) -> {"translations":
         string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
         return super().export(path, self.strategy(), self.strategy(n_best=self.n_best()))
+
+    def runtime_strategies(self):
+        """``{"greedy": GreedySearch, "beam": BeamSearch}`` (beam only for a beam size
+        > 1) as the runtimes' graphs hold them: the run's constraints and scorer,
+        greedy's argmax as a top-1 (Keras' float argmax tests the sign bit with a
+        BitwiseAnd, no LiteRT builtin) and beam search without `drop_finished` (its
+        phases gather rows with a data-dependent shape)."""
+        from kerasrnn import decoding
+
+        config = self.config
+        constraints = decoding.Constraints(max_length_ratio=config["max_length_ratio"] or None)
+        strategies = {"greedy": TopOneGreedySearch(constraints)}
+        if config["beam_size"] > 1:
+            scorer = decoding.Scorer(config["length_normalization"])
+            strategies["beam"] = decoding.BeamSearch(
+                config["beam_size"], 1, scorer, constraints, drop_finished=False
+            )
+        return strategies
+
+    def export_runtime(self, path, format_name, sequence_length=64):
+        """Writes the decoding graphs for onnxruntime or LiteRT
+        (`kerasrnn.export.export_bundle`): source ids (1, max_source_length) in, the
+        best hypothesis' target ids (1, 1, max_decode_length) and its score out, the
+        whole loop inside the graph (an ONNX `Loop`, a LiteRT builtin `WHILE`), as
+        ``greedy`` and, for a beam size > 1, ``beam``; with both vocabularies and the
+        numpy-only ``client.py`` (`Client.translate`). `sequence_length` is unused:
+        the source width is the run's `max_source_length`."""
+        import keras
+
+        from kerasrnn.export.bundle import export_bundle
+
+        config = self.config
+        for option, bad, fix in (
+            ("replace_unk", config["replace_unk"], "pass --replace-unk false"),
+            (
+                "source_tokenizer",
+                config["source_tokenizer"] == "wordpiece",
+                "train with the word or char tokenizer",
+            ),
+            (
+                "target_tokenizer",
+                config["target_tokenizer"] == "wordpiece",
+                "train with the word or char tokenizer",
+            ),
+        ):
+            if bad:
+                raise common.ConfigError(
+                    f"the {format_name} export of the translator cannot hold `{option}` "
+                    f"({config[option]!r}): {fix}, or use --format saved_model."
+                )
+        models = {}
+        for name, strategy in self.runtime_strategies().items():
+            ids = keras.Input((self.max_source_length,), dtype="int32", name="source_ids")
+            outputs = GenerateIds(self.model, strategy, self.settings, name="generate")(ids)
+            models[name] = (keras.Model(ids, outputs, name=f"translate_{name}"), None)
+        metadata = {
+            "task": "translator",
+            "lowercase": config["lowercase"],
+            "source_tokenizer": config["source_tokenizer"],
+            "target_tokenizer": config["target_tokenizer"],
+            "max_source_length": self.max_source_length,
+            "default": "beam" if "beam" in models else "greedy",
+            "vocabularies": {
+                "source": self.source_vocabulary.tokens,
+                "target": self.target_vocabulary.tokens,
+            },
+        }
+        return export_bundle(path, models, format_name, metadata)
+
+
+class TopOneGreedySearch(GreedySearchBase):
+    """`GreedySearch` whose argmax is ``top_k(logits, 1)`` (the same token: the first
+    of the largest), which converts to LiteRT builtins and ONNX alike."""
+
+    def choose(self, logits):
+        import keras
+
+        return keras.ops.top_k(logits, 1)[1][:, 0]
+
+
+class GenerateIds(keras_layers.Layer):
+    """A `Seq2Seq`'s `generate` with one strategy as a layer: source ids (batch, S)
+    -> ``[tokens (batch, n, max_length) int32, scores (batch, n) float32]``, so that
+    a functional model (and the ONNX / LiteRT export) holds the decoding loop."""
+
+    def __init__(self, seq2seq, strategy, settings, **kwargs):
+        super().__init__(**kwargs)
+        self.seq2seq, self.strategy, self.settings = seq2seq, strategy, dict(settings)
+
+    def call(self, ids):
+        import keras
+
+        result = self.seq2seq.generate(ids, self.strategy, **self.settings)
+        return [
+            keras.ops.cast(result.tokens, "int32"),
+            keras.ops.cast(result.scores, "float32"),
+        ]
 
 
 def write_heatmaps(translator, texts, folder, name="attention"):

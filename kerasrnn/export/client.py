@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 
 import numpy as np
 
@@ -37,6 +38,42 @@ def split_words(text, lowercase=False):
     if lowercase:
         text = text.lower()
     return [token for token in _SPACE.split(text) if token]
+
+
+# The translator's tokenisers (kerasrnn.data.text's "word" and "char"), in Python: the
+# space as a character token, RE2's \s, and the word detokeniser's rules.
+SPACE = "\u2581"
+_RE2_SPACE = re.compile(r"[\t\n\f\r ]+")
+_JOINER, _ALNUM, _MARK = "[-'\u2019]", r"[^\W_]", "\ue000"
+_DETOKENIZE = (
+    (re.compile(f" ({_JOINER}) ({_ALNUM})"), f" \\1{_MARK}\\2"),
+    (re.compile(f"({_ALNUM}) ({_JOINER}){_MARK}"), r"\1\2"),
+    (re.compile(_MARK), " "),
+    (re.compile(r" ([.,!?;:%)\]}])"), r"\1"),
+    (re.compile(r"([(\[{]) "), r"\1"),
+    (re.compile(r'" ([^"]*) "'), r'"\1"'),
+)
+
+
+def tokenize(text, kind, lowercase=False):
+    """A translator side's tokens: ``word`` (punctuation split off words, then
+    whitespace) or ``char`` (characters, each run of spaces one `SPACE`)."""
+    if lowercase:
+        text = text.lower()
+    if kind == "word":
+        spaced = "".join(f" {c} " if unicodedata.category(c)[0] == "P" else c for c in text)
+        return split_words(spaced)
+    return list(_RE2_SPACE.sub(SPACE, text.strip(" \t\n\r\f\v")))
+
+
+def detokenize(tokens, kind):
+    """Tokens -> text, as kerasrnn.data.text's `detokenize_graph`."""
+    if kind == "char":
+        return "".join(tokens).replace(SPACE, " ")
+    text = " ".join(tokens)
+    for pattern, replacement in _DETOKENIZE:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 class Runtime:
@@ -110,6 +147,8 @@ class Client:
     def predict(self, inputs):
         """Classifier: texts -> ``{label, probability, probabilities}`` each; tagger:
         token lists -> ``{tags, probabilities}`` each."""
+        if self.task == "translator":
+            return self.translate(inputs)
         return [getattr(self, "_" + self.task)(item) for item in inputs]
 
     def _classifier(self, text):
@@ -148,6 +187,33 @@ class Client:
         if self.config.get("bio"):  # trained in BIOES, reported in BIO
             tags = [re.sub("^E-", "I-", re.sub("^S-", "B-", t)) for t in tags]
         return {"tags": tags, "probabilities": [float(p) for p in probability]}
+
+    def translate(self, texts, search=None):
+        """Translator: texts -> ``{translation, score}`` each, decoded by the graph's
+        loop (`search`: ``"greedy"`` or ``"beam"``; default the run's beam size's)."""
+        model = self.models[search or self.config["default"]]
+        config = self.config
+        results = []
+        for text in texts:
+            tokens = tokenize(text, config["source_tokenizer"], config["lowercase"])
+            ids = self.lookup("source", tokens)[: config["max_source_length"]]
+            if not text.strip(" \t\n\r\f\v") or not ids:
+                results.append({"translation": "", "score": 0.0})
+                continue
+            output, score = model.run(_pad([ids], model.shapes[0]))
+            target = config["vocabularies"]["target"]
+            words = [target[i] for i in output[0, 0] if i not in (PAD_ID, START_ID, END_ID)]
+            results.append(
+                {
+                    "translation": detokenize(words, config["target_tokenizer"]),
+                    "score": float(score[0, 0]),
+                }
+            )
+        return results
+
+    def translate_greedy(self, texts):
+        """`translate` with the greedy search graph."""
+        return self.translate(texts, "greedy")
 
 
 def load(folder):

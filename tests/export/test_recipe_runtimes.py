@@ -188,3 +188,80 @@ def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, ch
     assert any(got[0]["tags"])
     for g, (_, probability) in zip(got, expected):
         np.testing.assert_allclose(g["probabilities"], probability, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def translator_run(tmp_path_factory):
+    """A tiny translator (words -> characters, beam size 2) trained one epoch on
+    generated dates, and its SavedModel."""
+    from kerasrnn.tasks import date_translation_task
+    from recipes import translator
+
+    out = tmp_path_factory.mktemp("translator") / "run"
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            output_dir=str(out),
+            target_tokenizer="char",
+            lowercase=True,
+            embedding_dim=8,
+            encoder_units=8,
+            decoder_units=16,
+            attention_units=8,
+            dropout=0.0,
+            batch_size=32,
+            epochs=1,
+            bucket_boundaries=[],
+            beam_size=2,
+            max_source_length=6,
+            max_target_length=12,
+            max_decode_length=8,
+            heatmaps=0,
+            verbose=0,
+        ),
+    )
+    translator.train(config, {"train": date_translation_task(160, seed=0), "valid": None})
+    return out
+
+
+TRANSLATOR_INPUTS = ["3rd of May 1999", "12 march, 2014", "", "zzzz qqqq", "5 june 1987 a b c d"]
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_translator_client_reproduces_the_saved_model(translator_run, format_name, capsys):
+    """Beam search (the run's beam size, 2) against the SavedModel's ``translate``
+    signature; greedy search against the library's own graph (`Translator.translate`
+    with beam size 1): translations identical, scores within 1e-5."""
+    import tensorflow as tf
+
+    from recipes import translator
+
+    run = ["--output-dir", str(translator_run)]
+    assert translator.main(["export", *run, "--export-dir", str(translator_run / "sm")]) == 0
+    capsys.readouterr()
+    assert translator.main(["export", *run, "--format", format_name]) == 0
+    folder = json.loads(capsys.readouterr().out)[format_name]
+    extension = "onnx" if format_name == "onnx" else "tflite"
+    assert sorted(os.listdir(folder)) == [
+        f"beam.{extension}",
+        "client.py",
+        "deploy.json",
+        f"greedy.{extension}",
+    ]
+    served = tf.saved_model.load(str(translator_run / "sm")).signatures["translate"](
+        text=tf.constant(TRANSLATOR_INPUTS)
+    )
+    beam = run_client(folder, TRANSLATOR_INPUTS, "translate")
+    assert [b["translation"] for b in beam] == [t.decode() for t in served["translation"].numpy()]
+    assert any(b["translation"] for b in beam)
+    np.testing.assert_allclose([b["score"] for b in beam], served["score"].numpy(), atol=1e-5)
+
+    trained = translator.Translator.from_run(
+        common.saved_config(translator.DEFAULTS, str(translator_run))
+    )
+    expected = trained.translate(TRANSLATOR_INPUTS, 1, return_scores=True)
+    greedy = run_client(folder, TRANSLATOR_INPUTS, "translate_greedy")
+    assert [g["translation"] for g in greedy] == [e[0]["translation"] for e in expected]
+    np.testing.assert_allclose(
+        [g["score"] for g in greedy], [e[0]["score"] for e in expected], atol=1e-5
+    )
