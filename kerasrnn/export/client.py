@@ -149,6 +149,8 @@ class Client:
         token lists -> ``{tags, probabilities}`` each."""
         if self.task == "translator":
             return self.translate(inputs)
+        if self.task == "language_model":
+            return self.generate(inputs)
         return [getattr(self, "_" + self.task)(item) for item in inputs]
 
     def _classifier(self, text):
@@ -214,6 +216,59 @@ class Client:
     def translate_greedy(self, texts):
         """`translate` with the greedy search graph."""
         return self.translate(texts, "greedy")
+
+    def _prompt_ids(self, prompt):
+        """[first token] + the prompt's ids (characters, or whitespace-split words)."""
+        level = self.config["level"]
+        tokens = list(prompt) if level == "char" else split_words(prompt)
+        return [self.config["first_token"]] + self.lookup("words", tokens)
+
+    def _continuation(self, ids):
+        words = []
+        for i in ids:
+            if i == END_ID:
+                break
+            if i != PAD_ID:
+                words.append(self.config["vocabularies"]["words"][int(i)])
+        return ("" if self.config["level"] == "char" else " ").join(words)
+
+    def generate(self, prompts):
+        """Language model: prompts -> continuations (str), decoded by the graph's loop
+        (the run's method, greedy or beam search)."""
+        model = self.models["generate"]
+        results = []
+        for prompt in prompts:
+            ids = self._prompt_ids(prompt)
+            (out,) = model.run(_pad([ids], model.shapes[0]), np.asarray([len(ids)], "int32"))
+            results.append(self._continuation(out[0]))
+        return results
+
+    def stream(self, prompts, max_length=None):
+        """Language model: greedy continuations of `prompts`, one ``step`` call per
+        token (the streaming graph: token and states in, logits and states out), the
+        loop in Python; stops at [END] or after `max_length` tokens (default the run's
+        gen_length)."""
+        limit = max_length or self.config["gen_length"]
+        return [self._continuation(self.stream_ids(p, limit)) for p in prompts]
+
+    def stream_ids(self, prompt, max_length):
+        """The greedy token ids after `prompt` ([END] included where reached), one
+        ``step`` call per token."""
+        step = self.models["step"]
+        states = [
+            np.zeros([1, *shape], "float32") for layer in self.config["states"] for shape in layer
+        ]
+        logits = None
+        for token in self._prompt_ids(prompt):  # the prompt's tokens, as they arrive
+            logits, *states = step.run(np.asarray([token], "int32"), *states)
+        out: list = []
+        while len(out) < max_length:
+            token = int(np.argmax(logits[0]))
+            out.append(token)
+            if token == END_ID:
+                break
+            logits, *states = step.run(np.asarray([token], "int32"), *states)
+        return out
 
 
 def load(folder):

@@ -265,3 +265,81 @@ def test_translator_client_reproduces_the_saved_model(translator_run, format_nam
     np.testing.assert_allclose(
         [g["score"] for g in greedy], [e[0]["score"] for e in expected], atol=1e-5
     )
+
+
+@pytest.fixture(scope="module")
+def language_model_run():
+    """A tiny untrained word-level language model (2 LSTM layers of 8 units, fixed
+    seed: its greedy continuations are not empty), greedy decoding."""
+    import keras
+
+    from kerasrnn.data import Vocabulary
+    from recipes import language_model
+
+    keras.utils.set_random_seed(3)
+    words = Vocabulary.build([["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log"]])
+    config = dict(language_model.DEFAULTS)
+    config.update(
+        units=8, num_layers=2, init_scale=0.5, seed=3, gen_length=8, method="greedy",
+        output_dir="unused",
+    )  # fmt: skip
+    model = language_model.build_model(config, len(words))
+    return language_model.LanguageModel(model, words, config)
+
+
+def _stream(step, ids, max_length):
+    """Greedy ids after `ids` by the SavedModel's ``step`` signature, one call per
+    token, until [END] (included) or `max_length` tokens."""
+    import tensorflow as tf
+
+    from kerasrnn.data import END_ID
+
+    specs = step.structured_input_signature[1]
+    states = {k: tf.zeros([1, *v.shape[1:]]) for k, v in specs.items() if k != "token"}
+
+    def feed(token):
+        outputs = step(token=tf.constant([token], tf.int32), **states)
+        states.update({k: outputs[k] for k in states})
+        return outputs["logits"].numpy()[0]
+
+    for token in ids:
+        logits = feed(token)
+    out: list = []
+    while len(out) < max_length:
+        out.append(int(np.argmax(logits)))
+        if out[-1] == END_ID:
+            break
+        logits = feed(out[-1])
+    return out
+
+
+PROMPTS = ["the", "the dog", "a zebra", ""]
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_language_model_client_generates_and_streams_as_generate(
+    language_model_run, format_name, tmp_path
+):
+    """The in-graph loop (``generate``) equals the SavedModel; the streaming loop
+    (``step``, one call per token) equals the library's `generate` (GreedySearch)."""
+    import tensorflow as tf
+
+    from recipes import language_model
+
+    trained = language_model_run
+    saved = str(tmp_path / "saved_model")
+    trained.export(saved)
+    served = tf.saved_model.load(saved).signatures["serving_default"](prompt=tf.constant(PROMPTS))
+    expected = [c.decode() for c in served["continuation"].numpy()]
+    assert expected == [r["continuation"] for r in trained.generate(PROMPTS)]
+    # the SavedModel's streaming step, in a greedy loop
+    step = tf.saved_model.load(saved).signatures["step"]
+    first = language_model.first_token(trained.config)
+    streamed = [_stream(step, [first, *trained.vocabulary.encode(p.split())], 8) for p in PROMPTS]
+    assert [" ".join(trained.vocabulary.decode(ids, skip_special=True)) for ids in streamed] == (
+        expected
+    )
+    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 6)
+    assert run_client(folder, PROMPTS) == expected
+    assert run_client(folder, PROMPTS, "stream") == expected
+    assert any(expected)
