@@ -22,6 +22,7 @@ Example (a classifier exported with ``--format onnx``)::
 """
 
 import json
+import math
 import os
 import re
 import sys
@@ -212,6 +213,50 @@ class Client:
                 }
             )
         return results
+
+    def stream_translate(self, texts):
+        """Translator: greedy translations by the streaming graphs, the loop in
+        Python: ``encoder`` once per text, then one ``decoder_step`` call per target
+        token (token, states and the encoder's memory in; logits and states out),
+        until [END] or the length limit (`max_decode_length`, and
+        ceil(max_length_ratio * source length) where the run sets a ratio)."""
+        return [
+            {"translation": self._detokenize(ids), "score": score}
+            for ids, score in (self.stream_translate_ids(text) for text in texts)
+        ]
+
+    def stream_translate_ids(self, text):
+        """The greedy target ids of `text` ([END] included where reached) and their
+        log-probability, by the streaming graphs (`stream_translate`)."""
+        config = self.config
+        tokens = tokenize(text, config["source_tokenizer"], config["lowercase"])
+        ids = self.lookup("source", tokens)[: config["max_source_length"]]
+        if not text.strip(" \t\n\r\f\v") or not ids:
+            return [], 0.0
+        encoder, step = self.models["encoder"], self.models["decoder_step"]
+        outputs = encoder.run(_pad([ids], encoder.shapes[0]))
+        count, kept = config["stream"]["memory"], config["stream"]["states"]
+        memory, states = outputs[:count], outputs[count : count + kept]
+        limit = config["max_decode_length"]
+        if config["max_length_ratio"]:
+            length = max(int(outputs[-1][0]), 1)
+            limit = min(limit, math.ceil(config["max_length_ratio"] * length))
+        token, out, score = START_ID, [], 0.0
+        while len(out) < limit:
+            logits, *states = step.run(np.asarray([token], "int32"), *states, *memory)
+            logits = logits[0].astype("float64")
+            token = int(np.argmax(logits))
+            peak = logits.max()
+            score += float(logits[token] - peak - np.log(np.exp(logits - peak).sum()))
+            out.append(token)
+            if token == END_ID:
+                break
+        return out, score
+
+    def _detokenize(self, ids):
+        target = self.config["vocabularies"]["target"]
+        words = [target[i] for i in ids if i not in (PAD_ID, START_ID, END_ID)]
+        return detokenize(words, self.config["target_tokenizer"])
 
     def translate_greedy(self, texts):
         """`translate` with the greedy search graph."""

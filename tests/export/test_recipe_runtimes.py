@@ -245,7 +245,9 @@ def test_translator_client_reproduces_the_saved_model(translator_run, format_nam
     assert sorted(os.listdir(folder)) == [
         f"beam.{extension}",
         "client.py",
+        f"decoder_step.{extension}",
         "deploy.json",
+        f"encoder.{extension}",
         f"greedy.{extension}",
     ]
     served = tf.saved_model.load(str(translator_run / "sm")).signatures["translate"](
@@ -343,3 +345,21 @@ def test_language_model_client_generates_and_streams_as_generate(
     assert run_client(folder, PROMPTS) == expected
     assert run_client(folder, PROMPTS, "stream") == expected
     assert any(expected)
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_translator_streaming_loop_equals_greedy_generate(translator_run, format_name, tmp_path):
+    """The client's loop over the ``encoder`` and ``decoder_step`` graphs gives the
+    tokens of the library's `Seq2Seq.generate` with `GreedySearch`."""
+    from recipes import translator
+
+    trained = translator.Translator.from_run(
+        common.saved_config(translator.DEFAULTS, str(translator_run))
+    )
+    folder = trained.export_runtime(str(tmp_path / format_name), format_name)
+    expected = trained.translate(TRANSLATOR_INPUTS, 1, return_scores=True)
+    streamed = run_client(folder, TRANSLATOR_INPUTS, "stream_translate")
+    assert [s["translation"] for s in streamed] == [e[0]["translation"] for e in expected]
+    np.testing.assert_allclose(
+        [s["score"] for s in streamed], [e[0]["score"] for e in expected], atol=1e-4
+    )
