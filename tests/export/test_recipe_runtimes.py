@@ -363,3 +363,39 @@ def test_translator_streaming_loop_equals_greedy_generate(translator_run, format
     np.testing.assert_allclose(
         [s["score"] for s in streamed], [e[0]["score"] for e in expected], atol=1e-4
     )
+
+
+def test_translator_saved_model_streaming_signatures(translator_run, tmp_path):
+    """The SavedModel's ``encode`` and ``decoder_step`` signatures, in a greedy loop,
+    give the library's greedy translations (`Translator.translate` with beam size 1)."""
+    import tensorflow as tf
+
+    from kerasrnn.data import END_ID, START_ID
+    from kerasrnn.export.client import detokenize
+    from recipes import translator
+
+    trained = translator.Translator.from_run(
+        common.saved_config(translator.DEFAULTS, str(translator_run))
+    )
+    loaded = tf.saved_model.load(trained.export(str(tmp_path / "sm")))
+    encode, step = loaded.signatures["encode"], loaded.signatures["decoder_step"]
+    texts = [t for t in TRANSLATOR_INPUTS if t]  # a blank text has no translation to stream
+    encoded = encode(text=tf.constant(texts))
+    memory = {k: v for k, v in encoded.items() if k.startswith("memory_")}
+    states = {k: v for k, v in encoded.items() if k.startswith("state_")}
+    token = tf.fill([len(texts)], START_ID)
+    done = np.zeros(len(texts), bool)
+    out = []
+    for _ in range(trained.settings["max_length"]):  # the run's max_length_ratio is None
+        outputs = step(token=token, **states, **memory)
+        states = {k: outputs[k] for k in states}
+        chosen = outputs["logits"].numpy().argmax(-1)
+        out.append(np.where(done, END_ID, chosen))
+        done |= chosen == END_ID
+        token = tf.constant(chosen, tf.int32)
+    target = trained.target_vocabulary.tokens
+    streamed = []
+    for row in np.stack(out, 1):
+        ids = list(row[: list(row).index(END_ID)] if END_ID in row else row)
+        streamed.append(detokenize([target[i] for i in ids], "char"))
+    assert streamed == trained.translate(texts, 1)
