@@ -399,3 +399,16 @@ def test_translator_saved_model_streaming_signatures(translator_run, tmp_path):
         ids = list(row[: list(row).index(END_ID)] if END_ID in row else row)
         streamed.append(detokenize([target[i] for i in ids], "char"))
     assert streamed == trained.translate(texts, 1)
+
+
+def test_formats_a_recipe_cannot_hold_are_one_line_errors(language_model_run, tmp_path):
+    from recipes import language_model
+
+    trained = language_model_run
+    sampling = language_model.LanguageModel(
+        trained.model, trained.vocabulary, {**trained.config, "method": "sample"}
+    )
+    with pytest.raises(common.ConfigError, match="pass --method greedy") as error:
+        sampling.export_runtime(str(tmp_path / "x"), "onnx")
+    assert "\n" not in str(error.value) and "the onnx export" in str(error.value)
+    assert not os.path.exists(tmp_path / "x")
