@@ -241,6 +241,22 @@ class Classifier:
             track=[self._lookup],
         )
 
+    def export_runtime(self, path, format_name, sequence_length=64):
+        """Writes the model for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
+        token ids (1, time) in, class probabilities out, with the vocabulary, the labels
+        and the numpy-only ``client.py`` that predicts as `predict` does."""
+        from kerasrnn.export.bundle import export_bundle
+
+        metadata = {
+            "task": "classifier",
+            "lowercase": self.lowercase,
+            "labels": self.labels,
+            "vocabularies": {"words": self.vocabulary.tokens},
+        }
+        return export_bundle(
+            path, {"model": (self.model, None)}, format_name, metadata, sequence_length
+        )
+
 
 def _read_lines(path):
     if not os.path.exists(path):

@@ -676,6 +676,107 @@ class LanguageModel:
         """The SavedModel of the module function `export`."""
         return export(self.config, path, self)
 
+    def export_runtime(self, path, format_name, sequence_length=64):
+        """Writes the language model for onnxruntime or LiteRT
+        (`kerasrnn.export.export_bundle`) as two graphs: ``generate`` (prompt ids
+        (1, `sequence_length`) and their length (1,) -> the continuation's ids
+        (1, gen_length), the prompt pass and the decoding loop inside, as `export`'s
+        SavedModel) and ``step``, the streaming step (token (1,) and every layer's
+        states -> logits (1, vocabulary) and the new states); with the vocabulary and
+        the numpy-only ``client.py`` (`Client.generate`, `Client.stream`)."""
+        from kerasrnn.export.bundle import export_bundle
+
+        config = self.config
+        if config["bidirectional"] or config["method"] not in ("greedy", "beam"):
+            raise ConfigError(
+                f"the {format_name} export takes a forward language model decoding with "
+                "method greedy or beam: use --format saved_model for a biLM, or pass "
+                "--method greedy."
+            )
+        step, initial_states = step_function(self.model)
+        shapes = [[tuple(s.shape[1:]) for s in layer] for layer in initial_states(1)]
+        token = keras.Input((), dtype="int32", name="token")
+        states = [
+            keras.Input(shape, name=f"state_{i}_{j}")
+            for i, layer in enumerate(shapes)
+            for j, shape in enumerate(layer)
+        ]
+        stepper = keras.Model(
+            [token, *states],
+            LanguageModelStep(self.model, [len(layer) for layer in shapes])([token, *states]),
+            name="step",
+        )
+        ids = keras.Input((sequence_length,), dtype="int32", name="prompt_ids")
+        lengths = keras.Input((), dtype="int32", name="prompt_length")
+        generator = keras.Model(
+            [ids, lengths],
+            LanguageModelGenerate(self.model, config)([ids, lengths]),
+            name="generate",
+        )
+        metadata = {
+            "task": "language_model",
+            "level": config["level"],
+            "first_token": first_token(config),
+            "gen_length": config["gen_length"],
+            "states": [[list(shape) for shape in layer] for layer in shapes],
+            "vocabularies": {"words": self.vocabulary.tokens},
+        }
+        models = {"generate": (generator, None), "step": (stepper, None)}
+        return export_bundle(path, models, format_name, metadata, sequence_length)
+
+
+class LanguageModelStep(keras.layers.Layer):
+    """`step_function` of a language model as a layer: ``[token (batch,), states...]``
+    (the states flat, layer by layer) -> ``[logits (batch, vocabulary), states...]``:
+    the streaming step of the ONNX / LiteRT export."""
+
+    def __init__(self, language_model, counts, **kwargs):
+        super().__init__(**kwargs)
+        self.language_model, self.counts = language_model, list(counts)
+
+    def call(self, inputs):
+        token, flat = inputs[0], list(inputs[1:])
+        states = []
+        for count in self.counts:
+            states.append(flat[:count])
+            flat = flat[count:]
+        step, _ = step_function(self.language_model)
+        logits, states = step(token, states)
+        return [logits] + [s for layer in states for s in layer]
+
+
+class LanguageModelGenerate(keras.layers.Layer):
+    """`export`'s graph without the strings: ``[prompt ids (batch, length) padded on
+    the right and starting with `first_token`, lengths (batch,)]`` -> continuation ids
+    (batch, gen_length), greedy (as a top-1, a LiteRT builtin) or beam search (without
+    `drop_finished`, whose phases have data-dependent shapes)."""
+
+    def __init__(self, language_model, config, **kwargs):
+        super().__init__(**kwargs)
+        self.language_model, self.config = language_model, dict(config)
+
+    def call(self, inputs):
+        from kerasrnn import decoding
+        from kerasrnn.data.vocabulary import END_ID
+        from recipes.translator import TopOneGreedySearch
+
+        ids, lengths = inputs
+        config = self.config
+        step, initial_states = step_function(self.language_model)
+        states, start = prompt_states(step, initial_states, ids, lengths)
+        if config["method"] == "greedy":
+            strategy = TopOneGreedySearch()
+        else:
+            options = STRATEGY_OPTIONS["beam"](config)
+            strategy = decoding.BeamSearch(
+                options["beam_size"],
+                1,
+                decoding.Scorer(**options["scorer"]),
+                drop_finished=False,
+            )
+        result = strategy(step, start, states, config["gen_length"], end_token=END_ID)
+        return keras.ops.cast(result.tokens[:, 0], "int32")
+
 
 def load_trained(config, batch_size=None, stateful=False):
     """The vocabulary and a model with the trained (best) weights."""
@@ -1037,7 +1138,9 @@ def generate(config, prompts=None, vocabulary=None, model=None):
 def export(config, export_dir, trained=None):
     """A SavedModel with `serving_default(prompt: tf.string[batch]) ->
     {"continuation": tf.string[batch]}`: tokenisation, the prompt pass, decoding
-    (`method`: greedy or beam; sampling is not exported) and detokenisation in the graph.
+    (`method`: greedy or beam; sampling is not exported) and detokenisation in the graph;
+    and the streaming step ``step(token: int32[batch], state_<layer>_<i>: float32[batch,
+    units]...) -> {"logits", "state_<layer>_<i>"...}`` (zeros are the initial states).
     `trained`: the `LanguageModel` (default: the run's, loaded)."""
     import tensorflow as tf
 
@@ -1070,8 +1173,32 @@ def export(config, export_dir, trained=None):
         words = tf.ragged.boolean_mask(ids_to_strings(out, names), keep)
         return {"continuation": tf.strings.reduce_join(words, axis=1, separator=joiner)}
 
+    # the streaming step: token and states in, logits and states out (as the ONNX and
+    # LiteRT exports' `step` graph)
+    shapes = [[tuple(s.shape[1:]) for s in layer] for layer in initial_states(1)]
+    counts = [len(layer) for layer in shapes]
+
+    def stream_step(token, *flat):
+        states, flat = [], list(flat)
+        for count in counts:
+            states.append(flat[:count])
+            flat = flat[count:]
+        logits, states = step(token, states)
+        names = [f"state_{i}_{j}" for i, count in enumerate(counts) for j in range(count)]
+        return {"logits": logits, **dict(zip(names, [s for layer in states for s in layer]))}
+
+    step_signature = [tf.TensorSpec([None], tf.int32, name="token")] + [
+        tf.TensorSpec([None, *shape], tf.float32, name=f"state_{i}_{j}")
+        for i, layer in enumerate(shapes)
+        for j, shape in enumerate(layer)
+    ]
     signature = [tf.TensorSpec([None], tf.string, name="prompt")]
-    export_saved_model(export_dir, model, {"serving_default": (serve, signature)}, track=[lookup])
+    export_saved_model(
+        export_dir,
+        model,
+        {"serving_default": (serve, signature), "step": (stream_step, step_signature)},
+        track=[lookup],
+    )
     return {"export_dir": export_dir}
 
 

@@ -12,6 +12,10 @@ from recipes.distribute import distribution_strategy, for_worker
 from recipes.files import read_json, run_files, tidy, write_json
 from recipes.training import fit, load_splits, restore_last_epoch, set_seed
 
+# `export --format`: kerasrnn.export.bundle.FORMATS, spelled out so that --help needs
+# no Keras import
+EXPORT_FORMATS = ("saved_model", "onnx", "litert")
+
 
 class Prepared(NamedTuple):
     """What `Recipe.prepare` returns: the training and validation data for `fit` (a
@@ -254,9 +258,19 @@ class Recipe:
 
     def _export(self, config, args):
         config = self.stored(config, args)
-        path = args.export_dir or os.path.join(config["output_dir"], "saved_model")
-        self.predictor.from_run(config).export(path)
-        return {"saved_model": path}
+        fmt = args.export_format
+        path = args.export_dir or os.path.join(config["output_dir"], fmt)
+        trained = self.predictor.from_run(config)
+        if fmt == "saved_model":
+            trained.export(path)
+        elif not hasattr(trained, "export_runtime"):
+            raise ConfigError(
+                f"the {self.name} recipe exports no {fmt!r} format (strings stay in the "
+                f"SavedModel): use --format saved_model."
+            )
+        else:
+            trained.export_runtime(path, fmt, args.sequence_length)
+        return {fmt: path}
 
     def commands(self):
         """``{name: (help, add_arguments, run[, option names])}`` of the command line
@@ -273,7 +287,24 @@ class Recipe:
             )
 
         def export_arguments(parser):
-            parser.add_argument("--export-dir", help="default: <output_dir>/saved_model")
+            parser.add_argument("--export-dir", help="default: <output_dir>/<format>")
+            parser.add_argument(
+                "--format",
+                dest="export_format",
+                default="saved_model",
+                choices=EXPORT_FORMATS,
+                help="saved_model: strings in and out (default); onnx, litert: token ids "
+                "in and out, with the vocabularies and the numpy-only client.py beside "
+                "the model file",
+            )
+            parser.add_argument(
+                "--sequence-length",
+                type=int,
+                default=64,
+                help="tokens per input in a LiteRT file (fixed shapes; also an ONNX file "
+                "that goes through the LiteRT graph); longer inputs need a re-export "
+                "(default: 64)",
+            )
 
         run = self.options_of("run")
         commands = {
@@ -286,10 +317,12 @@ class Recipe:
                 run,
             ),
             "export": (
-                "export a SavedModel taking raw strings",
+                "export a SavedModel taking raw strings, or an ONNX / LiteRT model "
+                "of token ids with its vocabularies and a reference client",
                 export_arguments,
                 self._export,
-                run,
+                # --format is the export's format here, not the data format
+                [key for key in run if key != "format"],
             ),
         }
         commands.update(self.extra_commands())

@@ -597,6 +597,72 @@ class Tagger:
             track=lookups,
         )
 
+    def export_runtime(self, path, format_name, sequence_length=64):
+        """Writes the tagger for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
+        word ids (1, time) and character ids (1, time, max_chars) in; the tag
+        probabilities out, or with a CRF the Viterbi path and each tag's posterior
+        marginal (computed in the graph, as `serve` does); with the vocabularies, the
+        tags and the numpy-only ``client.py`` (tags and probabilities; no entities)."""
+        import tensorflow as tf
+
+        from kerasrnn.export.bundle import export_bundle
+
+        if self._lm_lookup is not None:
+            raise common.ConfigError(
+                f"a tagger with --contextual-lm cannot be exported to {format_name!r} (the "
+                "biLM's number normalisation is a string regex): use --format saved_model."
+            )
+        word_ids = keras.Input((None,), dtype="int32", name="word_ids")
+        inputs, feed = [word_ids], {"word_ids": word_ids}
+        signature = [tf.TensorSpec([None, None], tf.int32, name="word_ids")]
+        vocabularies = {"words": self.encoder.words.tokens}
+        if self._char_lookup is not None:
+            chars = self.encoder.max_chars
+            char_ids = keras.Input((None, chars), dtype="int32", name="char_ids")
+            inputs.append(char_ids)
+            feed["char_ids"] = char_ids
+            signature.append(tf.TensorSpec([None, None, chars], tf.int32, name="char_ids"))
+            vocabularies["chars"] = self.encoder.chars.tokens
+        outputs = self.model(feed, training=False)
+        if self.crf:
+            outputs = ViterbiOutputs(name="viterbi")(outputs, word_ids)
+        model = keras.Model(inputs, outputs, name="tagger_ids")
+        metadata = {
+            "task": "tagger",
+            "lowercase": self.encoder.lowercase,
+            "max_chars": self.encoder.max_chars,
+            "crf": self.crf,
+            "bio": to_bio(self.schemes),
+            "tags": self.tags,
+            "vocabularies": vocabularies,
+        }
+        return export_bundle(
+            path, {"model": (model, signature)}, format_name, metadata, sequence_length
+        )
+
+
+class ViterbiOutputs(keras.layers.Layer):
+    """A CRF tagger's outputs for a runtime without strings: the Viterbi path
+    (`crf_decode`) and the posterior marginal of each of its tags (`crf_marginals`),
+    0 on padding (word id 0), as `Tagger._crf_outputs` computes them."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True  # takes the potentials' mask; returns none
+
+    def call(self, potentials, word_ids):
+        import tensorflow as tf
+
+        from kerasrnn.layers import crf_decode, crf_marginals
+
+        mask = word_ids != 0
+        best, _ = crf_decode(potentials, mask)
+        marginal = tf.gather(crf_marginals(potentials, mask), best, batch_dims=2)
+        return [tf.cast(best, "int32"), tf.where(mask, marginal, 0.0)]
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
 
 # -------------------------------------------------------------------------- commands
 

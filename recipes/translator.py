@@ -33,7 +33,11 @@ per side.
 import os
 import sys
 
+from keras import layers as keras_layers
+from keras import tree as keras_tree
+
 from kerasrnn.data.text import TOKENIZERS, TextSide, translation_dataset
+from kerasrnn.decoding import GreedySearch as GreedySearchBase
 from kerasrnn.export import TextTranslator
 from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
 from recipes import common
@@ -411,6 +415,177 @@ class Translator(TextTranslator):
         ``serving_default``) and ``translate_n_best(text) -> {"translations":
         string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
         return super().export(path, self.strategy(), self.strategy(n_best=self.n_best()))
+
+    def runtime_strategies(self):
+        """``{"greedy": GreedySearch, "beam": BeamSearch}`` (beam only for a beam size
+        > 1) as the runtimes' graphs hold them: the run's constraints and scorer,
+        greedy's argmax as a top-1 (Keras' float argmax tests the sign bit with a
+        BitwiseAnd, no LiteRT builtin) and beam search without `drop_finished` (its
+        phases gather rows with a data-dependent shape)."""
+        from kerasrnn import decoding
+
+        config = self.config
+        constraints = decoding.Constraints(max_length_ratio=config["max_length_ratio"] or None)
+        strategies = {"greedy": TopOneGreedySearch(constraints)}
+        if config["beam_size"] > 1:
+            scorer = decoding.Scorer(config["length_normalization"])
+            strategies["beam"] = decoding.BeamSearch(
+                config["beam_size"], 1, scorer, constraints, drop_finished=False
+            )
+        return strategies
+
+    def streaming_models(self):
+        """``{"encoder": ..., "decoder_step": ...}`` (functional models, signature None)
+        for streaming: the encoder (source ids (1, max_source_length) -> the
+        attention memory (keys, values, mask), the decoder's initial states and the
+        source length) and one decoder step (token (1,), states and the memory ->
+        logits (1, target vocabulary) and the new states). `ENCODED` names their
+        tensors in order."""
+        import keras
+        import numpy as np
+
+        width = self.max_source_length
+        template = self.model.encode(np.ones((1, width), "int32"))
+        memory = keras.tree.flatten(template.memory)
+        states = keras.tree.flatten(template.states)
+        ids = keras.Input((width,), dtype="int32", name="source_ids")
+        encoder = keras.Model(ids, EncodeSource(self.model, name="encode")(ids), name="encoder")
+        token = keras.Input((), dtype="int32", name="token")
+        state_inputs = [
+            keras.Input(tuple(s.shape[1:]), dtype=str(s.dtype.name), name=f"state_{i}")
+            for i, s in enumerate(states)
+        ]
+        memory_inputs = [
+            keras.Input(tuple(m.shape[1:]), dtype=str(m.dtype.name), name=f"memory_{i}")
+            for i, m in enumerate(memory)
+        ]
+        outputs = DecoderStep(self.model, template, name="decoder_step")(
+            [token, *state_inputs, *memory_inputs]
+        )
+        step = keras.Model([token, *state_inputs, *memory_inputs], outputs, name="decoder_step")
+        self.stream_layout = {"memory": len(memory), "states": len(states)}
+        return {"encoder": (encoder, None), "decoder_step": (step, None)}
+
+    def export_runtime(self, path, format_name, sequence_length=64):
+        """Writes the decoding graphs for onnxruntime or LiteRT
+        (`kerasrnn.export.export_bundle`): source ids (1, max_source_length) in, the
+        best hypothesis' target ids (1, 1, max_decode_length) and its score out, the
+        whole loop inside the graph (an ONNX `Loop`, a LiteRT builtin `WHILE`), as
+        ``greedy`` and, for a beam size > 1, ``beam``; with both vocabularies and the
+        numpy-only ``client.py`` (`Client.translate`). `sequence_length` is unused:
+        the source width is the run's `max_source_length`."""
+        import keras
+
+        from kerasrnn.export.bundle import export_bundle
+
+        config = self.config
+        for option, bad, fix in (
+            ("replace_unk", config["replace_unk"], "pass --replace-unk false"),
+            (
+                "source_tokenizer",
+                config["source_tokenizer"] == "wordpiece",
+                "train with the word or char tokenizer",
+            ),
+            (
+                "target_tokenizer",
+                config["target_tokenizer"] == "wordpiece",
+                "train with the word or char tokenizer",
+            ),
+        ):
+            if bad:
+                raise common.ConfigError(
+                    f"the {format_name} export of the translator cannot hold `{option}` "
+                    f"({config[option]!r}): {fix}, or use --format saved_model."
+                )
+        models = {}
+        for name, strategy in self.runtime_strategies().items():
+            ids = keras.Input((self.max_source_length,), dtype="int32", name="source_ids")
+            outputs = GenerateIds(self.model, strategy, self.settings, name="generate")(ids)
+            models[name] = (keras.Model(ids, outputs, name=f"translate_{name}"), None)
+        models.update(self.streaming_models())
+        metadata = {
+            "task": "translator",
+            "max_decode_length": self.settings["max_length"] or self.model.max_target_length,
+            "max_length_ratio": config["max_length_ratio"] or None,
+            "lowercase": config["lowercase"],
+            "source_tokenizer": config["source_tokenizer"],
+            "target_tokenizer": config["target_tokenizer"],
+            "max_source_length": self.max_source_length,
+            "default": "beam" if "beam" in models else "greedy",
+            "stream": self.stream_layout,
+            "vocabularies": {
+                "source": self.source_vocabulary.tokens,
+                "target": self.target_vocabulary.tokens,
+            },
+        }
+        return export_bundle(path, models, format_name, metadata)
+
+
+class TopOneGreedySearch(GreedySearchBase):
+    """`GreedySearch` whose argmax is ``top_k(logits, 1)`` (the same token: the first
+    of the largest), which converts to LiteRT builtins and ONNX alike."""
+
+    def choose(self, logits):
+        import keras
+
+        return keras.ops.top_k(logits, 1)[1][:, 0]
+
+
+class GenerateIds(keras_layers.Layer):
+    """A `Seq2Seq`'s `generate` with one strategy as a layer: source ids (batch, S)
+    -> ``[tokens (batch, n, max_length) int32, scores (batch, n) float32]``, so that
+    a functional model (and the ONNX / LiteRT export) holds the decoding loop."""
+
+    def __init__(self, seq2seq, strategy, settings, **kwargs):
+        super().__init__(**kwargs)
+        self.seq2seq, self.strategy, self.settings = seq2seq, strategy, dict(settings)
+
+    def call(self, ids):
+        import keras
+
+        result = self.seq2seq.generate(ids, self.strategy, **self.settings)
+        return [
+            keras.ops.cast(result.tokens, "int32"),
+            keras.ops.cast(result.scores, "float32"),
+        ]
+
+
+class EncodeSource(keras_layers.Layer):
+    """`Seq2Seq.encode` as a layer: source ids (batch, S) -> ``[memory tensors...,
+    decoder states..., lengths]``, flat (`keras.tree.flatten` of the `Encoded`): the
+    streaming export's encoder."""
+
+    def __init__(self, seq2seq, **kwargs):
+        super().__init__(**kwargs)
+        self.seq2seq = seq2seq
+
+    def call(self, ids):
+        encoded = self.seq2seq.encode(ids)
+        return [
+            *keras_tree.flatten(encoded.memory),
+            *keras_tree.flatten(encoded.states),
+            encoded.lengths,
+        ]
+
+
+class DecoderStep(keras_layers.Layer):
+    """One decoder step of a `Seq2Seq` (`step_fn`, no alignments) as a layer:
+    ``[token (batch,), states..., memory...]`` -> ``[logits, states...]`` (flat, in the
+    order of `template`, an `Encoded` of one source): the streaming export's step."""
+
+    def __init__(self, seq2seq, template, **kwargs):
+        super().__init__(**kwargs)
+        self.seq2seq = seq2seq
+        self.memory_template, self.states_template = template.memory, template.states
+
+    def call(self, inputs):
+        count = len(keras_tree.flatten(self.states_template))
+        token, states, memory = inputs[0], inputs[1 : 1 + count], inputs[1 + count :]
+        memory = keras_tree.pack_sequence_as(self.memory_template, memory)
+        states = keras_tree.pack_sequence_as(self.states_template, states)
+        step = self.seq2seq.step_fn(memory, return_alignments=False)
+        logits, states = step(token, states)
+        return [logits, *keras_tree.flatten(states)]
 
 
 def write_heatmaps(translator, texts, folder, name="attention"):

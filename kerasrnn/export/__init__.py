@@ -31,6 +31,10 @@ For the runtimes beside TensorFlow: `export_onnx` writes an ONNX file for onnxru
 (Keras' exporter, dynamic batch and length) and `export_litert` a LiteRT flatbuffer of
 builtin ops only (the time loop as a builtin WHILE, at a fixed input shape); both take
 any model of the package's layers (`pip install kerasrnn[deploy]` for the runtimes).
+`kerasrnn.export.bundle.export_bundle` writes a recipe's ids-in / ids-out graphs with
+``deploy.json`` (vocabularies, labels, tokenisation) and ``client.py``
+(`kerasrnn/export/client.py`: the reference client, numpy and the runtime only, copied
+beside the model so that it runs without TensorFlow, Keras or kerasrnn).
 """
 
 from kerasrnn.export.litert import export_litert

@@ -6,7 +6,8 @@ Two routes, the first that converts:
    `tf2onnx`): every recurrent layer of the package converts, the time loop becoming an
    ONNX `Loop` whose body holds the cell's matmuls and gates, and the file keeps the
    model's dynamic batch and time dimensions.
-2. **Through the LiteRT graph** where tf2onnx cannot map a loop: `keras.ops.scan` on
+2. **Through the LiteRT graph** where tf2onnx cannot map a loop (it raises, or it writes
+   a file onnxruntime refuses to load, which is checked): `keras.ops.scan` on
    TensorFlow keeps its carry in a one-element TensorArray, which tf2onnx's While
    handler does not recognise ("couldn't find scan output index"), so the CRF's Viterbi
    decode fails route 1. The builtin-only LiteRT flatbuffer of `kerasrnn.export.litert`
@@ -109,6 +110,7 @@ def export_onnx(
             opset_version=opset_version,
             verbose=False,
         )
+        _check_loads(path)
     except Exception as error:  # tf2onnx's failure on a loop it cannot map
         keras_error = str(error).splitlines()[0] if str(error) else type(error).__name__
         try:
@@ -120,6 +122,15 @@ def export_onnx(
                 f"{litert_error} (Keras' ONNX exporter failed first: {keras_error})"
             ) from None
     return path
+
+
+def _check_loads(path):
+    """Raises where onnxruntime refuses the written file: tf2onnx can write a `Loop`
+    whose carried values do not match its body (seen with greedy decoding's loop),
+    which only loading finds."""
+    import onnxruntime
+
+    onnxruntime.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
 
 
 def _export_through_litert(model, path, specs, opset_version, batch_size, sequence_length):
@@ -153,7 +164,11 @@ def _export_through_litert(model, path, specs, opset_version, batch_size, sequen
     # Identity nodes give the names; renaming the tensors themselves would miss the
     # references inside the Loop bodies
     graph = proto.graph
+    shapes = {details["name"]: details["shape"] for details in runner.get_input_details().values()}
     for value in graph.input:
+        # the file runs one shape only: say so in its inputs (clients read them)
+        for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name]):
+            dim.dim_value = int(size)
         old, value.name = value.name, inputs[value.name]
         graph.node.insert(0, onnx.helper.make_node("Identity", [value.name], [old]))
     for value, name in zip(graph.output, output_names(len(outputs))):

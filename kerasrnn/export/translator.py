@@ -297,6 +297,50 @@ class TextTranslator:
         output = [w.decode("utf-8") for w in names.numpy()[0, 0, :length]]
         return result, source, output
 
+    def _streaming_functions(self):
+        """The ``encode`` and ``decoder_step`` functions of `export` and the latter's
+        input signature (shapes from encoding one source)."""
+        import numpy as np
+
+        template = self.model.encode(np.ones((1, 1), "int32"))
+        memory = keras.tree.flatten(template.memory)
+        states = keras.tree.flatten(template.states)
+
+        def encode(text):
+            ids, _, _ = self.encode(text)
+            encoded = self.model.encode(ids)
+            return {
+                **{f"memory_{i}": m for i, m in enumerate(keras.tree.flatten(encoded.memory))},
+                **{f"state_{i}": s for i, s in enumerate(keras.tree.flatten(encoded.states))},
+                "lengths": encoded.lengths,
+            }
+
+        def decoder_step(token, *flat):
+            step = self.model.step_fn(
+                keras.tree.pack_sequence_as(template.memory, list(flat[len(states) :])),
+                return_alignments=False,
+            )
+            logits, new = step(
+                token, keras.tree.pack_sequence_as(template.states, flat[: len(states)])
+            )
+            return {
+                "logits": logits,
+                **{f"state_{i}": s for i, s in enumerate(keras.tree.flatten(new))},
+            }
+
+        signature = (
+            [tf.TensorSpec([None], tf.int32, name="token")]
+            + [
+                tf.TensorSpec([None, *s.shape[1:]], tf.as_dtype(s.dtype), name=f"state_{i}")
+                for i, s in enumerate(states)
+            ]
+            + [  # the source length (axis 1) varies
+                tf.TensorSpec([None, None, *m.shape[2:]], tf.as_dtype(m.dtype), name=f"memory_{i}")
+                for i, m in enumerate(memory)
+            ]
+        )
+        return encode, decoder_step, signature
+
     def export(self, path, translate=None, translate_n_best=None, verbose=False):
         """Writes a SavedModel that translates strings. Returns `path`.
 
@@ -310,6 +354,11 @@ class TextTranslator:
         * ``translate_n_best``: ``text`` -> ``translations`` string `(batch, n)` and
           ``scores`` float32 `(batch, n)`, best first: the `n_best` hypotheses of the
           `translate_n_best` strategy (default ``BeamSearch(4)``, all 4 beams).
+        * streaming, a decoder loop run by the caller: ``encode``: ``text`` ->
+          ``memory_<i>`` (the attention memory: keys, values, mask), ``state_<i>`` (the
+          decoder's initial states) and ``lengths``; ``decoder_step``: ``token`` int32
+          `(batch,)`, the ``state_<i>`` and the ``memory_<i>`` -> ``logits`` `(batch,
+          target vocabulary)` and the new ``state_<i>`` (start with [START], id 2).
 
         Args:
             path: the output folder.
@@ -333,6 +382,7 @@ class TextTranslator:
             return {"translations": strings, "scores": scores}
 
         signature = [tf.TensorSpec([None], tf.string, name="text")]
+        encode, decoder_step, step_signature = self._streaming_functions()
         return export_saved_model(
             path,
             self.model,
@@ -340,6 +390,8 @@ class TextTranslator:
                 "serving_default": (translate_best, signature),
                 "translate": (translate_best, signature),
                 "translate_n_best": (translate_n, signature),
+                "encode": (encode, signature),
+                "decoder_step": (decoder_step, step_signature),
             },
             track=[self.lookup],
             verbose=verbose,

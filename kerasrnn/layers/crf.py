@@ -303,13 +303,14 @@ def crf_marginals(potentials, mask=None):
         earlier = ops.where(real[:, None], earlier, beta)
         return earlier, beta
 
+    # a forward scan over the flipped sequence rather than reverse=True: tf2onnx maps
+    # the reversed TensorFlow scan (through the LiteRT graph) to a wrong ONNX Loop
     _, betas = _scan(
         step,
         ops.zeros_like(potentials[:, 0, 0, :]),
-        (_time_major(potentials), _time_major(mask)),
-        reverse=True,
+        (ops.flip(_time_major(potentials), 0), ops.flip(_time_major(mask), 0)),
     )
-    log_p = alphas + _time_major(betas) - log_z[:, None, None]
+    log_p = alphas + _time_major(ops.flip(betas, 0)) - log_z[:, None, None]
     return ops.where(mask[:, :, None], ops.exp(log_p), ops.zeros_like(log_p))
 
 

@@ -1,0 +1,337 @@
+"""The reference client of a recipe exported to ONNX or LiteRT: numpy and the runtime
+(onnxruntime or ai-edge-litert, imported when the folder's format needs it) only, no
+TensorFlow, no Keras, nothing of kerasrnn.
+
+`export_bundle` copies this file into the exported folder, beside ``deploy.json`` and
+the model file(s): run it there (``python client.py FOLDER "a sentence" ...`` prints
+JSON) or load it by file path. Importing it as ``kerasrnn.export.client`` works too,
+but runs ``kerasrnn/__init__`` (which imports Keras) first.
+
+It does what the recipe's SavedModel does around the model, in numpy: the recipe's
+tokenisation (whitespace split, lower-cased where the recipe's config says), the
+vocabulary lookup (unknown words -> ``[UNK]``, id 1; padding id 0), one model call per
+input (batch 1, padded to the file's fixed length where it has one) and the mapping
+of the outputs back to labels, tags or tokens. Lower-casing is Python's `str.lower`,
+which equals TensorFlow's Unicode lower-casing on all but a few characters.
+
+Example (a classifier exported with ``--format onnx``)::
+
+    client = load("runs/c/onnx")
+    client.predict(["a gripping film"])
+    # [{"label": "pos", "probability": 0.93, "probabilities": {"neg": 0.07, "pos": 0.93}}]
+"""
+
+import json
+import math
+import os
+import re
+import sys
+import unicodedata
+
+import numpy as np
+
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+
+
+def split_words(text, lowercase=False):
+    """Whitespace tokenisation, as the recipes' `split_words`."""
+    if lowercase:
+        text = text.lower()
+    return [token for token in _SPACE.split(text) if token]
+
+
+# The translator's tokenisers (kerasrnn.data.text's "word" and "char"), in Python: the
+# space as a character token, RE2's \s, and the word detokeniser's rules.
+SPACE = "\u2581"
+_RE2_SPACE = re.compile(r"[\t\n\f\r ]+")
+_JOINER, _ALNUM, _MARK = "[-'\u2019]", r"[^\W_]", "\ue000"
+_DETOKENIZE = (
+    (re.compile(f" ({_JOINER}) ({_ALNUM})"), f" \\1{_MARK}\\2"),
+    (re.compile(f"({_ALNUM}) ({_JOINER}){_MARK}"), r"\1\2"),
+    (re.compile(_MARK), " "),
+    (re.compile(r" ([.,!?;:%)\]}])"), r"\1"),
+    (re.compile(r"([(\[{]) "), r"\1"),
+    (re.compile(r'" ([^"]*) "'), r'"\1"'),
+)
+
+
+def tokenize(text, kind, lowercase=False):
+    """A translator side's tokens: ``word`` (punctuation split off words, then
+    whitespace) or ``char`` (characters, each run of spaces one `SPACE`)."""
+    if lowercase:
+        text = text.lower()
+    if kind == "word":
+        spaced = "".join(f" {c} " if unicodedata.category(c)[0] == "P" else c for c in text)
+        return split_words(spaced)
+    return list(_RE2_SPACE.sub(SPACE, text.strip(" \t\n\r\f\v")))
+
+
+def detokenize(tokens, kind):
+    """Tokens -> text, as kerasrnn.data.text's `detokenize_graph`."""
+    if kind == "char":
+        return "".join(tokens).replace(SPACE, " ")
+    text = " ".join(tokens)
+    for pattern, replacement in _DETOKENIZE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class Runtime:
+    """One model file of the folder, run by onnxruntime (``.onnx``) or the LiteRT
+    interpreter without the Flex delegate (``.tflite``): ``run(*arrays)`` (in the order
+    of deploy.json's ``inputs``) -> the outputs, in the order of the Keras model's
+    outputs."""
+
+    def __init__(self, folder, entry):
+        self.shapes = entry["shapes"]
+        self.names = entry["inputs"]
+        self.count = entry["outputs"]
+        path = os.path.join(folder, entry["file"])
+        if path.endswith(".onnx"):
+            import onnxruntime
+
+            self.session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+            self.runner = None
+        else:
+            from ai_edge_litert.interpreter import Interpreter
+
+            self.session = None
+            self.runner = Interpreter(model_path=path).get_signature_runner()
+
+    def run(self, *arrays):
+        if self.session is not None:
+            return self.session.run(None, dict(zip(self.names, arrays)))
+        outputs = self.runner(**dict(zip(self.names, arrays)))
+        return [outputs[f"output_{i}"] for i in range(self.count)]
+
+
+def _pad(rows, shape, dtype="int32"):
+    """A batch-1 array of `rows` (nested lists) padded with 0 to `shape`'s fixed
+    dimensions (None: the rows' own length, at least 1)."""
+    array = np.asarray(rows, dtype)
+    target = [1] + [
+        max(array.shape[axis], 1) if dim is None else dim
+        for axis, dim in enumerate(shape[1:], start=1)
+    ]
+    if any(have > want for have, want in zip(array.shape, target)):
+        raise ValueError(
+            f"an input of shape {array.shape[1:]} does not fit the exported fixed shape "
+            f"{tuple(target[1:])}: export again with a larger --sequence-length."
+        )
+    padded = np.zeros(target, dtype)
+    padded[tuple(slice(0, n) for n in array.shape)] = array
+    return padded
+
+
+class Client:
+    """An exported recipe folder: `predict` runs the classifier or the tagger as the
+    recipe's SavedModel does (module docstring)."""
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
+            self.config = json.load(file)
+        self.task = self.config["task"]
+        self.models = {
+            name: Runtime(folder, entry) for name, entry in self.config["models"].items()
+        }
+        self.ids = {
+            key: {token: i for i, token in enumerate(tokens)}
+            for key, tokens in self.config.get("vocabularies", {}).items()
+        }
+
+    def lookup(self, vocabulary, tokens):
+        """Tokens -> ids in `vocabulary` (unknown -> [UNK])."""
+        table = self.ids[vocabulary]
+        return [table.get(token, UNK_ID) for token in tokens]
+
+    def predict(self, inputs):
+        """Classifier: texts -> ``{label, probability, probabilities}`` each; tagger:
+        token lists -> ``{tags, probabilities}`` each."""
+        if self.task == "translator":
+            return self.translate(inputs)
+        if self.task == "language_model":
+            return self.generate(inputs)
+        return [getattr(self, "_" + self.task)(item) for item in inputs]
+
+    def _classifier(self, text):
+        model = self.models["model"]
+        ids = self.lookup("words", split_words(text, self.config["lowercase"])) or [PAD_ID]
+        (probabilities,) = model.run(_pad([ids], model.shapes[0]))
+        probabilities = probabilities[0].astype("float64")
+        labels = self.config["labels"]
+        best = int(np.argmax(probabilities))
+        return {
+            "label": labels[best],
+            "probability": float(probabilities[best]),
+            "probabilities": dict(zip(labels, map(float, probabilities))),
+        }
+
+    def _tagger(self, tokens):
+        tokens = list(tokens)
+        if not tokens:
+            return {"tags": [], "probabilities": []}
+        model = self.models["model"]
+        keys = [t.lower() for t in tokens] if self.config["lowercase"] else tokens
+        arrays = [_pad([self.lookup("words", keys)], model.shapes[0])]
+        if "chars" in self.ids:
+            chars = [self.lookup("chars", list(t)[: self.config["max_chars"]]) for t in tokens]
+            width = max(len(c) for c in chars)
+            chars = [c + [PAD_ID] * (width - len(c)) for c in chars]
+            arrays.append(_pad([chars], model.shapes[1]))
+        outputs = model.run(*arrays)
+        n = len(tokens)
+        if self.config["crf"]:
+            best, probability = outputs[0][0, :n], outputs[1][0, :n]
+        else:
+            probabilities = outputs[0][0, :n]
+            best, probability = probabilities.argmax(-1), probabilities.max(-1)
+        tags = [self.config["tags"][int(i)] for i in best]
+        if self.config.get("bio"):  # trained in BIOES, reported in BIO
+            tags = [re.sub("^E-", "I-", re.sub("^S-", "B-", t)) for t in tags]
+        return {"tags": tags, "probabilities": [float(p) for p in probability]}
+
+    def translate(self, texts, search=None):
+        """Translator: texts -> ``{translation, score}`` each, decoded by the graph's
+        loop (`search`: ``"greedy"`` or ``"beam"``; default the run's beam size's)."""
+        model = self.models[search or self.config["default"]]
+        config = self.config
+        results = []
+        for text in texts:
+            tokens = tokenize(text, config["source_tokenizer"], config["lowercase"])
+            ids = self.lookup("source", tokens)[: config["max_source_length"]]
+            if not text.strip(" \t\n\r\f\v") or not ids:
+                results.append({"translation": "", "score": 0.0})
+                continue
+            output, score = model.run(_pad([ids], model.shapes[0]))
+            target = config["vocabularies"]["target"]
+            words = [target[i] for i in output[0, 0] if i not in (PAD_ID, START_ID, END_ID)]
+            results.append(
+                {
+                    "translation": detokenize(words, config["target_tokenizer"]),
+                    "score": float(score[0, 0]),
+                }
+            )
+        return results
+
+    def stream_translate(self, texts):
+        """Translator: greedy translations by the streaming graphs, the loop in
+        Python: ``encoder`` once per text, then one ``decoder_step`` call per target
+        token (token, states and the encoder's memory in; logits and states out),
+        until [END] or the length limit (`max_decode_length`, and
+        ceil(max_length_ratio * source length) where the run sets a ratio)."""
+        return [
+            {"translation": self._detokenize(ids), "score": score}
+            for ids, score in (self.stream_translate_ids(text) for text in texts)
+        ]
+
+    def stream_translate_ids(self, text):
+        """The greedy target ids of `text` ([END] included where reached) and their
+        log-probability, by the streaming graphs (`stream_translate`)."""
+        config = self.config
+        tokens = tokenize(text, config["source_tokenizer"], config["lowercase"])
+        ids = self.lookup("source", tokens)[: config["max_source_length"]]
+        if not text.strip(" \t\n\r\f\v") or not ids:
+            return [], 0.0
+        encoder, step = self.models["encoder"], self.models["decoder_step"]
+        outputs = encoder.run(_pad([ids], encoder.shapes[0]))
+        count, kept = config["stream"]["memory"], config["stream"]["states"]
+        memory, states = outputs[:count], outputs[count : count + kept]
+        limit = config["max_decode_length"]
+        if config["max_length_ratio"]:
+            length = max(int(outputs[-1][0]), 1)
+            limit = min(limit, math.ceil(config["max_length_ratio"] * length))
+        token, out, score = START_ID, [], 0.0
+        while len(out) < limit:
+            logits, *states = step.run(np.asarray([token], "int32"), *states, *memory)
+            logits = logits[0].astype("float64")
+            token = int(np.argmax(logits))
+            peak = logits.max()
+            score += float(logits[token] - peak - np.log(np.exp(logits - peak).sum()))
+            out.append(token)
+            if token == END_ID:
+                break
+        return out, score
+
+    def _detokenize(self, ids):
+        target = self.config["vocabularies"]["target"]
+        words = [target[i] for i in ids if i not in (PAD_ID, START_ID, END_ID)]
+        return detokenize(words, self.config["target_tokenizer"])
+
+    def translate_greedy(self, texts):
+        """`translate` with the greedy search graph."""
+        return self.translate(texts, "greedy")
+
+    def _prompt_ids(self, prompt):
+        """[first token] + the prompt's ids (characters, or whitespace-split words)."""
+        level = self.config["level"]
+        tokens = list(prompt) if level == "char" else split_words(prompt)
+        return [self.config["first_token"]] + self.lookup("words", tokens)
+
+    def _continuation(self, ids):
+        words = []
+        for i in ids:
+            if i == END_ID:
+                break
+            if i != PAD_ID:
+                words.append(self.config["vocabularies"]["words"][int(i)])
+        return ("" if self.config["level"] == "char" else " ").join(words)
+
+    def generate(self, prompts):
+        """Language model: prompts -> continuations (str), decoded by the graph's loop
+        (the run's method, greedy or beam search)."""
+        model = self.models["generate"]
+        results = []
+        for prompt in prompts:
+            ids = self._prompt_ids(prompt)
+            (out,) = model.run(_pad([ids], model.shapes[0]), np.asarray([len(ids)], "int32"))
+            results.append(self._continuation(out[0]))
+        return results
+
+    def stream(self, prompts, max_length=None):
+        """Language model: greedy continuations of `prompts`, one ``step`` call per
+        token (the streaming graph: token and states in, logits and states out), the
+        loop in Python; stops at [END] or after `max_length` tokens (default the run's
+        gen_length)."""
+        limit = max_length or self.config["gen_length"]
+        return [self._continuation(self.stream_ids(p, limit)) for p in prompts]
+
+    def stream_ids(self, prompt, max_length):
+        """The greedy token ids after `prompt` ([END] included where reached), one
+        ``step`` call per token."""
+        step = self.models["step"]
+        states = [
+            np.zeros([1, *shape], "float32") for layer in self.config["states"] for shape in layer
+        ]
+        logits = None
+        for token in self._prompt_ids(prompt):  # the prompt's tokens, as they arrive
+            logits, *states = step.run(np.asarray([token], "int32"), *states)
+        out: list = []
+        while len(out) < max_length:
+            token = int(np.argmax(logits[0]))
+            out.append(token)
+            if token == END_ID:
+                break
+            logits, *states = step.run(np.asarray([token], "int32"), *states)
+        return out
+
+
+def load(folder):
+    """The `Client` of an exported folder."""
+    return Client(folder)
+
+
+def main(argv):
+    """``python client.py FOLDER INPUT...``: the predictions as JSON (a tagger's inputs
+    are whitespace-tokenised)."""
+    if len(argv) < 2:
+        print("usage: python client.py FOLDER INPUT...", file=sys.stderr)
+        return 2
+    client = load(argv[0])
+    inputs = argv[1:] if client.task != "tagger" else [text.split() for text in argv[1:]]
+    print(json.dumps(client.predict(inputs), ensure_ascii=False, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

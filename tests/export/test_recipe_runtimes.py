@@ -1,0 +1,436 @@
+"""The recipes exported to ONNX and LiteRT (`export --format onnx|litert`): the
+reference client (`kerasrnn/export/client.py`, copied beside the model) runs in a
+process where tensorflow, keras and kerasrnn cannot be imported, and reproduces the
+recipe's own SavedModel on the same inputs. Tiny models (8 units), untrained or trained
+for one epoch on a few synthetic sentences."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from recipes import classifier, common, tagger
+
+FORMATS = ("onnx", "litert")
+
+# Runs `client.py` of a folder by file path with tensorflow, keras and kerasrnn blocked:
+# argv: folder, JSON list of inputs; prints the predictions as JSON.
+BLOCKED_CLIENT = r"""
+import importlib.abc, importlib.util, json, sys
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("tensorflow", "keras", "tf_keras", "kerasrnn"):
+            raise ImportError(f"{name} is blocked in this process")
+
+sys.meta_path.insert(0, Block())
+folder, inputs = sys.argv[1], json.loads(sys.argv[2])
+spec = importlib.util.spec_from_file_location("client", folder + "/client.py")
+client = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(client)
+runner = client.load(folder)
+method = getattr(runner, sys.argv[3]) if len(sys.argv) > 3 else runner.predict
+print(json.dumps(method(inputs)))
+assert not any(m.split(".")[0] in ("tensorflow", "keras") for m in sys.modules)
+"""
+
+
+def run_client(folder, inputs, method=None):
+    """The client's predictions in a process that cannot import TensorFlow or Keras."""
+    argv = [sys.executable, "-c", BLOCKED_CLIENT, str(folder), json.dumps(inputs)]
+    done = subprocess.run(
+        argv + ([method] if method else []), capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_blocker_blocks(tmp_path):
+    (tmp_path / "client.py").write_text("import keras\n")
+    argv = [sys.executable, "-c", BLOCKED_CLIENT, str(tmp_path), "[]"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "keras is blocked" in done.stderr
+
+
+WORDS = "good bad film plot great dull fine awful The cat sat on a mat".split()
+
+
+def _texts(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, rng.integers(2, 7))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def classifier_run(tmp_path_factory):
+    """A classifier trained for one epoch through the command line."""
+    folder = tmp_path_factory.mktemp("classifier")
+    texts = _texts(48)
+    labels = ["pos" if ("good" in t or "great" in t) else "neg" for t in texts]
+    with open(folder / "train.tsv", "w", encoding="utf-8") as file:
+        file.writelines(f"{label}\t{text}\n" for label, text in zip(labels, texts))
+    run = ["--output-dir", str(folder / "run")]
+    tiny = ["--epochs", "1", "--embedding-dim", "8", "--units", "8", "--verbose", "0"]
+    code = classifier.main(
+        ["train", "--train", str(folder / "train.tsv"), "--valid-fraction", "0", "--lowercase",
+         "true", *tiny, *run]
+    )  # fmt: skip
+    assert code == 0
+    return run
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_classifier_client_reproduces_the_saved_model(classifier_run, format_name, capsys):
+    import tensorflow as tf
+
+    capsys.readouterr()
+    assert classifier.main(["export", *classifier_run]) == 0
+    saved = json.loads(capsys.readouterr().out)["saved_model"]
+    assert classifier.main(["export", *classifier_run, "--format", format_name]) == 0
+    folder = json.loads(capsys.readouterr().out)[format_name]
+    assert sorted(os.listdir(folder)) == sorted(
+        ["client.py", "deploy.json", "model." + {"onnx": "onnx", "litert": "tflite"}[format_name]]
+    )
+    texts = ["Good film", "awful PLOT never-seen-word", "", "the  cat sat on a mat fine"]
+    out = tf.saved_model.load(saved).signatures["serving_default"](text=tf.constant(texts))
+    got = run_client(folder, texts)
+    assert [g["label"] for g in got] == [t.decode() for t in out["label"].numpy()]
+    labels = list(got[0]["probabilities"])
+    probabilities = np.array([[g["probabilities"][k] for k in labels] for g in got])
+    np.testing.assert_allclose(probabilities, out["probabilities"].numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        [g["probability"] for g in got], out["probability"].numpy(), atol=1e-5
+    )
+
+
+def test_export_format_errors_are_one_line(classifier_run, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        classifier.main(["export", *classifier_run, "--format", "tflite"])
+    assert exit_.value.code == 2
+    assert "argument --format: invalid choice: 'tflite'" in capsys.readouterr().err
+
+
+def _tagger(tmp_path, crf, chars=True, seed=0):
+    """An untrained tagger (fixed seed) with its vocabularies, and its SavedModel."""
+    import keras
+
+    from kerasrnn.data import Vocabulary
+
+    keras.utils.set_random_seed(seed)
+    config = common.load_config(
+        tagger.DEFAULTS,
+        overrides={
+            "embedding_dim": 8,
+            "units": 8,
+            "char_dim": 8 if chars else 0,
+            "char_units": 8,
+            "max_chars": 6,
+            "crf": crf,
+            "output_dir": str(tmp_path / "run"),
+        },
+    )
+    sentences = [t.split() for t in _texts(20, seed=1)]
+    words = Vocabulary.build([[w.lower() for w in s] for s in sentences])
+    char_vocab = Vocabulary.build([list(w) for s in sentences for w in s]) if chars else None
+    tags = ["ADJ", "NOUN", "VERB", "DET"]
+    model = tagger.build_model(config, len(words), len(char_vocab) if chars else 0, len(tags))
+    if crf:  # random transitions, so that the Viterbi path is not the per-word argmax
+        for weight in model.weights:
+            if "transition" in weight.path:
+                weight.assign(np.random.default_rng(seed).normal(size=weight.shape))
+    trained = tagger.Tagger(model, words, char_vocab, tags, True, 6)
+    saved = str(tmp_path / "saved_model")
+    trained.export(saved)
+    return trained, saved
+
+
+TAGGER_INPUTS = [
+    "The cat sat on a mat".split(),
+    "good Unseen-Word-longer-than-six film".split(),
+    [],
+    ["FINE"],
+]
+
+
+def _saved_tags(saved, sentences, width=None):
+    """The SavedModel's tags and probabilities, each sentence alone, padded with "" to
+    `width` tokens (None: its own length)."""
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(saved).signatures["serving_default"]
+    results = []
+    for sentence in sentences:
+        n = len(sentence)
+        padded = sentence + [""] * (max(width or n, 1) - n)
+        out = serve(tokens=tf.constant([padded]))
+        tags = [t.decode() for t in out["tags"].numpy()[0, :n]]
+        results.append((tags, out["probability"].numpy()[0, :n]))
+    return results
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+@pytest.mark.parametrize(
+    "crf, chars", [(False, True), (True, True), (False, False)], ids=["softmax", "crf", "words"]
+)
+def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, chars):
+    trained, saved = _tagger(tmp_path, crf, chars)
+    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 12)
+    with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
+        width = json.load(file)["models"]["model"]["shapes"][0][1]  # None: dynamic
+    # With character features the tagger's outputs depend on the padding words (the
+    # char features carry no mask, so Concatenate drops the word mask): the SavedModel
+    # runs each sentence padded as the client pads it. Without them, one batch.
+    expected = _saved_tags(saved, TAGGER_INPUTS, width if chars else None)
+    got = run_client(folder, TAGGER_INPUTS)
+    assert [g["tags"] for g in got] == [tags for tags, _ in expected]
+    assert any(got[0]["tags"])
+    for g, (_, probability) in zip(got, expected):
+        np.testing.assert_allclose(g["probabilities"], probability, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def translator_run(tmp_path_factory):
+    """A tiny translator (words -> characters, beam size 2) trained one epoch on
+    generated dates, and its SavedModel."""
+    from kerasrnn.tasks import date_translation_task
+    from recipes import translator
+
+    out = tmp_path_factory.mktemp("translator") / "run"
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            output_dir=str(out),
+            target_tokenizer="char",
+            lowercase=True,
+            embedding_dim=8,
+            encoder_units=8,
+            decoder_units=16,
+            attention_units=8,
+            dropout=0.0,
+            batch_size=32,
+            epochs=1,
+            bucket_boundaries=[],
+            beam_size=2,
+            max_source_length=6,
+            max_target_length=12,
+            max_decode_length=8,
+            heatmaps=0,
+            verbose=0,
+        ),
+    )
+    translator.train(config, {"train": date_translation_task(160, seed=0), "valid": None})
+    return out
+
+
+TRANSLATOR_INPUTS = ["3rd of May 1999", "12 march, 2014", "", "zzzz qqqq", "5 june 1987 a b c d"]
+
+
+_EXPORTED: dict = {}
+
+
+def _translator_folder(run, format_name):
+    """``translator export --format FORMAT`` of the run through the command line, once
+    per format (the ONNX export of the decoding loops takes the longest)."""
+    import contextlib
+    import io
+
+    from recipes import translator
+
+    key = (str(run), format_name)
+    if key not in _EXPORTED:
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            code = translator.main(["export", "--output-dir", str(run), "--format", format_name])
+        assert code == 0
+        _EXPORTED[key] = json.loads(stdout.getvalue())[format_name]
+    return _EXPORTED[key]
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_translator_client_reproduces_the_saved_model(translator_run, format_name):
+    """Beam search (the run's beam size, 2) against the SavedModel's ``translate``
+    signature; greedy search against the library's own graph (`Translator.translate`
+    with beam size 1): translations identical, scores within 1e-5."""
+    import tensorflow as tf
+
+    from recipes import translator
+
+    saved = str(translator_run / "sm")
+    if not os.path.exists(saved):
+        translator.Translator.from_run(
+            common.saved_config(translator.DEFAULTS, str(translator_run))
+        ).export(saved)
+    folder = _translator_folder(translator_run, format_name)
+    extension = "onnx" if format_name == "onnx" else "tflite"
+    assert sorted(os.listdir(folder)) == [
+        f"beam.{extension}",
+        "client.py",
+        f"decoder_step.{extension}",
+        "deploy.json",
+        f"encoder.{extension}",
+        f"greedy.{extension}",
+    ]
+    served = tf.saved_model.load(str(translator_run / "sm")).signatures["translate"](
+        text=tf.constant(TRANSLATOR_INPUTS)
+    )
+    beam = run_client(folder, TRANSLATOR_INPUTS, "translate")
+    assert [b["translation"] for b in beam] == [t.decode() for t in served["translation"].numpy()]
+    assert any(b["translation"] for b in beam)
+    np.testing.assert_allclose([b["score"] for b in beam], served["score"].numpy(), atol=1e-5)
+
+    trained = translator.Translator.from_run(
+        common.saved_config(translator.DEFAULTS, str(translator_run))
+    )
+    expected = trained.translate(TRANSLATOR_INPUTS, 1, return_scores=True)
+    greedy = run_client(folder, TRANSLATOR_INPUTS, "translate_greedy")
+    assert [g["translation"] for g in greedy] == [e[0]["translation"] for e in expected]
+    np.testing.assert_allclose(
+        [g["score"] for g in greedy], [e[0]["score"] for e in expected], atol=1e-5
+    )
+
+
+@pytest.fixture(scope="module")
+def language_model_run():
+    """A tiny untrained word-level language model (2 LSTM layers of 8 units, fixed
+    seed: its greedy continuations are not empty), greedy decoding."""
+    import keras
+
+    from kerasrnn.data import Vocabulary
+    from recipes import language_model
+
+    keras.utils.set_random_seed(3)
+    words = Vocabulary.build([["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log"]])
+    config = dict(language_model.DEFAULTS)
+    config.update(
+        units=8, num_layers=2, init_scale=0.5, seed=3, gen_length=8, method="greedy",
+        output_dir="unused",
+    )  # fmt: skip
+    model = language_model.build_model(config, len(words))
+    return language_model.LanguageModel(model, words, config)
+
+
+def _stream(step, ids, max_length):
+    """Greedy ids after `ids` by the SavedModel's ``step`` signature, one call per
+    token, until [END] (included) or `max_length` tokens."""
+    import tensorflow as tf
+
+    from kerasrnn.data import END_ID
+
+    specs = step.structured_input_signature[1]
+    states = {k: tf.zeros([1, *v.shape[1:]]) for k, v in specs.items() if k != "token"}
+
+    def feed(token):
+        outputs = step(token=tf.constant([token], tf.int32), **states)
+        states.update({k: outputs[k] for k in states})
+        return outputs["logits"].numpy()[0]
+
+    for token in ids:
+        logits = feed(token)
+    out: list = []
+    while len(out) < max_length:
+        out.append(int(np.argmax(logits)))
+        if out[-1] == END_ID:
+            break
+        logits = feed(out[-1])
+    return out
+
+
+PROMPTS = ["the", "the dog", "a zebra", ""]
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_language_model_client_generates_and_streams_as_generate(
+    language_model_run, format_name, tmp_path
+):
+    """The in-graph loop (``generate``) equals the SavedModel; the streaming loop
+    (``step``, one call per token) equals the library's `generate` (GreedySearch)."""
+    import tensorflow as tf
+
+    from recipes import language_model
+
+    trained = language_model_run
+    saved = str(tmp_path / "saved_model")
+    trained.export(saved)
+    served = tf.saved_model.load(saved).signatures["serving_default"](prompt=tf.constant(PROMPTS))
+    expected = [c.decode() for c in served["continuation"].numpy()]
+    assert expected == [r["continuation"] for r in trained.generate(PROMPTS)]
+    # the SavedModel's streaming step, in a greedy loop
+    step = tf.saved_model.load(saved).signatures["step"]
+    first = language_model.first_token(trained.config)
+    streamed = [_stream(step, [first, *trained.vocabulary.encode(p.split())], 8) for p in PROMPTS]
+    assert [" ".join(trained.vocabulary.decode(ids, skip_special=True)) for ids in streamed] == (
+        expected
+    )
+    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 6)
+    assert run_client(folder, PROMPTS) == expected
+    assert run_client(folder, PROMPTS, "stream") == expected
+    assert any(expected)
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_translator_streaming_loop_equals_greedy_generate(translator_run, format_name, tmp_path):
+    """The client's loop over the ``encoder`` and ``decoder_step`` graphs gives the
+    tokens of the library's `Seq2Seq.generate` with `GreedySearch`."""
+    from recipes import translator
+
+    trained = translator.Translator.from_run(
+        common.saved_config(translator.DEFAULTS, str(translator_run))
+    )
+    folder = _translator_folder(translator_run, format_name)
+    expected = trained.translate(TRANSLATOR_INPUTS, 1, return_scores=True)
+    streamed = run_client(folder, TRANSLATOR_INPUTS, "stream_translate")
+    assert [s["translation"] for s in streamed] == [e[0]["translation"] for e in expected]
+    np.testing.assert_allclose(
+        [s["score"] for s in streamed], [e[0]["score"] for e in expected], atol=1e-4
+    )
+
+
+def test_translator_saved_model_streaming_signatures(translator_run, tmp_path):
+    """The SavedModel's ``encode`` and ``decoder_step`` signatures, in a greedy loop,
+    give the library's greedy translations (`Translator.translate` with beam size 1)."""
+    import tensorflow as tf
+
+    from kerasrnn.data import END_ID, START_ID
+    from kerasrnn.export.client import detokenize
+    from recipes import translator
+
+    trained = translator.Translator.from_run(
+        common.saved_config(translator.DEFAULTS, str(translator_run))
+    )
+    loaded = tf.saved_model.load(trained.export(str(tmp_path / "sm")))
+    encode, step = loaded.signatures["encode"], loaded.signatures["decoder_step"]
+    texts = [t for t in TRANSLATOR_INPUTS if t]  # a blank text has no translation to stream
+    encoded = encode(text=tf.constant(texts))
+    memory = {k: v for k, v in encoded.items() if k.startswith("memory_")}
+    states = {k: v for k, v in encoded.items() if k.startswith("state_")}
+    token = tf.fill([len(texts)], START_ID)
+    done = np.zeros(len(texts), bool)
+    out = []
+    for _ in range(trained.settings["max_length"]):  # the run's max_length_ratio is None
+        outputs = step(token=token, **states, **memory)
+        states = {k: outputs[k] for k in states}
+        chosen = outputs["logits"].numpy().argmax(-1)
+        out.append(np.where(done, END_ID, chosen))
+        done |= chosen == END_ID
+        token = tf.constant(chosen, tf.int32)
+    target = trained.target_vocabulary.tokens
+    streamed = []
+    for row in np.stack(out, 1):
+        ids = list(row[: list(row).index(END_ID)] if END_ID in row else row)
+        streamed.append(detokenize([target[i] for i in ids], "char"))
+    assert streamed == trained.translate(texts, 1)
+
+
+def test_formats_a_recipe_cannot_hold_are_one_line_errors(language_model_run, tmp_path):
+    from recipes import language_model
+
+    trained = language_model_run
+    sampling = language_model.LanguageModel(
+        trained.model, trained.vocabulary, {**trained.config, "method": "sample"}
+    )
+    with pytest.raises(common.ConfigError, match="pass --method greedy") as error:
+        sampling.export_runtime(str(tmp_path / "x"), "onnx")
+    assert "\n" not in str(error.value) and "the onnx export" in str(error.value)
+    assert not os.path.exists(tmp_path / "x")
