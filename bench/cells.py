@@ -155,6 +155,10 @@ def contenders(kind, have_torch):
         ),
         ("kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
         (
+            "kerasrnn.RNN, fast path, own XLA loop off",
+            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), jit_compile=False)),
+        ),
+        (
             "kerasrnn.RNN, fast path, jit_compile",
             lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True),
         ),
@@ -165,7 +169,7 @@ def contenders(kind, have_torch):
         (f"keras.layers.{keras_layer.__name__}", lambda: keras_step(lambda: keras_layer(UNITS))),
     ]
     if not tf:  # JAX always compiles with XLA: the jit_compile rows would repeat others
-        rows = [row for row in rows if "jit_compile" not in row[0]]
+        rows = [row for row in rows if "jit_compile" not in row[0] and "XLA" not in row[0]]
     if have_torch:
         rows.append((f"torch.nn.{kind.upper()}", lambda: torch_step(kind)))
     else:

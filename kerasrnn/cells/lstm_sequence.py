@@ -33,7 +33,8 @@ def _time_loop(step, carry, sequences, widths, reverse=False):
     time, `(T, batch, width)` for `widths`. (`ops.scan` would be the natural call, but
     on TensorFlow Keras' scan only stacks outputs shaped like the carry.)"""
     sequences = [ops.convert_to_tensor(s) for s in sequences]
-    steps, batch = sequences[0].shape[0], ops.shape(sequences[0])[1]
+    # the length may be unknown when traced (a tf.data pipeline of varying lengths)
+    steps, batch = ops.shape(sequences[0])[:2]
     dtype = sequences[0].dtype
     stacked = [ops.zeros((steps, batch, width), dtype) for width in widths]
 

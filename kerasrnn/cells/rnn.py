@@ -99,6 +99,25 @@ def compiled_with_xla():
     return tensorflow_graph_in_xla_context(tf.compat.v1.get_default_graph())
 
 
+_XLA_LSTM_SEQUENCE: list = []  # the tf.function, made on first use (TensorFlow is imported lazily)
+
+
+def xla_lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
+    """`lstm_sequence` in its own XLA cluster: a `tf.function(jit_compile=True)` that a
+    graph TensorFlow runs without XLA (a model compiled with Keras' default settings on a
+    CPU) calls as one compiled op, forward and backward (TensorFlow compiles the gradient
+    function of an XLA function with XLA too)."""
+    import tensorflow as tf
+
+    if not _XLA_LSTM_SEQUENCE:
+        _XLA_LSTM_SEQUENCE.append(tf.function(lambda *args: lstm_sequence(*args), jit_compile=True))
+    # tensors, not Keras variables, cross into the compiled function (the gradient reaches
+    # the variables through the reads)
+    args = [None if a is None else tf.convert_to_tensor(a) for a in (kernel, recurrent_kernel)]
+    bias = None if bias is None else tf.convert_to_tensor(bias)
+    return _XLA_LSTM_SEQUENCE[0](x, *args, bias, h0, c0)
+
+
 def check_sequence_rank(layer, shape):
     """kerasrnn.RNN reads (batch, time, features); a rank-2 input is the common slip."""
     shape = tuple(shape)
@@ -130,10 +149,16 @@ class RNN(keras.layers.RNN):
        TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
        A cell in `kerasrnn.layers.WeightDrop` counts as the cell it wraps, with the
        recurrent kernel it drops for the call (ways 1 and 2).
-    2. **Written-out backward pass** (the same LSTM cells, no mask, compiled with XLA:
-       JAX, or TensorFlow with `jit_compile=True`): `kerasrnn.cells.lstm_sequence`,
-       whose backward loop keeps only the gate gradients and takes each weight
-       gradient in one matmul over all steps, as PyTorch's CPU LSTM does.
+    2. **Written-out backward pass** (the same LSTM cells, no mask, not unrolled):
+       `kerasrnn.cells.lstm_sequence`, whose backward loop keeps only the gate
+       gradients and takes each weight gradient in one matmul over all steps, as
+       PyTorch's CPU LSTM does; compiled with XLA. On JAX, and on TensorFlow inside a
+       model compiled with `jit_compile=True`, it runs inline. On TensorFlow without
+       XLA (Keras' default `jit_compile="auto"` on a CPU) the layer compiles it in its
+       own XLA cluster, a `tf.function(jit_compile=True)` whose gradient XLA compiles
+       too: with `jit_compile="auto"` in training (inference, and the graphs
+       `kerasrnn.export` writes, keep the loop), with `jit_compile=True` always. XLA compiles
+       the cluster once per input shape.
     3. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
        all t in one [time * batch, features] x [features, gates * units] matmul before
        the loop, so the loop keeps only U h_{t-1} and the gate arithmetic. Off by
@@ -151,6 +176,12 @@ class RNN(keras.layers.RNN):
         fast_path: use the fused kernels when the cell allows (False: always a loop).
         hoist_projection: for kerasrnn cells the fused kernels do not take, project the
             whole input sequence before the loop (way 3 above).
+        jit_compile: on TensorFlow, whether the LSTM's loop (way 2) runs in its own XLA
+            cluster when the model around it is not compiled with XLA: "auto" (the
+            default) in training, True also at inference, False never (the
+            differentiated loop of way 4, as before). Measured faster for the LSTM on a
+            CPU (`bench/cells.py`); the GRU has no written-out pass and keeps its loop.
+            No effect on JAX (always XLA) or torch.
         **kwargs: `keras.layers.RNN`'s arguments (`return_sequences`, `return_state`,
             `go_backwards`, `stateful`, `unroll`, `zero_output_for_mask`...).
             `keras.layers.Bidirectional` accepts the layer.
@@ -163,10 +194,15 @@ class RNN(keras.layers.RNN):
     (2, 5, 8)
     """
 
-    def __init__(self, cell, fast_path=True, hoist_projection=False, **kwargs):
+    def __init__(self, cell, fast_path=True, hoist_projection=False, jit_compile="auto", **kwargs):
+        if jit_compile not in ("auto", True, False):
+            raise ValueError(
+                f"kerasrnn.RNN: jit_compile must be 'auto', True or False; got {jit_compile!r}."
+            )
         super().__init__(cell, **kwargs)
         self.fast_path = bool(fast_path)
         self.hoist_projection = bool(hoist_projection)
+        self.jit_compile = jit_compile
 
     def build(self, sequences_shape, initial_state_shape=None):
         check_sequence_rank(self, sequences_shape)
@@ -187,14 +223,13 @@ class RNN(keras.layers.RNN):
                 substituted = getattr(self.cell, "substituted_weights", None)
                 with substituted(training) if substituted else contextlib.nullcontext():
                     result = self._fused_loop(kind, sequences, initial_state, mask, training)
-                    if (
-                        result is None
-                        and kind == "lstm"
-                        and mask is None
-                        and not self.unroll
-                        and compiled_with_xla()
-                    ):
-                        result = self._written_out_loop(sequences, initial_state, training)
+                    if result is None and kind == "lstm" and mask is None and not self.unroll:
+                        if compiled_with_xla():
+                            result = self._written_out_loop(sequences, initial_state, training)
+                        elif self._compiles_own_loop(training):
+                            result = self._written_out_loop(
+                                sequences, initial_state, training, xla_lstm_sequence
+                            )
                 if result is not None:
                     return result
         if self.hoist_projection and isinstance(self.cell, RecurrentCell):
@@ -261,14 +296,24 @@ class RNN(keras.layers.RNN):
             new_states = [new_states]
         return last_output, outputs, list(new_states)
 
-    def _written_out_loop(self, sequences, initial_state, training):
-        """The LSTM through `lstm_sequence` (its backward pass written out)."""
+    def _compiles_own_loop(self, training):
+        """Whether the LSTM's loop runs in its own XLA cluster (`jit_compile`), the model
+        around it not being compiled with XLA: on TensorFlow only (JAX always compiles;
+        torch has no XLA here); with "auto" only in training, so that inference and the
+        graphs `kerasrnn.export` writes keep the plain loop."""
+        if self.jit_compile is False or keras.backend.backend() != "tensorflow":
+            return False
+        return self.jit_compile is True or bool(training)
+
+    def _written_out_loop(self, sequences, initial_state, training, sequence=None):
+        """The LSTM through `lstm_sequence` (its backward pass written out), or through
+        `sequence` (`xla_lstm_sequence`)."""
         cell = self._fused_cell
         h0, c0 = cell.check_states(initial_state)
         sequences = ops.transpose(self._dropped(sequences, training), (1, 0, 2))
         if self.go_backwards:
             sequences = ops.flip(sequences, axis=0)
-        outputs, h, c = lstm_sequence(
+        outputs, h, c = (sequence or lstm_sequence)(
             sequences, cell.kernel, cell.recurrent_kernel, cell.bias, h0, c0
         )
         if self.return_sequences:
@@ -308,4 +353,5 @@ class RNN(keras.layers.RNN):
         config = super().get_config()
         config["fast_path"] = self.fast_path
         config["hoist_projection"] = self.hoist_projection
+        config["jit_compile"] = self.jit_compile
         return config

@@ -183,11 +183,13 @@ def test_rnn_keeps_the_loop_for_masks_unroll_and_fast_path_off(monkeypatch, opti
 
 
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow's graph without XLA")
-def test_tensorflow_without_xla_keeps_the_loop(monkeypatch):
+def test_tensorflow_without_xla_and_jit_compile_off_keeps_the_loop(monkeypatch):
+    """jit_compile=False: no XLA cluster of its own (tests/cells/test_rnn_jit_compile.py
+    tests the default, which has one)."""
     spy = Spy()
     monkeypatch.setattr(rnn_module, "lstm_sequence", spy)
     one_sgd_step(
-        kerasrnn.RNN(kerasrnn.LSTMCell(4)),
+        kerasrnn.RNN(kerasrnn.LSTMCell(4), jit_compile=False),
         np.ones((2, 5, 3), "float32"),
         np.ones((2, 1), "float32"),
         jit_compile=False,
