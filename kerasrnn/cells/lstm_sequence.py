@@ -51,19 +51,32 @@ def _time_loop(step, carry, sequences, widths, reverse=False):
     return ops.fori_loop(0, steps, body, (carry, stacked))
 
 
-def lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
+def lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0, input_gradient=True):
     """Time-major `x` `(time, batch, features)` -> `(outputs (time, batch, units), h_T,
-    c_T)`, differentiable in every argument (`bias` may be None)."""
+    c_T)`, differentiable in every argument (`bias` may be None). `input_gradient=False`
+    skips dX = dZ W^T (its gradient is then zero): for a caller that knows nothing
+    differentiates `x` and runs where the compiler cannot prune the unused matmul (a
+    function compiled on its own, `kerasrnn.RNN`'s XLA cluster)."""
     dtype = ops.convert_to_tensor(x).dtype
     weights = [ops.cast(w, dtype) for w in (kernel, recurrent_kernel)]
     bias = ops.zeros((kernel.shape[-1],), dtype) if bias is None else ops.cast(bias, dtype)
-    stacked = _lstm_sequence(x, *weights, bias, ops.cast(h0, dtype), ops.cast(c0, dtype))
+    run = _lstm_sequence if input_gradient else _lstm_sequence_without_input_gradient
+    stacked = run(x, *weights, bias, ops.cast(h0, dtype), ops.cast(c0, dtype))
     outputs = stacked[:-1]
     return outputs, outputs[-1], stacked[-1]
 
 
 @ops.custom_gradient
 def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
+    return _lstm_sequence_and_gradient(x, kernel, recurrent_kernel, bias, h0, c0, True)
+
+
+@ops.custom_gradient
+def _lstm_sequence_without_input_gradient(x, kernel, recurrent_kernel, bias, h0, c0):
+    return _lstm_sequence_and_gradient(x, kernel, recurrent_kernel, bias, h0, c0, False)
+
+
+def _lstm_sequence_and_gradient(x, kernel, recurrent_kernel, bias, h0, c0, input_gradient):
     steps, batch, features = ops.shape(x)
     units = recurrent_kernel.shape[0]
     flat_x = ops.reshape(x, (-1, features))
@@ -118,7 +131,10 @@ def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
         dz = ops.reshape(dz, (-1, 4 * units))
         d_kernel = ops.matmul(ops.transpose(flat_x), dz)
         d_recurrent = ops.matmul(ops.transpose(ops.reshape(previous_h, (-1, units))), dz)
-        dx = ops.reshape(ops.matmul(dz, ops.transpose(kernel)), (steps, batch, features))
+        if input_gradient:
+            dx = ops.reshape(ops.matmul(dz, ops.transpose(kernel)), (steps, batch, features))
+        else:
+            dx = ops.zeros_like(x)
         return dx, d_kernel, d_recurrent, ops.sum(dz, 0), dh0, dc0
 
     # one output (Keras' custom_gradient takes one on torch): the outputs, then c_T

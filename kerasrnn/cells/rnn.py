@@ -10,6 +10,7 @@ from kerasrnn._private import (
     backend_lstm,
     backend_rnn,
     tensorflow_graph_in_xla_context,
+    tensorflow_records_gradient,
 )
 from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.gru import GRUCell
@@ -99,23 +100,41 @@ def compiled_with_xla():
     return tensorflow_graph_in_xla_context(tf.compat.v1.get_default_graph())
 
 
-_XLA_LSTM_SEQUENCE: list = []  # the tf.function, made on first use (TensorFlow is imported lazily)
+def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, options):
+    """The LSTM layer's pass through `lstm_sequence`: batch-major `sequences` -> `(h_T,
+    outputs, c_T)` as `keras.layers.RNN.inner_loop` returns them; `options` is
+    `(go_backwards, return_sequences, input_gradient)`."""
+    go_backwards, return_sequences, input_gradient = options
+    sequences = ops.transpose(sequences, (1, 0, 2))
+    if go_backwards:
+        sequences = ops.flip(sequences, axis=0)
+    outputs, h, c = lstm_sequence(
+        sequences, kernel, recurrent_kernel, bias, h0, c0, input_gradient=input_gradient
+    )
+    outputs = ops.transpose(outputs, (1, 0, 2)) if return_sequences else h[:, None]
+    return h, outputs, c
 
 
-def xla_lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
-    """`lstm_sequence` in its own XLA cluster: a `tf.function(jit_compile=True)` that a
+_XLA_WRITTEN_OUT_LSTM: dict = {}  # one tf.function per options, made on first use
+
+
+def xla_written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, options):
+    """`written_out_lstm` in its own XLA cluster: a `tf.function(jit_compile=True)` that a
     graph TensorFlow runs without XLA (a model compiled with Keras' default settings on a
-    CPU) calls as one compiled op, forward and backward (TensorFlow compiles the gradient
-    function of an XLA function with XLA too)."""
+    CPU) calls as one compiled op; TensorFlow compiles its gradient function with XLA
+    too (both carry `_XlaMustCompile`)."""
     import tensorflow as tf
 
-    if not _XLA_LSTM_SEQUENCE:
-        _XLA_LSTM_SEQUENCE.append(tf.function(lambda *args: lstm_sequence(*args), jit_compile=True))
+    if options not in _XLA_WRITTEN_OUT_LSTM:
+        _XLA_WRITTEN_OUT_LSTM[options] = tf.function(
+            lambda *args: written_out_lstm(*args, options), jit_compile=True
+        )
     # tensors, not Keras variables, cross into the compiled function (the gradient reaches
     # the variables through the reads)
-    args = [None if a is None else tf.convert_to_tensor(a) for a in (kernel, recurrent_kernel)]
-    bias = None if bias is None else tf.convert_to_tensor(bias)
-    return _XLA_LSTM_SEQUENCE[0](x, *args, bias, h0, c0)
+    weights = [
+        None if w is None else tf.convert_to_tensor(w) for w in (kernel, recurrent_kernel, bias)
+    ]
+    return _XLA_WRITTEN_OUT_LSTM[options](sequences, *weights, h0, c0)
 
 
 def check_sequence_rank(layer, shape):
@@ -228,7 +247,7 @@ class RNN(keras.layers.RNN):
                             result = self._written_out_loop(sequences, initial_state, training)
                         elif self._compiles_own_loop(training):
                             result = self._written_out_loop(
-                                sequences, initial_state, training, xla_lstm_sequence
+                                sequences, initial_state, training, compiled=True
                             )
                 if result is not None:
                     return result
@@ -305,21 +324,27 @@ class RNN(keras.layers.RNN):
             return False
         return self.jit_compile is True or bool(training)
 
-    def _written_out_loop(self, sequences, initial_state, training, sequence=None):
-        """The LSTM through `lstm_sequence` (its backward pass written out), or through
-        `sequence` (`xla_lstm_sequence`)."""
+    def _written_out_loop(self, sequences, initial_state, training, compiled=False):
+        """The LSTM through `lstm_sequence` (its backward pass written out), inline or
+        (`compiled`) in its own XLA cluster."""
         cell = self._fused_cell
         h0, c0 = cell.check_states(initial_state)
-        sequences = ops.transpose(self._dropped(sequences, training), (1, 0, 2))
-        if self.go_backwards:
-            sequences = ops.flip(sequences, axis=0)
-        outputs, h, c = (sequence or lstm_sequence)(
-            sequences, cell.kernel, cell.recurrent_kernel, cell.bias, h0, c0
-        )
-        if self.return_sequences:
-            outputs = ops.transpose(outputs, (1, 0, 2))
+        sequences = self._dropped(sequences, training)
+        if compiled:
+            # A compiled function computes every gradient it defines; the model's input
+            # needs none (XLA prunes that matmul only when it compiles the whole step).
+            run, input_gradient = xla_written_out_lstm, tensorflow_records_gradient(sequences)
         else:
-            outputs = h[:, None]
+            run, input_gradient = written_out_lstm, True
+        h, outputs, c = run(
+            sequences,
+            cell.kernel,
+            cell.recurrent_kernel,
+            cell.bias,
+            h0,
+            c0,
+            (self.go_backwards, self.return_sequences, input_gradient),
+        )
         return h, outputs, [h, c]
 
     def _hoisted_loop(self, sequences, initial_state, mask, training):

@@ -118,14 +118,25 @@ def test_gradients_match_differentiating_the_loop():
         np.testing.assert_allclose(mine, want, atol=2e-5, err_msg=f"argument {k}")
 
 
+def test_without_input_gradient_the_other_gradients_stay():
+    """input_gradient=False: the weights' and states' gradients as before, dX zero."""
+    args = arguments("float32", seed=2)
+    full = gradients(args)
+    skipped = gradients(args, lambda *a: lstm_sequence(*a, input_gradient=False))
+    np.testing.assert_array_equal(skipped[0], np.zeros_like(full[0]))
+    assert np.abs(full[0]).max() > 0
+    for k, (mine, want) in enumerate(zip(skipped[1:], full[1:]), 1):
+        np.testing.assert_allclose(mine, want, atol=1e-6, err_msg=f"argument {k}")
+
+
 # ---- kerasrnn.RNN routes to it under XLA ----------------------------------------------------
 class Spy:
     def __init__(self):
         self.calls = 0
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         self.calls += 1
-        return lstm_sequence(*args)
+        return lstm_sequence(*args, **kwargs)
 
 
 def one_sgd_step(layer, x, y, jit_compile):

@@ -4,7 +4,7 @@ With Keras' default compile settings a TensorFlow model on a CPU runs without XL
 `kerasrnn.RNN(LSTMCell)` runs `lstm_sequence` inside its own `tf.function(jit_compile=
 True)` (in training with "auto"). The references: `keras.layers.LSTM` with the weights
 copied, and the same layer with `jit_compile=False` (the differentiated loop), with the
-same seed. A spy on `xla_lstm_sequence` (called once per trace of the layer) checks the
+same seed. A spy on `xla_written_out_lstm` (called once per trace of the layer) checks the
 routing.
 """
 
@@ -29,7 +29,7 @@ B, T, D, U = 3, 6, 5, 4
 class Spy:
     def __init__(self):
         self.calls = 0
-        self.real = rnn_module.xla_lstm_sequence
+        self.real = rnn_module.xla_written_out_lstm
 
     def __call__(self, *args):
         self.calls += 1
@@ -39,7 +39,7 @@ class Spy:
 @pytest.fixture
 def spy(monkeypatch):
     spy = Spy()
-    monkeypatch.setattr(rnn_module, "xla_lstm_sequence", spy)
+    monkeypatch.setattr(rnn_module, "xla_written_out_lstm", spy)
     return spy
 
 
@@ -120,6 +120,31 @@ def test_in_tf_function_equals_keras_lstm(spy):
     assert spy.calls == 1
     assert_close(mine[1], outputs_and_gradients(theirs, x, wrap=tf.function)[1])
     assert_close(mine[0], outputs_and_gradients(theirs, x)[0])
+
+
+@only_tensorflow
+def test_gradient_reaches_an_embedding_below(spy):
+    """The cluster skips its input's gradient only where no tape needs it: here the
+    input comes from an embedding, whose gradient must equal the plain loop's."""
+    import tensorflow as tf
+
+    ids = np.random.default_rng(6).integers(0, 7, (B, T))
+    gradients = []
+    for jit_compile in ("auto", False):
+        keras.utils.set_random_seed(3)
+        embedding = keras.layers.Embedding(7, D)
+        layer = kerasrnn.RNN(kerasrnn.LSTMCell(U), jit_compile=jit_compile)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.sin(layer(embedding(ids), training=True)))
+        gradients.append(
+            [
+                np.asarray(tf.convert_to_tensor(g))
+                for g in tape.gradient(loss, embedding.weights + layer.weights)
+            ]
+        )
+    assert spy.calls == 1
+    assert np.abs(gradients[0][0]).max() > 0
+    assert_close(gradients[0], gradients[1])
 
 
 @only_tensorflow
@@ -263,8 +288,8 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import keras, kerasrnn
 from kerasrnn.cells import rnn
-calls, real = [], rnn.xla_lstm_sequence
-rnn.xla_lstm_sequence = lambda *a: calls.append(1) or real(*a)
+calls, real = [], rnn.xla_written_out_lstm
+rnn.xla_written_out_lstm = lambda *a: calls.append(1) or real(*a)
 strategy = tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")])
 rng = np.random.default_rng(0)
 x, y = rng.normal(size=(8, 6, 5)).astype("float32"), rng.normal(size=(8, 1)).astype("float32")
