@@ -31,6 +31,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -183,15 +184,22 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
     chosen = [
         (label, make) for label, make in others if not any(word in label for word in skip)
     ] + [reference]
-    built = []
+    built, cpu = [], {}
     for label, make in chosen:
         step = make()
         seconds, _ = timing.warm_up(step, warmup)
         print(f"# built {label} ({seconds:.1f} s warm-up)", file=sys.stderr)
-        built.append((label, step))
+        cpu[label] = []
+        built.append((label, with_cpu_time(step, cpu[label])))
     per_round = {
         label: [1000 * s for s in seconds]
         for label, seconds in timing.interleaved_rounds(built, rounds, steps).items()
+    }
+    # the process' CPU time (all threads) per step, the round's figure the median of its
+    # steps: less moved by other jobs on a loaded machine than the wall clock
+    cpu_round = {
+        label: [1000 * statistics.median(v[r * steps : (r + 1) * steps]) for r in range(rounds)]
+        for label, v in cpu.items()
     }
     reference = built[-1][0]
     keras_layer = next(
@@ -203,6 +211,7 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
         ms = per_round[label]
         ratio = timing.summary(timing.ratios(ms, per_round[reference]))
         versus_keras = timing.summary(timing.ratios(ms, per_round[keras_layer]))
+        cpu_ratio = timing.summary(timing.ratios(cpu_round[label], cpu_round[reference]))
         results.append(
             {
                 "kind": kind,
@@ -219,15 +228,31 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
                 "vs_keras_layer_min": round(versus_keras["min"], 3),
                 "vs_keras_layer_max": round(versus_keras["max"], 3),
                 "round_ms": [round(v, 2) for v in ms],
+                "cpu_ms_per_step": round(statistics.median(cpu_round[label]), 2),
+                "cpu_ratio": round(cpu_ratio["median"], 3),
+                "cpu_ratio_min": round(cpu_ratio["min"], 3),
+                "cpu_ratio_max": round(cpu_ratio["max"], 3),
             }
         )
     return results
 
 
+def with_cpu_time(step, record):
+    """`step`, appending the process' CPU seconds (all threads) of each call to `record`."""
+
+    def call():
+        start = time.process_time()
+        result = step()
+        record.append(time.process_time() - start)
+        return result
+
+    return call
+
+
 def format_table(rows):
     lines = [
         f"{'contender':<50} {'ms/step':>8} {'ratio':>6} {'IQR':>11} {'min-max':>11}"
-        f" {'vs Keras layer (min-max)':>25}"
+        f" {'vs Keras layer (min-max)':>25} {'CPU ms':>7} {'CPU ratio (min-max)':>20}"
     ]
     for row in rows:
         lines.append(
@@ -235,7 +260,8 @@ def format_table(rows):
             f"{row['ratio_q1']:5.2f}-{row['ratio_q3']:<5.2f} "
             f"{row['ratio_min']:5.2f}-{row['ratio_max']:<5.2f} "
             f"{row['vs_keras_layer']:9.2f} ({row['vs_keras_layer_min']:.2f}-"
-            f"{row['vs_keras_layer_max']:.2f})"
+            f"{row['vs_keras_layer_max']:.2f}) {row['cpu_ms_per_step']:14.1f} "
+            f"{row['cpu_ratio']:6.2f} ({row['cpu_ratio_min']:.2f}-{row['cpu_ratio_max']:.2f})"
         )
     return "\n".join(lines)
 
