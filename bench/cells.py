@@ -11,7 +11,9 @@ order rotates from round to round), all in this one process; a contender's figur
 round is its median step, and its ratio in that round is that median over the
 reference's median in the same round. The table gives, per contender, the median ms/step
 over rounds and the ratio's median, interquartile range and min-max over rounds, and the
-same ratio to keras.layers.LSTM / GRU (median and min-max). PyTorch
+same ratio to keras.layers.LSTM / GRU (median and min-max), and the process' CPU time
+per step (all threads; a round's figure the median of its steps) with its ratio to the
+reference's (median, min-max), which other jobs on the machine move less. PyTorch
 and TensorFlow get the same thread count (`--threads`, default all cores). How PyTorch's
 threads wait is `OMP_WAIT_POLICY` (PASSIVE unless set; `default` on an idle machine lets
 both sides run at their best: bench/omp_policy.py).
