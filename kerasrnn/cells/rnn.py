@@ -100,25 +100,42 @@ def compiled_with_xla():
     return tensorflow_graph_in_xla_context(tf.compat.v1.get_default_graph())
 
 
-def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, options):
-    """The LSTM layer's pass through `lstm_sequence`: batch-major `sequences` -> `(h_T,
-    outputs, c_T)` as `keras.layers.RNN.inner_loop` returns them; `options` is
-    `(go_backwards, return_sequences, input_gradient)`."""
-    go_backwards, return_sequences, input_gradient = options
+def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, options):
+    """The LSTM layer's pass through `lstm_sequence`: batch-major `sequences` (and `mask`
+    `(batch, time)` or None) -> `(last_output, outputs, h_T, c_T)` as
+    `keras.layers.RNN.inner_loop` returns them; `options` is `(go_backwards,
+    return_sequences, input_gradient, zero_output_for_mask)`."""
+    go_backwards, return_sequences, input_gradient, zero_output_for_mask = options
     sequences = ops.transpose(sequences, (1, 0, 2))
+    if mask is not None:
+        mask = ops.transpose(mask)
     if go_backwards:
         sequences = ops.flip(sequences, axis=0)
+        mask = None if mask is None else ops.flip(mask, axis=0)
     outputs, h, c = lstm_sequence(
-        sequences, kernel, recurrent_kernel, bias, h0, c0, input_gradient=input_gradient
+        sequences,
+        kernel,
+        recurrent_kernel,
+        bias,
+        h0,
+        c0,
+        input_gradient=input_gradient,
+        mask=mask,
     )
-    outputs = ops.transpose(outputs, (1, 0, 2)) if return_sequences else h[:, None]
-    return h, outputs, c
+    if mask is not None:
+        # keras.layers.RNN's outputs at a masked step: zeros with zero_output_for_mask,
+        # else the last unmasked step's output (zeros before the first one)
+        mask = ops.cast(mask, outputs.dtype)[..., None]
+        outputs = outputs * (mask if zero_output_for_mask else ops.minimum(ops.cumsum(mask, 0), 1))
+    last_output = outputs[-1]
+    outputs = ops.transpose(outputs, (1, 0, 2)) if return_sequences else last_output[:, None]
+    return last_output, outputs, h, c
 
 
 _XLA_WRITTEN_OUT_LSTM: dict = {}  # one tf.function per options, made on first use
 
 
-def xla_written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, options):
+def xla_written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, options):
     """`written_out_lstm` in its own XLA cluster: a `tf.function(jit_compile=True)` that a
     graph TensorFlow runs without XLA (a model compiled with Keras' default settings on a
     CPU) calls as one compiled op; TensorFlow compiles its gradient function with XLA
@@ -134,7 +151,7 @@ def xla_written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, opti
     weights = [
         None if w is None else tf.convert_to_tensor(w) for w in (kernel, recurrent_kernel, bias)
     ]
-    return _XLA_WRITTEN_OUT_LSTM[options](sequences, *weights, h0, c0)
+    return _XLA_WRITTEN_OUT_LSTM[options](sequences, *weights, h0, c0, mask)
 
 
 def check_sequence_rank(layer, shape):
@@ -242,12 +259,13 @@ class RNN(keras.layers.RNN):
                 substituted = getattr(self.cell, "substituted_weights", None)
                 with substituted(training) if substituted else contextlib.nullcontext():
                     result = self._fused_loop(kind, sequences, initial_state, mask, training)
-                    if result is None and kind == "lstm" and mask is None and not self.unroll:
+                    if result is None and kind == "lstm" and not self.unroll:
                         if compiled_with_xla():
-                            result = self._written_out_loop(sequences, initial_state, training)
+                            if mask is None:
+                                result = self._written_out_loop(sequences, initial_state, training)
                         elif self._compiles_own_loop(training):
                             result = self._written_out_loop(
-                                sequences, initial_state, training, compiled=True
+                                sequences, initial_state, training, mask, compiled=True
                             )
                 if result is not None:
                     return result
@@ -324,7 +342,7 @@ class RNN(keras.layers.RNN):
             return False
         return self.jit_compile is True or bool(training)
 
-    def _written_out_loop(self, sequences, initial_state, training, compiled=False):
+    def _written_out_loop(self, sequences, initial_state, training, mask=None, compiled=False):
         """The LSTM through `lstm_sequence` (its backward pass written out), inline or
         (`compiled`) in its own XLA cluster."""
         cell = self._fused_cell
@@ -336,16 +354,17 @@ class RNN(keras.layers.RNN):
             run, input_gradient = xla_written_out_lstm, tensorflow_records_gradient(sequences)
         else:
             run, input_gradient = written_out_lstm, True
-        h, outputs, c = run(
+        last_output, outputs, h, c = run(
             sequences,
             cell.kernel,
             cell.recurrent_kernel,
             cell.bias,
             h0,
             c0,
-            (self.go_backwards, self.return_sequences, input_gradient),
+            mask,
+            (self.go_backwards, self.return_sequences, input_gradient, self.zero_output_for_mask),
         )
-        return h, outputs, [h, c]
+        return last_output, outputs, [h, c]
 
     def _hoisted_loop(self, sequences, initial_state, mask, training):
         cell = self.cell

@@ -3,9 +3,9 @@
 With Keras' default compile settings a TensorFlow model on a CPU runs without XLA; there
 `kerasrnn.RNN(LSTMCell)` runs `lstm_sequence` inside its own `tf.function(jit_compile=
 True)` (in training with "auto"). The references: `keras.layers.LSTM` with the weights
-copied, and the same layer with `jit_compile=False` (the differentiated loop), with the
-same seed. A spy on `xla_written_out_lstm` (called once per trace of the layer) checks the
-routing.
+copied (masks too), and the same layer with `jit_compile=False` (the differentiated
+loop), with the same seed. A spy on `xla_written_out_lstm` (called once per trace of
+the layer) checks the routing.
 """
 
 import os
@@ -238,11 +238,52 @@ def test_fit_over_varying_lengths_trains_as_the_plain_path(spy):
     assert_close(results[0][1], results[1][1], atol=1e-5)
 
 
-def test_a_mask_keeps_the_plain_loop(spy):
+def test_fit_with_a_mask_trains_as_the_plain_path(spy):
     compiled = fit_two_steps("auto", masked=True)
-    assert spy.calls == 0  # masks: the written-out pass has no mask; the loop runs
+    assert (spy.calls > 0) == TF  # masks too (on JAX the loop runs: no cluster there)
     plain = fit_two_steps(False, masked=True)
     np.testing.assert_allclose(compiled[0], plain[0], rtol=1e-5)
+    assert_close(compiled[1], plain[1], atol=1e-5)
+
+
+MASKS = {
+    "right-padded": [[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]],
+    "holes": [[1, 0, 1, 1, 0, 1], [0, 0, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]],
+    "left-padded-and-empty": [[0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0], [0, 1, 1, 1, 1, 1]],
+}
+
+
+@only_tensorflow
+@pytest.mark.parametrize("mask", list(MASKS))
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(return_sequences=True, return_state=True),
+        dict(return_sequences=True, go_backwards=True),
+        dict(return_state=True, zero_output_for_mask=True),
+        dict(return_sequences=True, zero_output_for_mask=True),
+    ],
+    ids=["sequences-states", "backwards", "last-zero-output", "sequences-zero-output"],
+)
+def test_masked_outputs_and_gradients_equal_keras_lstm(spy, mask, options):
+    """Masked steps keep the states; the outputs there follow keras.layers.RNN (the last
+    unmasked output, zeros before it, or zeros with zero_output_for_mask)."""
+    import tensorflow as tf
+
+    ours, theirs = pair(**options)
+    x, m = inputs(7), tf.constant(np.array(MASKS[mask], bool))
+    results = []
+    for layer in (ours, theirs):
+        x_t = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x_t)
+            y = tf.nest.flatten(layer(x_t, mask=m, training=True))
+            loss = sum(tf.reduce_sum(tf.sin(v * (k + 1))) for k, v in enumerate(y))
+        grads = tape.gradient(loss, [x_t, *layer.trainable_weights])
+        results.append(([np.asarray(v) for v in y], [np.asarray(g) for g in grads]))
+    assert spy.calls == 1
+    assert_close(results[0][0], results[1][0])
+    assert_close(results[0][1], results[1][1])
 
 
 @only_tensorflow
