@@ -192,8 +192,9 @@ class RNN(keras.layers.RNN):
        model compiled with `jit_compile=True`, it runs inline. On TensorFlow without
        XLA (Keras' default `jit_compile="auto"` on a CPU) the layer compiles it in its
        own XLA cluster, a `tf.function(jit_compile=True)` whose gradient XLA compiles
-       too: with `jit_compile="auto"` in training (inference, and the graphs
-       `kerasrnn.export` writes, keep the loop), with `jit_compile=True` always. XLA compiles
+       too: with `jit_compile="auto"` in training at a length known when traced
+       (inference, the graphs `kerasrnn.export` writes and a step traced for any
+       length keep the loop), with `jit_compile=True` always. XLA compiles
        the cluster once per input shape.
     3. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
        all t in one [time * batch, features] x [features, gates * units] matmul before
@@ -214,8 +215,9 @@ class RNN(keras.layers.RNN):
             whole input sequence before the loop (way 3 above).
         jit_compile: on TensorFlow, whether the LSTM's loop (way 2) runs in its own XLA
             cluster when the model around it is not compiled with XLA: "auto" (the
-            default) in training, True also at inference, False never (the
-            differentiated loop of way 4, as before). Measured faster for the LSTM on a
+            default) in training where the length is known when traced (XLA compiles
+            once per shape), True always, False never (the differentiated loop of
+            way 4, as before). Measured faster for the LSTM on a
             CPU (`bench/cells.py`); the GRU has no written-out pass and keeps its loop.
             No effect on JAX (always XLA) or torch.
         **kwargs: `keras.layers.RNN`'s arguments (`return_sequences`, `return_state`,
@@ -263,7 +265,7 @@ class RNN(keras.layers.RNN):
                         if compiled_with_xla():
                             if mask is None:
                                 result = self._written_out_loop(sequences, initial_state, training)
-                        elif self._compiles_own_loop(training):
+                        elif self._compiles_own_loop(training, sequences):
                             result = self._written_out_loop(
                                 sequences, initial_state, training, mask, compiled=True
                             )
@@ -333,14 +335,19 @@ class RNN(keras.layers.RNN):
             new_states = [new_states]
         return last_output, outputs, list(new_states)
 
-    def _compiles_own_loop(self, training):
+    def _compiles_own_loop(self, training, sequences):
         """Whether the LSTM's loop runs in its own XLA cluster (`jit_compile`), the model
         around it not being compiled with XLA: on TensorFlow only (JAX always compiles;
-        torch has no XLA here); with "auto" only in training, so that inference and the
-        graphs `kerasrnn.export` writes keep the plain loop."""
+        torch has no XLA here). With "auto" only in training, so that inference and the
+        graphs `kerasrnn.export` writes keep the plain loop, and only where the length
+        is known when traced: a step traced for any length (a pipeline of varying
+        lengths, once Keras relaxes its trace) would make XLA compile once per length
+        it meets, which cost a recipe's short training more than the cluster saved."""
         if self.jit_compile is False or keras.backend.backend() != "tensorflow":
             return False
-        return self.jit_compile is True or bool(training)
+        if self.jit_compile is True:
+            return True
+        return bool(training) and sequences.shape[1] is not None
 
     def _written_out_loop(self, sequences, initial_state, training, mask=None, compiled=False):
         """The LSTM through `lstm_sequence` (its backward pass written out), inline or
