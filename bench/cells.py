@@ -11,7 +11,9 @@ order rotates from round to round), all in this one process; a contender's figur
 round is its median step, and its ratio in that round is that median over the
 reference's median in the same round. The table gives, per contender, the median ms/step
 over rounds and the ratio's median, interquartile range and min-max over rounds, and the
-same ratio to keras.layers.LSTM / GRU (median and min-max). PyTorch
+same ratio to keras.layers.LSTM / GRU (median and min-max), and the process' CPU time
+per step (all threads; a round's figure the median of its steps) with its ratio to the
+reference's (median, min-max), which other jobs on the machine move less. PyTorch
 and TensorFlow get the same thread count (`--threads`, default all cores). How PyTorch's
 threads wait is `OMP_WAIT_POLICY` (PASSIVE unless set; `default` on an idle machine lets
 both sides run at their best: bench/omp_policy.py).
@@ -31,6 +33,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -155,6 +158,10 @@ def contenders(kind, have_torch):
         ),
         ("kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
         (
+            "kerasrnn.RNN, fast path, own XLA loop off",
+            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), jit_compile=False)),
+        ),
+        (
             "kerasrnn.RNN, fast path, jit_compile",
             lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True),
         ),
@@ -165,7 +172,7 @@ def contenders(kind, have_torch):
         (f"keras.layers.{keras_layer.__name__}", lambda: keras_step(lambda: keras_layer(UNITS))),
     ]
     if not tf:  # JAX always compiles with XLA: the jit_compile rows would repeat others
-        rows = [row for row in rows if "jit_compile" not in row[0]]
+        rows = [row for row in rows if "jit_compile" not in row[0] and "XLA" not in row[0]]
     if have_torch:
         rows.append((f"torch.nn.{kind.upper()}", lambda: torch_step(kind)))
     else:
@@ -179,15 +186,22 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
     chosen = [
         (label, make) for label, make in others if not any(word in label for word in skip)
     ] + [reference]
-    built = []
+    built, cpu = [], {}
     for label, make in chosen:
         step = make()
         seconds, _ = timing.warm_up(step, warmup)
         print(f"# built {label} ({seconds:.1f} s warm-up)", file=sys.stderr)
-        built.append((label, step))
+        cpu[label] = []
+        built.append((label, with_cpu_time(step, cpu[label])))
     per_round = {
         label: [1000 * s for s in seconds]
         for label, seconds in timing.interleaved_rounds(built, rounds, steps).items()
+    }
+    # the process' CPU time (all threads) per step, the round's figure the median of its
+    # steps: less moved by other jobs on a loaded machine than the wall clock
+    cpu_round = {
+        label: [1000 * statistics.median(v[r * steps : (r + 1) * steps]) for r in range(rounds)]
+        for label, v in cpu.items()
     }
     reference = built[-1][0]
     keras_layer = next(
@@ -199,6 +213,7 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
         ms = per_round[label]
         ratio = timing.summary(timing.ratios(ms, per_round[reference]))
         versus_keras = timing.summary(timing.ratios(ms, per_round[keras_layer]))
+        cpu_ratio = timing.summary(timing.ratios(cpu_round[label], cpu_round[reference]))
         results.append(
             {
                 "kind": kind,
@@ -215,15 +230,31 @@ def measure(kind, have_torch, rounds, steps, warmup, skip=()):
                 "vs_keras_layer_min": round(versus_keras["min"], 3),
                 "vs_keras_layer_max": round(versus_keras["max"], 3),
                 "round_ms": [round(v, 2) for v in ms],
+                "cpu_ms_per_step": round(statistics.median(cpu_round[label]), 2),
+                "cpu_ratio": round(cpu_ratio["median"], 3),
+                "cpu_ratio_min": round(cpu_ratio["min"], 3),
+                "cpu_ratio_max": round(cpu_ratio["max"], 3),
             }
         )
     return results
 
 
+def with_cpu_time(step, record):
+    """`step`, appending the process' CPU seconds (all threads) of each call to `record`."""
+
+    def call():
+        start = time.process_time()
+        result = step()
+        record.append(time.process_time() - start)
+        return result
+
+    return call
+
+
 def format_table(rows):
     lines = [
         f"{'contender':<50} {'ms/step':>8} {'ratio':>6} {'IQR':>11} {'min-max':>11}"
-        f" {'vs Keras layer (min-max)':>25}"
+        f" {'vs Keras layer (min-max)':>25} {'CPU ms':>7} {'CPU ratio (min-max)':>20}"
     ]
     for row in rows:
         lines.append(
@@ -231,7 +262,8 @@ def format_table(rows):
             f"{row['ratio_q1']:5.2f}-{row['ratio_q3']:<5.2f} "
             f"{row['ratio_min']:5.2f}-{row['ratio_max']:<5.2f} "
             f"{row['vs_keras_layer']:9.2f} ({row['vs_keras_layer_min']:.2f}-"
-            f"{row['vs_keras_layer_max']:.2f})"
+            f"{row['vs_keras_layer_max']:.2f}) {row['cpu_ms_per_step']:14.1f} "
+            f"{row['cpu_ratio']:6.2f} ({row['cpu_ratio_min']:.2f}-{row['cpu_ratio_max']:.2f})"
         )
     return "\n".join(lines)
 

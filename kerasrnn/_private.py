@@ -31,6 +31,18 @@ def tensorflow_graph_in_xla_context(graph):
     return control_flow_util.GraphOrParentsInXlaContext(graph)
 
 
+def tensorflow_records_gradient(tensor):
+    """Whether a `tf.GradientTape` now recording would differentiate `tensor` (it is
+    watched, or computed from something watched, such as a trainable variable): a
+    model's input is not. `kerasrnn.RNN`'s XLA cluster skips its input's gradient then
+    (a compiled function cannot drop an unused output). TensorFlow tells this only
+    through an internal module. Waits for: a public `tf.GradientTape` query (or
+    `tf.function` pruning the unused outputs of an XLA-compiled gradient)."""
+    from tensorflow.python.eager import record
+
+    return bool(record.should_record_backprop([tensor]))
+
+
 def patch_keras_multi_worker_fit():
     """Makes Keras 3's `model.fit` work under `MultiWorkerMirroredStrategy`.
 
@@ -109,6 +121,7 @@ __all__ = [
     "in_multi_worker_mode",
     "patch_keras_multi_worker_fit",
     "tensorflow_graph_in_xla_context",
+    "tensorflow_records_gradient",
 ]
 
 

@@ -33,7 +33,8 @@ def _time_loop(step, carry, sequences, widths, reverse=False):
     time, `(T, batch, width)` for `widths`. (`ops.scan` would be the natural call, but
     on TensorFlow Keras' scan only stacks outputs shaped like the carry.)"""
     sequences = [ops.convert_to_tensor(s) for s in sequences]
-    steps, batch = sequences[0].shape[0], ops.shape(sequences[0])[1]
+    # the length may be unknown when traced (a tf.data pipeline of varying lengths)
+    steps, batch = ops.shape(sequences[0])[:2]
     dtype = sequences[0].dtype
     stacked = [ops.zeros((steps, batch, width), dtype) for width in widths]
 
@@ -50,35 +51,76 @@ def _time_loop(step, carry, sequences, widths, reverse=False):
     return ops.fori_loop(0, steps, body, (carry, stacked))
 
 
-def lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
+def lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0, input_gradient=True, mask=None):
     """Time-major `x` `(time, batch, features)` -> `(outputs (time, batch, units), h_T,
-    c_T)`, differentiable in every argument (`bias` may be None)."""
+    c_T)`, differentiable in every argument (`bias` may be None). `input_gradient=False`
+    skips dX = dZ W^T (its gradient is then zero): for a caller that knows nothing
+    differentiates `x` and runs where the compiler cannot prune the unused matmul (a
+    function compiled on its own, `kerasrnn.RNN`'s XLA cluster). `mask` `(time, batch)`:
+    a masked step keeps the states, h_t = m_t h~_t + (1 - m_t) h_{t-1} (c_t likewise),
+    and outputs the kept h_t, as `keras.layers.RNN` does."""
     dtype = ops.convert_to_tensor(x).dtype
     weights = [ops.cast(w, dtype) for w in (kernel, recurrent_kernel)]
     bias = ops.zeros((kernel.shape[-1],), dtype) if bias is None else ops.cast(bias, dtype)
-    stacked = _lstm_sequence(x, *weights, bias, ops.cast(h0, dtype), ops.cast(c0, dtype))
+    args = [x, *weights, bias, ops.cast(h0, dtype), ops.cast(c0, dtype)]
+    if mask is not None:
+        args.append(ops.cast(mask, dtype)[..., None])
+    stacked = _variant(mask is not None, input_gradient)(*args)
     outputs = stacked[:-1]
     return outputs, outputs[-1], stacked[-1]
 
 
-@ops.custom_gradient
-def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
+_VARIANTS: dict = {}
+
+
+def _variant(masked, input_gradient):
+    """The custom-gradient function for (masked, input_gradient), made once."""
+    key = (masked, input_gradient)
+    if key not in _VARIANTS:
+        if masked:
+
+            def run_masked(x, kernel, recurrent_kernel, bias, h0, c0, mask):
+                return _lstm_sequence_and_gradient(
+                    x, kernel, recurrent_kernel, bias, h0, c0, mask, input_gradient
+                )
+
+            run = run_masked
+        else:
+
+            def run_unmasked(x, kernel, recurrent_kernel, bias, h0, c0):
+                return _lstm_sequence_and_gradient(
+                    x, kernel, recurrent_kernel, bias, h0, c0, None, input_gradient
+                )
+
+            run = run_unmasked
+
+        _VARIANTS[key] = ops.custom_gradient(run)
+    return _VARIANTS[key]
+
+
+def _lstm_sequence_and_gradient(x, kernel, recurrent_kernel, bias, h0, c0, mask, input_gradient):
     steps, batch, features = ops.shape(x)
     units = recurrent_kernel.shape[0]
     flat_x = ops.reshape(x, (-1, features))
 
     def forward(carry, per_step):
-        (h, c), (x_t,) = carry, per_step
+        (h, c), (x_t, *m) = carry, per_step
         z = ops.matmul(x_t, kernel) + bias + ops.matmul(h, recurrent_kernel)
         zi, zf, zg, zo = ops.split(z, 4, axis=-1)
         i, f, g, o = ops.sigmoid(zi), ops.sigmoid(zf), ops.tanh(zg), ops.sigmoid(zo)
-        c = f * c + i * g
-        h = o * ops.tanh(c)
-        return (h, c), (ops.concatenate([i, f, g, o], -1), c, h)
+        new_c = f * c + i * g
+        new_h = o * ops.tanh(new_c)
+        if not m:
+            return (new_h, new_c), (ops.concatenate([i, f, g, o], -1), new_c, new_h)
+        # a masked step keeps the states; new_c is kept for the backward pass
+        kept_h, kept_c = h + m[0] * (new_h - h), c + m[0] * (new_c - c)
+        return (kept_h, kept_c), (ops.concatenate([i, f, g, o], -1), kept_c, kept_h, new_c)
 
-    (_, c_last), (gates, cells, outputs) = _time_loop(
-        forward, (h0, c0), [x], (4 * units, units, units)
-    )
+    masks = [] if mask is None else [mask]
+    widths = (4 * units, units, units) + (() if mask is None else (units,))
+    (_, c_last), stacked = _time_loop(forward, (h0, c0), [x, *masks], widths)
+    gates, cells, outputs = stacked[:3]
+    new_cells = cells if mask is None else stacked[3]
 
     def backward(*args, upstream=None, variables=None):
         # TensorFlow and JAX pass the gradient by position, torch as `upstream`
@@ -91,10 +133,13 @@ def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
 
         def step(carry, per_step):
             dh_next, dc_next = carry
-            gates_t, c_t, c_previous, d_output = per_step
+            gates_t, c_t, c_previous, d_output, *m = per_step
             i, f, g, o = ops.split(gates_t, 4, axis=-1)
             tanh_c = ops.tanh(c_t)
             dh = d_output + dh_next
+            if m:  # the kept states pass their gradient through a masked step
+                kept_h, kept_c = (1 - m[0]) * dh, (1 - m[0]) * dc_next
+                dh, dc_next = m[0] * dh, m[0] * dc_next
             dc = dc_next + dh * o * (1 - tanh_c * tanh_c)
             dz = ops.concatenate(
                 [
@@ -105,20 +150,28 @@ def _lstm_sequence(x, kernel, recurrent_kernel, bias, h0, c0):
                 ],
                 -1,
             )
-            return (ops.matmul(dz, ops.transpose(recurrent_kernel)), dc * f), (dz,)
+            dh_previous = ops.matmul(dz, ops.transpose(recurrent_kernel))
+            dc_previous = dc * f
+            if m:
+                dh_previous, dc_previous = dh_previous + kept_h, dc_previous + kept_c
+            return (dh_previous, dc_previous), (dz,)
 
         (dh0, dc0), (dz,) = _time_loop(
             step,
             (ops.zeros_like(d_c_last), d_c_last),
-            [gates, cells, previous_c, d_outputs],
+            [gates, new_cells, previous_c, d_outputs, *masks],
             (4 * units,),
             reverse=True,
         )
         dz = ops.reshape(dz, (-1, 4 * units))
         d_kernel = ops.matmul(ops.transpose(flat_x), dz)
         d_recurrent = ops.matmul(ops.transpose(ops.reshape(previous_h, (-1, units))), dz)
-        dx = ops.reshape(ops.matmul(dz, ops.transpose(kernel)), (steps, batch, features))
-        return dx, d_kernel, d_recurrent, ops.sum(dz, 0), dh0, dc0
+        if input_gradient:
+            dx = ops.reshape(ops.matmul(dz, ops.transpose(kernel)), (steps, batch, features))
+        else:
+            dx = ops.zeros_like(x)
+        grads = (dx, d_kernel, d_recurrent, ops.sum(dz, 0), dh0, dc0)
+        return grads if mask is None else (*grads, ops.zeros_like(mask))
 
     # one output (Keras' custom_gradient takes one on torch): the outputs, then c_T
     return ops.concatenate([outputs, c_last[None]], 0), backward

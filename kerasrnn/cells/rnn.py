@@ -10,6 +10,7 @@ from kerasrnn._private import (
     backend_lstm,
     backend_rnn,
     tensorflow_graph_in_xla_context,
+    tensorflow_records_gradient,
 )
 from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.gru import GRUCell
@@ -99,6 +100,60 @@ def compiled_with_xla():
     return tensorflow_graph_in_xla_context(tf.compat.v1.get_default_graph())
 
 
+def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, options):
+    """The LSTM layer's pass through `lstm_sequence`: batch-major `sequences` (and `mask`
+    `(batch, time)` or None) -> `(last_output, outputs, h_T, c_T)` as
+    `keras.layers.RNN.inner_loop` returns them; `options` is `(go_backwards,
+    return_sequences, input_gradient, zero_output_for_mask)`."""
+    go_backwards, return_sequences, input_gradient, zero_output_for_mask = options
+    sequences = ops.transpose(sequences, (1, 0, 2))
+    if mask is not None:
+        mask = ops.transpose(mask)
+    if go_backwards:
+        sequences = ops.flip(sequences, axis=0)
+        mask = None if mask is None else ops.flip(mask, axis=0)
+    outputs, h, c = lstm_sequence(
+        sequences,
+        kernel,
+        recurrent_kernel,
+        bias,
+        h0,
+        c0,
+        input_gradient=input_gradient,
+        mask=mask,
+    )
+    if mask is not None:
+        # keras.layers.RNN's outputs at a masked step: zeros with zero_output_for_mask,
+        # else the last unmasked step's output (zeros before the first one)
+        mask = ops.cast(mask, outputs.dtype)[..., None]
+        outputs = outputs * (mask if zero_output_for_mask else ops.minimum(ops.cumsum(mask, 0), 1))
+    last_output = outputs[-1]
+    outputs = ops.transpose(outputs, (1, 0, 2)) if return_sequences else last_output[:, None]
+    return last_output, outputs, h, c
+
+
+_XLA_WRITTEN_OUT_LSTM: dict = {}  # one tf.function per options, made on first use
+
+
+def xla_written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, options):
+    """`written_out_lstm` in its own XLA cluster: a `tf.function(jit_compile=True)` that a
+    graph TensorFlow runs without XLA (a model compiled with Keras' default settings on a
+    CPU) calls as one compiled op; TensorFlow compiles its gradient function with XLA
+    too (both carry `_XlaMustCompile`)."""
+    import tensorflow as tf
+
+    if options not in _XLA_WRITTEN_OUT_LSTM:
+        _XLA_WRITTEN_OUT_LSTM[options] = tf.function(
+            lambda *args: written_out_lstm(*args, options), jit_compile=True
+        )
+    # tensors, not Keras variables, cross into the compiled function (the gradient reaches
+    # the variables through the reads)
+    weights = [
+        None if w is None else tf.convert_to_tensor(w) for w in (kernel, recurrent_kernel, bias)
+    ]
+    return _XLA_WRITTEN_OUT_LSTM[options](sequences, *weights, h0, c0, mask)
+
+
 def check_sequence_rank(layer, shape):
     """kerasrnn.RNN reads (batch, time, features); a rank-2 input is the common slip."""
     shape = tuple(shape)
@@ -130,10 +185,17 @@ class RNN(keras.layers.RNN):
        TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
        A cell in `kerasrnn.layers.WeightDrop` counts as the cell it wraps, with the
        recurrent kernel it drops for the call (ways 1 and 2).
-    2. **Written-out backward pass** (the same LSTM cells, no mask, compiled with XLA:
-       JAX, or TensorFlow with `jit_compile=True`): `kerasrnn.cells.lstm_sequence`,
-       whose backward loop keeps only the gate gradients and takes each weight
-       gradient in one matmul over all steps, as PyTorch's CPU LSTM does.
+    2. **Written-out backward pass** (the same LSTM cells, no mask, not unrolled):
+       `kerasrnn.cells.lstm_sequence`, whose backward loop keeps only the gate
+       gradients and takes each weight gradient in one matmul over all steps, as
+       PyTorch's CPU LSTM does; compiled with XLA. On JAX, and on TensorFlow inside a
+       model compiled with `jit_compile=True`, it runs inline. On TensorFlow without
+       XLA (Keras' default `jit_compile="auto"` on a CPU) the layer compiles it in its
+       own XLA cluster, a `tf.function(jit_compile=True)` whose gradient XLA compiles
+       too: with `jit_compile="auto"` in training at a length known when traced
+       (inference, the graphs `kerasrnn.export` writes and a step traced for any
+       length keep the loop), with `jit_compile=True` always. XLA compiles
+       the cluster once per input shape.
     3. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
        all t in one [time * batch, features] x [features, gates * units] matmul before
        the loop, so the loop keeps only U h_{t-1} and the gate arithmetic. Off by
@@ -151,6 +213,13 @@ class RNN(keras.layers.RNN):
         fast_path: use the fused kernels when the cell allows (False: always a loop).
         hoist_projection: for kerasrnn cells the fused kernels do not take, project the
             whole input sequence before the loop (way 3 above).
+        jit_compile: on TensorFlow, whether the LSTM's loop (way 2) runs in its own XLA
+            cluster when the model around it is not compiled with XLA: "auto" (the
+            default) in training where the length is known when traced (XLA compiles
+            once per shape), True always, False never (the differentiated loop of
+            way 4, as before). Measured faster for the LSTM on a
+            CPU (`bench/cells.py`); the GRU has no written-out pass and keeps its loop.
+            No effect on JAX (always XLA) or torch.
         **kwargs: `keras.layers.RNN`'s arguments (`return_sequences`, `return_state`,
             `go_backwards`, `stateful`, `unroll`, `zero_output_for_mask`...).
             `keras.layers.Bidirectional` accepts the layer.
@@ -163,10 +232,15 @@ class RNN(keras.layers.RNN):
     (2, 5, 8)
     """
 
-    def __init__(self, cell, fast_path=True, hoist_projection=False, **kwargs):
+    def __init__(self, cell, fast_path=True, hoist_projection=False, jit_compile="auto", **kwargs):
+        if jit_compile not in ("auto", True, False):
+            raise ValueError(
+                f"kerasrnn.RNN: jit_compile must be 'auto', True or False; got {jit_compile!r}."
+            )
         super().__init__(cell, **kwargs)
         self.fast_path = bool(fast_path)
         self.hoist_projection = bool(hoist_projection)
+        self.jit_compile = jit_compile
 
     def build(self, sequences_shape, initial_state_shape=None):
         check_sequence_rank(self, sequences_shape)
@@ -187,14 +261,14 @@ class RNN(keras.layers.RNN):
                 substituted = getattr(self.cell, "substituted_weights", None)
                 with substituted(training) if substituted else contextlib.nullcontext():
                     result = self._fused_loop(kind, sequences, initial_state, mask, training)
-                    if (
-                        result is None
-                        and kind == "lstm"
-                        and mask is None
-                        and not self.unroll
-                        and compiled_with_xla()
-                    ):
-                        result = self._written_out_loop(sequences, initial_state, training)
+                    if result is None and kind == "lstm" and not self.unroll:
+                        if compiled_with_xla():
+                            if mask is None:
+                                result = self._written_out_loop(sequences, initial_state, training)
+                        elif self._compiles_own_loop(training, sequences):
+                            result = self._written_out_loop(
+                                sequences, initial_state, training, mask, compiled=True
+                            )
                 if result is not None:
                     return result
         if self.hoist_projection and isinstance(self.cell, RecurrentCell):
@@ -261,21 +335,43 @@ class RNN(keras.layers.RNN):
             new_states = [new_states]
         return last_output, outputs, list(new_states)
 
-    def _written_out_loop(self, sequences, initial_state, training):
-        """The LSTM through `lstm_sequence` (its backward pass written out)."""
+    def _compiles_own_loop(self, training, sequences):
+        """Whether the LSTM's loop runs in its own XLA cluster (`jit_compile`), the model
+        around it not being compiled with XLA: on TensorFlow only (JAX always compiles;
+        torch has no XLA here). With "auto" only in training, so that inference and the
+        graphs `kerasrnn.export` writes keep the plain loop, and only where the length
+        is known when traced: a step traced for any length (a pipeline of varying
+        lengths, once Keras relaxes its trace) would make XLA compile once per length
+        it meets, which cost a recipe's short training more than the cluster saved."""
+        if self.jit_compile is False or keras.backend.backend() != "tensorflow":
+            return False
+        if self.jit_compile is True:
+            return True
+        return bool(training) and sequences.shape[1] is not None
+
+    def _written_out_loop(self, sequences, initial_state, training, mask=None, compiled=False):
+        """The LSTM through `lstm_sequence` (its backward pass written out), inline or
+        (`compiled`) in its own XLA cluster."""
         cell = self._fused_cell
         h0, c0 = cell.check_states(initial_state)
-        sequences = ops.transpose(self._dropped(sequences, training), (1, 0, 2))
-        if self.go_backwards:
-            sequences = ops.flip(sequences, axis=0)
-        outputs, h, c = lstm_sequence(
-            sequences, cell.kernel, cell.recurrent_kernel, cell.bias, h0, c0
-        )
-        if self.return_sequences:
-            outputs = ops.transpose(outputs, (1, 0, 2))
+        sequences = self._dropped(sequences, training)
+        if compiled:
+            # A compiled function computes every gradient it defines; the model's input
+            # needs none (XLA prunes that matmul only when it compiles the whole step).
+            run, input_gradient = xla_written_out_lstm, tensorflow_records_gradient(sequences)
         else:
-            outputs = h[:, None]
-        return h, outputs, [h, c]
+            run, input_gradient = written_out_lstm, True
+        last_output, outputs, h, c = run(
+            sequences,
+            cell.kernel,
+            cell.recurrent_kernel,
+            cell.bias,
+            h0,
+            c0,
+            mask,
+            (self.go_backwards, self.return_sequences, input_gradient, self.zero_output_for_mask),
+        )
+        return last_output, outputs, [h, c]
 
     def _hoisted_loop(self, sequences, initial_state, mask, training):
         cell = self.cell
@@ -308,4 +404,5 @@ class RNN(keras.layers.RNN):
         config = super().get_config()
         config["fast_path"] = self.fast_path
         config["hoist_projection"] = self.hoist_projection
+        config["jit_compile"] = self.jit_compile
         return config

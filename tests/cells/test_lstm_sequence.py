@@ -118,14 +118,25 @@ def test_gradients_match_differentiating_the_loop():
         np.testing.assert_allclose(mine, want, atol=2e-5, err_msg=f"argument {k}")
 
 
+def test_without_input_gradient_the_other_gradients_stay():
+    """input_gradient=False: the weights' and states' gradients as before, dX zero."""
+    args = arguments("float32", seed=2)
+    full = gradients(args)
+    skipped = gradients(args, lambda *a: lstm_sequence(*a, input_gradient=False))
+    np.testing.assert_array_equal(skipped[0], np.zeros_like(full[0]))
+    assert np.abs(full[0]).max() > 0
+    for k, (mine, want) in enumerate(zip(skipped[1:], full[1:]), 1):
+        np.testing.assert_allclose(mine, want, atol=1e-6, err_msg=f"argument {k}")
+
+
 # ---- kerasrnn.RNN routes to it under XLA ----------------------------------------------------
 class Spy:
     def __init__(self):
         self.calls = 0
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         self.calls += 1
-        return lstm_sequence(*args)
+        return lstm_sequence(*args, **kwargs)
 
 
 def one_sgd_step(layer, x, y, jit_compile):
@@ -183,11 +194,13 @@ def test_rnn_keeps_the_loop_for_masks_unroll_and_fast_path_off(monkeypatch, opti
 
 
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow's graph without XLA")
-def test_tensorflow_without_xla_keeps_the_loop(monkeypatch):
+def test_tensorflow_without_xla_and_jit_compile_off_keeps_the_loop(monkeypatch):
+    """jit_compile=False: no XLA cluster of its own (tests/cells/test_rnn_jit_compile.py
+    tests the default, which has one)."""
     spy = Spy()
     monkeypatch.setattr(rnn_module, "lstm_sequence", spy)
     one_sgd_step(
-        kerasrnn.RNN(kerasrnn.LSTMCell(4)),
+        kerasrnn.RNN(kerasrnn.LSTMCell(4), jit_compile=False),
         np.ones((2, 5, 3), "float32"),
         np.ones((2, 1), "float32"),
         jit_compile=False,
