@@ -35,6 +35,12 @@ class SplitBatchTime(keras.layers.Layer):
     (batch, time, ...): the inverse of `MergeBatchTime`, taking batch and time from
     `reference`.
 
+    The output's Keras mask: where `reference` holds integer ids (e.g. each word's
+    character ids), a position whose ids are all 0 is padding, ``mask[b, t] = any_k
+    reference[b, t, k] != 0``; otherwise none. Without it, concatenating these features
+    with masked word embeddings would unmask the padding (Keras' `Concatenate` keeps a
+    position where any input is unmasked).
+
     Example:
 
     >>> import numpy as np, kerasrnn
@@ -49,7 +55,11 @@ class SplitBatchTime(keras.layers.Layer):
         return ops.reshape(values, (shape[0], shape[1]) + tuple(ops.shape(values)[1:]))
 
     def compute_mask(self, inputs, mask=None):
-        return None
+        reference = inputs[1]
+        if len(reference.shape) < 3 or "int" not in str(reference.dtype):
+            return None
+        present = ops.not_equal(reference, 0)
+        return ops.any(present, axis=tuple(range(2, len(reference.shape))))
 
     def compute_output_shape(self, input_shape):
         values, reference = input_shape

@@ -154,17 +154,15 @@ TAGGER_INPUTS = [
 ]
 
 
-def _saved_tags(saved, sentences, width=None):
-    """The SavedModel's tags and probabilities, each sentence alone, padded with "" to
-    `width` tokens (None: its own length)."""
+def _saved_tags(saved, sentences):
+    """The SavedModel's tags and probabilities, each sentence alone."""
     import tensorflow as tf
 
     serve = tf.saved_model.load(saved).signatures["serving_default"]
     results = []
     for sentence in sentences:
         n = len(sentence)
-        padded = sentence + [""] * (max(width or n, 1) - n)
-        out = serve(tokens=tf.constant([padded]))
+        out = serve(tokens=tf.constant([sentence or [""]]))  # an empty one: one pad
         tags = [t.decode() for t in out["tags"].numpy()[0, :n]]
         results.append((tags, out["probability"].numpy()[0, :n]))
     return results
@@ -177,12 +175,9 @@ def _saved_tags(saved, sentences, width=None):
 def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, chars):
     trained, saved = _tagger(tmp_path, crf, chars)
     folder = trained.export_runtime(str(tmp_path / format_name), format_name, 12)
-    with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
-        width = json.load(file)["models"]["model"]["shapes"][0][1]  # None: dynamic
-    # With character features the tagger's outputs depend on the padding words (the
-    # char features carry no mask, so Concatenate drops the word mask): the SavedModel
-    # runs each sentence padded as the client pads it. Without them, one batch.
-    expected = _saved_tags(saved, TAGGER_INPUTS, width if chars else None)
+    # each sentence alone, unpadded: the client pads to the LiteRT file's fixed length,
+    # and padding words must change nothing (they stay masked with character features)
+    expected = _saved_tags(saved, TAGGER_INPUTS)
     got = run_client(folder, TAGGER_INPUTS)
     assert [g["tags"] for g in got] == [tags for tags, _ in expected]
     assert any(got[0]["tags"])

@@ -171,3 +171,25 @@ def test_naive_bayes_expert_matches_counting_by_hand(tmp_path):
     model.save(tmp_path / "nb.keras")
     loaded = keras.saving.load_model(tmp_path / "nb.keras")
     np.testing.assert_allclose(np_(loaded([ids, model_probs])), got, rtol=1e-6)
+
+
+def test_character_features_keep_the_word_mask():
+    """Padded words (all character ids 0) stay masked after the character features are
+    concatenated to the masked word embeddings: padding a sentence changes no output."""
+    words = keras.Input((None,), dtype="int32")
+    chars = keras.Input((None, None), dtype="int32")
+    x = keras.layers.Embedding(10, 4, mask_zero=True)(words)
+    c = keras.layers.Embedding(10, 3)(MergeBatchTime()(chars))
+    c = SplitBatchTime()([keras.layers.GlobalAveragePooling1D()(c), chars])
+    x = keras.layers.Concatenate()([x, c])
+    out = keras.layers.Bidirectional(keras.layers.SimpleRNN(5, return_sequences=True))(x)
+    model = keras.Model([words, chars], out)
+    w = np.array([[4, 5, 6]])
+    ch = np.random.default_rng(0).integers(1, 10, (1, 3, 4))
+    padded_w = np.concatenate([w, np.zeros((1, 3), "int64")], 1)
+    padded_ch = np.concatenate([ch, np.zeros((1, 3, 4), "int64")], 1)
+    alone = np_(model([w, ch]))
+    padded = np_(model([padded_w, padded_ch]))
+    np.testing.assert_allclose(padded[:, :3], alone, rtol=1e-5, atol=1e-6)
+    mask = SplitBatchTime().compute_mask([np.zeros((6, 3)), padded_ch])
+    np.testing.assert_array_equal(np_(mask), [[True] * 3 + [False] * 3])
