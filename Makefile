@@ -21,10 +21,11 @@ demo: $(VENV)/.installed
 	$(PY) -m recipes.translator demo
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
-# decoding, seq2seq, losses, layers incl. the CRF, the TFA parity tests) again on JAX, and a subset
+# decoding, seq2seq, losses, layers incl. the CRF and the regularisers, the callbacks incl.
+# weight averaging and ULMFiT's optimizers, the TFA parity tests) again on JAX, and a subset
 # on PyTorch (CPU). Two pytest workers keep both cores busy.
 CORE_TESTS := tests/cells tests/attention tests/decoding tests/seq2seq tests/losses \
-              tests/layers tests/compat
+              tests/layers tests/callbacks tests/compat
 
 test: test-tf test-jax test-torch docs
 

@@ -202,8 +202,9 @@ class GradualUnfreezing(keras.callbacks.Callback):
     the lower groups are frozen; each change re-makes the training function so that the
     new trainable set is traced. Between epochs (at each epoch end, where checkpoints
     are written) and when training ends, all groups are trainable again.
-    Runs on the TensorFlow backend (JAX's and PyTorch's `fit` fix the trainable
-    variables for the whole call: there, call `fit` once per stage).
+    Runs on the TensorFlow and PyTorch backends; on JAX, whose `fit` fixes the trainable
+    variables for the whole call, it raises at the start of `fit`: there, call `fit`
+    once per stage with the groups' `trainable` set by hand.
 
     Args:
         groups: lists of `keras.layers.Layer`, bottom first.
@@ -244,6 +245,12 @@ class GradualUnfreezing(keras.callbacks.Callback):
                 layer.trainable = level >= top
 
     def on_train_begin(self, logs=None):
+        if keras.backend.backend() == "jax":
+            raise RuntimeError(
+                "GradualUnfreezing cannot change the trainable variables inside one JAX "
+                "`fit` call: call fit once per stage, setting the groups' `trainable` "
+                "yourself, or use the TensorFlow or PyTorch backend."
+            )
         self._count = None
         self._set(len(self.groups))
         optimizer = self.model.optimizer
