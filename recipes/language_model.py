@@ -758,7 +758,7 @@ class LanguageModelGenerate(keras.layers.Layer):
     def call(self, inputs):
         from kerasrnn import decoding
         from kerasrnn.data.vocabulary import END_ID
-        from recipes.translator import TopOneGreedySearch
+        from kerasrnn.export.runtime_decoding import TopOneGreedySearch
 
         ids, lengths = inputs
         config = self.config

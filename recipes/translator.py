@@ -37,8 +37,8 @@ from keras import layers as keras_layers
 from keras import tree as keras_tree
 
 from kerasrnn.data.text import TOKENIZERS, TextSide, translation_dataset
-from kerasrnn.decoding import GreedySearch as GreedySearchBase
 from kerasrnn.export import TextTranslator
+from kerasrnn.export.runtime_decoding import TopOneGreedySearch
 from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
 from recipes import common
 from recipes.common import Option
@@ -519,16 +519,6 @@ class Translator(TextTranslator):
             },
         }
         return export_bundle(path, models, format_name, metadata)
-
-
-class TopOneGreedySearch(GreedySearchBase):
-    """`GreedySearch` whose argmax is ``top_k(logits, 1)`` (the same token: the first
-    of the largest), which converts to LiteRT builtins and ONNX alike."""
-
-    def choose(self, logits):
-        import keras
-
-        return keras.ops.top_k(logits, 1)[1][:, 0]
 
 
 class GenerateIds(keras_layers.Layer):
