@@ -232,7 +232,8 @@ def test_a_length_unknown_when_traced_keeps_the_loop_unless_asked(spy):
         )
         model.compile(keras.optimizers.Adam(0.05), "mse")
         data = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=spec)
-        history = model.fit(data, epochs=2, verbose=0)
+        data = data.apply(tf.data.experimental.assert_cardinality(len(batches)))
+        history = model.fit(data, epochs=2, shuffle=False, verbose=0)
         results.append((history.history["loss"], model.get_weights()))
         calls.append(spy.calls)
     assert calls[0] > 0 and calls[1] == calls[0]  # True compiled; "auto" did not
