@@ -355,6 +355,30 @@ class PairClassifier:
             track=[self._lookup],
         )
 
+    def export_runtime(self, path, format_name, sequence_length=64):
+        """Writes the model for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
+        the two sentences' token ids (1, time) in, the judgment's probabilities (1, 3)
+        or the relatedness score (1, 1) out, with the vocabulary, the labels and the
+        numpy-only ``client.py`` that predicts as `predict` does."""
+        from kerasrnn.export.bundle import export_bundle
+
+        # the runtimes take a list of inputs and one output: the dict-input model is
+        # wrapped, and a distribution head keeps only its score, as `serve` does
+        a = keras.Input((None,), dtype="int32", name="sentence_a")
+        b = keras.Input((None,), dtype="int32", name="sentence_b")
+        out = self.model({"sentence_a": a, "sentence_b": b})
+        if isinstance(out, dict):
+            out = out["score"]
+        metadata = {
+            "task": "pair_classifier",
+            "lowercase": self.lowercase,
+            "max_length": self.max_length,
+            "labels": list(LABELS) if self.task == "entailment" else None,
+            "vocabularies": {"words": self.vocabulary.tokens},
+        }
+        model = keras.Model([a, b], out, name="pair_runtime")
+        return export_bundle(path, {"model": (model, None)}, format_name, metadata, sequence_length)
+
 
 # -------------------------------------------------------------------------- commands
 

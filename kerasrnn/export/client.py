@@ -146,19 +146,39 @@ class Client:
         return [table.get(token, UNK_ID) for token in tokens]
 
     def predict(self, inputs):
-        """Classifier: texts -> ``{label, probability, probabilities}`` each; tagger:
-        token lists -> ``{tags, probabilities}`` each."""
+        """Classifier: texts -> ``{label, probability, probabilities}`` each; pair
+        classifier: ``(sentence_a, sentence_b)`` pairs -> the same, or ``{score}`` for
+        relatedness; tagger: token lists -> ``{tags, probabilities}`` each."""
         if self.task == "translator":
             return self.translate(inputs)
         if self.task == "language_model":
             return self.generate(inputs)
         return [getattr(self, "_" + self.task)(item) for item in inputs]
 
+    def _words(self, text, max_length=None):
+        """A text's word ids (at least one: an empty text is one [PAD], all masked)."""
+        ids = self.lookup("words", split_words(text, self.config["lowercase"]))
+        return ids[:max_length] or [PAD_ID]
+
     def _classifier(self, text):
         model = self.models["model"]
-        ids = self.lookup("words", split_words(text, self.config["lowercase"])) or [PAD_ID]
-        (probabilities,) = model.run(_pad([ids], model.shapes[0]))
-        probabilities = probabilities[0].astype("float64")
+        (probabilities,) = model.run(_pad([self._words(text)], model.shapes[0]))
+        return self._classes(probabilities[0])
+
+    def _pair_classifier(self, pair):
+        """A pair of texts -> the judgment as `_classifier` gives it, or ``{score}``."""
+        model = self.models["model"]
+        limit = self.config["max_length"]
+        arrays = [
+            _pad([self._words(text, limit)], shape) for text, shape in zip(pair, model.shapes)
+        ]
+        (out,) = model.run(*arrays)
+        if self.config["labels"] is None:  # relatedness
+            return {"score": float(out.reshape(-1)[0])}
+        return self._classes(out[0])
+
+    def _classes(self, probabilities):
+        probabilities = probabilities.astype("float64")
         labels = self.config["labels"]
         best = int(np.argmax(probabilities))
         return {
@@ -323,12 +343,16 @@ def load(folder):
 
 def main(argv):
     """``python client.py FOLDER INPUT...``: the predictions as JSON (a tagger's inputs
-    are whitespace-tokenised)."""
+    are whitespace-tokenised; a pair classifier's are its pairs' sentences in turn)."""
     if len(argv) < 2:
         print("usage: python client.py FOLDER INPUT...", file=sys.stderr)
         return 2
     client = load(argv[0])
-    inputs = argv[1:] if client.task != "tagger" else [text.split() for text in argv[1:]]
+    inputs = argv[1:]
+    if client.task == "tagger":
+        inputs = [text.split() for text in inputs]
+    elif client.task == "pair_classifier":  # first, second, first, second, ...
+        inputs = list(zip(inputs[::2], inputs[1::2]))
     print(json.dumps(client.predict(inputs), ensure_ascii=False, indent=1))
     return 0
 

@@ -429,3 +429,79 @@ def test_formats_a_recipe_cannot_hold_are_one_line_errors(language_model_run, tm
         sampling.export_runtime(str(tmp_path / "x"), "onnx")
     assert "\n" not in str(error.value) and "the onnx export" in str(error.value)
     assert not os.path.exists(tmp_path / "x")
+
+
+PAIRS = [
+    ("A man is playing a guitar", "a person plays THE guitar"),
+    ("", "nobody here"),
+    ("cats sat on the mat unseen-word", "the dog sat"),
+]
+
+
+def _saved_pairs(saved, pairs):
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(saved).signatures["serving_default"]
+    a, b = zip(*pairs)
+    return serve(sentence_a=tf.constant(a), sentence_b=tf.constant(b))
+
+
+@pytest.fixture(scope="module")
+def pair_run(tmp_path_factory):
+    """An entailment pair model trained for one epoch through the command line."""
+    from recipes import pair_classifier
+
+    folder = tmp_path_factory.mktemp("pairs")
+    rng = np.random.default_rng(0)
+    rows = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+    for i in range(30):
+        a, b = (" ".join(rng.choice(WORDS, rng.integers(2, 6))) for _ in range(2))
+        rows.append(f"{i}\t{a}\t{b}\t{rng.uniform(1, 5):.1f}\t{pair_classifier.LABELS[i % 3]}")
+    (folder / "train.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    run = ["--output-dir", str(folder / "run")]
+    tiny = ["--epochs", "1", "--embedding-dim", "8", "--units", "8", "--hidden-units", "8"]
+    code = pair_classifier.main(
+        ["train", "--train", str(folder / "train.txt"), *tiny,
+         "--verbose", "0", *run]
+    )  # fmt: skip
+    assert code == 0
+    return run
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_pair_classifier_client_reproduces_the_saved_model(pair_run, format_name, capsys):
+    from recipes import pair_classifier
+
+    capsys.readouterr()
+    assert pair_classifier.main(["export", *pair_run]) == 0
+    saved = json.loads(capsys.readouterr().out)["saved_model"]
+    assert pair_classifier.main(["export", *pair_run, "--format", format_name]) == 0
+    folder = json.loads(capsys.readouterr().out)[format_name]
+    out = _saved_pairs(saved, PAIRS)
+    got = run_client(folder, PAIRS)
+    assert [g["label"] for g in got] == [t.decode() for t in out["label"].numpy()]
+    probabilities = [[g["probabilities"][k] for k in pair_classifier.LABELS] for g in got]
+    np.testing.assert_allclose(probabilities, out["probabilities"].numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_pair_relatedness_client_reproduces_the_saved_model(tmp_path, format_name):
+    """Tai et al.'s distribution head (a dict of outputs): the client gets the score."""
+    import keras
+
+    from kerasrnn.data import Vocabulary
+    from recipes import pair_classifier
+
+    keras.utils.set_random_seed(0)
+    overrides = {"task": "relatedness", "relatedness_target": "distribution", "units": 8,
+                 "embedding_dim": 8, "hidden_units": 8, "max_length": 4}  # fmt: skip
+    config = common.load_config(pair_classifier.DEFAULTS, overrides=overrides)
+    words = Vocabulary.build([s.lower().split() for pair in PAIRS for s in pair])
+    model = pair_classifier.build_model(config, len(words))
+    trained = pair_classifier.PairClassifier(model, words, "relatedness", True, 4)
+    trained.export(str(tmp_path / "saved_model"))
+    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 4)
+    expected = _saved_pairs(str(tmp_path / "saved_model"), PAIRS)["score"].numpy()
+    got = [g["score"] for g in run_client(folder, PAIRS)]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert np.ptp(got) > 0  # the pairs differ, and so do their scores
