@@ -20,8 +20,13 @@ ratio is to the SavedModel's batch-1 latency in the same round.
 
     PYTHONPATH=. python bench/quantization.py --tagger runs/ewt --classifier runs/polarity
 
-BLEU on Multi30k is left out: it needs a trained translator (hours here) and an ONNX /
-LiteRT writer for the decoding loop.
+The translator (``--translator RUN_DIR``, a run trained on Multi30k): the recipe's
+beam-search export (`Translator.export_runtime`: the whole decoding loop in the graph)
+in each variant, BLEU on test_2016_flickr with every sentence translated alone (batch
+1), beside the SavedModel's ``translate`` signature; latency per sentence.
+
+    PYTHONPATH=. python bench/quantization.py --tagger '' --classifier '' \
+        --translator runs/mt-budget30
 """
 
 import argparse
@@ -226,10 +231,79 @@ def run_task(label, task, args, log):
     print(serving.markdown_table(header, table))
 
 
+# ------------------------------------------------------------------- the translator
+
+
+def translator_task(run_dir, args, log):
+    """Multi30k test_2016_flickr BLEU of the run's beam search in the SavedModel and in
+    each runtime variant (`serving.translator_runner`: the recipe's export, the loop in
+    the graph), each sentence translated alone (batch 1); the batch-1 latency of every
+    variant interleaved; the share of translations that differ from the SavedModel's."""
+    from kerasrnn.metrics import corpus_bleu
+
+    config, trained = serving.translator_run(run_dir)
+    sources, references = serving.multi30k_test(args.multi30k, args.translator_sentences, config)
+    runtimes = {"saved_model": "saved_model", "onnx": "onnxruntime", "litert": "litert"}
+    rows, sizes, translations, timed = [], {}, {}, []
+    latency_sources = itertools.cycle(sources)
+    with tempfile.TemporaryDirectory() as folder:
+        for name, fmt, quantization in VARIANTS:
+            start = time.perf_counter()
+            try:
+                run, path = serving.translator_runner(trained, runtimes[fmt], folder, quantization)
+            except Exception as error:  # reported in the table, not fatal
+                rows.append([name, f"does not build: {str(error).splitlines()[0][:200]}"])
+                continue
+            sizes[name] = size_of(path)
+            translations[name] = [run([text])[0] for text in sources]
+            log(f"  {name}: built and translated in {time.perf_counter() - start:.1f} s")
+            timed.append((name, lambda run=run: run([next(latency_sources)])))
+            rows.append([name, corpus_bleu(translations[name], references).score])
+        for _, call in timed:
+            timing.warm_up(call, 3)
+        per_round = timing.interleaved_rounds(timed, rounds=args.rounds, steps=args.steps)
+    base = VARIANTS[0][0]
+    header = ["file", "size MB", "x float32 size", "batch 1: ms [IQR]", "x SavedModel b1"]
+    header += [f"BLEU beam {config['beam_size']}", "change", "translations changed"]
+    table = []
+    for name, bleu in rows:
+        if isinstance(bleu, str):
+            table.append([name, bleu] + [""] * (len(header) - 2))
+            continue
+        float_name = "ONNX float32" if name.startswith("ONNX") else "LiteRT float32"
+        float_name = base if name == base else float_name
+        changed = np.mean([a != b for a, b in zip(translations[name], translations[base])])
+        table.append(
+            [
+                name,
+                f"{sizes[name] / 1e6:.2f}",
+                f"{sizes[name] / sizes.get(float_name, sizes[name]):.2f}x",
+                serving.ms_cell(per_round.get(name, [])),
+                serving.ratio_cell(per_round.get(name, []), per_round.get(base, [])),
+                f"{bleu:.2f}",
+                f"{bleu - dict(rows)[base]:+.2f}",
+                f"{changed * 100:.1f}%",
+            ]
+        )
+    case = "case-insensitive" if config["lowercase"] else "cased"
+    print(
+        f"\ntranslator (Multi30k test_2016_flickr, {len(sources)} sentences one at a time, "
+        f"BLEU {case}): {run_dir}\n"
+    )
+    print(serving.markdown_table(header, table))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tagger", default="runs/ewt", help="tagger run folder ('' skips)")
     parser.add_argument("--classifier", default="runs/polarity", help="classifier run folder")
+    parser.add_argument(
+        "--translator", default="", help="a translator run trained on Multi30k ('' skips)"
+    )
+    parser.add_argument("--multi30k", default=str(serving.MULTI30K), help="the multi30k folder")
+    parser.add_argument(
+        "--translator-sentences", type=int, default=0, help="test sentences (0: all 1,000)"
+    )
     parser.add_argument("--sentences", type=int, default=256, help="latency: sentences cycled")
     parser.add_argument("--length", type=int, default=32, help="latency: tokens padded to")
     parser.add_argument("--width", type=int, default=20, help="latency: word characters")
@@ -260,10 +334,11 @@ def main(argv=None):
         log(f"{label}: {run_dir}")
         task = make(run_dir, args.length, args.width, args.sentences)
         run_task(f"{label}: {run_dir}", task, args, log)
-    print(
-        "\ntranslator (BLEU on Multi30k): skipped (needs a trained translator and an ONNX / "
-        "LiteRT writer for its decoding loop)"
-    )
+    if args.translator and os.path.exists(os.path.join(args.translator, "best.keras")):
+        log(f"translator: {args.translator}")
+        translator_task(args.translator, args, log)
+    else:
+        print(f"\ntranslator: skipped (no trained model at {args.translator!r})")
     return 0
 
 

@@ -29,10 +29,14 @@ at <= 0.5x the SavedModel's batch-1 latency.
     PYTHONPATH=. python bench/serving.py --tagger runs/ewt --tagger-crf runs/ewt-crf \\
         --classifier runs/polarity
 
-The run folders come from the recipes' ``train`` commands (see docs/deploying.md). The
-translator is not measured here yet (printed as skipped): its decoding graphs come from the
-recipe's ``export --format onnx|litert`` with their own client, which this script does not
-time.
+The run folders come from the recipes' ``train`` commands (see docs/deploying.md).
+
+The translator (``--translator RUN_DIR``, trained on Multi30k) is timed on German test
+sentences (test_2016_flickr, raw strings in, translations out) with its beam search:
+``keras`` (`Translator.translate`), the recipe's SavedModel (``translate`` signature), and
+the recipe's ``export --format onnx|litert`` folders run by their numpy-only client (batch-1
+files with the decoding loop inside the graph; a batch is a sentence after another). Its
+check counts the translations that differ from the SavedModel's.
 """
 
 import argparse
@@ -58,10 +62,16 @@ RUNTIMES = ("keras_predict", "keras_call", "saved_model", "onnxruntime", "litert
 REFERENCE = "saved_model"
 # the order of the serving models' inputs (the recipes' input names)
 INPUT_ORDER = ["word_ids", "char_ids", "lm_ids", "token_ids"]
-TRANSLATOR_SKIPPED = (
-    "translator: skipped (its ONNX / LiteRT decoding graphs come from "
-    "`python -m recipes.translator export --format onnx|litert`; not timed here yet)"
+# ../shared/data/multi30k beside the checkout (a worktree one level deeper looks one up)
+MULTI30K = next(
+    (
+        p / "shared" / "data" / "multi30k"
+        for p in ROOT.parents
+        if (p / "shared" / "data" / "multi30k").is_dir()
+    ),
+    pathlib.Path("../shared/data/multi30k"),
 )
+TRANSLATOR_RUNTIMES = ("keras", "saved_model", "onnxruntime", "litert")
 
 
 # ------------------------------------------------------------------- pure helpers
@@ -379,6 +389,122 @@ def load_serving_inputs(kind, run_dir, length, width, count):
     return serving_model(trained.model, crf), crf, inputs
 
 
+# ------------------------------------------------------------------- the translator
+
+
+def load_client(folder):
+    """The numpy-only client that an export wrote beside its model files."""
+    import importlib.util
+
+    name = f"client_{abs(hash(folder))}"
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "client.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load(folder)
+
+
+def multi30k_test(folder, count, config):
+    """``(German sources, English references)`` of test_2016_flickr (the first `count`;
+    0: all), the references lower-cased where the run's target side lower-cases."""
+    from kerasrnn.data import load_parallel_text
+    from kerasrnn.data.text import lower_graph
+
+    folder = pathlib.Path(folder)
+    sources, references = load_parallel_text(
+        folder / "test_2016_flickr.de.gz", folder / "test_2016_flickr.en.gz"
+    )
+    if count:
+        sources, references = sources[:count], references[:count]
+    if config["lowercase"]:  # a lower-casing target side writes lower case only
+        lowered = lower_graph(list(references), config["target_tokenizer"]).numpy()
+        references = [r.decode("utf-8") for r in lowered]
+    return list(sources), list(references)
+
+
+def translator_runner(trained, runtime, folder, quantization=None):
+    """``(translate(texts) -> translations, the measured file or folder)`` of the run's
+    beam search (its beam size) in `runtime`: ``keras`` (`Translator.translate`, the
+    library's graph, the batch as given), ``saved_model`` (the recipe's SavedModel,
+    ``translate`` signature), ``onnxruntime`` / ``litert`` (the recipe's
+    ``export --format`` folder and its client, one sentence per call: the files run
+    batch 1, the decoding loop inside the graph)."""
+    import tensorflow as tf
+
+    path = os.path.join(folder, f"{runtime}_{quantization or 'float32'}")
+    if runtime == "keras":
+        return (lambda texts: trained.translate(list(texts), batch_size=len(texts))), None
+    if runtime == "saved_model":
+        trained.export(path)
+        signature = tf.saved_model.load(path).signatures["translate"]
+
+        def run(texts):
+            out = signature(text=tf.constant(list(texts)))["translation"].numpy()
+            return [t.decode("utf-8") for t in out]
+
+        return run, path
+    fmt = "onnx" if runtime == "onnxruntime" else runtime
+    trained.export_runtime(path, fmt, quantization=quantization)
+    client = load_client(path)
+    beam = next(f for f in os.listdir(path) if f.startswith("beam.") or f.startswith("greedy."))
+    return (lambda texts: [r["translation"] for r in client.translate(texts)]), os.path.join(
+        path, beam
+    )
+
+
+def translator_run(run_dir):
+    """``(config, trained Translator)`` of the translator run in `run_dir`."""
+    from recipes import translator
+    from recipes.config import saved_config
+
+    import_schedules()
+    config = saved_config(translator.DEFAULTS, run_dir)
+    return config, translator.Translator.from_run(config)
+
+
+def time_translator(label, run_dir, args, log):
+    """Batch-1 latency and batched throughput of the translator's beam search in each
+    runtime, after checking their translations against the SavedModel's."""
+    config, trained = translator_run(run_dir)
+    sources, _ = multi30k_test(args.multi30k, args.sentences, config)
+    runners, failed = {}, {}
+    with tempfile.TemporaryDirectory() as folder:
+        for runtime in TRANSLATOR_RUNTIMES:
+            try:
+                runners[runtime] = translator_runner(trained, runtime, folder)[0]
+            except Exception as error:  # reported, not fatal
+                failed[runtime] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+            log(f"  translator: {runtime} ready")
+        checked = sources[: args.batch_size]
+        expected = runners[REFERENCE](checked)
+        same = {
+            r: sum(a == b for a, b in zip(run(checked), expected)) for r, run in runners.items()
+        }
+        results = {}
+        for b in (1, args.batch_size):
+            contenders = []
+            for runtime, run in runners.items():
+                stream = itertools.cycle(range(0, len(sources), b))
+                contenders.append(
+                    (runtime, lambda run=run, s=stream: run(sources[(i := next(s)) : i + b]))
+                )
+            for _, call in contenders:
+                timing.warm_up(call, 1 if b > 1 else 3)
+            steps = args.steps if b == 1 else args.batch_steps
+            results[b] = timing.interleaved_rounds(contenders, rounds=args.rounds, steps=steps)
+            log(f"  translator: batch {b} timed")
+    for runtime, reason in failed.items():
+        print(f"\n{label}: {runtime} left out, it does not build: {reason}")
+    differences = {(r, 1): float(len(checked) - n) for r, n in same.items()}
+    report(
+        f"{label}: beam search {config['beam_size']}, {len(sources)} test sentences cycled",
+        results,
+        [1, args.batch_size],
+        differences,
+        TRANSLATOR_RUNTIMES,
+        f"of the first {len(checked)}, translations unlike the SavedModel's",
+    )
+
+
 # ---------------------------------------------------------------------- the bench
 
 
@@ -461,12 +587,13 @@ def time_model(label, runners, inputs, batch_sizes, args, log):
     return results
 
 
-def report(label, results, batch_sizes, differences):
+def report(label, results, batch_sizes, differences, runtimes=RUNTIMES, check="max diff vs keras"):
     b1, bn = batch_sizes[0], batch_sizes[-1]
     reference_1 = results[b1].get(REFERENCE, [])
     reference_n = results[bn].get(REFERENCE, [])
+    spec = ".1e" if check.startswith("max") else ".0f"  # a difference, or a count
     rows = []
-    for runtime in RUNTIMES:
+    for runtime in runtimes:
         if runtime not in results[b1]:
             continue
         t1, tn = results[b1][runtime], results[bn].get(runtime, [])
@@ -474,7 +601,7 @@ def report(label, results, batch_sizes, differences):
         rows.append(
             [
                 runtime,
-                f"{differences.get((runtime, b1), float('nan')):.1e}",
+                f"{differences.get((runtime, b1), float('nan')):{spec}}",
                 ms_cell(t1),
                 ratio_cell(t1, reference_1),
                 ms_cell(tn),
@@ -484,7 +611,7 @@ def report(label, results, batch_sizes, differences):
         )
     header = [
         "runtime",
-        "max diff vs keras",
+        check,
         "batch 1: ms [IQR]",
         "x saved_model b1 [range]",
         f"batch {bn}: ms [IQR]",
@@ -534,6 +661,10 @@ def main(argv=None):
     parser.add_argument("--tagger", default="runs/ewt", help="tagger run folder ('' skips)")
     parser.add_argument("--tagger-crf", default="runs/ewt-crf", help="CRF tagger run folder")
     parser.add_argument("--classifier", default="runs/polarity", help="classifier run folder")
+    parser.add_argument(
+        "--translator", default="", help="a translator run trained on Multi30k ('' skips)"
+    )
+    parser.add_argument("--multi30k", default=str(MULTI30K), help="the multi30k folder")
     parser.add_argument("--sentences", type=int, default=256, help="test sentences cycled")
     parser.add_argument("--length", type=int, default=32, help="tokens each input is padded to")
     parser.add_argument(
@@ -597,7 +728,11 @@ def main(argv=None):
             batch_sizes,
             differences,
         )
-    print("\n" + TRANSLATOR_SKIPPED)
+    if args.translator and os.path.exists(os.path.join(args.translator, "best.keras")):
+        log(f"translator: {args.translator}")
+        time_translator("translator (Multi30k de-en)", args.translator, args, log)
+    else:
+        print(f"\ntranslator: skipped (no trained model at {args.translator!r})")
     return 0
 
 

@@ -241,10 +241,11 @@ class Classifier:
             track=[self._lookup],
         )
 
-    def export_runtime(self, path, format_name, sequence_length=64):
+    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
         """Writes the model for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
-        token ids (1, time) in, class probabilities out, with the vocabulary, the labels
-        and the numpy-only ``client.py`` that predicts as `predict` does."""
+        token ids (1, time) in, class probabilities out, with the vocabulary, the labels and
+        the numpy-only ``client.py`` that predicts as `predict` does. `quantization`: the
+        weights, as `export_bundle` takes it."""
         from kerasrnn.export.bundle import export_bundle
 
         metadata = {
@@ -254,7 +255,12 @@ class Classifier:
             "vocabularies": {"words": self.vocabulary.tokens},
         }
         return export_bundle(
-            path, {"model": (self.model, None)}, format_name, metadata, sequence_length
+            path,
+            {"model": (self.model, None)},
+            format_name,
+            metadata,
+            sequence_length,
+            quantization,
         )
 
 

@@ -676,14 +676,15 @@ class LanguageModel:
         """The SavedModel of the module function `export`."""
         return export(self.config, path, self)
 
-    def export_runtime(self, path, format_name, sequence_length=64):
+    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
         """Writes the language model for onnxruntime or LiteRT
-        (`kerasrnn.export.export_bundle`) as two graphs: ``generate`` (prompt ids
-        (1, `sequence_length`) and their length (1,) -> the continuation's ids
-        (1, gen_length), the prompt pass and the decoding loop inside, as `export`'s
-        SavedModel) and ``step``, the streaming step (token (1,) and every layer's
-        states -> logits (1, vocabulary) and the new states); with the vocabulary and
-        the numpy-only ``client.py`` (`Client.generate`, `Client.stream`)."""
+        (`kerasrnn.export.export_bundle`) as two graphs: ``generate`` (prompt ids (1,
+        `sequence_length`) and their length (1,) -> the continuation's ids (1, gen_length),
+        the prompt pass and the decoding loop inside, as `export`'s SavedModel) and
+        ``step``, the streaming step (token (1,) and every layer's states -> logits (1,
+        vocabulary) and the new states); with the vocabulary and the numpy-only
+        ``client.py`` (`Client.generate`, `Client.stream`). `quantization`: the weights, as
+        `export_bundle` takes it."""
         from kerasrnn.export.bundle import export_bundle
 
         config = self.config
@@ -722,7 +723,7 @@ class LanguageModel:
             "vocabularies": {"words": self.vocabulary.tokens},
         }
         models = {"generate": (generator, None), "step": (stepper, None)}
-        return export_bundle(path, models, format_name, metadata, sequence_length)
+        return export_bundle(path, models, format_name, metadata, sequence_length, quantization)
 
 
 class LanguageModelStep(keras.layers.Layer):

@@ -355,11 +355,12 @@ class PairClassifier:
             track=[self._lookup],
         )
 
-    def export_runtime(self, path, format_name, sequence_length=64):
-        """Writes the model for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
-        the two sentences' token ids (1, time) in, the judgment's probabilities (1, 3)
-        or the relatedness score (1, 1) out, with the vocabulary, the labels and the
-        numpy-only ``client.py`` that predicts as `predict` does."""
+    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
+        """Writes the model for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`): the
+        two sentences' token ids (1, time) in, the judgment's probabilities (1, 3) or the
+        relatedness score (1, 1) out, with the vocabulary, the labels and the numpy-only
+        ``client.py`` that predicts as `predict` does. `quantization`: the weights, as
+        `export_bundle` takes it."""
         from kerasrnn.export.bundle import export_bundle
 
         # the runtimes take a list of inputs and one output: the dict-input model is
@@ -377,7 +378,8 @@ class PairClassifier:
             "vocabularies": {"words": self.vocabulary.tokens},
         }
         model = keras.Model([a, b], out, name="pair_runtime")
-        return export_bundle(path, {"model": (model, None)}, format_name, metadata, sequence_length)
+        models = {"model": (model, None)}
+        return export_bundle(path, models, format_name, metadata, sequence_length, quantization)
 
 
 # -------------------------------------------------------------------------- commands

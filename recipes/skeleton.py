@@ -15,6 +15,8 @@ from recipes.training import fit, load_splits, restore_last_epoch, set_seed
 # `export --format`: kerasrnn.export.bundle.FORMATS, spelled out so that --help needs
 # no Keras import
 EXPORT_FORMATS = ("saved_model", "onnx", "litert")
+# `export --quantization`, per format (kerasrnn.export.onnx / litert's QUANTIZATIONS)
+EXPORT_QUANTIZATIONS = {"onnx": ("dynamic_int8",), "litert": ("dynamic_int8", "float16")}
 
 
 class Prepared(NamedTuple):
@@ -260,6 +262,13 @@ class Recipe:
         config = self.stored(config, args)
         fmt = args.export_format
         path = args.export_dir or os.path.join(config["output_dir"], fmt)
+        quantization = None if args.quantization == "none" else args.quantization
+        if quantization and quantization not in EXPORT_QUANTIZATIONS.get(fmt, ()):
+            formats = [f for f, allowed in EXPORT_QUANTIZATIONS.items() if quantization in allowed]
+            raise ConfigError(
+                f"--quantization {quantization} does not apply to --format {fmt}: use "
+                f"--format {' or '.join(formats)}, or --quantization none."
+            )
         trained = self.predictor.from_run(config)
         if fmt == "saved_model":
             trained.export(path)
@@ -269,7 +278,7 @@ class Recipe:
                 f"SavedModel): use --format saved_model."
             )
         else:
-            trained.export_runtime(path, fmt, args.sequence_length)
+            trained.export_runtime(path, fmt, args.sequence_length, quantization)
         return {fmt: path}
 
     def commands(self):
@@ -304,6 +313,14 @@ class Recipe:
                 help="tokens per input in a LiteRT file (fixed shapes; also an ONNX file "
                 "that goes through the LiteRT graph); longer inputs need a re-export "
                 "(default: 64)",
+            )
+            parser.add_argument(
+                "--quantization",
+                default="none",
+                choices=("none", "dynamic_int8", "float16"),
+                help="weights of an onnx or litert file: none (float32, default), "
+                "dynamic_int8 (8-bit weights, activations quantised at run time; both "
+                "formats) or float16 (litert)",
             )
 
         run = self.options_of("run")

@@ -597,12 +597,13 @@ class Tagger:
             track=lookups,
         )
 
-    def export_runtime(self, path, format_name, sequence_length=64):
+    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
         """Writes the tagger for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
-        word ids (1, time) and character ids (1, time, max_chars) in; the tag
-        probabilities out, or with a CRF the Viterbi path and each tag's posterior
-        marginal (computed in the graph, as `serve` does); with the vocabularies, the
-        tags and the numpy-only ``client.py`` (tags and probabilities; no entities)."""
+        word ids (1, time) and character ids (1, time, max_chars) in; the tag probabilities
+        out, or with a CRF the Viterbi path and each tag's posterior marginal (computed in
+        the graph, as `serve` does); with the vocabularies, the tags and the numpy-only
+        ``client.py`` (tags and probabilities; no entities). `quantization`: the weights, as
+        `export_bundle` takes it."""
         import tensorflow as tf
 
         from kerasrnn.export.bundle import export_bundle
@@ -637,7 +638,12 @@ class Tagger:
             "vocabularies": vocabularies,
         }
         return export_bundle(
-            path, {"model": (model, signature)}, format_name, metadata, sequence_length
+            path,
+            {"model": (model, signature)},
+            format_name,
+            metadata,
+            sequence_length,
+            quantization,
         )
 
 

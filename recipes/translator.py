@@ -466,14 +466,14 @@ class Translator(TextTranslator):
         self.stream_layout = {"memory": len(memory), "states": len(states)}
         return {"encoder": (encoder, None), "decoder_step": (step, None)}
 
-    def export_runtime(self, path, format_name, sequence_length=64):
+    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
         """Writes the decoding graphs for onnxruntime or LiteRT
-        (`kerasrnn.export.export_bundle`): source ids (1, max_source_length) in, the
-        best hypothesis' target ids (1, 1, max_decode_length) and its score out, the
-        whole loop inside the graph (an ONNX `Loop`, a LiteRT builtin `WHILE`), as
-        ``greedy`` and, for a beam size > 1, ``beam``; with both vocabularies and the
-        numpy-only ``client.py`` (`Client.translate`). `sequence_length` is unused:
-        the source width is the run's `max_source_length`."""
+        (`kerasrnn.export.export_bundle`): source ids (1, max_source_length) in, the best
+        hypothesis' target ids (1, 1, max_decode_length) and its score out, the whole loop
+        inside the graph (an ONNX `Loop`, a LiteRT builtin `WHILE`), as ``greedy`` and, for
+        a beam size > 1, ``beam``; with both vocabularies and the numpy-only ``client.py``
+        (`Client.translate`). `sequence_length` is unused: the source width is the run's
+        `max_source_length`. `quantization`: the weights, as `export_bundle` takes it."""
         import keras
 
         from kerasrnn.export.bundle import export_bundle
@@ -518,7 +518,7 @@ class Translator(TextTranslator):
                 "target": self.target_vocabulary.tokens,
             },
         }
-        return export_bundle(path, models, format_name, metadata)
+        return export_bundle(path, models, format_name, metadata, None, quantization)
 
 
 class GenerateIds(keras_layers.Layer):

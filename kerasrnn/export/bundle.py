@@ -55,7 +55,7 @@ def _runtime_inputs(path, format_name, specs):
     return names, [found[name] for name in names]
 
 
-def export_bundle(folder, models, format_name, metadata, sequence_length=None):
+def export_bundle(folder, models, format_name, metadata, sequence_length=None, quantization=None):
     """Writes each model of `models` into `folder` in `format_name`, with ``deploy.json``
     and ``client.py`` (module docstring).
 
@@ -69,6 +69,9 @@ def export_bundle(folder, models, format_name, metadata, sequence_length=None):
         metadata: a JSON-able dict the client reads (``task``, vocabularies, ...).
         sequence_length: the time dimension fixed in a LiteRT file (and in an ONNX file
             that goes through the LiteRT graph): longer inputs must be re-exported.
+        quantization: None (float32), ``"dynamic_int8"`` (both formats) or
+            ``"float16"`` (LiteRT), applied to every model file (`export_onnx`,
+            `export_litert`); recorded in ``deploy.json``.
 
     Returns:
         `folder`.
@@ -84,20 +87,30 @@ def export_bundle(folder, models, format_name, metadata, sequence_length=None):
     >>> sorted(os.listdir(folder))
     ['client.py', 'deploy.json', 'model.onnx']
     """
-    from kerasrnn.export._formats import model_input_specs
-    from kerasrnn.export.litert import export_litert
+    from kerasrnn.export import litert, onnx
+    from kerasrnn.export._formats import FORMAT_NAMES, model_input_specs
+    from kerasrnn.export.litert import check_quantization, export_litert
     from kerasrnn.export.onnx import export_onnx
 
     _check_format(format_name)
+    allowed = {"onnx": onnx.QUANTIZATIONS, "litert": litert.QUANTIZATIONS}[format_name]
+    check_quantization(quantization, allowed, FORMAT_NAMES[format_name])
     os.makedirs(folder, exist_ok=True)
     written = {}
     for name, (model, signature) in models.items():
         specs = model_input_specs(model, signature)
         path = os.path.join(folder, name + EXTENSIONS[format_name])
         if format_name == "onnx":
-            export_onnx(model, path, specs, batch_size=1, sequence_length=sequence_length)
+            export_onnx(
+                model,
+                path,
+                specs,
+                batch_size=1,
+                sequence_length=sequence_length,
+                quantization=quantization,
+            )
         else:
-            export_litert(model, path, 1, sequence_length, specs)
+            export_litert(model, path, 1, sequence_length, specs, quantization)
         names, shapes = _runtime_inputs(path, format_name, specs)
         written[name] = {
             "file": os.path.basename(path),
@@ -105,7 +118,7 @@ def export_bundle(folder, models, format_name, metadata, sequence_length=None):
             "shapes": shapes,
             "outputs": len(model.outputs),
         }
-    deploy = dict(metadata, format=format_name, models=written)
+    deploy = dict(metadata, format=format_name, quantization=quantization, models=written)
     with open(os.path.join(folder, "deploy.json"), "w", encoding="utf-8") as file:
         json.dump(deploy, file, ensure_ascii=False, indent=1)
     shutil.copyfile(

@@ -115,3 +115,13 @@ def test_latency_sentences_keep_short_sentences_of_short_words_in_order():
     sentences = [["a", "bb"], [], ["c"] * 4, ["dddd", "e"], ["f"], ["g", "h"]]
     assert serving.latency_sentences(sentences, 3, 3, 10) == [["a", "bb"], ["f"], ["g", "h"]]
     assert serving.latency_sentences(sentences, 3, None, 2) == [["a", "bb"], ["dddd", "e"]]
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_multi30k_test_sentences_and_references(shared_data, lowercase):
+    folder = shared_data("multi30k", "test_2016_flickr.de.gz").parent
+    config = {"lowercase": lowercase, "target_tokenizer": "word"}
+    sources, references = serving.multi30k_test(folder, 3, config)
+    assert len(sources) == len(references) == 3
+    assert sources[0].startswith("Ein Mann")  # German in, English references
+    assert references[0].startswith("A man" if not lowercase else "a man")

@@ -112,6 +112,45 @@ def test_export_format_errors_are_one_line(classifier_run, capsys):
     assert "argument --format: invalid choice: 'tflite'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "format_name, quantization", [("onnx", "dynamic_int8"), ("litert", "float16")]
+)
+def test_quantized_export_stays_close_to_the_saved_model(
+    classifier_run, format_name, quantization, tmp_path, capsys
+):
+    import tensorflow as tf
+
+    folder = str(tmp_path / quantization)
+    capsys.readouterr()
+    assert classifier.main(["export", *classifier_run, "--export-dir", str(tmp_path / "sm")]) == 0
+    export = ["export", *classifier_run, "--format", format_name, "--export-dir", folder]
+    assert classifier.main([*export, "--quantization", quantization]) == 0
+    with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
+        assert json.load(file)["quantization"] == quantization
+    texts = ["Good film", "awful PLOT never-seen-word", "the  cat sat on a mat fine"]
+    out = tf.saved_model.load(str(tmp_path / "sm")).signatures["serving_default"](
+        text=tf.constant(texts)
+    )
+    got = run_client(folder, texts)
+    labels = list(got[0]["probabilities"])
+    probabilities = np.array([[g["probabilities"][k] for k in labels] for g in got])
+    # 8-bit or 16-bit weights: close to float32, not equal
+    np.testing.assert_allclose(probabilities, out["probabilities"].numpy(), atol=2e-2)
+
+
+def test_quantization_a_format_cannot_take_is_a_one_line_error(classifier_run, capsys):
+    for fmt, quantization, fix in [
+        ("saved_model", "dynamic_int8", "use --format onnx or litert"),
+        ("onnx", "float16", "use --format litert"),
+    ]:
+        capsys.readouterr()
+        code = classifier.main(["export", *classifier_run, "--format", fmt,
+                                "--quantization", quantization])  # fmt: skip
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "\n" not in err
+        assert f"--quantization {quantization} does not apply to --format {fmt}: {fix}" in err
+
+
 def _tagger(tmp_path, crf, chars=True, seed=0):
     """An untrained tagger (fixed seed) with its vocabularies, and its SavedModel."""
     import keras
