@@ -170,6 +170,24 @@ def build_variant(model, fmt, quantization, latency, evaluation, folder, args):
     )
 
 
+HEADER = ["file", "size MB", "x float32 size", "batch 1: ms [IQR]", "x SavedModel b1"]
+
+
+def variant_cells(name, sizes, per_round):
+    """A variant's `HEADER` cells: its size (MB, and against the same format's float32
+    file) and its batch-1 latency (ms, and against the SavedModel's in the same rounds)."""
+    base = VARIANTS[0][0]
+    float_name = "ONNX float32" if name.startswith("ONNX") else "LiteRT float32"
+    float_name = base if name == base else float_name
+    return [
+        name,
+        f"{sizes[name] / 1e6:.2f}",
+        f"{sizes[name] / sizes.get(float_name, sizes[name]):.2f}x",
+        serving.ms_cell(per_round.get(name, [])),
+        serving.ratio_cell(per_round.get(name, []), per_round.get(base, [])),
+    ]
+
+
 def run_task(label, task, args, log):
     model, latency, evaluation, metric_name = task
     rows, reference, sizes, timed = [], {}, {}, []
@@ -204,7 +222,7 @@ def run_task(label, task, args, log):
         per_round = timing.interleaved_rounds(timed, rounds=args.rounds, steps=args.steps)
     base = VARIANTS[0][0]
     splits = list(evaluation)
-    header = ["file", "size MB", "x float32 size", "batch 1: ms [IQR]", "x SavedModel b1"]
+    header = list(HEADER)
     for split in splits:
         header += [f"{split} {metric_name}", "change (points)", "predictions changed"]
     table = []
@@ -213,15 +231,7 @@ def run_task(label, task, args, log):
         if isinstance(scores, str):
             table.append([name, scores] + [""] * (len(header) - 2))
             continue
-        float_name = "ONNX float32" if name.startswith("ONNX") else "LiteRT float32"
-        float_name = base if name == base else float_name
-        cells = [
-            name,
-            f"{sizes[name] / 1e6:.2f}",
-            f"{sizes[name] / sizes.get(float_name, sizes[name]):.2f}x",
-            serving.ms_cell(per_round.get(name, [])),
-            serving.ratio_cell(per_round.get(name, []), per_round.get(base, [])),
-        ]
+        cells = variant_cells(name, sizes, per_round)
         for split in splits:
             value, changed = scores[split]
             delta = (value - base_scores[split][0]) * 100 if base_scores else float("nan")
@@ -263,23 +273,16 @@ def translator_task(run_dir, args, log):
             timing.warm_up(call, 3)
         per_round = timing.interleaved_rounds(timed, rounds=args.rounds, steps=args.steps)
     base = VARIANTS[0][0]
-    header = ["file", "size MB", "x float32 size", "batch 1: ms [IQR]", "x SavedModel b1"]
-    header += [f"BLEU beam {config['beam_size']}", "change", "translations changed"]
+    header = HEADER + [f"BLEU beam {config['beam_size']}", "change", "translations changed"]
     table = []
     for name, bleu in rows:
         if isinstance(bleu, str):
             table.append([name, bleu] + [""] * (len(header) - 2))
             continue
-        float_name = "ONNX float32" if name.startswith("ONNX") else "LiteRT float32"
-        float_name = base if name == base else float_name
         changed = np.mean([a != b for a, b in zip(translations[name], translations[base])])
         table.append(
             [
-                name,
-                f"{sizes[name] / 1e6:.2f}",
-                f"{sizes[name] / sizes.get(float_name, sizes[name]):.2f}x",
-                serving.ms_cell(per_round.get(name, [])),
-                serving.ratio_cell(per_round.get(name, []), per_round.get(base, [])),
+                *variant_cells(name, sizes, per_round),
                 f"{bleu:.2f}",
                 f"{bleu - dict(rows)[base]:+.2f}",
                 f"{changed * 100:.1f}%",
