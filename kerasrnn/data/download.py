@@ -307,15 +307,24 @@ def _get_file(url, directory, fname, sha256):
     import keras
 
     with contextlib.redirect_stdout(sys.stderr):
-        return keras.utils.get_file(
-            fname=fname,
-            origin=url,
-            file_hash=sha256,
-            hash_algorithm="sha256",
-            cache_dir=directory,
-            cache_subdir=".",
-            force_download=True,
-        )
+        try:
+            return keras.utils.get_file(
+                fname=fname,
+                origin=url,
+                file_hash=sha256,
+                hash_algorithm="sha256",
+                cache_dir=directory,
+                cache_subdir=".",
+                force_download=True,
+            )
+        except ValueError:  # the hash does not match: the callers raise ChecksumError
+            raise
+        except Exception as error:  # get_file raises a bare Exception for URL/HTTP errors
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise CorpusError(
+                f"{reason}. Without network, point KERASRNN_DATA at a folder holding "
+                f"<corpus>/<file> (or KERASRNN_DATA_MIRROR at a mirror)."
+            ) from None
 
 
 def _fetch_archive(corpus, folder):

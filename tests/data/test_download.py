@@ -253,3 +253,22 @@ def test_recipes_read_corpus_specs(monkeypatch):
     )
     sentences, tags = tagger.load_examples(config, config["valid"], "valid")
     assert len(sentences) == 2001
+
+
+def test_a_failed_download_is_one_line_naming_the_offline_fix(env, monkeypatch, tmp_path, capsys):
+    from recipes import language_model
+
+    missing = (tmp_path / "no-such-mirror").as_uri()
+    with pytest.raises(datasets.CorpusError) as error:
+        datasets.corpus_file("ptb", "ptb.valid.txt", mirror=missing)
+    message = str(error.value)
+    assert "\n" not in message and "no-such-mirror" in message
+    assert "point KERASRNN_DATA at a folder" in message
+    assert _leftovers(env / "ptb") == []
+    # the recipes print it as one line and exit 2, no traceback
+    monkeypatch.setenv("KERASRNN_DATA_MIRROR", missing)
+    code = language_model.main(
+        ["train", "--train-file", "corpus:ptb/ptb.train.txt", "--output-dir", str(tmp_path / "r")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "KERASRNN_DATA" in err
