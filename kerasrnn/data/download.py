@@ -320,9 +320,10 @@ def _get_file(url, directory, fname, sha256):
         except ValueError:  # the hash does not match: the callers raise ChecksumError
             raise
         except Exception as error:  # get_file raises a bare Exception for URL/HTTP errors
-            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            # Keras' "URL fetch failure on URL: None -- REASON": the URL is named already
+            reason = (str(error).splitlines() or [type(error).__name__])[0].split(" -- ")[-1]
             raise CorpusError(
-                f"{reason}. Without network, point KERASRNN_DATA at a folder holding "
+                f"download failed ({reason}). Without network, point KERASRNN_DATA at a folder holding "
                 f"<corpus>/<file> (or KERASRNN_DATA_MIRROR at a mirror)."
             ) from None
 
