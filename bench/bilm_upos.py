@@ -99,8 +99,10 @@ def run(command, log):
     return time.time() - began
 
 
-def lm_text(out):
-    """Writes the biLM's train and valid text; returns their paths."""
+def lm_text(out, extra_train=()):
+    """Writes the biLM's train and valid text (PTB and EWT, then the token lists
+    `extra_train` in the training text), normalised as the tagger's biLM input; returns
+    their paths."""
     from kerasrnn.data.loaders import load_conllu, read_lines
     from recipes.tagger import lm_sentences
 
@@ -114,6 +116,8 @@ def lm_text(out):
             continue
         lines = [line.strip() for _, line in read_lines(str(PTB / ptb)) if line.strip()]
         sentences, _ = load_conllu(str(EWT / ewt), "upos")
+        if split == "train":
+            sentences = list(sentences) + list(extra_train)
         lines += [" ".join(s) for s in lm_sentences(sentences) if s]
         partial = paths[split].with_suffix(".partial")
         partial.write_text("\n".join(lines) + "\n")

@@ -11,6 +11,11 @@ cross-checked against seqeval when it is installed):
   training and Viterbi).
 - ``...-bioes``: trained on BIOES tags, scored after conversion back to the file's BIO.
 - ``...-nochars``: without the character BiRNN.
+- ``crf-constrained-bilm``: the constrained CRF with ELMo-style features of a frozen
+  biLM (``--contextual-lm``) trained on the shared text: PTB train, EWT train and
+  CoNLL-2003 train, normalised as the tagger's biLM input (lower-cased, numbers "N");
+  `bench/bilm_upos.py`'s biLM, for ``--bilm-minutes`` (``--bilm-dir``: reuse or write
+  it there).
 
     PYTHONPATH=. python bench/ner.py                  # every row, then the table
     PYTHONPATH=. python bench/ner.py --rows dictionary softmax crf
@@ -82,6 +87,7 @@ ROWS = {
         "char_dim": 0,
     },
     "softmax-nochars": {"crf": False, "char_dim": 0},
+    "crf-constrained-bilm": {"crf": True, "crf_constraints": "true", "contextual_lm": "BILM"},
 }
 
 
@@ -133,7 +139,26 @@ def scores(gold, predicted):
     return result
 
 
-def run_row(name, data, out, epochs, seed):
+def train_bilm(data, folder, minutes):
+    """The biLM of the ``crf-constrained-bilm`` row in `folder` (trained there on the
+    shared text for `minutes` unless its results.json exists)."""
+    import bilm_upos
+
+    folder = pathlib.Path(folder).resolve()
+    if (folder / "results.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    text = bilm_upos.lm_text(folder, extra_train=load(data, "train")[0])
+    config = dict(bilm_upos.LM_CONFIG, epochs=20, time_budget=minutes, patience=0)
+    command = [sys.executable, "-m", "recipes.language_model", "train", "--bidirectional", "true"]
+    command += ["--output-dir", str(folder / "run"), "--train-file", str(text["train"])]
+    command += ["--valid-file", str(text["valid"]), "--test-file", ""]
+    bilm_upos.run(command + bilm_upos.flags(config), folder / "recipes.log")
+    (folder / "results.json").write_text((folder / "run" / "results.json").read_text())
+    return folder
+
+
+def run_row(name, data, out, epochs, seed, bilm=None):
     folder = out / name
     done = folder / "row.json"
     if done.exists():
@@ -148,9 +173,12 @@ def run_row(name, data, out, epochs, seed):
     else:
         from recipes import common, tagger
 
+        options = dict(ROWS[name])
+        if options.get("contextual_lm") == "BILM":
+            options["contextual_lm"] = str(bilm / "run")
         overrides = {
             **BENCH_CONFIG,
-            **ROWS[name],
+            **options,
             "epochs": epochs,
             "seed": seed,
             "output_dir": str(folder / "run"),
@@ -227,13 +255,21 @@ def main():
     )
     parser.add_argument("--seed", type=int, default=1234, help="the recipe's seed")
     parser.add_argument(
+        "--bilm-dir", default=None, help="the biLM folder (default: OUTPUT_DIR/bilm)"
+    )
+    parser.add_argument("--bilm-minutes", type=float, default=25, help="the biLM's training budget")
+    parser.add_argument(
         "--table", action="store_true", help="print the table of the finished rows, train nothing"
     )
     args = parser.parse_args()
     out = pathlib.Path(args.output_dir)
     if not args.table:
+        data = pathlib.Path(args.data)
         for name in args.rows:
-            row = run_row(name, pathlib.Path(args.data), out, args.epochs, args.seed)
+            bilm = None
+            if ROWS[name] and ROWS[name].get("contextual_lm"):
+                bilm = train_bilm(data, args.bilm_dir or out / "bilm", args.bilm_minutes)
+            row = run_row(name, data, out, args.epochs, args.seed, bilm)
             print(
                 f"{name}: test entity F1 {100 * row['test']['f1']:.2f}", file=sys.stderr, flush=True
             )
