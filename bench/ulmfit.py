@@ -143,7 +143,15 @@ def main():
     parser.add_argument("--runs", default="runs/ulmfit", help="corpus, LM and fold runs")
     parser.add_argument("--lm-minutes", type=float, default=6.0, help="the LM's time budget")
     parser.add_argument("--folds", type=int, default=2, help="the first N of 10 MR folds")
+    parser.add_argument(
+        "--transfer",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the transfer run's options on top of TRANSFER (e.g. gradual_unfreezing=false)",
+    )
     args = parser.parse_args()
+    transfer_options = dict(TRANSFER, **dict(item.split("=", 1) for item in args.transfer))
     import numpy as np
 
     from kerasrnn.data import load_class_files
@@ -165,7 +173,10 @@ def main():
 
         test = pick(test_idx)
         row = {"fold": k + 1, "naive_bayes_bigram": naive_bayes_accuracy(pick(train_idx), test)}
-        for name, extra in (("scratch", {}), ("transfer", {**TRANSFER, "pretrained_lm": lm_dir})):
+        for name, extra in (
+            ("scratch", {}),
+            ("transfer", {**transfer_options, "pretrained_lm": lm_dir}),
+        ):
             config = common.load_config(
                 classifier.DEFAULTS,
                 overrides={
@@ -227,7 +238,7 @@ def main():
         + "; LM fine-tuning valid perplexity "
         + " ".join(f"{r['lm_finetune_valid_perplexity'][-1]:.1f}" for r in rows)
     )
-    print("classifier:", CLASSIFIER, "transfer:", TRANSFER)
+    print("classifier:", CLASSIFIER, "transfer:", transfer_options)
     print("command: PYTHONPATH=. python bench/ulmfit.py " + shlex.join(sys.argv[1:]))
     print(
         f"wall time: {(time.time() - start) / 60:.1f} min on {os.cpu_count()} CPU cores "
