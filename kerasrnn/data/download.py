@@ -323,8 +323,8 @@ def _get_file(url, directory, fname, sha256):
             # Keras' "URL fetch failure on URL: None -- REASON": the URL is named already
             reason = (str(error).splitlines() or [type(error).__name__])[0].split(" -- ")[-1]
             raise CorpusError(
-                f"download failed ({reason}). Without network, point KERASRNN_DATA at a folder holding "
-                f"<corpus>/<file> (or KERASRNN_DATA_MIRROR at a mirror)."
+                f"download failed ({reason}). Without network, point KERASRNN_DATA at a "
+                "folder holding <corpus>/<file> (or KERASRNN_DATA_MIRROR at a mirror)."
             ) from None
 
 
