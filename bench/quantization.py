@@ -273,6 +273,7 @@ def translator_task(run_dir, args, log):
             timing.warm_up(call, 3)
         per_round = timing.interleaved_rounds(timed, rounds=args.rounds, steps=args.steps)
     base = VARIANTS[0][0]
+    base_bleu = dict(rows)[base]
     header = HEADER + [f"BLEU beam {config['beam_size']}", "change", "translations changed"]
     table = []
     for name, bleu in rows:
@@ -284,7 +285,7 @@ def translator_task(run_dir, args, log):
             [
                 *variant_cells(name, sizes, per_round),
                 f"{bleu:.2f}",
-                f"{bleu - dict(rows)[base]:+.2f}",
+                f"{bleu - base_bleu:+.2f}",
                 f"{changed * 100:.1f}%",
             ]
         )

@@ -501,7 +501,7 @@ def time_translator(label, run_dir, args, log):
         [1, args.batch_size],
         differences,
         TRANSLATOR_RUNTIMES,
-        f"of the first {len(checked)}, translations unlike the SavedModel's",
+        (f"of the first {len(checked)}, translations unlike the SavedModel's", ".0f"),
     )
 
 
@@ -587,11 +587,15 @@ def time_model(label, runners, inputs, batch_sizes, args, log):
     return results
 
 
-def report(label, results, batch_sizes, differences, runtimes=RUNTIMES, check="max diff vs keras"):
+def report(
+    label, results, batch_sizes, differences, runtimes=RUNTIMES, check=("max diff vs keras", ".1e")
+):
+    """Prints the timing table; `check` is the header and number format of the column
+    that compares each runtime's outputs (a difference, or a count of changed outputs)."""
+    check, spec = check
     b1, bn = batch_sizes[0], batch_sizes[-1]
     reference_1 = results[b1].get(REFERENCE, [])
     reference_n = results[bn].get(REFERENCE, [])
-    spec = ".1e" if check.startswith("max") else ".0f"  # a difference, or a count
     rows = []
     for runtime in runtimes:
         if runtime not in results[b1]:

@@ -63,22 +63,26 @@ def _texts(n, seed=0):
     return [" ".join(rng.choice(WORDS, rng.integers(2, 7))) for _ in range(n)]
 
 
+def _train_tiny(main, folder, train_name, lines, *flags):
+    """The run flags (``--output-dir``) of a tiny model (8 units, one epoch) that a
+    recipe's `main` trained through its command line on `lines` written to
+    `folder`/`train_name`."""
+    (folder / train_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = ["--output-dir", str(folder / "run")]
+    tiny = ["--epochs", "1", "--embedding-dim", "8", "--units", "8", "--verbose", "0"]
+    assert main(["train", "--train", str(folder / train_name), *tiny, *flags, *run]) == 0
+    return run
+
+
 @pytest.fixture(scope="module")
 def classifier_run(tmp_path_factory):
     """A classifier trained for one epoch through the command line."""
-    folder = tmp_path_factory.mktemp("classifier")
     texts = _texts(48)
     labels = ["pos" if ("good" in t or "great" in t) else "neg" for t in texts]
-    with open(folder / "train.tsv", "w", encoding="utf-8") as file:
-        file.writelines(f"{label}\t{text}\n" for label, text in zip(labels, texts))
-    run = ["--output-dir", str(folder / "run")]
-    tiny = ["--epochs", "1", "--embedding-dim", "8", "--units", "8", "--verbose", "0"]
-    code = classifier.main(
-        ["train", "--train", str(folder / "train.tsv"), "--valid-fraction", "0", "--lowercase",
-         "true", *tiny, *run]
-    )  # fmt: skip
-    assert code == 0
-    return run
+    lines = [f"{label}\t{text}" for label, text in zip(labels, texts)]
+    folder = tmp_path_factory.mktemp("classifier")
+    return _train_tiny(classifier.main, folder, "train.tsv", lines, "--valid-fraction", "0",
+                       "--lowercase", "true")  # fmt: skip
 
 
 @pytest.mark.parametrize("format_name", FORMATS)
@@ -490,21 +494,13 @@ def pair_run(tmp_path_factory):
     """An entailment pair model trained for one epoch through the command line."""
     from recipes import pair_classifier
 
-    folder = tmp_path_factory.mktemp("pairs")
     rng = np.random.default_rng(0)
     rows = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
     for i in range(30):
         a, b = (" ".join(rng.choice(WORDS, rng.integers(2, 6))) for _ in range(2))
         rows.append(f"{i}\t{a}\t{b}\t{rng.uniform(1, 5):.1f}\t{pair_classifier.LABELS[i % 3]}")
-    (folder / "train.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    run = ["--output-dir", str(folder / "run")]
-    tiny = ["--epochs", "1", "--embedding-dim", "8", "--units", "8", "--hidden-units", "8"]
-    code = pair_classifier.main(
-        ["train", "--train", str(folder / "train.txt"), *tiny,
-         "--verbose", "0", *run]
-    )  # fmt: skip
-    assert code == 0
-    return run
+    folder = tmp_path_factory.mktemp("pairs")
+    return _train_tiny(pair_classifier.main, folder, "train.txt", rows, "--hidden-units", "8")
 
 
 @pytest.mark.parametrize("format_name", FORMATS)
