@@ -47,6 +47,7 @@ import numpy as np  # noqa: E402
 
 from recipes import common  # noqa: E402
 from recipes.common import ConfigError, Option, RecipeError  # noqa: E402
+from recipes.config import count_or_zero  # noqa: E402
 from recipes.training import learning_rate_schedule  # noqa: E402
 
 PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
@@ -136,6 +137,13 @@ OPTIONS = dict(
         "run folder of a trained LM to start from (its vocabulary, architecture and best "
         "weights; e.g. fine-tuning it on new text, ULMFiT's second stage); null: "
         "random weights and a vocabulary of `train_file`",
+    ),
+    extend_vocabulary=Option(
+        0,
+        "with `init_from`: the words of `train_file` seen at least this many times that "
+        "its vocabulary lacks join it, their embedding and output rows starting at the "
+        "mean of its rows (ULMFiT's target vocabulary); 0: its vocabulary as it is",
+        check=count_or_zero("0: off"),
     ),
     # generation and export
     prompt=Option("", "generate: the prompt when none is given as an argument"),
@@ -832,6 +840,8 @@ class LanguageModelRecipe(common.Recipe):
                 "share); use "
                 "`batching: sentences` or `strategy: default`."
             )
+        if config["extend_vocabulary"] and not config["init_from"]:
+            raise ConfigError("`extend_vocabulary` needs `init_from` (the vocabulary to extend).")
 
     def load_splits(self, config):
         return read_splits(config)
@@ -846,10 +856,14 @@ class LanguageModelRecipe(common.Recipe):
         """The vocabulary (vocabulary.txt; `init_from`'s when given) and the training
         windows or batches."""
         from kerasrnn.data.language_model import build_vocabulary
-        from kerasrnn.data.vocabulary import Vocabulary
+        from kerasrnn.data.vocabulary import SPECIAL_TOKENS, Vocabulary
 
         if config["init_from"]:
             vocabulary = Vocabulary.load(os.path.join(config["init_from"], "vocabulary.txt"))
+            if config["extend_vocabulary"]:
+                frequent = Vocabulary.build(splits["train"], min_freq=config["extend_vocabulary"])
+                new = [t for t in frequent.tokens[len(SPECIAL_TOKENS) :] if t not in vocabulary]
+                vocabulary = Vocabulary(vocabulary.tokens + new)
         else:
             vocabulary = build_vocabulary(
                 splits["train"], max_size=config["max_vocab"] or None, min_freq=config["min_freq"]
@@ -884,14 +898,14 @@ class LanguageModelRecipe(common.Recipe):
         model = build_model(config, size, batch, stream)
         if config["init_from"]:
             start = LanguageModel.from_run(common.saved_config(OPTIONS, config["init_from"]))
-            weights = start.model.get_weights()
-            if [w.shape for w in weights] != [w.shape for w in model.get_weights()]:
-                raise ConfigError(
-                    f"`init_from` {config['init_from']}: its weights do not fit this model "
-                    "(the regularisers that wrap layers, weight_drop / embedding_dropout / "
-                    "tie_embeddings, must match)."
+            model.set_weights(
+                extended_weights(
+                    start.model.get_weights(),
+                    [w.shape for w in model.get_weights()],
+                    len(start.vocabulary),
+                    config["init_from"],
                 )
-            model.set_weights(weights)
+            )
         return compile_model(model, config)
 
     def fit_callbacks(self, config, prepared):
@@ -962,6 +976,34 @@ class LanguageModelRecipe(common.Recipe):
                 self.options_of("evaluate"),
             )
         }
+
+
+def extended_weights(weights, shapes, start_size, start_dir):
+    """The weights of an LM started from `weights` (a vocabulary of `start_size`) for a
+    model of weight `shapes`: each array as it is, or, where the vocabulary grew
+    (`extend_vocabulary`), with the new words' rows (the embedding's rows, the output
+    layer's columns and biases) set to the mean of the start's. Raises a `ConfigError`
+    for any other difference."""
+    error = ConfigError(
+        f"`init_from` {start_dir}: its weights do not fit this model (the regularisers "
+        "that wrap layers, weight_drop / embedding_dropout / tie_embeddings, must match)."
+    )
+    if len(weights) != len(shapes):
+        raise error
+    fitted = []
+    for weight, shape in zip(weights, shapes):
+        differ = [axis for axis, (a, b) in enumerate(zip(weight.shape, shape)) if a != b]
+        if len(weight.shape) != len(shape) or len(differ) > 1:
+            raise error
+        if differ:
+            axis = differ[0]
+            if weight.shape[axis] != start_size or shape[axis] < start_size:
+                raise error
+            mean = weight.mean(axis=axis, keepdims=True)
+            rows = np.repeat(mean, shape[axis] - start_size, axis=axis)
+            weight = np.concatenate([weight, rows], axis=axis)
+        fitted.append(weight)
+    return fitted
 
 
 # What `init_from` takes from the run it starts from: the options that shape the weights.

@@ -35,6 +35,14 @@ TRANSFER_OPTIONS = {
         "classifier trains; 0: off",
         check=count_or_zero("0: off"),
     ),
+    "lm_extend_vocabulary": Option(
+        0,
+        "with `lm_finetune_epochs`: the training texts' words seen at least this many "
+        "times that the LM lacks join its vocabulary before the fine-tuning, starting "
+        "from the mean embedding (ULMFiT's target vocabulary; ULMFiT: 2); 0: the LM's "
+        "vocabulary",
+        check=count_or_zero("0: off"),
+    ),
     "lr_schedule": Option(
         "constant",
         "the learning rate over training: constant, or slanted_triangular (ULMFiT: a "
@@ -82,6 +90,11 @@ def adopt_lm(config):
         if config.get("lm_finetune_epochs"):
             raise ConfigError("`lm_finetune_epochs` needs `pretrained_lm` (the LM to fine-tune).")
         return config
+    if config.get("lm_extend_vocabulary") and not config.get("lm_finetune_epochs"):
+        raise ConfigError(
+            "`lm_extend_vocabulary` needs `lm_finetune_epochs` (the new words' rows are "
+            "learned in the LM fine-tuning)."
+        )
     lm = lm_config(config["pretrained_lm"])
     if lm["level"] != "word":
         raise ConfigError(
@@ -101,12 +114,13 @@ def adopt_lm(config):
 
 def finetune_lm(config, train_tokens, valid_tokens=None):
     """ULMFiT's second stage: the pretrained LM trained on for ``lm_finetune_epochs``
-    on `train_tokens` (token lists; `valid_tokens` pick the best epoch), with its own
-    vocabulary and architecture (``language_model train --init-from``, Adam at
-    `learning_rate`), into ``<output_dir>/lm_finetune`` (its texts in ``data/``); a
-    finished stage of the same LM and epochs there is reused (``train --continue``, a
-    resumed run). Returns that run folder (the pretrained one when the stage is off) and its
-    results.json (None when off)."""
+    on `train_tokens` (token lists; `valid_tokens` pick the best epoch), with its
+    architecture and vocabulary (``language_model train --init-from``, Adam at
+    `learning_rate`; with ``lm_extend_vocabulary`` the frequent new words join the
+    vocabulary), into ``<output_dir>/lm_finetune`` (its texts in ``data/``); a finished
+    stage of the same LM, epochs and extension there is reused (``train --continue``, a
+    resumed run). Returns that run folder (the pretrained one when the stage is off) and
+    its results.json (None when off)."""
     source = config["pretrained_lm"]
     epochs = config["lm_finetune_epochs"]
     if not epochs:
@@ -116,7 +130,8 @@ def finetune_lm(config, train_tokens, valid_tokens=None):
     if os.path.exists(finished) and os.path.exists(os.path.join(run, "config.json")):
         # a resumed or continued classifier run: the stage is done (same LM, epochs)
         done = read_json(os.path.join(run, "config.json"))
-        if done.get("init_from") == source and done.get("epochs") == epochs:
+        same = (source, epochs, config["lm_extend_vocabulary"])
+        if (done.get("init_from"), done.get("epochs"), done.get("extend_vocabulary", 0)) == same:
             return run, read_json(finished)
     os.makedirs(os.path.join(run, "data"), exist_ok=True)
     files = {}
@@ -127,6 +142,7 @@ def finetune_lm(config, train_tokens, valid_tokens=None):
     flags = {
         "output_dir": run,
         "init_from": source,
+        "extend_vocabulary": config["lm_extend_vocabulary"],
         "train_file": files["train"],
         "valid_file": files["valid"] if valid_tokens else "",
         "test_file": "",

@@ -143,6 +143,50 @@ def test_end_to_end_with_lm_finetuning_and_ulmfit_options(tmp_path, shared_data,
     assert predicted[0]["label"] in ("neg", "pos")
 
 
+def test_extended_vocabulary_starts_new_words_at_the_mean_row(tmp_path, shared_data, lm_run):
+    from kerasrnn.data import Vocabulary
+
+    # the rule on its own: old rows kept, new rows (axis of the vocabulary) the mean
+    embedding, kernel, bias = np.arange(12.0).reshape(4, 3), np.ones((3, 4)), np.arange(4.0)
+    grown = language_model.extended_weights(
+        [embedding, kernel, bias], [(6, 3), (3, 6), (6,)], 4, "lm"
+    )
+    np.testing.assert_array_equal(grown[0][:4], embedding)
+    np.testing.assert_array_equal(grown[0][4:], [[4.5, 5.5, 6.5]] * 2)
+    np.testing.assert_array_equal(grown[1], np.ones((3, 6)))
+    np.testing.assert_array_equal(grown[2], [0, 1, 2, 3, 1.5, 1.5])
+    for shapes in ([(6, 3), (3, 6)], [(6, 2), (3, 6), (6,)], [(3, 3), (3, 4), (4,)]):
+        with pytest.raises(common.ConfigError, match="do not fit this model"):
+            language_model.extended_weights([embedding, kernel, bias], shapes, 4, "lm")
+    # through the classifier: the fine-tuned LM's vocabulary is the LM's, then the
+    # training texts' words seen twice or more that it lacks; the classifier reads it
+    texts, labels = _polarity(shared_data, 300)
+    config = _config(tmp_path, pretrained_lm=lm_run, lm_finetune_epochs=1, lm_extend_vocabulary=2)
+    classifier.train(config, splits={"train": (texts[150:], labels[150:])} | _no_holdouts())
+    start = Vocabulary.load(os.path.join(lm_run, "vocabulary.txt")).tokens
+    extended = Vocabulary.load(os.path.join(tmp_path, "clf", "lm_finetune", "vocabulary.txt"))
+    counts = {}
+    for text in texts[150:]:
+        for word in text.lower().split():
+            counts[word] = counts.get(word, 0) + 1
+    assert extended.tokens[: len(start)] == start
+    assert set(extended.tokens[len(start) :]) == {
+        w for w, n in counts.items() if n >= 2 and w not in start
+    }
+    assert len(extended) > len(start)
+    with open(os.path.join(tmp_path, "clf", "vocab.txt")) as ours:
+        assert ours.read().split("\n")[: len(extended)] == extended.tokens
+    with pytest.raises(common.ConfigError, match="needs `lm_finetune_epochs`"):
+        transfer.adopt_lm(_config(tmp_path, pretrained_lm=lm_run, lm_extend_vocabulary=2))
+    lm = common.load_config(
+        language_model.DEFAULTS,
+        overrides={**LM, "extend_vocabulary": 2, "output_dir": str(tmp_path / "lm2")},
+    )
+    with pytest.raises(common.ConfigError, match="needs `init_from`"):
+        language_model.train(lm, splits={"train": [["a"]], "valid": None, "test": None})
+    assert not os.path.exists(tmp_path / "lm2")
+
+
 def test_fine_tuning_options_without_a_pretrained_lm(tmp_path, shared_data):
     from kerasrnn.callbacks import DiscriminativeAdam, SlantedTriangular
 
