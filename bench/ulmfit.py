@@ -14,6 +14,8 @@ same folds.
    direction (the LM's), 2 LSTM layers, concat pooling.
 
     PYTHONPATH=. python bench/ulmfit.py [--lm-minutes 6] [--folds 2] [--runs runs/ulmfit]
+    PYTHONPATH=. python bench/ulmfit.py --lm runs/ulmfit/lm --runs runs/other \
+        --transfer lm_extend_vocabulary=2     # other transfer options, the same LM
 
 Prints a table (accuracy per fold and mean) and the LM's figures. Finished runs under
 `--runs` are read, not trained again (delete them to measure afresh). A reduced measurement:
@@ -129,6 +131,16 @@ def mr_folds(data):
     return texts, labels, folds
 
 
+def trained_lm(lm_dir):
+    """An LM run of an earlier `--runs` (`--lm`), with its corpus' summary."""
+    with open(os.path.join(lm_dir, "config.json")) as f:
+        corpus = os.path.dirname(json.load(f)["train_file"])
+    with open(os.path.join(corpus, "corpus.json")) as f:
+        summary = json.load(f)
+    with open(os.path.join(lm_dir, "results.json")) as f:
+        return lm_dir, summary, json.load(f)
+
+
 def train_lm(runs, minutes, data):
     corpus = os.path.join(runs, "corpus")
     if not os.path.exists(os.path.join(corpus, "train.txt")):
@@ -160,6 +172,9 @@ def main():
     parser.add_argument("--lm-minutes", type=float, default=6.0, help="the LM's time budget")
     parser.add_argument("--folds", type=int, default=2, help="the first N of 10 MR folds")
     parser.add_argument(
+        "--lm", help="the LM run of an earlier --runs (RUNS/lm) instead of training one"
+    )
+    parser.add_argument(
         "--transfer",
         nargs="*",
         default=[],
@@ -171,7 +186,10 @@ def main():
     import numpy as np
 
     start = time.time()
-    lm_dir, corpus, lm = train_lm(args.runs, args.lm_minutes, args.data)
+    if args.lm:
+        lm_dir, corpus, lm = trained_lm(args.lm)
+    else:
+        lm_dir, corpus, lm = train_lm(args.runs, args.lm_minutes, args.data)
     texts, labels, folds = mr_folds(args.data)
     rows = []
     for k, (train_idx, test_idx) in enumerate(folds[: args.folds]):
