@@ -59,9 +59,7 @@ def pooled(model, ids):
     states, embedded = [], []
     for start in range(0, len(ids), 512):
         rows = ids[start : start + 512]
-        batch = np.zeros((len(rows), max(map(len, rows))), "int32")
-        for i, row in enumerate(rows):
-            batch[i, : len(row)] = row
+        batch = keras.utils.pad_sequences(rows, padding="post", dtype="int32")
         states.append(np.asarray(features(batch, training=False)))
         embedded += [table[row].mean(0) for row in rows]
     return np.concatenate(states), np.stack(embedded)

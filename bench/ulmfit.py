@@ -142,12 +142,11 @@ def trained_lm(lm_dir):
 
 
 def train_lm(runs, minutes, data):
+    """The shared text and an LM trained on it for `minutes` under `runs` (each made
+    only when missing), as `trained_lm` gives them."""
     corpus = os.path.join(runs, "corpus")
     if not os.path.exists(os.path.join(corpus, "train.txt")):
-        summary = lm_corpus.build(corpus, data)
-    else:
-        with open(os.path.join(corpus, "corpus.json")) as f:
-            summary = json.load(f)
+        lm_corpus.build(corpus, data)
     lm_dir = os.path.join(runs, "lm")
     if not os.path.exists(os.path.join(lm_dir, "results.json")):
         config = common.load_config(
@@ -161,8 +160,7 @@ def train_lm(runs, minutes, data):
             },
         )
         language_model.train(config)
-    with open(os.path.join(lm_dir, "results.json")) as f:
-        return lm_dir, summary, json.load(f)
+    return trained_lm(lm_dir)
 
 
 def main():

@@ -2,6 +2,7 @@
 polarity text, then the classifier with --pretrained-lm: its vocabulary and transferred
 weights are the LM's, the LM fine-tuning stage, the fine-tuning options, the errors."""
 
+import collections
 import json
 import os
 
@@ -145,6 +146,7 @@ def test_end_to_end_with_lm_finetuning_and_ulmfit_options(tmp_path, shared_data,
 
 def test_extended_vocabulary_starts_new_words_at_the_mean_row(tmp_path, shared_data, lm_run):
     from kerasrnn.data import Vocabulary
+    from kerasrnn.data.tokenizers import tokenize
 
     # the rule on its own: old rows kept, new rows (axis of the vocabulary) the mean
     embedding, kernel, bias = np.arange(12.0).reshape(4, 3), np.ones((3, 4)), np.arange(4.0)
@@ -165,10 +167,7 @@ def test_extended_vocabulary_starts_new_words_at_the_mean_row(tmp_path, shared_d
     classifier.train(config, splits={"train": (texts[150:], labels[150:])} | _no_holdouts())
     start = Vocabulary.load(os.path.join(lm_run, "vocabulary.txt")).tokens
     extended = Vocabulary.load(os.path.join(tmp_path, "clf", "lm_finetune", "vocabulary.txt"))
-    counts = {}
-    for text in texts[150:]:
-        for word in text.lower().split():
-            counts[word] = counts.get(word, 0) + 1
+    counts = collections.Counter(w for words in tokenize(texts[150:], True) for w in words)
     assert extended.tokens[: len(start)] == start
     assert set(extended.tokens[len(start) :]) == {
         w for w, n in counts.items() if n >= 2 and w not in start
