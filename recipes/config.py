@@ -253,7 +253,8 @@ COMMON_OPTIONS = {
         "weights of every step from the second epoch on, ntasgd from the epoch the "
         "monitored validation value stops improving (NT-ASGD over `patience` - 2 "
         "epochs, so that early stopping leaves averaged epochs; 5 when `patience` is 0); "
-        "validation, best.keras, last.weights.h5 and the final model hold the average; "
+        "validation, best.keras, last.weights.h5 and the final model hold the average "
+        "(each epoch's row: averaged_steps); "
         "none: off",
         ("none", "polyak", "ntasgd"),
     ),

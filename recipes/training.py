@@ -129,6 +129,10 @@ def averaging_callbacks(config, monitor="val_loss", mode="min"):
             rule.history = []
 
         def on_epoch_end(self, epoch, logs=None):
+            # in the epoch's row: how many steps' weights the validation just run averaged
+            # (0 until the average starts; NT-ASGD's trigger may never fire)
+            if logs is not None:
+                logs["averaged_steps"] = average.count
             if average.start is not None:
                 return
             if config["averaging"] == "polyak":

@@ -103,6 +103,10 @@ def test_averaging_puts_the_mean_of_the_steps_weights_in_the_checkpoints(tmp_pat
             pytest.fail(f"no epoch worse than an earlier one: {losses}")
         first = worse[0] + 1
         assert first < len(spy.ends), losses  # an epoch ran with the average
+    # each row says how many steps the epoch's validation averaged
+    assert [row["averaged_steps"] for row in rows] == [
+        max(0, (k + 1 - first) * per_epoch) for k in range(len(rows))
+    ]
     for k in range(len(spy.ends)):
         taken = spy.steps[first * per_epoch : (k + 1) * per_epoch]
         expected = spy.steps[(k + 1) * per_epoch - 1] if k < first else None
