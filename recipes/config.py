@@ -144,6 +144,7 @@ CHECKS = {
     "tar_beta": non_negative("0: off"),
     "time_budget": non_negative("minutes; 0: off"),
     "warmup": rate("a fraction of the budget's steps"),
+    "ema_momentum": rate("e.g. 0.999"),
     **{
         name: count()
         for name in (
@@ -249,14 +250,21 @@ COMMON_OPTIONS = {
     ),
     "averaging": Option(
         "none",
-        "weight averaging (kerasrnn.callbacks.PolyakAveraging): polyak averages the "
-        "weights of every step from the second epoch on, ntasgd from the epoch the "
+        "weight averaging (kerasrnn.callbacks.PolyakAveraging, ExponentialAveraging): "
+        "polyak averages the weights of every step from the second epoch on, ema "
+        "keeps their exponential moving average (`ema_momentum`) from the second epoch "
+        "on, ntasgd averages them from the epoch the "
         "monitored validation value stops improving (NT-ASGD over `patience` - 2 "
         "epochs, so that early stopping leaves averaged epochs; 5 when `patience` is 0); "
         "validation, best.keras, last.weights.h5 and the final model hold the average "
         "(each epoch's row: averaged_steps); "
         "none: off",
-        ("none", "polyak", "ntasgd"),
+        ("none", "polyak", "ema", "ntasgd"),
+    ),
+    "ema_momentum": Option(
+        0.999,
+        "with `averaging: ema`: m, the average's momentum; it is the plain mean of the "
+        "first 1 / (1 - m) steps, then an EMA over about that many",
     ),
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
     "strategy": Option(

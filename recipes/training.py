@@ -108,18 +108,22 @@ def optimizer(config):
 
 
 def averaging_callbacks(config, monitor="val_loss", mode="min"):
-    """``(average, trigger)`` for ``config["averaging"]``: a `PolyakAveraging` with
-    ``swap_on_epoch=True`` (listed before the checkpoints and the recipe's evaluation,
-    which then see the average) and the callback that starts it (listed after the
-    callbacks that put `monitor` into the logs): at the end of the first epoch
-    (``polyak``) or by NT-ASGD's rule (``ntasgd``); ``(None, None)`` for ``none``."""
+    """``(average, trigger)`` for ``config["averaging"]``: a `PolyakAveraging` (an
+    `ExponentialAveraging` for ``ema``) with ``swap_on_epoch=True`` (listed before the
+    checkpoints and the recipe's evaluation, which then see the average) and the
+    callback that starts it (listed after the callbacks that put `monitor` into the
+    logs): at the end of the first epoch (``polyak``, ``ema``) or by NT-ASGD's rule
+    (``ntasgd``); ``(None, None)`` for ``none``."""
     import keras
 
-    from kerasrnn.callbacks import NTASGD, PolyakAveraging
+    from kerasrnn.callbacks import NTASGD, ExponentialAveraging, PolyakAveraging
 
     if config.get("averaging", "none") == "none":
         return None, None
-    average = PolyakAveraging(start=None, swap_on_epoch=True)
+    if config["averaging"] == "ema":
+        average = ExponentialAveraging(config["ema_momentum"], start=None, swap_on_epoch=True)
+    else:
+        average = PolyakAveraging(start=None, swap_on_epoch=True)
     # NT-ASGD's interval n must be below early stopping's patience p - 1: NT-ASGD
     # switches on n + 1 epochs after the best, early stopping stops p epochs after it
     rule = NTASGD(max(config["patience"] - 2, 0) if config["patience"] else 5, monitor, mode)
@@ -135,7 +139,7 @@ def averaging_callbacks(config, monitor="val_loss", mode="min"):
                 logs["averaged_steps"] = average.count
             if average.start is not None:
                 return
-            if config["averaging"] == "polyak":
+            if config["averaging"] in ("polyak", "ema"):
                 average.start_averaging()
                 return
             logs = logs or {}

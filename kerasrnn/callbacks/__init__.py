@@ -8,10 +8,9 @@
   for any file a training script writes;
 * `EpochLog`: every epoch's logs as rows, kept on disk across a resume;
 * `TrainingCurves` / `plot_training_curves`: a PNG of the loss and a metric per epoch;
-* `PolyakAveraging` / `NTASGD` / `average_checkpoints`: weight averaging (a running
-  average from a step, AWD-LSTM's non-monotone switch to it, OpenNMT's checkpoint
-  averaging); an exponential moving average is Keras' own `use_ema=True` optimizer option
-  with `keras.callbacks.SwapEMAWeights`;
+* `PolyakAveraging` / `ExponentialAveraging` / `NTASGD` / `average_checkpoints`: weight
+  averaging (a running or exponential average from a step, AWD-LSTM's non-monotone
+  switch to the running one, OpenNMT's checkpoint averaging);
 * `TimeBudget` / `WarmupCosineDecay` / `OneCycle` / `BudgetSchedule`: training fitted to
   a wall-clock budget (a schedule whose length follows the measured speed);
 * `SlantedTriangular` / `DiscriminativeAdam` / `DiscriminativeSGD` /
@@ -38,7 +37,12 @@ Example:
 ['curves.png', 'last.weights.h5']
 """
 
-from kerasrnn.callbacks.averaging import NTASGD, PolyakAveraging, average_checkpoints
+from kerasrnn.callbacks.averaging import (
+    NTASGD,
+    ExponentialAveraging,
+    PolyakAveraging,
+    average_checkpoints,
+)
 from kerasrnn.callbacks.budget import BudgetSchedule, OneCycle, TimeBudget, WarmupCosineDecay
 from kerasrnn.callbacks.checkpoints import (
     AtomicBackupAndRestore,
@@ -60,6 +64,7 @@ from kerasrnn.callbacks.transfer import (
 
 __all__ = [
     "NTASGD",
+    "ExponentialAveraging",
     "PolyakAveraging",
     "average_checkpoints",
     "BudgetSchedule",

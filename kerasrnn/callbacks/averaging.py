@@ -1,12 +1,13 @@
-"""Weight averaging: a running (Polyak) average, NT-ASGD, and checkpoint averaging.
+"""Weight averaging: a running (Polyak) average, an exponential one, NT-ASGD, and
+checkpoint averaging.
 
-What Keras already does is not repeated here: an exponential moving average of the
-weights is an optimizer option (`keras.optimizers.SGD(..., use_ema=True,
-ema_momentum=0.999)`), and `keras.callbacks.SwapEMAWeights(swap_on_epoch=True)`
-evaluates and checkpoints with it. This module adds what they lack: the plain running
-average from a chosen step (Polyak & Juditsky 1992), the same average started by the
-non-monotone trigger of Merity et al. (2018) (NT-ASGD), and OpenNMT's averaging of saved
-checkpoints.
+Keras keeps an exponential moving average of the weights as an optimizer option
+(`use_ema=True`, with `keras.callbacks.SwapEMAWeights`); this module adds what it lacks:
+the plain running average from a chosen step (Polyak & Juditsky 1992), an EMA callback
+that starts late and ends in the model however training stops (`ExponentialAveraging`:
+Keras' swap leaves the training weights in a model that stopped early), the running
+average started by the non-monotone trigger of Merity et al. (2018) (NT-ASGD), and
+OpenNMT's averaging of saved checkpoints.
 """
 
 import os
@@ -94,11 +95,15 @@ class PolyakAveraging(keras.callbacks.Callback):
             if self.average is None:
                 self.average = [ops.cast(w, "float32") for w in weights]
             else:
-                n = float(self.count)
+                rate = self.rate(self.count)
                 self.average = [
-                    a + (ops.cast(w, "float32") - a) / n for a, w in zip(self.average, weights)
+                    a + (ops.cast(w, "float32") - a) * rate for a, w in zip(self.average, weights)
                 ]
         self.step += 1
+
+    def rate(self, n):
+        """The weight of the n-th averaged step's weights in the update: 1/n, the mean."""
+        return 1.0 / n
 
     def averaged_weights(self):
         """The averaged trainable weights (NumPy), or None before the first average."""
@@ -145,6 +150,55 @@ class PolyakAveraging(keras.callbacks.Callback):
             self._saved = None  # the average stays
         else:
             self.swap_out()
+
+
+class ExponentialAveraging(PolyakAveraging):
+    """Exponential moving average (EMA) of the trainable weights from step `start` on.
+
+    The n-th averaged step moves the average towards the weights by
+
+    .. math::  \\bar w_n = \\bar w_{n-1} + r_n (w_k - \\bar w_{n-1}), \\qquad
+        r_n = \\max\\left(1 - m, \\frac{1}{n}\\right)
+
+    (m = `momentum`): the plain mean of the first 1 / (1 - m) steps, then an EMA that
+    forgets them. An EMA started from the first weights (Keras' ``use_ema``: r_1 = 1,
+    then r = 1 - m) still gives them the share m^(n-1) after n steps (0.9 after 100
+    steps at m = 0.999); here every step has the share 1/n while n <= 1 / (1 - m).
+    Validation, `swap_on_epoch` and `swap_at_end` are those of `PolyakAveraging`.
+
+    Keras' optimizer option (`use_ema=True` with `keras.callbacks.SwapEMAWeights`) keeps
+    an EMA too, but leaves the training weights in the model when a `swap_on_epoch=True`
+    fit stops before its last epoch (early stopping, `TimeBudget`): the swap back is only
+    done at the planned last epoch. This callback ends with the average however training
+    stops, works with any optimizer, and can start late (`start`, `start_averaging()`).
+
+    Args:
+        momentum: m, in [0, 1); the average spans about 1 / (1 - m) steps.
+        start: the first batch (0-based, over the whole fit) whose weights enter the
+            average; None starts no average until `start_averaging()` is called.
+        swap_at_end: leave the averaged weights in the model when training ends.
+        swap_on_epoch: hold the average in the model between epochs too.
+
+    Example:
+
+    >>> from kerasrnn.callbacks import ExponentialAveraging
+    >>> average = ExponentialAveraging(momentum=0.9)
+    >>> [round(average.rate(n), 3) for n in (1, 2, 5, 10, 11, 100)]
+    [1.0, 0.5, 0.2, 0.1, 0.1, 0.1]
+    """
+
+    def __init__(self, momentum=0.999, start=0, swap_at_end=True, swap_on_epoch=False):
+        super().__init__(start=start, swap_at_end=swap_at_end, swap_on_epoch=swap_on_epoch)
+        momentum = float(momentum)
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(
+                f"`momentum` must be in [0, 1) (the average spans about 1 / (1 - momentum) "
+                f"steps); got momentum={momentum!r}."
+            )
+        self.momentum = momentum
+
+    def rate(self, n):
+        return max(1.0 - self.momentum, 1.0 / n)
 
 
 class NTASGD(PolyakAveraging):

@@ -1,6 +1,7 @@
-"""Weight averaging against its definitions: the running average and Keras' EMA equal
-NumPy averages of the weights recorded after each step; NT-ASGD switches at the epoch its
-rule names; checkpoint averaging equals the NumPy mean of the files."""
+"""Weight averaging against its definitions: the running average, the EMA callback and
+Keras' EMA equal NumPy averages of the weights recorded after each step; NT-ASGD
+switches at the epoch its rule names; checkpoint averaging equals the NumPy mean of the
+files."""
 
 import os
 
@@ -8,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from kerasrnn.callbacks import NTASGD, PolyakAveraging, average_checkpoints
+from kerasrnn.callbacks import NTASGD, ExponentialAveraging, PolyakAveraging, average_checkpoints
 
 X = np.random.default_rng(0).normal(size=(8, 3)).astype("float32")
 Y = (X @ np.array([[1.0], [-2.0], [0.5]], "float32")).astype("float32")
@@ -96,6 +97,75 @@ def test_keras_ema_is_the_exponential_average_of_the_weights_after_each_step():
     model.optimizer.finalize_variable_values(model.trainable_variables)
     for got, want in zip(model.get_weights(), expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def ema_of(steps, momentum):
+    """r_n = max(1 - m, 1/n), written out."""
+    average = [w.astype("float64") for w in steps[0]]
+    for n, step in enumerate(steps[1:], start=2):
+        rate = max(1 - momentum, 1 / n)
+        average = [a + rate * (w - a) for a, w in zip(average, step)]
+    return average
+
+
+class StopAfter(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            self.model.stop_training = True
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.6, 0.9])
+def test_exponential_average_is_the_mean_then_the_ema_of_the_weights(momentum):
+    # 0.6: a mean of 2 steps, then EMA; 0.9: a mean of all 5 (1 / (1 - m) = 10 > 5)
+    record, average = Record(), ExponentialAveraging(momentum, start=1)
+    model = tiny_model()
+    history = fit(model, [record, average], epochs=3, validation_data=(X, Y))
+    assert average.count == len(record.steps) - 1 == 5
+    expected = ema_of(record.steps[1:], momentum)
+    for got, want in zip(model.get_weights(), expected):  # the model ends averaged
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        history.history["val_loss"][-1], model.evaluate(X, Y, verbose=0), rtol=1e-5
+    )
+    plain = Record()  # training went on from its own weights
+    fit(tiny_model(), [plain], epochs=3, validation_data=(X, Y))
+    for ours, theirs in zip(record.steps, plain.steps):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_exponential_average_stays_in_a_model_that_stops_early():
+    """Where Keras' SwapEMAWeights(swap_on_epoch=True) ends with the training weights:
+    a fit stopped before its last epoch."""
+    record, average = Record(), ExponentialAveraging(0.5, swap_on_epoch=True)
+    model = tiny_model()
+    fit(model, [record, average, StopAfter(1)], epochs=5)
+    assert len(record.steps) == 4
+    for got, want in zip(model.get_weights(), ema_of(record.steps, 0.5)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_keras_swap_ema_weights_ends_with_the_training_weights_after_early_stopping():
+    """Why ExponentialAveraging exists (docs/regularization.md says so): Keras'
+    SwapEMAWeights(swap_on_epoch=True) swaps back only at the planned last epoch. When
+    this fails, Keras has mended it and the docs should say so."""
+    model = tiny_model()
+    model.compile(keras.optimizers.SGD(0.05, use_ema=True, ema_momentum=0.5), "mse")
+    record = Record()
+    swap = keras.callbacks.SwapEMAWeights(swap_on_epoch=True)
+    fit(model, [record, swap, StopAfter(1)], epochs=5)
+    for got, last in zip(model.get_weights(), record.steps[-1]):
+        np.testing.assert_allclose(got, last, rtol=1e-6)
+
+
+@pytest.mark.parametrize("momentum", [-0.1, 1.0])
+def test_exponential_average_names_a_momentum_out_of_range(momentum):
+    with pytest.raises(ValueError, match=r"`momentum` must be in \[0, 1\)"):
+        ExponentialAveraging(momentum)
 
 
 class Scripted(keras.callbacks.Callback):

@@ -72,13 +72,24 @@ class Spy(keras.callbacks.Callback):
         self.ends.append(self.weights())
 
 
-# ("polyak" differs only in starting after the first epoch; one recipe run is enough.)
-@pytest.mark.parametrize("averaging", ["ntasgd"])
-def test_averaging_puts_the_mean_of_the_steps_weights_in_the_checkpoints(tmp_path, averaging):
+def expected_average(steps, averaging, momentum):
+    """The mean of `steps`, or for ``ema`` r_n = max(1 - m, 1/n) written out."""
+    if averaging != "ema":
+        return np.mean(steps, axis=0)
+    average = steps[0].astype("float64")
+    for n, step in enumerate(steps[1:], start=2):
+        average += max(1 - momentum, 1 / n) * (step - average)
+    return average
+
+
+# ("polyak" differs from "ema" only in its rate, which the callbacks' tests check.)
+@pytest.mark.parametrize("averaging", ["ntasgd", "ema"])
+def test_averaging_puts_the_average_of_the_steps_weights_in_the_checkpoints(tmp_path, averaging):
     # ntasgd with patience 2 (interval 0): it switches on at the first epoch whose
     # validation loss is worse than the best before, and early stopping leaves at least
     # one epoch after it; a learning rate of 1 makes one likely within 4 epochs
-    epochs = 2 if averaging == "polyak" else 4
+    # ema: a momentum of 0.5 turns from the mean to the EMA after two steps
+    epochs = 3 if averaging == "ema" else 4
     config = common.load_config(
         classifier.DEFAULTS,
         overrides={
@@ -86,7 +97,8 @@ def test_averaging_puts_the_mean_of_the_steps_weights_in_the_checkpoints(tmp_pat
             "output_dir": str(tmp_path / "run"),
             "epochs": epochs,
             "averaging": averaging,
-            "patience": 0 if averaging == "polyak" else 2,
+            "patience": 0 if averaging == "ema" else 2,
+            "ema_momentum": 0.5,
             "learning_rate": 1.0 if averaging == "ntasgd" else 0.01,
         },
     )
@@ -95,7 +107,7 @@ def test_averaging_puts_the_mean_of_the_steps_weights_in_the_checkpoints(tmp_pat
     per_epoch = len(spy.steps) // len(spy.ends)
     rows = json.load(open(tmp_path / "run" / "history.json", encoding="utf-8"))["rows"]
     losses = [row["val_loss"] for row in rows]
-    if averaging == "polyak":
+    if averaging == "ema":
         first = 1  # from the second epoch on
     else:
         worse = [k for k in range(1, len(losses)) if losses[k] > min(losses[:k])]
@@ -114,8 +126,8 @@ def test_averaging_puts_the_mean_of_the_steps_weights_in_the_checkpoints(tmp_pat
             if expected is not None:  # not averaging yet: the step's own weights
                 np.testing.assert_allclose(held, expected[j], rtol=1e-6)
             else:
-                mean = np.mean([step[j] for step in taken], axis=0)
-                np.testing.assert_allclose(held, mean, rtol=1e-4, atol=1e-6)
+                average = expected_average([step[j] for step in taken], averaging, 0.5)
+                np.testing.assert_allclose(held, average, rtol=1e-4, atol=1e-6)
 
 
 def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_loads(tmp_path):
