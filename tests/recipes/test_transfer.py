@@ -5,11 +5,13 @@ weights are the LM's, the LM fine-tuning stage, the fine-tuning options, the err
 import collections
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 from recipes import classifier, common, language_model, transfer
+from tests.conftest import require_data
 
 LM = {
     "units": 8,
@@ -45,16 +47,16 @@ def _polarity(shared_data, n):
     return [texts[i] for i in order], [labels[i] for i in order]
 
 
-@pytest.fixture
-def lm_run(tmp_path, shared_data):
-    """A tiny word-level LM trained for one epoch on 150 polarity sentences."""
-    texts, _ = _polarity(shared_data, 150)
-    config = common.load_config(
-        language_model.DEFAULTS, overrides={**LM, "output_dir": str(tmp_path / "lm")}
-    )
+@pytest.fixture(scope="module")
+def lm_run(tmp_path_factory):
+    """A tiny word-level LM trained for one epoch on 150 polarity sentences, once per
+    module (the tests only read it; one that edits it takes a copy)."""
+    texts, _ = _polarity(require_data, 150)
+    output_dir = str(tmp_path_factory.mktemp("transfer") / "lm")
+    config = common.load_config(language_model.DEFAULTS, overrides={**LM, "output_dir": output_dir})
     sentences = [t.lower().split() for t in texts]
     language_model.train(config, splits={"train": sentences, "valid": None, "test": None})
-    return str(tmp_path / "lm")
+    return output_dir
 
 
 def _lm_weights(run):
@@ -217,6 +219,7 @@ def test_fine_tuning_options_without_a_pretrained_lm(tmp_path, shared_data):
 
 
 def test_transfer_errors_are_one_line(tmp_path, lm_run):
+    lm_run = str(shutil.copytree(lm_run, tmp_path / "lm"))  # edited below
     with pytest.raises(common.ConfigError, match="needs `pretrained_lm`"):
         transfer.adopt_lm(_config(tmp_path, lm_finetune_epochs=2))
     with pytest.raises(common.ConfigError, match="no language-model config.json"):
