@@ -132,6 +132,12 @@ def averaging_callbacks(config, monitor="val_loss", mode="min"):
         def on_train_begin(self, logs=None):
             rule.history = []
 
+        def get_state(self):  # NT-ASGD's validation history joins the backup
+            return {"history": rule.history}
+
+        def set_state(self, state):
+            rule.history = list(state["history"])
+
         def on_epoch_end(self, epoch, logs=None):
             # in the epoch's row: how many steps' weights the validation just run averaged
             # (0 until the average starts; NT-ASGD's trigger may never fire)
@@ -173,8 +179,8 @@ def training_callbacks(
     * ``EarlyStopping`` on `monitor` (``patience`` epochs; restores the best weights);
     * `EpochLog` -> ``backup/epochs.json`` (`rows`: the earlier epochs);
     * ``BackupAndRestore`` -> ``backup/``: a run that is killed resumes, when re-run
-      with the same command, from the last finished epoch (the backup is deleted when
-      training completes);
+      with the same command, from the last finished epoch, with its weight average
+      (the backup is deleted when training completes);
     * ``TerminateOnNaN``; ``TensorBoard`` -> ``logs/`` when ``config["tensorboard"]``;
     * `extra`.
 
@@ -215,7 +221,8 @@ def training_callbacks(
         )
     callbacks += [
         EpochLog(files["epochs"], rows, write=write_json),  # numbers as in every run file
-        AtomicBackupAndRestore(files["backup"]),
+        # the average and its trigger resume with the run
+        AtomicBackupAndRestore(files["backup"], stateful=[c for c in (average, trigger) if c]),
         keras.callbacks.TerminateOnNaN(),
     ]
     if config["tensorboard"]:

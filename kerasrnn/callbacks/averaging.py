@@ -105,6 +105,33 @@ class PolyakAveraging(keras.callbacks.Callback):
         """The weight of the n-th averaged step's weights in the update: 1/n, the mean."""
         return 1.0 / n
 
+    def get_state(self):
+        """What a backup must keep for a resumed fit to go on averaging as if never
+        stopped (`AtomicBackupAndRestore(stateful=...)` writes it): the counters, the
+        average and, while the average is in the model (`swap_on_epoch`), the training
+        weights, as NumPy arrays."""
+        return {
+            "step": self.step,
+            "count": self.count,
+            "start": self.start,
+            "average": self.averaged_weights(),
+            "training_weights": (
+                None if self._saved is None else [ops.convert_to_numpy(w) for w in self._saved]
+            ),
+        }
+
+    def set_state(self, state):
+        """Takes back `get_state()`'s dict, in a fit resumed from a backup whose model
+        weights were saved with it (so, with the average in the model, the next epoch
+        swaps the saved training weights back in)."""
+        self.step, self.count, self.start = state["step"], state["count"], state["start"]
+        average, training = state["average"], state["training_weights"]
+        self.average = None if average is None else [ops.convert_to_tensor(a) for a in average]
+        self._saved = None
+        if training is not None:
+            variables = self.model.trainable_variables
+            self._saved = [ops.convert_to_tensor(w, v.dtype) for w, v in zip(training, variables)]
+
     def averaged_weights(self):
         """The averaged trainable weights (NumPy), or None before the first average."""
         if self.average is None:
@@ -257,6 +284,13 @@ class NTASGD(PolyakAveraging):
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self.start, self.history, self.triggered_epoch = None, [], None
+
+    def get_state(self):
+        return {**super().get_state(), "history": self.history, "triggered": self.triggered_epoch}
+
+    def set_state(self, state):
+        super().set_state(state)
+        self.history, self.triggered_epoch = list(state["history"]), state["triggered"]
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}

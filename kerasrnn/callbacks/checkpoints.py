@@ -9,6 +9,7 @@ import json
 import os
 
 import keras
+import numpy as np
 
 from kerasrnn._private import backup_files_and_position
 
@@ -132,9 +133,33 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     renamed into place first, so a kill between the two renames resumes one epoch early
     with the newer weights, never with unreadable ones.
 
-    It takes `keras.callbacks.BackupAndRestore`'s arguments (`backup_dir`, the backup
-    folder, deleted when training completes, ...).
+    Keras' backup holds the model and the optimizer, not the state of other callbacks:
+    a weight average (`PolyakAveraging`, `ExponentialAveraging`, `NTASGD`) would start
+    again after a resume. `stateful` lists objects with ``get_state()`` (a dict of
+    numbers, None, lists of numbers and lists of NumPy arrays) and ``set_state(state)``:
+    each one's state is written with the weights (``state_<i>.npz``, before the epoch is
+    recorded) and given back when a fit resumes from the backup. List this callback after
+    them, so that it restores their state after their own ``on_train_begin``.
+
+    Args:
+        backup_dir: the backup folder (deleted when training completes).
+        stateful: objects whose state joins the backup (see above).
+        **kwargs: `keras.callbacks.BackupAndRestore`'s other arguments.
     """
+
+    def __init__(self, backup_dir, stateful=(), **kwargs):
+        super().__init__(backup_dir, **kwargs)
+        self.stateful = list(stateful)
+
+    def _state_path(self, index):
+        return os.path.join(self.backup_dir, f"state_{index}.npz")
+
+    def on_train_begin(self, logs=None):
+        resuming = os.path.exists(backup_files_and_position(self)[0])
+        super().on_train_begin(logs)
+        for index, holder in enumerate(self.stateful):
+            if resuming and os.path.exists(self._state_path(index)):
+                holder.set_state(_read_state(self._state_path(index)))
 
     def _save_model(self):
         # Keras' hook that writes the backup (no public one: kerasrnn._private reads the
@@ -143,4 +168,34 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         os.makedirs(self.backup_dir, exist_ok=True)
         with atomic_path(weights_path) as weights:
             self.model.save_weights(weights, overwrite=True)
+        for index, holder in enumerate(self.stateful):
+            with atomic_path(self._state_path(index)) as partial:
+                _write_state(partial, holder.get_state())
         write_json_atomically(metadata_path, position)
+
+
+def _write_state(path, state):
+    """`state` (a dict whose values are numbers, None, lists of numbers or lists of NumPy
+    arrays) as one .npz: the arrays under ``key/i``, everything else as JSON."""
+    arrays, plain = {}, {}
+    for key, value in state.items():
+        if isinstance(value, list) and value and isinstance(value[0], np.ndarray):
+            arrays.update({f"{key}/{i}": np.asarray(v) for i, v in enumerate(value)})
+            plain[key] = {"arrays": len(value)}
+        else:
+            plain[key] = value
+    with open(path, "wb") as f:
+        np.savez(f, __json__=np.array(json.dumps(plain)), **arrays)
+
+
+def _read_state(path):
+    with np.load(path, allow_pickle=False) as stored:
+        plain = json.loads(str(stored["__json__"]))
+        return {
+            key: (
+                [stored[f"{key}/{i}"] for i in range(value["arrays"])]
+                if isinstance(value, dict)
+                else value
+            )
+            for key, value in plain.items()
+        }

@@ -211,6 +211,66 @@ def test_nt_asgd_names_a_missing_monitor():
         fit(tiny_model(), [NTASGD()], epochs=1)
 
 
+class StopAt(keras.callbacks.Callback):
+    """Interrupts fit at the start of an epoch, as a kill would."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise KeyboardInterrupt
+
+
+def _interrupted_then_resumed(make_average, folder, stop):
+    """The weights and the averager after 5 epochs: interrupted at `stop` and resumed by
+    a fresh model and callbacks (a re-run), or uninterrupted with stop=None."""
+    from kerasrnn.callbacks import AtomicBackupAndRestore
+
+    def run(stop_at):
+        model, average = tiny_model(), make_average()
+        backup = AtomicBackupAndRestore(str(folder), stateful=[average])
+        callbacks = [average, backup] + ([StopAt(stop_at)] if stop_at is not None else [])
+        fit(model, callbacks, epochs=5, validation_data=(X, Y))
+        return model, average
+
+    if stop is not None:
+        with pytest.raises(KeyboardInterrupt):
+            run(stop)
+        assert sorted(os.listdir(folder)) == [
+            "latest.weights.h5",
+            "state_0.npz",
+            "training_metadata.json",
+        ]
+    return run(None)
+
+
+@pytest.mark.parametrize(
+    "make_average",
+    [
+        lambda: PolyakAveraging(start=3, swap_on_epoch=True),
+        lambda: ExponentialAveraging(0.5, start=1),
+        # mode max on a falling val_loss: the rule fires at the end of epoch 1
+        lambda: NTASGD(patience=0, mode="max", swap_on_epoch=True),
+    ],
+    ids=["polyak", "ema", "nt-asgd"],
+)
+@pytest.mark.parametrize("stop", [1, 3])
+def test_a_resumed_fit_averages_as_if_never_interrupted(tmp_path, make_average, stop):
+    # the backup keeps the averager's state (counters, average, the training weights
+    # while the average is in the model, NT-ASGD's history): the resumed run ends with
+    # the uninterrupted run's weights and average
+    whole, whole_average = _interrupted_then_resumed(make_average, tmp_path / "a", None)
+    resumed, resumed_average = _interrupted_then_resumed(make_average, tmp_path / "b", stop)
+    assert resumed_average.count == whole_average.count > 0
+    for got, want in zip(resumed.get_weights(), whole.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    if isinstance(whole_average, NTASGD):
+        assert resumed_average.history == whole_average.history
+        assert resumed_average.triggered_epoch == whole_average.triggered_epoch
+
+
 @pytest.mark.parametrize("suffix", [".weights.h5", ".keras"])
 def test_checkpoint_average_is_the_numpy_mean(tmp_path, suffix):
     model, paths, saved = tiny_model(), [], []

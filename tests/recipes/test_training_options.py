@@ -130,6 +130,33 @@ def test_averaging_puts_the_average_of_the_steps_weights_in_the_checkpoints(tmp_
                 np.testing.assert_allclose(held, average, rtol=1e-4, atol=1e-6)
 
 
+class StopAtEpoch2(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 2:
+            raise KeyboardInterrupt  # as a kill would, after epoch 2's backup
+
+
+def test_a_run_resumed_from_its_backup_goes_on_with_its_average(tmp_path):
+    # the backup holds the average (AtomicBackupAndRestore(stateful=...)): the re-run's
+    # epochs go on averaging (4 steps an epoch) instead of starting a new average
+    config = common.load_config(
+        classifier.DEFAULTS,
+        overrides={
+            **TINY,
+            "output_dir": str(tmp_path / "run"),
+            "epochs": 4,
+            "averaging": "ema",
+            "ema_momentum": 0.5,
+        },
+    )
+    with pytest.raises(KeyboardInterrupt):
+        classifier.train(config, _splits(), callbacks=[StopAtEpoch2()])
+    assert (tmp_path / "run" / "backup" / "state_0.npz").exists()
+    classifier.train(config, _splits())
+    rows = json.load(open(tmp_path / "run" / "history.json", encoding="utf-8"))["rows"]
+    assert [row["averaged_steps"] for row in rows] == [0, 4, 8, 12]
+
+
 def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_loads(tmp_path):
     from kerasrnn.layers import ActivationRegularization, EmbeddingDropout, WeightDrop
     from recipes import language_model
