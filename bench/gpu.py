@@ -6,8 +6,10 @@ backend, then merges). For one backend (`KERAS_BACKEND`) this times, at each siz
 
 * training steps (`train_on_batch`, Adam, a dense head on the last output) of
   kerasrnn.RNN over LSTMCell / GRUCell (the fast path: Keras' fused kernels, cuDNN on a
-  GPU), the peephole LSTM and the layer-normalised LSTM (the generic loop, and the
-  peephole cell with the hoisted input projection), and an attentive decoder (Bahdanau
+  GPU, except the LSTM on JAX, which takes the written-out XLA loop; on JAX a row holds
+  the LSTM to Keras' fused kernel for comparison), the peephole LSTM and the
+  layer-normalised LSTM (the generic loop, and the peephole cell with the hoisted input
+  projection), and an attentive decoder (Bahdanau
   attention around an LSTM cell, teacher forcing over a memory as long as the input);
 * beam search (beam 5, 20 tokens) over that decoder's `step` (decoding, not training);
 * torch.nn.LSTM / torch.nn.GRU training steps (cuDNN on a GPU) with the same head,
@@ -68,6 +70,8 @@ def keras_contenders():
 
         return build
 
+    jax = keras.backend.backend() == "jax"
+
     def attentive(batch, steps, units):
         targets = keras.Input((steps, units // 2), batch_size=batch)
         memory = keras.Input((steps, units), batch_size=batch)
@@ -93,7 +97,17 @@ def keras_contenders():
             recurrent(lambda u: kerasrnn.RNN(kerasrnn.LayerNormLSTMCell(u))),
         ),
         ("kerasrnn AttentiveRNN (Bahdanau, LSTM)", attentive),
-    ]
+    ] + ([("kerasrnn LSTMCell, Keras' fused kernel", recurrent(fused_lstm))] if jax else [])
+
+
+def fused_lstm(units):
+    """kerasrnn.RNN(LSTMCell) held to Keras' fused kernel (cuDNN on a GPU), which its fast
+    path skips on JAX for the written-out loop: the row that shows why."""
+    import kerasrnn
+
+    layer = kerasrnn.RNN(kerasrnn.LSTMCell(units))
+    layer._written_out_first = lambda kind, mask: False  # bench only: the path it skips
+    return layer
 
 
 def keras_train_step(build, batch, steps, units, rng):

@@ -183,6 +183,8 @@ class RNN(keras.layers.RNN):
        cuDNN on a GPU with TensorFlow, JAX or PyTorch; on PyTorch's CPU a loop with the
        input projection hoisted. Where that implementation declines (a CPU with
        TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
+       On JAX an unmasked LSTM skips this way for the next, which trained faster than
+       cuDNN on a GPU (`bench/gpu.py`).
        A cell in `kerasrnn.layers.WeightDrop` counts as the cell it wraps, with the
        recurrent kernel it drops for the call (ways 1 and 2).
     2. **Written-out backward pass** (the same LSTM cells, no mask, not unrolled):
@@ -260,7 +262,9 @@ class RNN(keras.layers.RNN):
                 # weights of this call for the fused kernels
                 substituted = getattr(self.cell, "substituted_weights", None)
                 with substituted(training) if substituted else contextlib.nullcontext():
-                    result = self._fused_loop(kind, sequences, initial_state, mask, training)
+                    result = None
+                    if not self._written_out_first(kind, mask):
+                        result = self._fused_loop(kind, sequences, initial_state, mask, training)
                     if result is None and kind == "lstm" and not self.unroll:
                         if compiled_with_xla():
                             if mask is None:
@@ -334,6 +338,19 @@ class RNN(keras.layers.RNN):
         if not isinstance(new_states, (list, tuple)):
             new_states = [new_states]
         return last_output, outputs, list(new_states)
+
+    def _written_out_first(self, kind, mask):
+        """On JAX an unmasked LSTM takes the written-out loop before Keras' fused kernel
+        (cuDNN on a GPU; on a CPU JAX has none and the loop runs anyway): on an H100 a
+        training step took 0.87x `nn.LSTM`'s against cuDNN's 1.15x at batch 64 x 100
+        steps x 256 units, and 2.25x both at 256 x 200 x 1024 (`bench/gpu.py`,
+        bench/README.md "The LSTM's path on JAX")."""
+        return (
+            kind == "lstm"
+            and mask is None
+            and not self.unroll
+            and (keras.backend.backend() == "jax")
+        )
 
     def _compiles_own_loop(self, training, sequences):
         """Whether the LSTM's loop runs in its own XLA cluster (`jit_compile`), the model
