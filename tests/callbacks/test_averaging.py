@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kerasrnn.callbacks import NTASGD, ExponentialAveraging, PolyakAveraging, average_checkpoints
+from tests.callbacks.test_callbacks import _Stop
 
 X = np.random.default_rng(0).normal(size=(8, 3)).astype("float32")
 Y = (X @ np.array([[1.0], [-2.0], [0.5]], "float32")).astype("float32")
@@ -211,18 +212,6 @@ def test_nt_asgd_names_a_missing_monitor():
         fit(tiny_model(), [NTASGD()], epochs=1)
 
 
-class StopAt(keras.callbacks.Callback):
-    """Interrupts fit at the start of an epoch, as a kill would."""
-
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise KeyboardInterrupt
-
-
 def _interrupted_then_resumed(make_average, folder, stop):
     """The weights and the averager after 5 epochs: interrupted at `stop` and resumed by
     a fresh model and callbacks (a re-run), or uninterrupted with stop=None."""
@@ -231,7 +220,8 @@ def _interrupted_then_resumed(make_average, folder, stop):
     def run(stop_at):
         model, average = tiny_model(), make_average()
         backup = AtomicBackupAndRestore(str(folder), stateful=[average])
-        callbacks = [average, backup] + ([StopAt(stop_at)] if stop_at is not None else [])
+        # _Stop after the backup: killed once epoch stop_at - 1 is backed up
+        callbacks = [average, backup] + ([_Stop(stop_at - 1)] if stop_at is not None else [])
         fit(model, callbacks, epochs=5, validation_data=(X, Y))
         return model, average
 
