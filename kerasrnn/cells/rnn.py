@@ -346,10 +346,7 @@ class RNN(keras.layers.RNN):
         steps x 256 units, and 2.25x both at 256 x 200 x 1024 (`bench/gpu.py`,
         bench/README.md "The LSTM's path on JAX")."""
         return (
-            kind == "lstm"
-            and mask is None
-            and not self.unroll
-            and (keras.backend.backend() == "jax")
+            kind == "lstm" and mask is None and not self.unroll and keras.backend.backend() == "jax"
         )
 
     def _compiles_own_loop(self, training, sequences):
