@@ -100,12 +100,12 @@ def keras_contenders():
     ] + ([("kerasrnn LSTMCell, Keras' fused kernel", recurrent(fused_lstm))] if jax else [])
 
 
-def fused_lstm(units):
-    """kerasrnn.RNN(LSTMCell) held to Keras' fused kernel (cuDNN on a GPU), which its fast
-    path skips on JAX for the written-out loop: the row that shows why."""
+def fused_lstm(units, **options):
+    """kerasrnn.RNN(LSTMCell, **options) held to Keras' fused kernel (cuDNN on a GPU),
+    which its fast path skips on JAX for the written-out loop: the row that shows why."""
     import kerasrnn
 
-    layer = kerasrnn.RNN(kerasrnn.LSTMCell(units))
+    layer = kerasrnn.RNN(kerasrnn.LSTMCell(units), **options)
     layer._written_out_first = lambda kind, mask: False  # bench only: the path it skips
     return layer
 

@@ -180,7 +180,7 @@ def _write_state(path, state):
     arrays, plain = {}, {}
     for key, value in state.items():
         if isinstance(value, list) and value and isinstance(value[0], np.ndarray):
-            arrays.update({f"{key}/{i}": np.asarray(v) for i, v in enumerate(value)})
+            arrays.update({f"{key}/{i}": v for i, v in enumerate(value)})
             plain[key] = {"arrays": len(value)}
         else:
             plain[key] = value

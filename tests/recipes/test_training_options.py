@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from recipes import classifier, common
+from tests.callbacks.test_callbacks import _Stop
 
 TINY = {
     "embedding_dim": 8,
@@ -130,12 +131,6 @@ def test_averaging_puts_the_average_of_the_steps_weights_in_the_checkpoints(tmp_
                 np.testing.assert_allclose(held, average, rtol=1e-4, atol=1e-6)
 
 
-class StopAtEpoch2(keras.callbacks.Callback):
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == 2:
-            raise KeyboardInterrupt  # as a kill would, after epoch 2's backup
-
-
 def test_a_run_resumed_from_its_backup_goes_on_with_its_average(tmp_path):
     # the backup holds the average (AtomicBackupAndRestore(stateful=...)): the re-run's
     # epochs go on averaging (4 steps an epoch) instead of starting a new average
@@ -150,7 +145,8 @@ def test_a_run_resumed_from_its_backup_goes_on_with_its_average(tmp_path):
         },
     )
     with pytest.raises(KeyboardInterrupt):
-        classifier.train(config, _splits(), callbacks=[StopAtEpoch2()])
+        # extra callbacks come after the backup: killed once epoch 2 is backed up
+        classifier.train(config, _splits(), callbacks=[_Stop(1)])
     assert (tmp_path / "run" / "backup" / "state_0.npz").exists()
     classifier.train(config, _splits())
     rows = json.load(open(tmp_path / "run" / "history.json", encoding="utf-8"))["rows"]
