@@ -16,7 +16,7 @@ from kerasrnn._startup import quiet_command_line, warn_if_torch_threads_oversubs
 quiet_command_line()  # `python -m kerasrnn.X` / `recipes.X`: before Keras is imported
 warn_if_torch_threads_oversubscribed()
 
-from kerasrnn import attention, callbacks, decoding, layers, losses, metrics, seq2seq  # noqa: E402
+from kerasrnn import attention, callbacks, decoding, layers, losses, metrics, models, seq2seq  # noqa: E402,I001
 from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention  # noqa: E402
 from kerasrnn.cells import *  # noqa: E402,F401,F403
 from kerasrnn.cells import __all__ as _cells_all  # noqa: E402
@@ -30,6 +30,7 @@ __all__ = list(_cells_all) + [
     "layers",
     "losses",
     "metrics",
+    "models",
     "seq2seq",
     "Attention",
     "BahdanauAttention",
