@@ -47,7 +47,7 @@ test-jax: $(VENV)/.installed
 # training to a threshold, the same keras.ops code that learns on TensorFlow and JAX,
 # took a third of this run's time (torch's eager loops are the slowest).
 # One thread per worker: two workers of torch's default one thread per core stall each
-# other (docs/index.md, "Backends and CPU threads"; bench/torch_threads.py).
+# other (docs/index.md, "Backends and CPU threads").
 test-torch: $(VENV)/.installed
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not learns" $(CORE_TESTS)
 

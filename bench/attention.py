@@ -1,7 +1,7 @@
 """Attention benchmarks: training speed against a Keras-only decoder, and a learning task.
 
-    PYTHONPATH=. python bench/attention.py speed      # AttentionCell vs Keras-only, one run
-    PYTHONPATH=. python bench/attention.py learning   # reverse digit strings, with/without
+    python -m bench attention speed      # AttentionCell vs Keras-only, one run
+    python -m bench attention learning   # reverse digit strings, with/without
 
 speed: one training step of a Bahdanau decoder (GRU + additive attention inside the
 recurrence, built from `kerasrnn.AttentionCell`) against the fastest equivalent a user can
@@ -15,7 +15,6 @@ units, 4000 strings, 6 epochs); exact match on 1000 held-out strings with and wi
 attention (the tests run a smaller version: 3-8 digits, 32 units, 2000 strings, 8 epochs).
 """
 
-import argparse
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -24,7 +23,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kerasrnn  # noqa: E402
-from bench import timing  # noqa: E402  (run from the repository root, PYTHONPATH=.)
+from bench import suite, timing  # noqa: E402
 
 PAD, START = 0, 1  # digits are the ids 2 ... 11
 VOCAB = 12
@@ -185,14 +184,29 @@ def speed(
     return ours / theirs
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv=None):
+    parser = suite.parser("attention", __doc__)
     parser.add_argument("what", choices=["speed", "learning", "all"], nargs="?", default="all")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--jit", choices=["auto", "true", "false"], default="auto")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    figures = {}
     if args.what in ("speed", "all"):
         jit = {"auto": "auto", "true": True, "false": False}[args.jit]
-        speed(steps=args.steps, jit_compile=jit)
+        ratio = speed(steps=args.steps, jit_compile=jit)
+        figures["speed"] = suite.figure(
+            ratio, "AttentionCell decoder's training step / the Keras-only decoder's", unit="x"
+        )
     if args.what in ("learning", "all"):
-        learning()
+        exact = learning()
+        figures["with_attention"] = suite.figure(
+            100 * exact["additive"], "reverse 5-15 digits, exact match with attention", 1, "%"
+        )
+        figures["without_attention"] = suite.figure(
+            100 * exact[None], "the same without attention", 1, "%"
+        )
+    suite.write_result(args, "attention", "Attention: speed and a learning task", figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,126 +1,101 @@
 """Training-step time of the recurrent cells against Keras' layers and PyTorch, one process.
 
-The workload (issues 2 and 19): batch 64, 100 time steps, 128 inputs, 256 units, Adam, a
-dense classifier head on the last state, one `train_on_batch` step with Keras' default
-compile settings (the recipes': `jit_compile="auto"`, which is off on a TensorFlow CPU);
-PyTorch's `nn.LSTM` / `nn.GRU` with the same head, optimiser and inputs is the reference.
+The workload: batch 64, 100 time steps, 128 inputs, 256 units (`--size`), Adam, a dense
+classifier head on the last state, one `train_on_batch` step with Keras' default compile
+settings (the recipes': `jit_compile="auto"`, which is off on a TensorFlow CPU) and with
+`jit_compile=True`; PyTorch's `nn.LSTM` / `nn.GRU` with the same head, optimiser and
+inputs is the reference (without PyTorch: keras.layers.LSTM / GRU). `--masked`
+right-pads the sequences to random lengths from half the steps to all of them behind a
+`Masking` layer (PyTorch packs them; slow on a CPU, so compare the Keras rows).
 
-Method, because this machine is shared and noisy: every contender is built and warmed up
-first, then `--rounds` rounds each time `--steps` steps of every contender in turn (the
-order rotates from round to round), all in this one process; a contender's figure in a
-round is its median step, and its ratio in that round is that median over the
-reference's median in the same round. The table gives, per contender, the median ms/step
-over rounds and the ratio's median, interquartile range and min-max over rounds, and the
-same ratio to keras.layers.LSTM / GRU (median and min-max), and the process' CPU time
-per step (all threads; a round's figure the median of its steps) with its ratio to the
-reference's (median, min-max), which other jobs on the machine move less. PyTorch
-and TensorFlow get the same thread count (`--threads`, default all cores). How PyTorch's
-threads wait is `OMP_WAIT_POLICY` (PASSIVE unless set; `default` on an idle machine lets
-both sides run at their best: bench/omp_policy.py).
+Every contender is built and warmed up first, then `--rounds` rounds each time `--steps`
+steps of every contender in turn, the order rotating (bench/timing.py). The table gives
+per contender the median ms/step over rounds, the ratio to the reference (median, IQR,
+min-max over rounds), the ratio to keras.layers.LSTM / GRU, and the process' CPU time
+per step (all threads) with its ratio, which other jobs on the machine move less.
+PyTorch and TensorFlow get the same thread count (`--threads`); PyTorch's threads wait
+as `OMP_WAIT_POLICY` says (PASSIVE unless set; `default` on an idle machine).
 
-    python bench/cells.py                      # LSTM and GRU, all contenders
-    OMP_WAIT_POLICY=default python bench/cells.py   # the same on an idle machine
-    python bench/cells.py --only lstm          # LSTM rows only
-    python bench/cells.py --json out.json      # also write rows and raw rounds as JSON
-
-Without PyTorch (`pip install torch==2.13.0` takes the CPU wheel) the reference is
-keras.layers.LSTM / GRU.
+    python -m bench cells                                   # LSTM and GRU
+    OMP_WAIT_POLICY=default python -m bench cells --only lstm --rounds 7
+    python -m bench cells --masked --only lstm              # padded sequences
+    python -m bench cells --size 4x6x8 --rounds 1 --steps 1 --warmup 1 --results-dir /tmp/r
 """
 
-import argparse
-import json
 import os
 import platform
 import statistics
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import omp_policy  # noqa: E402  (bench/: before torch loads)
-import timing  # noqa: E402
+from bench import suite, timing
 
-OMP_POLICY = omp_policy.apply()
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+OMP_POLICY = suite.apply_omp_policy()  # before torch loads
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from keras import ops  # noqa: E402
-from keras.src.backend import rnn as backend_rnn  # noqa: E402
 
 import kerasrnn  # noqa: E402
 
-BATCH, STEPS, INPUTS, UNITS, CLASSES = 64, 100, 128, 256, 10
+CLASSES = 10
 
 
-def data(seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(BATCH, STEPS, INPUTS)).astype("float32")
-    y = rng.integers(0, CLASSES, BATCH).astype("int32")
-    return x, y
+class Workload:
+    """The shapes and data of a run: batch x time x units, inputs = units / 2, and
+    with `masked` each sequence right-padded from a random length in [time / 2, time]."""
+
+    def __init__(self, batch=64, time=100, units=256, masked=False, seed=0):
+        self.batch, self.time, self.units, self.inputs = batch, time, units, max(1, units // 2)
+        self.masked = masked
+        rng = np.random.default_rng(seed)
+        self.x = rng.normal(size=(batch, time, self.inputs)).astype("float32")
+        self.y = rng.integers(0, CLASSES, batch).astype("int32")
+        self.lengths = np.full(batch, time)
+        if masked:
+            self.lengths = rng.integers(max(1, time // 2), time + 1, batch)
+            self.x[np.arange(time)[None, :] >= self.lengths[:, None]] = 0.0
 
 
-class OldRNN(kerasrnn.RNN):
-    """kerasrnn.RNN as it was before the fast path (commit 4a679ed), for the old rows:
-    the projection batch-major, so the time loop transposes the gates * units wide
-    projected sequence."""
-
-    def inner_loop(self, sequences, initial_state, mask, training=False):
-        cell = self.cell
-        states = cell.check_states(initial_state)
-        if training and cell.dropout > 0:
-            sequences = sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0]), 1)
-        projected = cell.input_projection(sequences)
-
-        def step(projected_t, states):
-            return cell.call_projected(projected_t, list(states), training=training)
-
-        return backend_rnn(
-            step,
-            projected,
-            states,
-            go_backwards=self.go_backwards,
-            mask=mask,
-            unroll=self.unroll,
-            input_length=sequences.shape[1],
-            zero_output_for_mask=self.zero_output_for_mask,
-            return_all_outputs=self.return_sequences,
-        )
-
-
-def keras_step(make_layer, jit_compile="auto"):
-    """A compiled `train_on_batch` step (what `fit` runs) of layer -> Dense."""
-    inputs = keras.Input((STEPS, INPUTS), batch_size=BATCH)
-    outputs = keras.layers.Dense(CLASSES)(make_layer()(inputs))
+def keras_step(work, make_layer, jit_compile="auto"):
+    """A compiled `train_on_batch` step (what `fit` runs) of [Masking ->] layer -> Dense."""
+    inputs = keras.Input((work.time, work.inputs), batch_size=work.batch)
+    hidden = keras.layers.Masking()(inputs) if work.masked else inputs
+    outputs = keras.layers.Dense(CLASSES)(make_layer()(hidden))
     model = keras.Model(inputs, outputs)
     model.compile(
         keras.optimizers.Adam(1e-3),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,
     )
-    x, y = data()
-    return lambda: model.train_on_batch(x, y)
+    return lambda: model.train_on_batch(work.x, work.y)
 
 
-def torch_step(kind):
+def torch_step(work, kind):
     import torch
 
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
             rnn = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[kind]
-            self.rnn = rnn(INPUTS, UNITS, batch_first=True)
-            self.head = torch.nn.Linear(UNITS, CLASSES)
+            self.rnn = rnn(work.inputs, work.units, batch_first=True)
+            self.head = torch.nn.Linear(work.units, CLASSES)
 
         def forward(self, x):
-            out, _ = self.rnn(x)
-            return self.head(out[:, -1])
+            if not work.masked:
+                out, _ = self.rnn(x)
+                return self.head(out[:, -1])
+            packed = torch.nn.utils.rnn.pack_padded_sequence(
+                x, lengths, batch_first=True, enforce_sorted=False
+            )
+            _, state = self.rnn(packed)
+            return self.head((state[0] if kind == "lstm" else state)[-1])
 
     net = Net()
     optimizer = torch.optim.Adam(net.parameters(), 1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x, y = data()
-    x, y = torch.from_numpy(x), torch.from_numpy(y).long()
+    x, y = torch.from_numpy(work.x), torch.from_numpy(work.y).long()
+    lengths = torch.from_numpy(work.lengths)
 
     def step():
         optimizer.zero_grad()
@@ -132,57 +107,55 @@ def torch_step(kind):
     return step
 
 
-def contenders(kind, have_torch):
+def contenders(work, kind, have_torch):
     """(label, step factory) pairs; the reference comes last."""
     cell = {"lstm": kerasrnn.LSTMCell, "gru": kerasrnn.GRUCell}[kind]
     keras_cell = {"lstm": keras.layers.LSTMCell, "gru": keras.layers.GRUCell}[kind]
     keras_layer = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[kind]
-    name, tf = cell.__name__, keras.backend.backend() == "tensorflow"
+    name, tf, units = cell.__name__, keras.backend.backend() == "tensorflow", work.units
+
+    def step(make_layer, jit_compile="auto"):
+        return lambda: keras_step(work, make_layer, jit_compile)
+
     rows = [
-        (
-            f"kerasrnn.{name} in keras.layers.RNN",
-            lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS))),
-        ),
+        (f"kerasrnn.{name} in keras.layers.RNN", step(lambda: keras.layers.RNN(cell(units)))),
         (
             f"kerasrnn.{name} in keras.layers.RNN, jit_compile",
-            lambda: keras_step(lambda: keras.layers.RNN(cell(UNITS)), True),
+            step(lambda: keras.layers.RNN(cell(units)), True),
         ),
-        ("kerasrnn.RNN, old (4a679ed)", lambda: keras_step(lambda: OldRNN(cell(UNITS)))),
         (
             "kerasrnn.RNN, generic loop (fast_path=False)",
-            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False)),
+            step(lambda: kerasrnn.RNN(cell(units), fast_path=False)),
         ),
         (
             "kerasrnn.RNN, generic loop, jit_compile",
-            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), fast_path=False), True),
+            step(lambda: kerasrnn.RNN(cell(units), fast_path=False), True),
         ),
-        ("kerasrnn.RNN, fast path", lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)))),
+        ("kerasrnn.RNN, fast path", step(lambda: kerasrnn.RNN(cell(units)))),
         (
             "kerasrnn.RNN, fast path, own XLA loop off",
-            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS), jit_compile=False)),
+            step(lambda: kerasrnn.RNN(cell(units), jit_compile=False)),
         ),
-        (
-            "kerasrnn.RNN, fast path, jit_compile",
-            lambda: keras_step(lambda: kerasrnn.RNN(cell(UNITS)), True),
-        ),
+        ("kerasrnn.RNN, fast path, jit_compile", step(lambda: kerasrnn.RNN(cell(units)), True)),
         (
             f"keras.layers.{keras_cell.__name__} in keras.layers.RNN",
-            lambda: keras_step(lambda: keras.layers.RNN(keras_cell(UNITS))),
+            step(lambda: keras.layers.RNN(keras_cell(units))),
         ),
-        (f"keras.layers.{keras_layer.__name__}", lambda: keras_step(lambda: keras_layer(UNITS))),
+        (f"keras.layers.{keras_layer.__name__}", step(lambda: keras_layer(units))),
     ]
     if not tf:  # JAX always compiles with XLA: the jit_compile rows would repeat others
         rows = [row for row in rows if "jit_compile" not in row[0] and "XLA" not in row[0]]
     if have_torch:
-        rows.append((f"torch.nn.{kind.upper()}", lambda: torch_step(kind)))
+        packed = ", packed" if work.masked else ""
+        rows.append((f"torch.nn.{kind.upper()}{packed}", lambda: torch_step(work, kind)))
     else:
         rows.append(rows.pop())  # keras.layers.LSTM / GRU as the reference
     return rows
 
 
-def measure(kind, have_torch, rounds, steps, warmup, skip=()):
+def measure(work, kind, have_torch, rounds, steps, warmup, skip=()):
     """Interleaved rounds (`timing`); returns one dict per contender (the reference last)."""
-    *others, reference = contenders(kind, have_torch)
+    *others, reference = contenders(work, kind, have_torch)
     chosen = [
         (label, make) for label, make in others if not any(word in label for word in skip)
     ] + [reference]
@@ -251,21 +224,26 @@ def with_cpu_time(step, record):
     return call
 
 
+def _range(low, high):
+    return lambda row: f"{row[low]:.2f}-{row[high]:.2f}"
+
+
+COLUMNS = [
+    ("contender", "contender", "s"),
+    ("ms/step", "ms_per_step", ".1f"),
+    ("ratio", "ratio", ".2f"),
+    ("IQR", None, _range("ratio_q1", "ratio_q3")),
+    ("min-max", None, _range("ratio_min", "ratio_max")),
+    ("vs Keras layer", "vs_keras_layer", ".2f"),
+    ("(min-max)", None, _range("vs_keras_layer_min", "vs_keras_layer_max")),
+    ("CPU ms", "cpu_ms_per_step", ".1f"),
+    ("CPU ratio", "cpu_ratio", ".2f"),
+    ("(min-max)", None, _range("cpu_ratio_min", "cpu_ratio_max")),
+]
+
+
 def format_table(rows):
-    lines = [
-        f"{'contender':<50} {'ms/step':>8} {'ratio':>6} {'IQR':>11} {'min-max':>11}"
-        f" {'vs Keras layer (min-max)':>25} {'CPU ms':>7} {'CPU ratio (min-max)':>20}"
-    ]
-    for row in rows:
-        lines.append(
-            f"{row['contender']:<50} {row['ms_per_step']:8.1f} {row['ratio']:6.2f} "
-            f"{row['ratio_q1']:5.2f}-{row['ratio_q3']:<5.2f} "
-            f"{row['ratio_min']:5.2f}-{row['ratio_max']:<5.2f} "
-            f"{row['vs_keras_layer']:9.2f} ({row['vs_keras_layer_min']:.2f}-"
-            f"{row['vs_keras_layer_max']:.2f}) {row['cpu_ms_per_step']:14.1f} "
-            f"{row['cpu_ratio']:6.2f} ({row['cpu_ratio_min']:.2f}-{row['cpu_ratio_max']:.2f})"
-        )
-    return "\n".join(lines)
+    return suite.format_table(rows, COLUMNS)
 
 
 def set_threads(threads):
@@ -283,12 +261,27 @@ def set_threads(threads):
     return True
 
 
+def headline(rows):
+    """The results file's figures: the default path's ratio to the reference, per cell."""
+    figures = {}
+    for row in rows:
+        if row["contender"] == "kerasrnn.RNN, fast path":
+            figures[row["kind"]] = suite.figure(
+                row["ratio"],
+                f"{row['kind'].upper()} training step / {row['reference']}'s, median over rounds",
+                unit="x",
+                spread={"kind": "IQR", "low": row["ratio_q1"], "high": row["ratio_q3"]},
+            )
+    return figures
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = suite.parser("cells", __doc__, rounds=5, steps=2, warmup=3)
     parser.add_argument("--only", choices=["lstm", "gru"], help="one cell family only")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
-    parser.add_argument("--steps", type=int, default=2, help="timed steps per round")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    parser.add_argument(
+        "--size", type=suite.size, default=(64, 100, 256), help="BxTxH (default 64x100x256)"
+    )
+    parser.add_argument("--masked", action="store_true", help="right-padded, masked sequences")
     parser.add_argument(
         "--threads",
         type=int,
@@ -301,37 +294,36 @@ def main(argv=None):
         default=[],
         help="leave out contenders whose label contains one of these words",
     )
-    parser.add_argument("--json", help="also write the rows (with every round) to this file")
     args = parser.parse_args(argv)
+    work = Workload(*args.size, masked=args.masked)
     have_torch = set_threads(args.threads)
     header = (
         f"# {platform.machine()}, {os.cpu_count()} cores, keras {keras.__version__} "
         f"({keras.backend.backend()})"
         + (f", torch {__import__('torch').__version__}" if have_torch else ", no torch")
         + f"; {args.threads} threads each\n"
-        f"# batch {BATCH}, {STEPS} steps, {INPUTS} inputs, {UNITS} units, Adam, "
-        f"train_on_batch; {args.rounds} interleaved rounds x {args.steps} steps after "
-        f"{args.warmup} warm-up; ratio = step time / reference's in the same round; "
-        f"OMP_WAIT_POLICY={OMP_POLICY}"
+        f"# batch {work.batch}, {work.time} steps{' (masked)' if work.masked else ''}, "
+        f"{work.inputs} inputs, {work.units} units, Adam, train_on_batch; {args.rounds} "
+        f"interleaved rounds x {args.steps} steps after {args.warmup} warm-up; ratio = step "
+        f"time / reference's in the same round; OMP_WAIT_POLICY={OMP_POLICY}"
     )
     print(header, flush=True)
     rows = []
     for kind in [args.only] if args.only else ["lstm", "gru"]:
-        results = measure(kind, have_torch, args.rounds, args.steps, args.warmup, args.skip)
+        results = measure(work, kind, have_torch, args.rounds, args.steps, args.warmup, args.skip)
         print(f"\n{kind.upper()}\n" + format_table(results), flush=True)
         rows.extend(results)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "header": header,
-                    "command": "python bench/cells.py "
-                    + " ".join(argv if argv is not None else sys.argv[1:]),
-                    "rows": rows,
-                },
-                f,
-                indent=1,
-            )
+    figures = headline(rows)
+    if figures:
+        suite.write_result(
+            args,
+            "cells_masked" if work.masked else "cells",
+            "LSTM training step against PyTorch's nn.LSTM (CPU)"
+            + (", masked" if work.masked else ""),
+            figures,
+            baseline={"label": "keras.layers.LSTM / GRU in the same rounds", "value": None},
+            details={"header": header, "rows": rows},
+        )
     return rows
 
 

@@ -46,13 +46,12 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kerasrnn  # noqa: E402
-import timing  # noqa: E402  (bench/)
+from bench import timing  # noqa: E402
 from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"

@@ -27,7 +27,6 @@ FAILED with the exception, and the others are still measured.
     python bench/gpu.py --cpu                # tiny sizes, one round: a smoke run
 """
 
-import argparse
 import json
 import math
 import os
@@ -36,8 +35,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import timing  # noqa: E402  (bench/)
+from bench import suite, timing  # noqa: E402
 
 CLASSES, VOCAB, BEAM, DECODE_LENGTH = 10, 64, 5, 20
 SIZES = "64x100x256,256x200x1024"
@@ -374,7 +372,7 @@ def format_table(rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = suite.parser("gpu", __doc__)
     parser.add_argument(
         "--cpu",
         action="store_true",
@@ -452,7 +450,36 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
+    figures = headline(result["rows"])
+    if figures:
+        device = ", ".join(dict.fromkeys(run["device"] for run in result["runs"]))
+        suite.write_result(
+            args,
+            "gpu",
+            "LSTM training step on a GPU against PyTorch's cuDNN nn.LSTM",
+            figures,
+            machine=suite.machine(device),
+            details=result,
+        )
     return result
+
+
+def headline(rows):
+    """The results file's figures: the LSTM fast path's ratio to `torch.nn.LSTM` per
+    backend, size and precision."""
+    figures = {}
+    for row in rows:
+        if row["contender"] == "kerasrnn LSTMCell, fast path" and row.get("ratio"):
+            size = f"{row['batch']}x{row['time']}x{row['units']}"
+            key = f"{row['backend']}_lstm_{size}_{row['precision']}"
+            figures[key] = suite.figure(
+                row["ratio"],
+                f"LSTM fast path / torch.nn.LSTM, Keras' {row['backend']} backend, "
+                f"{size}, {row['precision']}",
+                unit="x",
+                spread={"kind": "min-max", "low": row["ratio_min"], "high": row["ratio_max"]},
+            )
+    return figures
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # One command for a GPU machine with CUDA and JAX and/or PyTorch but no TensorFlow and no
 # internet: installs the Keras wheels carried in .whl/ into a temporary folder, runs
 # bench/gpu.py once per backend found (jax, torch), then prints one table and writes it
-# as JSON (default bench/gpu.json).
+# the results file bench/results/gpu.json (RESULTS_DIR=DIR: DIR/gpu.json; OUT=FILE: the
+# merged rows as bench/gpu.py --json writes them, too).
 #
 #   bash bench/gpu.sh                  # full sizes (B64 T100 H256, B256 T200 H1024)
 #   bash bench/gpu.sh --cpu            # tiny sizes, one round: a CPU smoke run
@@ -16,7 +17,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 WHEELS="${WHEELS:-$ROOT/.whl}"
-OUT="${OUT:-$ROOT/bench/gpu.json}"
+RESULTS_DIR="${RESULTS_DIR:-$ROOT/bench/results}"
 PYVER="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"
 
 download_hint() {
@@ -65,13 +66,14 @@ for backend in jax torch; do
         continue
     fi
     echo "# measuring on Keras' $backend backend" >&2
-    KERAS_BACKEND="$backend" "$PYTHON" "$ROOT/bench/gpu.py" --json "$PARTS/$backend.json" \
-        "$@" > /dev/null
+    KERAS_BACKEND="$backend" "$PYTHON" -m bench gpu --json "$PARTS/$backend.json" \
+        --no-results "$@" > /dev/null
     parts+=("$PARTS/$backend.json")
 done
 if [ "${#parts[@]}" -eq 0 ]; then
     echo "bench/gpu.sh: neither jax nor torch is installed; nothing to measure." >&2
     exit 2
 fi
-"$PYTHON" "$ROOT/bench/gpu.py" --merge "${parts[@]}" --json "$OUT"
-echo "# table written to $OUT" >&2
+cd "$ROOT"
+"$PYTHON" -m bench gpu --merge "${parts[@]}" --json "${OUT:-$PARTS/merged.json}" \
+    --results-dir "$RESULTS_DIR"

@@ -40,12 +40,10 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
-import serving  # noqa: E402
 
-import timing  # noqa: E402
+from bench import serving, timing  # noqa: E402
 
 # (label, format, quantization)
 VARIANTS = [

@@ -25,24 +25,20 @@ ratio in a round is its median step over PyTorch's in that round.
     PYTHONPATH=. python bench/recipes_torch.py --only lm
 """
 
-import argparse
 import os
 import platform
 import statistics
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import omp_policy  # noqa: E402  (bench/: before torch loads)
+from bench import suite, timing
 
-OMP_POLICY = omp_policy.apply()
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+OMP_POLICY = suite.apply_omp_policy()  # before torch loads
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-import timing  # noqa: E402  (bench/ is the script's folder)
 from recipes import common  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -289,7 +285,13 @@ RECIPES = {
 }
 
 
+# the compile each recipe trains with by default: XLA for the LM, none for the others
+RECIPE_DEFAULT = {"lm": "Keras, jit_compile=True"}
+
+
 def measure(name, rounds, steps, warmup):
+    """Interleaved rounds of the recipe's Keras model (both compiles) and PyTorch's;
+    returns one row per contender."""
     title, make_keras, make_torch = RECIPES[name]
     built = []
     for label, make in [
@@ -305,26 +307,37 @@ def measure(name, rounds, steps, warmup):
         label: [1000 * s for s in seconds]
         for label, seconds in timing.interleaved_rounds(built, rounds, steps).items()
     }
-    lines = [
-        f"\n{title}; load {os.getloadavg()[0]:.1f} after the rounds",
-        f"{'contender':<26} {'ms/step':>8} {'vs PyTorch':>10} {'IQR':>11} {'min-max':>11}",
-    ]
+    rows = []
     for label, _ in built:
         ratio = timing.summary(timing.ratios(per_round[label], per_round["PyTorch"]))
-        lines.append(
-            f"{label:<26} {statistics.median(per_round[label]):8.1f} "
-            f"{ratio['median']:10.2f} {ratio['q1']:5.2f}-{ratio['q3']:<5.2f} "
-            f"{ratio['min']:5.2f}-{ratio['max']:<5.2f}"
+        rows.append(
+            {
+                "recipe": name,
+                "title": title,
+                "contender": label,
+                "ms_per_step": round(statistics.median(per_round[label]), 2),
+                **{
+                    f"ratio_{k}" if k != "median" else "ratio": round(v, 3)
+                    for k, v in ratio.items()
+                },
+                "round_ms": [round(v, 2) for v in per_round[label]],
+            }
         )
-    return "\n".join(lines)
+    return rows
+
+
+COLUMNS = [
+    ("contender", "contender", "s"),
+    ("ms/step", "ms_per_step", ".1f"),
+    ("vs PyTorch", "ratio", ".2f"),
+    ("IQR", None, lambda r: f"{r['ratio_q1']:.2f}-{r['ratio_q3']:.2f}"),
+    ("min-max", None, lambda r: f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}"),
+]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = suite.parser("recipes_torch", __doc__, rounds=5, steps=3, warmup=3)
     parser.add_argument("--only", nargs="*", choices=sorted(RECIPES), default=list(RECIPES))
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     args = parser.parse_args(argv)
     if keras.backend.backend() == "tensorflow":
@@ -341,8 +354,27 @@ def main(argv=None):
         f"in the same round; OMP_WAIT_POLICY={OMP_POLICY}",
         flush=True,
     )
+    rows, figures = [], {}
     for name in args.only:
-        print(measure(name, args.rounds, args.steps, args.warmup), flush=True)
+        measured = measure(name, args.rounds, args.steps, args.warmup)
+        print(f"\n{RECIPES[name][0]}\n{suite.format_table(measured, COLUMNS)}", flush=True)
+        rows += measured
+        default = RECIPE_DEFAULT.get(name, "Keras, default compile")
+        row = next(r for r in measured if r["contender"] == default)
+        figures[name] = suite.figure(
+            row["ratio"],
+            f"{RECIPES[name][0]}: training step / PyTorch's ({default})",
+            unit="x",
+            spread={"kind": "IQR", "low": row["ratio_q1"], "high": row["ratio_q3"]},
+        )
+    suite.write_result(
+        args,
+        "recipes_torch",
+        "Each recipe's training step against PyTorch (CPU)",
+        figures,
+        details={"rows": rows, "omp_wait_policy": OMP_POLICY},
+    )
+    return rows
 
 
 if __name__ == "__main__":

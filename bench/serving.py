@@ -52,11 +52,10 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 
-import timing  # noqa: E402
+from bench import timing  # noqa: E402
 
 RUNTIMES = ("keras_predict", "keras_call", "saved_model", "onnxruntime", "litert")
 REFERENCE = "saved_model"

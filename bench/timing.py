@@ -12,7 +12,7 @@ contender's time in round r is the median of its `steps` calls there,
 its ratio to a reference c_0 is t_c(r) / t_{c_0}(r) per round, and a table gives the
 median over rounds of both, with the ratio's spread (`summary`).
 
-    >>> import timing
+    >>> from bench import timing
     >>> per_round = timing.interleaved_rounds([("a", lambda: 1), ("b", lambda: 2)],
     ...                                       rounds=3, steps=2)
     >>> sorted(per_round), len(per_round["a"])

@@ -95,7 +95,7 @@ def torch_threads_hint(threads, cores, load, workers=1):
     wait for work. When other processes keep the cores busy (a second training, pytest
     workers: `workers` processes like this one, or a load average `load` from the rest
     of the machine), those spinning threads are preempted mid-operation and a training
-    step that takes milliseconds can take seconds (``bench/torch_threads.py``).
+    step that takes milliseconds can take seconds.
 
     Args:
         threads: ``torch.get_num_threads()`` of this process.

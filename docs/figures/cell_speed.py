@@ -1,10 +1,11 @@
 """Figure: training-step time of the cells against Keras' layers and PyTorch (bench/cells.py).
 
-Runs `bench/cells.py` (batch 64, 100 steps, 128 inputs, 256 units, Adam, interleaved
+Runs `python -m bench cells` (batch 64, 100 steps, 128 inputs, 256 units, Adam, interleaved
 rounds in one process; PyTorch's CPU LSTM/GRU as the reference when torch is installed)
 and draws each contender's step time as a ratio to the reference: the bar is the median
-over rounds, the whisker the min-max. `--json FILE` plots an earlier run's figures
-(`bench/cells.py --json FILE`) instead of measuring again.
+over rounds, the whisker the min-max, and writes the rows to docs/figures/cell_speed.json.
+`--json FILE` plots such a file (or a `bench/results/cells.json`, whose rows are under
+"details") instead of measuring again.
 
     PYTHONPATH=. python docs/figures/cell_speed.py [--json docs/figures/cell_speed.json]
 """
@@ -16,19 +17,20 @@ import sys
 
 from figlib import HERE, plt, save
 
-sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+sys.path.insert(0, os.path.join(HERE, "..", ".."))
 MEASURED = os.path.join(HERE, "cell_speed.json")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", help="plot this bench/cells.py --json file, do not measure")
+    parser.add_argument("--json", help="plot the rows of this file, do not measure")
     args = parser.parse_args()
-    import cells  # bench/cells.py
+    from bench import cells
 
     if args.json:
         with open(args.json) as f:
             measured = json.load(f)
+        measured = measured.get("details", measured)  # a bench/results file
         rows = measured["rows"]
         print(measured["header"])
         for kind in dict.fromkeys(row["kind"] for row in rows):
@@ -37,7 +39,9 @@ def main():
                 + cells.format_table([row for row in rows if row["kind"] == kind])
             )
     else:
-        rows = cells.main(["--json", MEASURED])  # prints its table as it measures
+        rows = cells.main(["--no-results"])  # prints its table as it measures
+        with open(MEASURED, "w") as f:
+            json.dump({"header": f"OMP_WAIT_POLICY={cells.OMP_POLICY}", "rows": rows}, f, indent=1)
 
     kinds = list(dict.fromkeys(row["kind"] for row in rows))  # in the bench's order
     # PyTorch's step depends on how its OpenMP threads wait (bench/README.md), so the

@@ -239,8 +239,8 @@ def write_step(buffer, t, values, axis):
 
     On TensorFlow it is a select over the buffer, not `ops.slice_update`: outside XLA
     TensorFlow runs the latter's XlaDynamicUpdateSlice by compiling it for each new
-    shape, 30-50 ms every time a batch of another size arrives on a 2-core CPU
-    (bench/decoding_profile.py), and beam search's `drop_finished` makes a new size at
+    shape, 30-50 ms every time a batch of another size arrives on a 2-core CPU,
+    and beam search's `drop_finished` makes a new size at
     every phase.
     """
     values = ops.expand_dims(values, axis)

@@ -19,6 +19,7 @@ def run(tmp_path, *args, python=sys.executable):
         **os.environ,
         "PYTHON": python,
         "OUT": str(tmp_path / "gpu.json"),
+        "RESULTS_DIR": str(tmp_path / "results"),
         "WHEELS": str(tmp_path / "no-wheels"),
     }
     env.pop("KERAS_BACKEND", None)
@@ -59,6 +60,19 @@ def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
                 assert row["ratio"] == 1.0
     # every row is in the printed table
     assert len(lines) == len(table["runs"]) + 1 + len(rows)
+    if "torch" in BACKENDS:  # the results file: the LSTM's ratio per backend, with the rows
+        with open(tmp_path / "results" / "gpu.json") as f:
+            result = json.load(f)
+        assert result["command"].startswith("python -m bench gpu --merge")
+        assert result["details"]["rows"] == rows
+        for backend in BACKENDS:
+            figure = result["figures"][f"{backend}_lstm_4x6x8_float32"]
+            row = next(
+                r
+                for r in rows
+                if r["backend"] == backend and r["contender"] == "kerasrnn LSTMCell, fast path"
+            )
+            assert figure["value"] == row["ratio"]
 
 
 def test_missing_keras_and_wheels_says_how_to_fetch_them(tmp_path):
@@ -72,11 +86,8 @@ def test_missing_keras_and_wheels_says_how_to_fetch_them(tmp_path):
 
 
 def test_merge_of_two_runs_keeps_every_row(tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        import gpu
-    finally:
-        sys.path.pop(0)
+    from bench import gpu
+
     row = {
         "backend": "jax",
         "batch": 1,
@@ -113,18 +124,17 @@ def test_merge_of_two_runs_keeps_every_row(tmp_path):
             )
         )
         paths.append(str(path))
-    merged = gpu.main(["--merge", *paths, "--json", str(tmp_path / "all.json")])
+    merged = gpu.main(
+        ["--merge", *paths, "--json", str(tmp_path / "all.json"), "--results-dir", str(tmp_path)]
+    )
     assert [r["backend"] for r in merged["rows"]] == ["jax", "torch"]
     text = gpu.format_table(merged["rows"])
     assert "1.10-1.30" in text and text.splitlines()[1].rstrip().endswith("NO")
 
 
 def test_a_failed_row_prints_as_failed_with_its_exception():
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        import gpu
-    finally:
-        sys.path.pop(0)
+    from bench import gpu
+
     row = {
         "backend": "jax",
         "batch": 1,

@@ -1,17 +1,10 @@
 """bench/serving.py and bench/quantization.py: their pure helpers (padding, batching,
 the output check, the table cells, accuracy and file sizes). No model is built."""
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-import quantization  # noqa: E402
-import serving  # noqa: E402
-
-sys.path.pop(0)
+from bench import quantization, serving
 
 
 def test_pad_ids_right_pads_with_zero_and_refuses_long_rows():

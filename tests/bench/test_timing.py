@@ -1,16 +1,11 @@
 """bench/timing.py: the order of the rounds, the per-round medians, errors and summaries."""
 
-import os
 import statistics
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-import timing  # noqa: E402
-
-sys.path.pop(0)
+from bench import timing
 
 
 class FakeClock:

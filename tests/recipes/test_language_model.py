@@ -1,6 +1,5 @@
 """The language-model recipe: data windows, perplexity, masking, generation, CLI."""
 
-import importlib.util
 import json
 import math
 import os
@@ -313,11 +312,9 @@ def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
 
 
 def _bench_sizes():
-    path = os.path.join(REPO, "bench", "language_model.py")
-    spec = importlib.util.spec_from_file_location("_bench_language_model", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.SIZES
+    from bench.quality import LM_SIZES
+
+    return LM_SIZES
 
 
 @pytest.mark.parametrize("size", ["small", "medium"])

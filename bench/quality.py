@@ -1,0 +1,810 @@
+"""The quality runs: each recipe trained on its standard corpus and scored on its test
+split, beside a strong simple baseline on the same split and the published figure.
+
+* ``classifier``: sentence polarity (MR, Pang & Lee 2005), 10-fold cross-validation of
+  a BiLSTM times a bigram Naive Bayes expert; baseline: the bigram Naive Bayes alone on
+  the same folds; published: Kim 2014 CNN, random embeddings 76.1%.
+* ``tagger``: UD English EWT UPOS accuracy (dev picks the best epoch); baseline: each
+  word's most frequent training tag; published: Plank et al. 2016 bi-LSTM 94.6%.
+* ``ner``: CoNLL-2003 English entity F1 (conlleval's micro P/R/F1) for several output
+  layers (softmax, CRF, the CRF constrained to the BIO scheme, BIOES, no characters,
+  a frozen biLM's features); baseline: a dictionary of the training entities;
+  published: Lample et al. 2016 with random embeddings 83.63 (pretrained: 90.94).
+* ``language_model``: Penn Treebank perplexity, Zaremba et al.'s "small" (2 x 200,
+  13 epochs, no dropout; paper 114.5) or "medium"; baseline: none (the paper).
+* ``translator``: Multi30k German -> English, sacreBLEU on test_2016_flickr, greedy and
+  beam search, and the decoding speed; published: the PyTorch notebooks' 512-unit GRU
+  28.3 greedy.
+
+The corpora are read from the shared data folder (``KERASRNN_DATA``, or ``shared/data``
+beside the checkout); each run writes bench/results/NAME.json.
+
+    python -m bench classifier [--folds 10] [--only-folds 3] [--set key=value ...]
+    python -m bench tagger [--set key=value ...]
+    python -m bench ner [--rows dictionary softmax crf-constrained] [--table]
+    python -m bench language_model --cell lstm [--size small]
+    python -m bench translator [--train-pairs 2000 --test-sentences 100 --set epochs=1]
+"""
+
+import collections
+import json
+import os
+import pathlib
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench import suite, timing
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = suite.ROOT
+
+
+def shared_data():
+    """The shared corpora: ``KERASRNN_DATA``, else ``shared/data`` in a parent folder."""
+    if os.environ.get("KERASRNN_DATA"):
+        return pathlib.Path(os.environ["KERASRNN_DATA"])
+    for parent in ROOT.parents:
+        if (parent / "shared" / "data").is_dir():
+            return parent / "shared" / "data"
+    return ROOT.parent / "shared" / "data"
+
+
+DATA = shared_data()
+
+
+def overrides(base, items):
+    """`base` with ``key=value`` items on top (the recipes parse the values)."""
+    return {**base, **dict(item.split("=", 1) for item in items)}
+
+
+def wall_line(seconds):
+    return (
+        f"wall time: {seconds / 60:.1f} min on {os.cpu_count()} CPU cores "
+        f"({platform.processor() or platform.machine()})"
+    )
+
+
+# ------------------------------------------------------------------ classifier (MR)
+# From scratch (random embeddings); the recipe's defaults otherwise.
+CLASSIFIER_CONFIG = {
+    "cell": "lstm",
+    "units": 128,
+    "bidirectional": True,
+    "pooling": "max",
+    "embedding_dim": 300,
+    "embedding_dropout": 0.5,
+    "dropout": 0.5,
+    "batch_size": 50,
+    "epochs": 6,
+    "patience": 1,
+    "valid_fraction": 0.1,
+    # The Naive Bayes expert (bigrams), counted on the training and validation
+    # sentences once the RNN is trained; --set naive_bayes=0 measures the RNN alone.
+    "naive_bayes": 2,
+    "naive_bayes_counts_valid": True,
+    "verbose": 2,
+}
+
+
+def naive_bayes_accuracy(train, test, lowercase=True):
+    """Bigram multinomial Naive Bayes (binarised counts, `NaiveBayesExpert` times a
+    uniform model) trained on `train`, accuracy on `test`."""
+    import numpy as np
+
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.data.tokenizers import tokenize
+    from kerasrnn.layers import NaiveBayesExpert
+
+    labels = sorted(set(train[1]))
+    tokens = tokenize(train[0], lowercase)
+    vocab = Vocabulary.build(tokens)
+    expert = NaiveBayesExpert(len(vocab), len(labels), order=2)
+    expert.estimate([vocab.encode(t) for t in tokens], [labels.index(y) for y in train[1]])
+    correct = 0
+    test_tokens = tokenize(test[0], lowercase)
+    for start in range(0, len(test_tokens), 256):
+        rows = [vocab.encode(t) or [0] for t in test_tokens[start : start + 256]]
+        ids = np.zeros((len(rows), max(map(len, rows))), "int32")
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+        uniform = np.full((len(rows), len(labels)), 1.0 / len(labels), "float32")
+        predicted = np.argmax(np.asarray(expert([ids, uniform])), axis=1)
+        gold = [labels.index(y) for y in test[1][start : start + 256]]
+        correct += int(np.sum(predicted == np.array(gold)))
+    return correct / len(test[1])
+
+
+def mr_folds(data, folds=10):
+    """MR's texts, labels and k-fold split: a list of (training indices, test
+    indices), one per fold (seeded: the same for every run)."""
+    import numpy as np
+
+    from kerasrnn.data import load_class_files
+
+    polarity = pathlib.Path(data) / "sentence_polarity"
+    texts, labels = load_class_files(
+        [polarity / "rt-polarity.pos", polarity / "rt-polarity.neg"], encoding="cp1252"
+    )
+    order = np.random.default_rng(0).permutation(len(texts))
+    folds = [(np.setdiff1d(order, test), test) for test in np.array_split(order, folds)]
+    return texts, labels, folds
+
+
+def classifier(argv=None):
+    parser = suite.parser("classifier", __doc__)
+    parser.add_argument("--data", default=str(DATA), help="the shared corpora folder")
+    parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument(
+        "--only-folds", type=int, default=None, help="run only the first N folds (quick checks)"
+    )
+    parser.add_argument(
+        "--keep-runs", metavar="DIR", help="write each fold's run to DIR/foldK (default: none)"
+    )
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    config_overrides = overrides(CLASSIFIER_CONFIG, args.set)
+
+    import numpy as np
+
+    from kerasrnn.data.specs import holdout
+    from recipes import classifier as recipe
+    from recipes import common
+
+    texts, labels, folds = mr_folds(args.data, args.folds)
+    start = time.time()
+    accuracies, baseline = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = args.keep_runs or tmp
+        for k, (train_idx, test_idx) in enumerate(folds[: args.only_folds or args.folds]):
+            fold_start = time.time()
+
+            def pick(idx):
+                return [texts[i] for i in idx], [labels[i] for i in idx]
+
+            config = common.load_config(
+                recipe.DEFAULTS,
+                overrides={**config_overrides, "output_dir": f"{runs}/fold{k}", "seed": 1234 + k},
+            )
+            train, valid = holdout(*pick(train_idx), config["valid_fraction"], config["seed"])
+            results = recipe.train(config, {"train": train, "valid": valid, "test": pick(test_idx)})
+            accuracies.append(results["test"]["accuracy"])
+            baseline.append(naive_bayes_accuracy(pick(train_idx), pick(test_idx)))
+            print(
+                f"fold {k + 1}/{args.folds}: test accuracy {accuracies[-1]:.4f}, bigram NB "
+                f"{baseline[-1]:.4f} ({results['history']['epochs_run']} epochs, "
+                f"{time.time() - fold_start:.0f}s)",
+                flush=True,
+            )
+    mean, std = 100 * np.mean(accuracies), 100 * np.std(accuracies)
+    print(
+        f"\nsentence polarity, {len(accuracies)} of {args.folds} CV folds: mean accuracy "
+        f"{mean:.2f}% (std {std:.2f}); bigram Naive Bayes {100 * np.mean(baseline):.2f}%"
+    )
+    print("per fold:", " ".join(f"{100 * a:.2f}" for a in accuracies))
+    print("config:", {k: config_overrides[k] for k in sorted(config_overrides)})
+    print(wall_line(time.time() - start))
+    suite.write_result(
+        args,
+        "mr",
+        "Sentence polarity (MR), 10-fold cross-validation",
+        {
+            "accuracy": suite.figure(
+                float(mean),
+                f"mean accuracy over {len(accuracies)} folds",
+                unit="%",
+                spread={"kind": "std", "value": float(std)},
+                runs=[round(100 * a, 2) for a in accuracies],
+            )
+        },
+        baseline=suite.figure(float(100 * np.mean(baseline)), "bigram Naive Bayes", unit="%"),
+        published=suite.figure(76.1, "Kim 2014 CNN, random embeddings", digits=1, unit="%"),
+    )
+    return accuracies
+
+
+# ------------------------------------------------------------------ tagger (EWT UPOS)
+TAGGER_CONFIG = {
+    "column": "upos",
+    "lowercase": True,
+    "embedding_dim": 100,
+    "word_dropout": 0.1,
+    "char_dim": 50,
+    "char_units": 64,
+    "cell": "lstm",
+    "units": 128,
+    "num_layers": 2,
+    "dropout": 0.33,
+    "max_chars": 20,
+    "batch_size": 64,
+    "epochs": 16,
+    "patience": 3,
+    "verbose": 1,
+}
+
+
+def most_frequent_tag_baseline(ewt=None):
+    """Each test word's most frequent training tag (unseen words: the most frequent
+    tag overall), exact word forms."""
+    from kerasrnn.data.loaders import load_conllu
+
+    ewt = pathlib.Path(ewt) if ewt else DATA / "ud_en_ewt"
+    words, tags = load_conllu(str(ewt / "en_ewt-ud-train.conllu.gz"), "upos")
+    counts = collections.defaultdict(collections.Counter)
+    overall = collections.Counter()
+    for sentence, labels in zip(words, tags):
+        for word, tag in zip(sentence, labels):
+            counts[word][tag] += 1
+            overall[tag] += 1
+    default = overall.most_common(1)[0][0]
+    test_words, test_tags = load_conllu(str(ewt / "en_ewt-ud-test.conllu.gz"), "upos")
+    correct = total = 0
+    for sentence, labels in zip(test_words, test_tags):
+        for word, tag in zip(sentence, labels):
+            guess = counts[word].most_common(1)[0][0] if word in counts else default
+            correct += guess == tag
+            total += 1
+    return correct / total
+
+
+def tagger(argv=None):
+    parser = suite.parser("tagger", __doc__)
+    parser.add_argument("--data", default=str(DATA / "ud_en_ewt"), help="the EWT folder")
+    parser.add_argument("--output-dir", default=None, help="default: a temporary folder")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    from recipes import common
+    from recipes import tagger as recipe
+
+    config_overrides = overrides(TAGGER_CONFIG, args.set)
+    data = pathlib.Path(args.data)
+    start = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        config = common.load_config(
+            recipe.DEFAULTS,
+            overrides={
+                **config_overrides,
+                "train": str(data / "en_ewt-ud-train.conllu.gz"),
+                "valid": str(data / "en_ewt-ud-dev.conllu.gz"),
+                "test": str(data / "en_ewt-ud-test.conllu.gz"),
+                "format": "conllu",
+                "output_dir": args.output_dir or tmp,
+            },
+        )
+        results = recipe.train(config)
+    baseline = most_frequent_tag_baseline(data)
+    print(
+        f"\nUD English EWT UPOS: dev accuracy {100 * results['valid']['accuracy']:.2f}%, "
+        f"test accuracy {100 * results['test']['accuracy']:.2f}% "
+        f"({results['test']['tokens']} test tokens, {results['history']['epochs_run']} "
+        f"epochs); most frequent tag per word {100 * baseline:.2f}%"
+    )
+    print("config:", {k: config_overrides[k] for k in sorted(config_overrides)})
+    print(wall_line(time.time() - start))
+    suite.write_result(
+        args,
+        "ewt_upos",
+        "UD English EWT, UPOS tagging",
+        {"accuracy": suite.figure(100 * results["test"]["accuracy"], "test accuracy", unit="%")},
+        baseline=suite.figure(100 * baseline, "most frequent tag per word", unit="%"),
+        published=suite.figure(94.6, "Plank et al. 2016 bi-LSTM", digits=1, unit="%"),
+    )
+    return results
+
+
+# ------------------------------------------------------------------ NER (CoNLL-2003)
+# A small biLM, one epoch: 25.5 min on 2 CPU cores shared with other jobs (2026-11-24).
+BILM_CONFIG = {
+    "units": 128,
+    "num_layers": 2,
+    "max_vocab": 16000,
+    "batch_size": 32,
+    "steps": 35,
+    "dropout": 0.1,
+    "optimizer": "adam",
+    "learning_rate": 0.002,
+    "loss_reduction": "mean",
+    "epochs": 1,
+    "verbose": 2,
+}
+
+
+def flags(config):
+    out = []
+    for key, value in config.items():
+        out += [
+            "--" + key.replace("_", "-"),
+            str(value).lower() if isinstance(value, bool) else str(value),
+        ]
+    return out
+
+
+def run_recipe(command, log):
+    """Runs a recipe command; returns its wall time in seconds."""
+    print("$ " + " ".join(shlex.quote(c) for c in command), flush=True)
+    began = time.time()
+    with open(log, "a") as stderr:
+        subprocess.run(
+            command,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+    return time.time() - began
+
+
+def bilm_text(out, extra_train=()):
+    """Writes the biLM's train and valid text (PTB and EWT, then the token lists
+    `extra_train` in the training text), normalised as the tagger's biLM input; returns
+    their paths."""
+    from kerasrnn.data.loaders import load_conllu, read_lines
+    from recipes.tagger import lm_sentences
+
+    ewt_dir, ptb_dir = DATA / "ud_en_ewt", DATA / "ptb"
+    paths = {}
+    for split, ptb, ewt in (
+        ("train", "ptb.train.txt.gz", "en_ewt-ud-train.conllu.gz"),
+        ("valid", "ptb.valid.txt.gz", "en_ewt-ud-dev.conllu.gz"),
+    ):
+        paths[split] = out / f"lm_{split}.txt"
+        if paths[split].exists():
+            continue
+        lines = [line.strip() for _, line in read_lines(str(ptb_dir / ptb)) if line.strip()]
+        sentences, _ = load_conllu(str(ewt_dir / ewt), "upos")
+        if split == "train":
+            sentences = list(sentences) + list(extra_train)
+        lines += [" ".join(s) for s in lm_sentences(sentences) if s]
+        partial = paths[split].with_suffix(".partial")
+        partial.write_text("\n".join(lines) + "\n")
+        partial.rename(paths[split])
+    return paths
+
+
+NER_PUBLISHED = [
+    ("CoNLL-2003 shared task best (Florian et al. 2003, gazetteers)", 88.76),
+    ("Lample et al. 2016 BiLSTM-CRF, pretrained embeddings", 90.94),
+]
+NER_CONFIG = {
+    "format": "columns",
+    "lowercase": True,
+    "embedding_dim": 100,
+    "char_dim": 32,
+    "char_units": 32,
+    "max_chars": 20,
+    "cell": "lstm",
+    "units": 128,
+    "num_layers": 1,
+    "batch_size": 32,
+    "epochs": 8,
+    "patience": 3,
+    "verbose": 2,
+}
+# row name -> recipe options on top of NER_CONFIG (None: the dictionary baseline).
+# Ordered most informative first.
+NER_ROWS = {
+    "dictionary": None,
+    "softmax": {"crf": False},
+    "crf": {"crf": True, "crf_constraints": "false"},
+    "crf-constrained-bioes": {"crf": True, "crf_constraints": "true", "tag_scheme": "bioes"},
+    "crf-constrained": {"crf": True, "crf_constraints": "true"},
+    "softmax-bioes": {"crf": False, "tag_scheme": "bioes"},
+    "crf-constrained-bioes-nochars": {
+        "crf": True,
+        "crf_constraints": "true",
+        "tag_scheme": "bioes",
+        "char_dim": 0,
+    },
+    "softmax-nochars": {"crf": False, "char_dim": 0},
+    "crf-constrained-bilm": {"crf": True, "crf_constraints": "true", "contextual_lm": "BILM"},
+}
+
+
+def load_conll(data, split):
+    from kerasrnn.data import load_conll_columns
+
+    return load_conll_columns(str(data / f"{split}.txt.gz"))
+
+
+class Dictionary:
+    """Every token span tagged as an entity in training, with its most frequent type;
+    tagging matches the longest known span first, left to right, and writes BIO tags."""
+
+    def __init__(self, sentences, tags):
+        from kerasrnn.metrics import entity_spans
+
+        counts = collections.defaultdict(collections.Counter)
+        for words, labels in zip(sentences, tags):
+            for start, end, kind in entity_spans(labels):
+                counts[tuple(words[start:end])][kind] += 1
+        self.types = {span: c.most_common(1)[0][0] for span, c in counts.items()}
+        self.longest = max(map(len, self.types), default=0)
+
+    def tag(self, words):
+        tags, i = ["O"] * len(words), 0
+        while i < len(words):
+            for n in range(min(self.longest, len(words) - i), 0, -1):
+                kind = self.types.get(tuple(words[i : i + n]))
+                if kind is not None:
+                    tags[i : i + n] = [f"B-{kind}"] + [f"I-{kind}"] * (n - 1)
+                    i += n
+                    break
+            else:
+                i += 1
+        return tags
+
+
+def entity_scores(gold, predicted):
+    """Entity P/R/F1 (ours) with seqeval's F1 beside it where seqeval is installed."""
+    from kerasrnn.metrics import entity_scores
+
+    result = entity_scores(gold, predicted)
+    try:
+        from seqeval.metrics import f1_score
+    except ImportError:
+        result["seqeval_f1"] = None
+    else:
+        result["seqeval_f1"] = float(f1_score(gold, predicted))
+    return result
+
+
+def train_bilm(data, folder, minutes):
+    """The biLM of the ``crf-constrained-bilm`` row in `folder` (trained there on the
+    shared text for `minutes` unless its results.json exists)."""
+    folder = pathlib.Path(folder).resolve()
+    if (folder / "results.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    text = bilm_text(folder, extra_train=load_conll(data, "train")[0])
+    config = dict(BILM_CONFIG, epochs=20, time_budget=minutes, patience=0)
+    command = [sys.executable, "-m", "recipes.language_model", "train", "--bidirectional", "true"]
+    command += ["--output-dir", str(folder / "run"), "--train-file", str(text["train"])]
+    command += ["--valid-file", str(text["valid"]), "--test-file", ""]
+    run_recipe(command + flags(config), folder / "recipes.log")
+    (folder / "results.json").write_text((folder / "run" / "results.json").read_text())
+    return folder
+
+
+def run_row(name, data, out, epochs, seed, bilm=None):
+    folder = out / name
+    done = folder / "row.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    splits = {split: load_conll(data, split) for split in ("train", "valid", "test")}
+    began = time.time()
+    if NER_ROWS[name] is None:
+        model = Dictionary(*splits["train"])
+        predicted = {s: [model.tag(w) for w in splits[s][0]] for s in ("valid", "test")}
+        info = {"epochs": 0}
+    else:
+        from recipes import common, tagger
+
+        options = dict(NER_ROWS[name])
+        if options.get("contextual_lm") == "BILM":
+            options["contextual_lm"] = str(bilm / "run")
+        overrides = {
+            **NER_CONFIG,
+            **options,
+            "epochs": epochs,
+            "seed": seed,
+            "output_dir": str(folder / "run"),
+            **{s: str(data / f"{s}.txt.gz") for s in ("train", "valid", "test")},
+        }
+        config = common.load_config(tagger.DEFAULTS, overrides=overrides)
+        run = folder / "run"
+        if not (run / "training_curves.png").exists() or (run / "backup").exists():
+            tagger.train(config)  # else: trained, only the scoring is missing
+        trained = tagger.Tagger.from_run(config)
+        predicted = {
+            s: [p["tags"] for p in trained.predict(splits[s][0])] for s in ("valid", "test")
+        }
+        history = json.loads((run / "history.json").read_text())
+        info = {
+            "epochs": len(history["rows"]),
+            "config": {
+                k: overrides[k]
+                for k in sorted(overrides)
+                if k not in ("train", "valid", "test", "output_dir")
+            },
+        }
+    row = {
+        "row": name,
+        "seconds": time.time() - began,
+        **info,
+        **{s: entity_scores(splits[s][1], predicted[s]) for s in ("valid", "test")},
+    }
+    (folder / "test_predictions.json").write_text(json.dumps(predicted["test"]))
+    done.write_text(json.dumps(row, indent=1))
+    return row
+
+
+def ner_table(out):
+    lines = [
+        ("| model | valid F1 | test P | test R | test F1 | seqeval test F1 | epochs | minutes |"),
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in NER_ROWS:
+        path = out / name / "row.json"
+        if not path.exists():
+            continue
+        row = json.loads(path.read_text())
+        test = row["test"]
+        seqeval = test.get("seqeval_f1")
+        lines.append(
+            f"| {name} | {100 * row['valid']['f1']:.2f} | {100 * test['precision']:.2f} | "
+            f"{100 * test['recall']:.2f} | {100 * test['f1']:.2f} | "
+            f"{'-' if seqeval is None else f'{100 * seqeval:.2f}'} | {row['epochs']} | "
+            f"{row['seconds'] / 60:.1f} |"
+        )
+    for label, f1 in NER_PUBLISHED:
+        lines.append(f"| {label} (published) | | | | {f1:.2f} | | | |")
+    return "\n".join(lines)
+
+
+def ner(argv=None):
+    parser = suite.parser("ner", __doc__)
+    parser.add_argument("--data", default=str(DATA / "conll2003"), help="the conll2003 folder")
+    parser.add_argument(
+        "--output-dir",
+        default="runs/ner-bench",
+        help="one folder per row; finished rows are not run again",
+    )
+    parser.add_argument(
+        "--rows",
+        nargs="*",
+        default=list(NER_ROWS),
+        choices=list(NER_ROWS),
+        help="rows to run (default: all, most informative first)",
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=NER_CONFIG["epochs"], help="epochs per trained row at most"
+    )
+    parser.add_argument("--seed", type=int, default=1234, help="the recipe's seed")
+    parser.add_argument(
+        "--bilm-dir", default=None, help="the biLM folder (default: OUTPUT_DIR/bilm)"
+    )
+    parser.add_argument("--bilm-minutes", type=float, default=25, help="the biLM's training budget")
+    parser.add_argument(
+        "--table", action="store_true", help="print the table of the finished rows, train nothing"
+    )
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.output_dir)
+    if not args.table:
+        data = pathlib.Path(args.data)
+        for name in args.rows:
+            bilm = None
+            if NER_ROWS[name] and NER_ROWS[name].get("contextual_lm"):
+                bilm = train_bilm(data, args.bilm_dir or out / "bilm", args.bilm_minutes)
+            row = run_row(name, data, out, args.epochs, args.seed, bilm)
+            print(
+                f"{name}: test entity F1 {100 * row['test']['f1']:.2f}", file=sys.stderr, flush=True
+            )
+    print(ner_table(out))
+    rows = {
+        name: json.loads((out / name / "row.json").read_text())
+        for name in NER_ROWS
+        if (out / name / "row.json").exists()
+    }
+    best = max(
+        (n for n in rows if n != "dictionary" and "bilm" not in n),
+        default=None,
+        key=lambda n: rows[n]["valid"]["f1"],
+    )
+    if best is not None:
+        suite.write_result(
+            args,
+            "conll2003_ner",
+            "CoNLL-2003 English named entities",
+            {"f1": suite.figure(100 * rows[best]["test"]["f1"], f"test entity F1, {best}")},
+            baseline=suite.figure(100 * rows["dictionary"]["test"]["f1"], "dictionary")
+            if "dictionary" in rows
+            else None,
+            published=suite.figure(83.63, "Lample et al. 2016 BiLSTM-CRF, random embeddings"),
+            details={"rows": rows},
+        )
+    return rows
+
+
+# ------------------------------------------------------------------ language model (PTB)
+LM_SIZES = {
+    "small": dict(
+        units=200,
+        steps=20,
+        dropout=0.0,
+        init_scale=0.1,
+        epochs=13,
+        lr_decay=0.5,
+        lr_decay_after=4,
+        clipnorm=5.0,
+    ),
+    "medium": dict(
+        units=650,
+        steps=35,
+        dropout=0.5,
+        init_scale=0.05,
+        epochs=39,
+        lr_decay=0.8,
+        lr_decay_after=6,
+        clipnorm=5.0,
+    ),
+}
+
+
+def language_model(argv=None):
+    parser = suite.parser("language_model", __doc__)
+    parser.add_argument("--size", choices=sorted(LM_SIZES), default="small")
+    parser.add_argument("--cell", choices=["lstm", "gru"], default="lstm")
+    parser.add_argument("--epochs", type=int, help="override the configuration's epochs")
+    parser.add_argument("--data-dir", default=str(DATA / "ptb"))
+    parser.add_argument("--output-dir", help="default: runs/bench_lm_<size>_<cell>")
+    parser.add_argument("--unroll", type=int, default=1, help="unroll the RNN (faster on CPU)")
+    args = parser.parse_args(argv)
+    from recipes import language_model as recipe
+
+    config = dict(recipe.DEFAULTS)
+    config.update(LM_SIZES[args.size])
+    config.update(
+        cell=args.cell,
+        num_layers=2,
+        batch_size=20,
+        batching="stream",
+        optimizer="sgd",
+        learning_rate=1.0,
+        loss_reduction="sum_over_time",
+        patience=0,
+        verbose=0,
+        unroll=bool(args.unroll),
+        evaluate_test_each_epoch=True,
+        train_file=os.path.join(args.data_dir, "ptb.train.txt.gz"),
+        valid_file=os.path.join(args.data_dir, "ptb.valid.txt.gz"),
+        test_file=os.path.join(args.data_dir, "ptb.test.txt.gz"),
+        output_dir=args.output_dir or f"runs/bench_lm_{args.size}_{args.cell}",
+    )
+    if args.epochs:
+        config["epochs"] = args.epochs
+    print(
+        f"PTB {args.size} {args.cell}: {json.dumps({k: config[k] for k in LM_SIZES['small']})}"
+        f" on {platform.machine()} with {os.cpu_count()} CPUs",
+        flush=True,
+    )
+    results, wall = timing.timed(lambda: recipe.train(config))
+    last = results["epochs"][-1]
+    summary = {
+        "size": args.size,
+        "cell": args.cell,
+        "epochs_run": len(results["epochs"]),
+        # The recipe keeps the weights of the epoch with the best validation perplexity;
+        # the paper reports the model after the last epoch. Both are printed.
+        "best_valid_perplexity": results["valid"]["perplexity"],
+        "test_perplexity_at_best_valid": results["test"]["perplexity"],
+        "last_epoch_valid_perplexity": last.get("valid_perplexity"),
+        "last_epoch_test_perplexity": last.get("test_perplexity"),
+        "train_seconds": results["train_seconds"],
+        "tokens_per_second": results["tokens_per_second"],
+        "wall_seconds": wall,
+    }
+    print(json.dumps(summary, indent=2))
+    paper = {"small": 114.5, "medium": 82.7}[args.size]
+    suite.write_result(
+        args,
+        f"ptb_{args.size}" + ("" if args.cell == "lstm" else f"_{args.cell}"),
+        f"Penn Treebank perplexity, Zaremba et al.'s {args.size} {args.cell.upper()}",
+        {
+            "perplexity": suite.figure(
+                results["test"]["perplexity"], "test perplexity at the best validation epoch", 1
+            )
+        },
+        published=suite.figure(paper, f"Zaremba et al. 2014, {args.size}", 1),
+        details=summary,
+    )
+    return summary
+
+
+# ------------------------------------------------------------------ translator (Multi30k)
+# The notebooks' model: 256-d embeddings, 512-unit GRUs (encoder per direction), dropout
+# 0.5, gradient clipping 1, words seen at least twice.
+TRANSLATOR_CONFIG = {
+    "source_tokenizer": "word",
+    "target_tokenizer": "word",
+    "cell": "gru",
+    "attention": "bahdanau",
+    "embedding_dim": 256,
+    "encoder_units": 512,
+    "decoder_units": 512,
+    "attention_units": 512,
+    "dropout": 0.5,
+    "min_freq": 2,
+    "batch_size": 128,
+    "epochs": 10,
+    "patience": 2,
+    "clipnorm": 1.0,
+    "beam_size": 5,
+    "max_decode_length": 60,
+    "bucket_boundaries": [10, 15, 20, 25, 30],
+    "heatmaps": 3,
+    "output_dir": "runs/bench-translator",
+    "verbose": 2,
+}
+
+
+def translator(argv=None):
+    parser = suite.parser("translator", __doc__)
+    parser.add_argument("--data", default=str(DATA / "multi30k"), help="the multi30k folder")
+    parser.add_argument(
+        "--train-pairs", type=int, default=0, help="train on the first N pairs only (0: all 29,000)"
+    )
+    parser.add_argument(
+        "--test-sentences", type=int, default=0, help="score the first N test sentences (0: all)"
+    )
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    from kerasrnn.data import load_parallel_text
+    from recipes import common
+    from recipes import translator as recipe
+
+    config = common.load_config(recipe.DEFAULTS, overrides=overrides(TRANSLATOR_CONFIG, args.set))
+    data = pathlib.Path(args.data)
+    if not data.exists():
+        sys.exit(f"Multi30k not found at {data} (set KERASRNN_DATA to the corpora folder)")
+    splits = {
+        name: load_parallel_text(data / f"{stem}.de.gz", data / f"{stem}.en.gz")
+        for name, stem in (("train", "train"), ("valid", "val"), ("test", "test_2016_flickr"))
+    }
+    if args.train_pairs:
+        splits["train"] = tuple(side[: args.train_pairs] for side in splits["train"])
+    if args.test_sentences:
+        splits["test"] = tuple(side[: args.test_sentences] for side in splits["test"])
+
+    results, total = timing.timed(lambda: recipe.train(config, splits))
+    test = results["test"]
+    # `evaluate` names beam size 1 "greedy".
+    beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"
+    beam_label = f"beam {config['beam_size']}"
+    # With lowercase the references are lower-cased too (see Translator.evaluate).
+    case = "cased" if test.get("cased", True) else "case-insensitive"
+    print(
+        f"\ndata: {len(splits['train'][0])} training pairs "
+        f"({results['train_pairs_used']} within the length limits), "
+        f"{len(splits['valid'][0])} validation, {test['examples']} test sentences"
+    )
+    print(
+        f"model: {results['parameters']:,} parameters, vocabularies "
+        f"{results['source_vocabulary']} (de) / {results['target_vocabulary']} (en)"
+    )
+    print(
+        f"training: {results['history']['epochs_run']} epoch(s), "
+        f"{results['train_seconds']:.0f} s wall; final val_loss "
+        f"{results['history']['val_loss'][-1]:.3f}"
+    )
+    print(
+        f"test_2016_flickr BLEU ({case}): greedy {test['greedy']['bleu']:.2f}, "
+        f"{beam_label} {test[beam]['bleu']:.2f}"
+    )
+    print(
+        f"decoding speed: greedy {test['greedy']['sentences_per_second']:.1f} "
+        f"sentences/s, {beam_label} {test[beam]['sentences_per_second']:.1f} sentences/s"
+    )
+    for sample in test[beam]["samples"][:3]:
+        print(
+            f"  {sample['source']}\n    -> {sample['translation']}\n    ref {sample['reference']}"
+        )
+    print(f"total wall time {total:.0f} s; results in {config['output_dir']}/results.json")
+    suite.write_result(
+        args,
+        "multi30k",
+        "Multi30k German -> English, test_2016_flickr",
+        {
+            "bleu": suite.figure(test[beam]["bleu"], f"BLEU ({case}), {beam_label}"),
+            "greedy_bleu": suite.figure(test["greedy"]["bleu"], f"BLEU ({case}), greedy"),
+            "sentences_per_second": suite.figure(
+                test[beam]["sentences_per_second"], f"{beam_label} sentences/s", 1
+            ),
+        },
+        published=suite.figure(28.3, "PyTorch seq2seq notebooks' GRU, greedy", 1),
+    )
+    return results

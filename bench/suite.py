@@ -1,0 +1,370 @@
+"""What the benchmarks share: option groups, tables, the results files and their rendering.
+
+Every maintained benchmark (`python -m bench list`) parses its options through
+`parser`, prints its table through `format_table` and writes its figures through
+`write_result` to ``bench/results/NAME.json``:
+
+    {"name": "multi30k", "task": "...", "command": "python -m bench ...",
+     "date": "2026-11-26", "code_version": "4f1ebe0", "machine": {...},
+     "headline": "bleu",
+     "figures": {"bleu": {"label": "...", "value": 35.2, "digits": 2, "unit": "",
+                          "spread": {"kind": "min-max", "low": 35.17, "high": 35.22}}},
+     "baseline": {"label": "...", "value": ..., "digits": ...},
+     "published": {"label": "...", "value": ..., "digits": ...}, "notes": "..."}
+
+`render` writes docs/results.md, README.md's and bench/README.md's results blocks
+(between ``<!-- results:begin -->`` and ``<!-- results:end -->``) from those files, so a
+figure has one source. A figure quoted elsewhere in the docs is written after a marker,
+``<!-- result:multi30k.bleu -->35.20``, and `stale_markers` lists those that disagree
+with their file (tests/test_results.py runs both checks).
+
+This module imports only the standard library: the tests and `python -m bench render`
+load it without TensorFlow.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+MARKER = re.compile(r"<!-- result:([A-Za-z0-9_]+)\.([A-Za-z0-9_]+) -->\s*(\**)([-+0-9.,]+)")
+
+
+# ------------------------------------------------------------------ running a benchmark
+def apply_omp_policy():
+    """How PyTorch's OpenMP threads wait, set before torch loads; returns its name.
+
+    ``OMP_WAIT_POLICY`` from the environment, PASSIVE unless set: PASSIVE threads sleep
+    at once (robust on a loaded machine, where spinning threads that get descheduled
+    stall every step); ``default`` is libgomp's own short spin, then sleep (PyTorch at
+    its best on an idle machine, leaving the CPU to the next contender: the fair
+    setting there); ACTIVE spins and takes CPU from the other contenders.
+    """
+    policy = os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if policy.lower() == "default":
+        del os.environ["OMP_WAIT_POLICY"]  # libgomp knows no "default": unset
+        return "default"
+    return policy
+
+
+def parser(name, doc, rounds=None, steps=None, warmup=None):
+    """An argument parser for benchmark `name` (its module docstring `doc` as the
+    help), with the results options and, when `rounds` is given, the timing options
+    (interleaved rounds of `bench/timing.py`) with these defaults."""
+    parsed = argparse.ArgumentParser(
+        prog=f"python -m bench {name}",
+        description=doc.split("\n\n", 1)[0],
+        epilog=doc.split("\n\n", 1)[1] if "\n\n" in doc else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parsed.set_defaults(benchmark=name)
+    if rounds is not None:
+        group = parsed.add_argument_group("timing (interleaved rounds, bench/timing.py)")
+        group.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds")
+        group.add_argument("--steps", type=int, default=steps, help="timed calls per round")
+        group.add_argument("--warmup", type=int, default=warmup, help="untimed calls first")
+    group = parsed.add_argument_group("results")
+    group.add_argument(
+        "--results-dir",
+        default=str(RESULTS),
+        metavar="DIR",
+        help="write NAME.json here (default: bench/results; a smoke run: a temporary folder)",
+    )
+    group.add_argument(
+        "--no-results", action="store_true", help="print the table only, write no results file"
+    )
+    return parsed
+
+
+def size(text):
+    """``BxTxH`` (batch x time x units) as three ints, for ``--size`` options."""
+    try:
+        batch, time, units = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        message = f"expected BxTxH such as 64x100x256, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+    return batch, time, units
+
+
+def format_table(rows, columns):
+    """A fixed-width text table: `columns` are ``(header, key, format)``, `format` a
+    format spec (``".2f"``) or a callable of the row; a missing value prints ``-``."""
+    cells = [[header for header, _, _ in columns]]
+    for row in rows:
+        line = []
+        for _, key, spec in columns:
+            if callable(spec):
+                line.append(spec(row))
+            elif row.get(key) is None:
+                line.append("-")
+            else:
+                line.append(format(row[key], spec))
+        cells.append(line)
+    widths = [max(len(str(line[i])) for line in cells) for i in range(len(columns))]
+    return "\n".join(
+        " ".join(
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(line, widths))
+        ).rstrip()
+        for line in cells
+    )
+
+
+def command_line(name, argv=None):
+    """The command that ran benchmark `name` with `argv` (default: this process')."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == name:  # python -m bench NAME ...: argv includes the name
+        args = args[1:]
+    quoted = " ".join(_quote(a) for a in args)
+    prefix = " ".join(f"{k}={os.environ[k]}" for k in ("KERAS_BACKEND",) if k in os.environ)
+    return " ".join(p for p in (prefix, f"python -m bench {name}", quoted) if p)
+
+
+def _quote(arg):
+    return arg if re.fullmatch(r"[-A-Za-z0-9_./=:,+@]+", arg) else repr(arg)
+
+
+def code_version():
+    """``git describe --always --dirty`` of the checkout, or None outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def machine(device=None):
+    """The conditions of a run: CPU count, platform, Python, the device measured on."""
+    return {
+        "cpu_count": os.cpu_count(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "python": platform.python_version(),
+        "device": device or "CPU",
+    }
+
+
+def figure(value, label, digits=2, unit="", spread=None, runs=None):
+    """One figure of a results file: `spread` is ``{"kind": "min-max" | "IQR" | "std",
+    "low": ..., "high": ...}`` (or ``{"kind": "std", "value": ...}``), `runs` the
+    individual measurements it summarises."""
+    out = {"label": label, "value": value, "digits": digits, "unit": unit}
+    if spread is not None:
+        out["spread"] = spread
+    if runs is not None:
+        out["runs"] = runs
+    return out
+
+
+def write_result(args, name, task, figures, headline=None, **fields):
+    """Writes ``NAME.json`` to ``args.results_dir`` (unless ``args.no_results``) with the
+    command, date, code version and machine of this run; `fields` adds ``baseline``,
+    ``published``, ``machine`` (a dict from `machine`), ``notes``, ``details`` (any
+    JSON: the rows a benchmark's table printed). Returns the path, or None."""
+    if getattr(args, "no_results", False):
+        return None
+    record = {
+        "name": name,
+        "task": task,
+        "command": fields.pop("command", None) or command_line(args.benchmark),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "code_version": code_version(),
+        "machine": fields.pop("machine", None) or machine(),
+        "headline": headline or next(iter(figures)),
+        "figures": figures,
+        **fields,
+    }
+    folder = pathlib.Path(args.results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    partial.replace(path)
+    print(f"# results written to {path}", file=sys.stderr)
+    return path
+
+
+# ------------------------------------------------------------------ rendering the results
+def load_results(folder=RESULTS):
+    """``{name: record}`` of every results file in `folder`, in the order of their
+    ``order`` field (then name)."""
+    records = {}
+    for path in sorted(pathlib.Path(folder).glob("*.json")):
+        record = json.loads(path.read_text())
+        if record.get("name") != path.stem:
+            raise ValueError(f"{path}: its name field is {record.get('name')!r}, not {path.stem!r}")
+        records[path.stem] = record
+    return dict(sorted(records.items(), key=lambda kv: (kv[1].get("order", 99), kv[0])))
+
+
+def value(entry):
+    """A figure's value as the docs print it (its digits and unit)."""
+    if entry is None or entry.get("value") is None:
+        return ""
+    return f"{entry['value']:.{entry.get('digits', 2)}f}{entry.get('unit', '')}"
+
+
+def spread(entry):
+    """A figure's spread as the docs print it, e.g. ``min-max 35.17-35.22``."""
+    s = (entry or {}).get("spread")
+    if not s:
+        return ""
+    digits, unit = entry.get("digits", 2), entry.get("unit", "")
+    if "value" in s:
+        return f"{s['kind']} {s['value']:.{digits}f}{unit}"
+    return f"{s['kind']} {s['low']:.{digits}f}-{s['high']:.{digits}f}{unit}"
+
+
+def _cell(entry):
+    if not entry:
+        return ""
+    return f"{value(entry)} ({entry['label']})" if entry.get("value") is not None else ""
+
+
+def render_table(records, link="docs/results.md"):
+    """The headline table (README.md, bench/README.md): one row per task."""
+    lines = [
+        "| task | figure | spread | baseline | published | measured |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in records.items():
+        head = r["figures"][r["headline"]]
+        anchor = f"{link}#{name}" if link else f"#{name}"
+        lines.append(
+            f"| [{r['task']}]({anchor}) | **{value(head)}** {head['label']} | {spread(head)} "
+            f"| {_cell(r.get('baseline'))} | {_cell(r.get('published'))} | {r['date']} |"
+        )
+    return "\n".join(lines)
+
+
+def render_page(records):
+    """docs/results.md: per task every figure with its spread, the baseline, the
+    published figure, the command, date, code version and machine."""
+    out = [
+        "# Results",
+        "",
+        "Every figure the documentation quotes, one per task, each from a file in",
+        "`bench/results/` written by the command printed under it. This page is",
+        "rendered from those files (`python -m bench render`); a test fails when it, the",
+        "README's table or a figure quoted in the docs disagrees with them. Speed figures",
+        "are ratios against a reference timed in the same process, interleaved (medians",
+        "over rounds, with their spread); quality figures sit beside a simple baseline",
+        "on the same split and the published figure. Older runs live in the git history.",
+        "",
+        render_table(records, link=""),
+    ]
+    for name, r in records.items():
+        m = r.get("machine") or {}
+        out += ["", f"## {r['task']} {{#{name}}}", ""]
+        out += ["| figure | value | spread |", "|---|---|---|"]
+        for key, entry in r["figures"].items():
+            out.append(f"| {entry['label']} (`{name}.{key}`) | {value(entry)} | {spread(entry)} |")
+        for kind in ("baseline", "published"):
+            if r.get(kind):
+                out.append(f"| {kind}: {r[kind]['label']} | {value(r[kind])} | {spread(r[kind])} |")
+        out.append("")
+        if r.get("command"):
+            out += ["```sh", r["command"], "```", ""]
+        else:
+            out += ["No recorded command.", ""]
+        where = ", ".join(
+            str(v) for v in (m.get("device"), m.get("platform"), m.get("cpu_count")) if v
+        )
+        code = f", code {r['code_version']}" if r.get("code_version") else ""
+        out.append(
+            f"Measured {r['date']}{code}"
+            + (f" ({where}{' CPU cores' if m.get('cpu_count') else ''})" if where else "")
+            + "."
+        )
+        if r.get("notes"):
+            out += ["", r["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def replace_block(text, content, path="text"):
+    """`text` with what lies between `BEGIN` and `END` replaced by `content`."""
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        raise ValueError(f"{path}: expected one {BEGIN} and one {END}")
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    return f"{head}{BEGIN}\n{content}\n{END}{tail}"
+
+
+def rendered(root=ROOT, results=None):
+    """``{path: text}`` of the files `render` writes, from the results in
+    ``root/bench/results`` (or `results`)."""
+    root = pathlib.Path(root)
+    records = load_results(results or root / "bench" / "results")
+    readme = root / "README.md"
+    bench_readme = root / "bench" / "README.md"
+    return {
+        root / "docs" / "results.md": render_page(records),
+        readme: replace_block(readme.read_text(), render_table(records), readme),
+        bench_readme: replace_block(
+            bench_readme.read_text(),
+            render_table(records, link="../docs/results.md"),
+            bench_readme,
+        ),
+    }
+
+
+def stale_markers(root=ROOT, results=None):
+    """Every ``<!-- result:NAME.KEY -->FIGURE`` in README.md and docs/ whose FIGURE
+    differs from the file's (KEY: a figure's key, ``baseline`` or ``published``), as
+    ``(path, line, marker, written, expected)``."""
+    root = pathlib.Path(root)
+    records = load_results(results or root / "bench" / "results")
+    stale = []
+    for path in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for match in MARKER.finditer(line):
+                name, key, _, written = match.groups()
+                record = records.get(name, {})
+                entry = record.get(key) if key in ("baseline", "published") else None
+                entry = entry or record.get("figures", {}).get(key)
+                expected = value(entry).rstrip("%x") if entry else None
+                if written.rstrip(".,") != expected:
+                    stale.append((path, number, f"{name}.{key}", written, expected))
+    return stale
+
+
+def render(args=None):
+    """`python -m bench render [--check]`: writes (or with --check compares) the
+    rendered files; exit status 1 when --check finds a difference."""
+    parsed = argparse.ArgumentParser(
+        prog="python -m bench render",
+        description="Writes docs/results.md and the results blocks of README.md and "
+        "bench/README.md from bench/results/*.json.",
+    )
+    parsed.add_argument("--check", action="store_true", help="compare only; exit 1 if stale")
+    options = parsed.parse_args(args)
+    status = 0
+    for path, text in rendered().items():
+        if path.exists() and path.read_text() == text:
+            continue
+        if options.check:
+            print(f"{path.relative_to(ROOT)} differs from its rendering", file=sys.stderr)
+            status = 1
+        else:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}", file=sys.stderr)
+    for path, number, marker, written, expected in stale_markers():
+        print(
+            f"{path.relative_to(ROOT)}:{number}: {marker} is {written}, its file says {expected}",
+            file=sys.stderr,
+        )
+        status = 1
+    return status
