@@ -40,6 +40,7 @@ from kerasrnn.data.text import TOKENIZERS, TextSide, translation_dataset
 from kerasrnn.export import TextTranslator
 from kerasrnn.export.runtime_decoding import TopOneGreedySearch
 from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
+from kerasrnn.validation import is_int
 from recipes import common
 from recipes.common import Option
 
@@ -359,9 +360,9 @@ class Translator(TextTranslator):
 
     def n_best(self, k=None):
         k = k or self.config["n_best"] or self.config["beam_size"]
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if not is_int(k) or k < 1:
             raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
-        return k
+        return int(k)
 
     def strategy(self, beam_size=None, n_best=1):
         """The run's decoding strategy: greedy search for a beam size of 1, else beam

@@ -13,7 +13,7 @@ import math
 import keras
 from keras import ops
 
-from kerasrnn.validation import check_int, is_int
+from kerasrnn.validation import check_int
 
 
 def _dim(shape, name):
@@ -245,12 +245,8 @@ class LocationScore(_Projected):
 
     def __init__(self, max_length, **kwargs):
         super().__init__(**kwargs)
-        if not is_int(max_length) or max_length <= 0:
-            raise ValueError(
-                "The location score needs `max_length`, the longest source it can attend "
-                f"(a positive integer); got max_length={max_length!r}."
-            )
-        self.max_length = max_length
+        # (the longest source the location score can attend)
+        self.max_length = check_int("max_length", max_length)
 
     def _check_length(self, keys_shape):
         length = keys_shape[1] if len(keys_shape) == 3 else None

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasrnn.validation import check_int
+from kerasrnn.validation import check_int, check_number
 
 
 def _snapshot(variables):
@@ -216,13 +216,8 @@ class ExponentialAveraging(PolyakAveraging):
 
     def __init__(self, momentum=0.999, start=0, swap_at_end=True, swap_on_epoch=False):
         super().__init__(start=start, swap_at_end=swap_at_end, swap_on_epoch=swap_on_epoch)
-        momentum = float(momentum)
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(
-                f"`momentum` must be in [0, 1) (the average spans about 1 / (1 - momentum) "
-                f"steps); got momentum={momentum!r}."
-            )
-        self.momentum = momentum
+        # (the average spans about 1 / (1 - momentum) steps)
+        self.momentum = check_number("momentum", momentum, "[0, 1)")
 
     def rate(self, n):
         return max(1.0 - self.momentum, 1.0 / n)

@@ -14,19 +14,15 @@ import time
 import keras
 from keras import ops
 
-from kerasrnn.validation import check_int, is_number
+from kerasrnn.validation import check_int, check_number
 
 
 def _check_positive(name, value):
-    if not is_number(value) or not value > 0:
-        raise ValueError(f"`{name}` must be a number > 0, got {name}={value!r}.")
-    return float(value)
+    return check_number(name, value, "(0, inf)")
 
 
 def _check_fraction(name, value):
-    if not is_number(value) or not 0.0 <= value < 1.0:
-        raise ValueError(f"`{name}` must be a fraction in [0, 1), got {name}={value!r}.")
-    return float(value)
+    return check_number(name, value, "[0, 1)")
 
 
 class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):

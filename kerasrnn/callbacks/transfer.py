@@ -15,7 +15,8 @@ by the variable's factor is the smallest change, keeps `model.fit`, XLA and
 import keras
 from keras import ops
 
-from kerasrnn.callbacks.budget import BudgetSchedule, _check_positive
+from kerasrnn.callbacks.budget import BudgetSchedule
+from kerasrnn.validation import check_int, check_number
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -52,7 +53,7 @@ class SlantedTriangular(BudgetSchedule):
 
     def __init__(self, peak, total_steps, cut_frac=0.1, ratio=32.0):
         super().__init__(peak, total_steps, cut_frac)
-        self.ratio = _check_positive("ratio", ratio)
+        self.ratio = check_number("ratio", ratio, "(0, inf)")
         if self.ratio < 1 or not self.warmup > 0:
             raise ValueError(
                 f"`ratio` must be >= 1 and `cut_frac` > 0, got ratio={ratio!r}, "
@@ -100,7 +101,7 @@ class DiscriminativeRates:
                 raise ValueError(
                     f"`factors` maps variable paths (str) to numbers, got {key!r}: {value!r}."
                 )
-            _check_positive(f"factors[{key!r}]", value)
+            check_number(f"factors[{key!r}]", value, "(0, inf)")
         self.factors = factors
         self._factors_by_key = {}
 
@@ -180,7 +181,7 @@ def discriminative_factors(groups, decay=2.6):
     >>> discriminative_factors([["embedding"], ["rnn/rnn_0"], ["classes"]], decay=2.0)
     {'embedding': 0.25, 'rnn/rnn_0': 0.5, 'classes': 1.0}
     """
-    _check_positive("decay", decay)
+    check_number("decay", decay, "(0, inf)")
     top = len(groups) - 1
     factors = {}
     for level, group in enumerate(groups):
@@ -232,9 +233,7 @@ class GradualUnfreezing(keras.callbacks.Callback):
         self.groups = [list(group) for group in groups]
         if not self.groups or not all(self.groups):
             raise ValueError("`groups` must be a non-empty list of non-empty layer lists.")
-        if not isinstance(start, int) or start < 1:
-            raise ValueError(f"`start` must be an integer >= 1, got start={start!r}.")
-        self.start = start
+        self.start = check_int("start", start)
         self.trainable_groups = {}
         self._count = None
 

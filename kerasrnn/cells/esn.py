@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.validation import check_number
 
 
 def scale_spectral_radius(weights, spectral_radius, use_norm2=False):
@@ -83,16 +84,9 @@ class ESNCell(RecurrentCell):
         bias_initializer="zeros",
         **kwargs,
     ):
-        if not 0.0 < float(connectivity) <= 1.0:
-            raise ValueError(
-                f"`connectivity` must be in (0, 1], got connectivity={connectivity!r}."
-            )
-        if not 0.0 < float(leaky) <= 1.0:
-            raise ValueError(f"`leaky` must be in (0, 1], got leaky={leaky!r}.")
-        if not float(spectral_radius) > 0.0:
-            raise ValueError(
-                f"`spectral_radius` must be positive, got spectral_radius={spectral_radius!r}."
-            )
+        connectivity = check_number("connectivity", connectivity, "(0, 1]")
+        leaky = check_number("leaky", leaky, "(0, 1]")
+        spectral_radius = check_number("spectral_radius", spectral_radius, "(0, inf)")
         if "recurrent_activation" in kwargs:
             raise ValueError("ESNCell has no gates, so no `recurrent_activation`.")
         super().__init__(

@@ -25,20 +25,20 @@ any other Keras layer given to `AttentionCell(projection=...)` is wrapped in a
 import keras
 from keras import ops
 
+from kerasrnn.validation import is_int
+
 
 def _int_list(units, count, name):
     """`units` as one positive int per mechanism (None stays None)."""
     if units is None:
         return [None] * count
     values = list(units) if isinstance(units, (list, tuple)) else [units] * count
-    if len(values) != count or any(
-        isinstance(u, bool) or not isinstance(u, int) or u <= 0 for u in values
-    ):
+    if len(values) != count or any(not is_int(u) or u <= 0 for u in values):
         raise ValueError(
             f"`{name}` must be a positive integer, one per attention mechanism ({count}), "
             f"or None; got {name}={units!r}."
         )
-    return values
+    return [int(u) for u in values]
 
 
 class AttentionProjection(keras.layers.Layer):

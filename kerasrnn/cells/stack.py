@@ -3,6 +3,7 @@
 import keras
 
 from kerasrnn.cells.rnn import RNN
+from kerasrnn.validation import check_int, check_rate
 
 MERGE_MODES = ("concat", "sum", "ave", "mul")
 
@@ -75,12 +76,10 @@ class RNNStack(keras.layers.Layer):
             cell = keras.saving.deserialize_keras_object(cell)
         if not hasattr(cell, "state_size"):
             raise ValueError(f"`cell` must be an RNN cell (with `state_size`); got {cell!r}.")
-        if not isinstance(num_layers, int) or num_layers < 1:
-            raise ValueError(f"`num_layers` must be a positive integer, got {num_layers!r}.")
+        num_layers = check_int("num_layers", num_layers)
         if merge_mode not in MERGE_MODES:
             raise ValueError(f"`merge_mode` must be one of {MERGE_MODES}, got {merge_mode!r}.")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
+        dropout = check_rate("dropout", dropout)
         self.cell = cell
         self.num_layers = num_layers
         self.bidirectional = bool(bidirectional)

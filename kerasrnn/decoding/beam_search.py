@@ -18,6 +18,7 @@ from kerasrnn.decoding.common import DecodeResult, write_step
 from kerasrnn.decoding.scorer import get_scorer
 from kerasrnn.decoding.strategy import DecodingStrategy
 from kerasrnn.ops import NEG_INF
+from kerasrnn.validation import check_int, is_int
 
 # The loop states. Fields `last` and `states` have a row per hypothesis (batch * k),
 # `t` is the step counter, every other field has a row per example.
@@ -86,8 +87,7 @@ def repeat_beams(structure, beam_size):
     >>> np.asarray(kerasrnn.decoding.repeat_beams(np.array([[1], [2]]), 2))[:, 0].tolist()
     [1, 1, 2, 2]
     """
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"`beam_size` must be a positive integer, got {beam_size!r}.")
+    beam_size = check_int("beam_size", beam_size)
     return keras.tree.map_structure(lambda x: ops.repeat(x, beam_size, axis=0), structure)
 
 
@@ -179,15 +179,13 @@ class BeamSearch(DecodingStrategy):
                 "beam_size, n_best, scorer, constraints and drop_finished",
             )
         super().__init__(constraints)
-        if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-            raise ValueError(f"`beam_size` must be a positive integer, got {beam_size!r}.")
-        if n_best is not None and (
-            isinstance(n_best, bool) or not isinstance(n_best, int) or not 1 <= n_best <= beam_size
-        ):
+        beam_size = check_int("beam_size", beam_size)
+        if n_best is not None and not (is_int(n_best) and 1 <= n_best <= beam_size):
             raise ValueError(
                 f"`n_best` must be an integer in [1, beam_size={beam_size}] or None, got "
                 f"{n_best!r}; raise beam_size or lower n_best."
             )
+        n_best = None if n_best is None else int(n_best)
         if drop_finished not in ("auto", True, False):
             raise ValueError(
                 f"`drop_finished` must be 'auto', True or False, got {drop_finished!r}."

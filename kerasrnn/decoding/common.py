@@ -8,6 +8,8 @@ from typing import Any, Protocol
 import keras
 from keras import ops
 
+from kerasrnn.validation import check_int
+
 
 class DecodeResult(
     collections.namedtuple(
@@ -39,17 +41,8 @@ class DecodeResult(
 
 
 def check_step_inputs(start_tokens, max_length, end_token):
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(
-            f"`max_length` must be a positive Python integer (the static length of the "
-            f"output buffer), got max_length={max_length!r}."
-        )
-    if end_token is not None and (
-        isinstance(end_token, bool) or not isinstance(end_token, int) or end_token < 0
-    ):
-        raise ValueError(
-            f"`end_token` must be a non-negative integer id or None, got end_token={end_token!r}."
-        )
+    check_int("max_length", max_length)  # (the static length of the output buffer)
+    check_int("end_token", end_token, minimum=0, allow_none=True)
     start_tokens = ops.cast(ops.convert_to_tensor(start_tokens), "int32")
     if len(start_tokens.shape) != 1:
         raise ValueError(
@@ -61,11 +54,7 @@ def check_step_inputs(start_tokens, max_length, end_token):
 
 def check_count(name, value, minimum=0):
     """A Python int >= minimum (None allowed for 'off')."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum} or None, got {name}={value!r}.")
-    return value
+    return check_int(name, value, minimum=minimum, allow_none=True)
 
 
 def describe_structure(structure):

@@ -7,6 +7,7 @@ from keras import ops
 
 from kerasrnn.decoding.common import check_count, length_limits
 from kerasrnn.ops import NEG_INF
+from kerasrnn.validation import check_number
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -59,17 +60,10 @@ class Constraints:
     ):
         self.min_length = check_count("min_length", min_length)
         self.block_ngram_repeat = check_count("block_ngram_repeat", block_ngram_repeat, minimum=1)
-        forbidden_tokens = list(forbidden_tokens)
-        for token in forbidden_tokens:
-            check_count("forbidden_tokens", token)
-        self.forbidden_tokens = forbidden_tokens
-        if max_length_ratio is not None and (
-            isinstance(max_length_ratio, bool) or float(max_length_ratio) <= 0
-        ):
-            raise ValueError(
-                f"`max_length_ratio` must be a positive number or None, got {max_length_ratio!r}."
-            )
-        self.max_length_ratio = max_length_ratio
+        self.forbidden_tokens = [check_count("forbidden_tokens", t) for t in forbidden_tokens]
+        self.max_length_ratio = check_number(
+            "max_length_ratio", max_length_ratio, "(0, inf)", allow_none=True
+        )
         if callable(logits_processors):
             raise TypeError(
                 "`logits_processors` takes a list of callables; got one callable: pass [processor]."

@@ -16,6 +16,7 @@ from keras import ops
 
 from kerasrnn.decoding.common import DecodeResult, write_step
 from kerasrnn.decoding.strategy import DecodingStrategy
+from kerasrnn.validation import check_int, check_number
 
 # The loop's state, one row per example.
 _Loop = collections.namedtuple(
@@ -157,18 +158,10 @@ class RandomSampling(GreedySearch):
 
     def __init__(self, temperature=1.0, top_k=None, top_p=None, seed=None, constraints=None):
         super().__init__(constraints)
-        if temperature is None or isinstance(temperature, bool) or float(temperature) <= 0:
-            raise ValueError(
-                f"`temperature` must be positive (use GreedySearch for argmax decoding), "
-                f"got temperature={temperature!r}."
-            )
-        if top_k is not None and (
-            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
-        ):
-            raise ValueError(f"`top_k` must be a positive integer or None, got top_k={top_k!r}.")
-        if top_p is not None and not 0.0 < float(top_p) <= 1.0:
-            raise ValueError(f"`top_p` must be in (0, 1] or None, got top_p={top_p!r}.")
-        self.temperature = float(temperature)
+        # (GreedySearch is argmax decoding, the limit of temperature -> 0)
+        self.temperature = check_number("temperature", temperature, "(0, inf)")
+        top_k = check_int("top_k", top_k, allow_none=True)
+        top_p = check_number("top_p", top_p, "(0, 1]", allow_none=True)
         self.top_k, self.top_p, self.seed = top_k, top_p, seed
         # Made once, here: its seed state is a variable, which a tf.function may only
         # create on its first trace.

@@ -33,6 +33,7 @@ from kerasrnn.export._formats import (
     check_exportable,
     model_input_specs,
 )
+from kerasrnn.validation import check_int
 
 
 def _static_specs(specs, batch_size, sequence_length, format_name):
@@ -40,8 +41,7 @@ def _static_specs(specs, batch_size, sequence_length, format_name):
     `sequence_length` (an int for every input, or one per input)."""
     import tensorflow as tf
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer; got batch_size={batch_size!r}.")
+    batch_size = check_int("batch_size", batch_size)
     lengths = sequence_length
     if not isinstance(lengths, (list, tuple)):
         lengths = [lengths] * len(specs)
@@ -52,10 +52,7 @@ def _static_specs(specs, batch_size, sequence_length, format_name):
         )
     fixed = []
     for spec, length in zip(specs, lengths):
-        if length is not None and (
-            isinstance(length, bool) or not isinstance(length, int) or length < 1
-        ):
-            raise ValueError(f"sequence_length must be a positive integer or None; got {length!r}.")
+        length = check_int("sequence_length", length, allow_none=True)
         shape = list(spec.shape)
         if shape and shape[0] is None:
             shape[0] = batch_size

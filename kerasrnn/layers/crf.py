@@ -17,6 +17,7 @@ import numpy as np
 from keras import ops
 
 from kerasrnn.ops import scan as _scan
+from kerasrnn.validation import check_int
 
 # A finite "minus infinity": exp() of it underflows to 0 in float32, sums of a few of
 # them stay finite (no inf - inf = nan in the gradients).
@@ -388,9 +389,7 @@ class CRF(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if isinstance(num_tags, bool) or not isinstance(num_tags, int) or num_tags < 1:
-            raise ValueError(f"`num_tags` must be a positive integer, got num_tags={num_tags!r}.")
-        self.num_tags = num_tags
+        self.num_tags = check_int("num_tags", num_tags)
         self.use_kernel = bool(use_kernel)
         self.use_boundary = bool(use_boundary)
         self.allowed_transitions = (

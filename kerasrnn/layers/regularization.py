@@ -14,7 +14,7 @@ import keras
 from keras import ops
 
 from kerasrnn.cells.base import ForwardsDropoutMasks
-from kerasrnn.validation import check_rate, is_number
+from kerasrnn.validation import check_number, check_rate
 
 
 def _check_cell(cell):
@@ -221,12 +221,6 @@ class EmbeddingDropout(keras.layers.Embedding):
         return {**super().get_config(), "rate": self.rate, "seed": self.seed}
 
 
-def _check_weight(name, value):
-    if not is_number(value) or value < 0:
-        raise ValueError(f"`{name}` must be a number >= 0, got {name}={value!r}.")
-    return float(value)
-
-
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class ActivationRegularization(keras.layers.Layer):
     """Activation (AR) and temporal activation (TAR) regularisation; passes its input on.
@@ -262,8 +256,8 @@ class ActivationRegularization(keras.layers.Layer):
 
     def __init__(self, alpha=0.0, beta=0.0, **kwargs):
         super().__init__(**kwargs)
-        self.alpha = _check_weight("alpha", alpha)
-        self.beta = _check_weight("beta", beta)
+        self.alpha = check_number("alpha", alpha)
+        self.beta = check_number("beta", beta)
         self.supports_masking = True
 
     def call(self, inputs, mask=None, training=False):

@@ -4,6 +4,8 @@ TensorFlow Addons' `sequence_loss` reductions."""
 import keras
 from keras import ops
 
+from kerasrnn.validation import check_id, check_rate
+
 _FLAGS = (
     "average_across_timesteps",
     "average_across_batch",
@@ -79,16 +81,8 @@ class SequenceCrossEntropy(keras.losses.Loss):
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
-        if (
-            isinstance(label_smoothing, bool)
-            or not isinstance(label_smoothing, (int, float))
-            or not 0.0 <= label_smoothing < 1.0
-        ):
-            raise ValueError(
-                f"`label_smoothing` must be in [0, 1), got label_smoothing={label_smoothing!r}."
-            )
-        if pad_id is not None and (isinstance(pad_id, bool) or not isinstance(pad_id, int)):
-            raise ValueError(f"`pad_id` must be an integer id or None, got pad_id={pad_id!r}.")
+        label_smoothing = check_rate("label_smoothing", label_smoothing)
+        pad_id = check_id("pad_id", pad_id, allow_none=True)
         if average_across_timesteps and sum_over_timesteps:
             raise ValueError(
                 "`average_across_timesteps` and `sum_over_timesteps` cannot both be True."

@@ -14,6 +14,7 @@ from kerasrnn.cells.gru import GRUCell
 from kerasrnn.layers import bridge as bridges
 from kerasrnn.ops import lengths_from_mask, padding_mask
 from kerasrnn.seq2seq.encoder import RNNEncoder
+from kerasrnn.validation import check_int, check_rate
 
 # The special ids of kerasrnn.data's vocabularies ([PAD]=0, [UNK]=1, [START]=2,
 # [END]=3); repeated here because the core never imports kerasrnn.data.
@@ -37,13 +38,6 @@ class Encoded(collections.namedtuple("Encoded", ["memory", "states", "lengths"])
         `batch * beam_size` rows needs it. The states stay per source: beam search
         repeats them itself."""
         return self._replace(memory=self.memory.repeat(count))
-
-
-def check_int(name, value, low, allow_none=False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"`{name}` must be an integer >= {low}, got {name}={value!r}.")
 
 
 def cell_state_sizes(cell):
@@ -133,22 +127,17 @@ class Seq2SeqBackbone(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_int("source_vocab_size", source_vocab_size, 1)
-        check_int("target_vocab_size", target_vocab_size, 1)
-        check_int("embedding_dim", embedding_dim, 1)
-        check_int("units", units, 1)
-        check_int("pad_id", pad_id, 0)
+        source_vocab_size = check_int("source_vocab_size", source_vocab_size)
+        target_vocab_size = check_int("target_vocab_size", target_vocab_size)
+        embedding_dim = check_int("embedding_dim", embedding_dim)
+        units = check_int("units", units)
+        pad_id = check_int("pad_id", pad_id, minimum=0)
         for side, size in (("source", source_vocab_size), ("target", target_vocab_size)):
             if pad_id >= size:
                 raise ValueError(
                     f"`pad_id`={pad_id} is not a {side} id: {side}_vocab_size is {size}."
                 )
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not (0.0 <= dropout < 1.0)
-        ):
-            raise ValueError(f"`dropout` must be in [0, 1), got dropout={dropout!r}.")
+        dropout = check_rate("dropout", dropout)
         encoder, decoder_cell = _deserialize(encoder), _deserialize(decoder_cell)
         if encoder is None:
             encoder = RNNEncoder(GRUCell(units), bidirectional=True, name="encoder")

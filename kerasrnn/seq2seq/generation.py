@@ -17,6 +17,7 @@ import numpy as np
 from keras import ops
 
 from kerasrnn import decoding
+from kerasrnn.validation import check_int
 
 # `generate`'s readout precisions (`_decoding_readout`)
 READOUT_DTYPES = ("float32", "bfloat16", "float16")
@@ -152,10 +153,7 @@ class GenerationMixin:
         """
         strategy = self.sampler if strategy is None else decoding.get(strategy)
         max_length = self.max_target_length if max_length is None else max_length
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-            raise ValueError(
-                f"`max_length` must be an integer >= 1, got max_length={max_length!r}."
-            )
+        max_length = check_int("max_length", max_length)
         check_readout_dtype(readout_dtype)
         if jit_compile not in ("auto", True, False):
             raise ValueError(f"`jit_compile` must be 'auto', True or False, got {jit_compile!r}.")

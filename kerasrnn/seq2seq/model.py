@@ -9,9 +9,9 @@ from keras import ops
 from kerasrnn.attention.layers import AttentionMemory
 from kerasrnn.ops import NEG_INF
 from kerasrnn.seq2seq.backbone import END_ID, START_ID, Encoded, Seq2SeqBackbone
-from kerasrnn.seq2seq.backbone import check_int as _check_int
 from kerasrnn.seq2seq.generation import GenerationMixin
 from kerasrnn.seq2seq.sampling import ScheduledSampling
+from kerasrnn.validation import check_int
 
 
 def _deserialize(obj):
@@ -91,15 +91,16 @@ class Seq2Seq(GenerationMixin, keras.Model):
                 "`backbone` must be a kerasrnn.seq2seq.Seq2SeqBackbone (e.g. "
                 f"Seq2SeqBackbone(source_vocab_size, target_vocab_size)); got {backbone!r}."
             )
+        start_id = check_int("start_id", start_id, minimum=0)
+        end_id = check_int("end_id", end_id, minimum=0)
         for name, value in (("start_id", start_id), ("end_id", end_id)):
-            _check_int(name, value, 0)
             if value >= backbone.target_vocab_size:
                 raise ValueError(
                     f"`{name}`={value} is not a target id: target_vocab_size is "
                     f"{backbone.target_vocab_size} (ids 0..{backbone.target_vocab_size - 1})."
                 )
-        _check_int("max_source_length", max_source_length, 1, allow_none=True)
-        _check_int("max_target_length", max_target_length, 1)
+        max_source_length = check_int("max_source_length", max_source_length, allow_none=True)
+        max_target_length = check_int("max_target_length", max_target_length)
         scheduled_sampling = _deserialize(scheduled_sampling)
         if scheduled_sampling is not None and not isinstance(scheduled_sampling, ScheduledSampling):
             raise ValueError(

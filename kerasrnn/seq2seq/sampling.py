@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from kerasrnn.ops import NEG_INF, scan
+from kerasrnn.validation import check_int, check_number
 
 SCHEDULES = ("off", "constant", "linear", "inverse_sigmoid")
 SAMPLING_MODES = ("sample", "argmax")
@@ -62,14 +63,8 @@ def check_schedule(schedule, probability, steps, mode="sample"):
     """One-line errors for a bad schedule, naming `ScheduledSampling`'s arguments."""
     if schedule not in SCHEDULES:
         raise ValueError(f"`schedule` must be one of {SCHEDULES}, got schedule={schedule!r}.")
-    if (
-        isinstance(probability, bool)
-        or not isinstance(probability, (int, float))
-        or not (0.0 <= probability <= 1.0)
-    ):
-        raise ValueError(f"`probability` must be in [0, 1], got probability={probability!r}.")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"`steps` must be an integer >= 1, got steps={steps!r}.")
+    check_number("probability", probability, "[0, 1]")
+    check_int("steps", steps)
     if mode not in SAMPLING_MODES:
         raise ValueError(f"`mode` must be one of {SAMPLING_MODES}, got mode={mode!r}.")
 
@@ -149,7 +144,7 @@ class ScheduledSampling(keras.layers.Layer):
         super().__init__(**kwargs)
         check_schedule(schedule, probability, steps, mode)
         self.schedule, self.max_probability = schedule, float(probability)
-        self.steps, self.mode, self.seed = steps, mode, seed
+        self.steps, self.mode, self.seed = int(steps), mode, seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def build(self, input_shape=None):
