@@ -1,11 +1,12 @@
-"""`Seq2Seq`'s generation, the task side of the encoder-decoder: `generate` with a
-decoding strategy object, the model's default strategy (`compile(sampler=...)`), the
-readout precision and the cache of compiled decoders.
+"""Generation shared by the sequence tasks (`Seq2Seq`, `kerasrnn.models.LanguageModel`):
+`generate` with a decoding strategy object, the model's default strategy
+(`compile(sampler=...)`), the readout precision and the cache of compiled decoders.
 
-`GenerationMixin` needs of the model: `encode(source_ids)` -> `Encoded`,
-`_step_on(memory, return_alignments, readout)` (the step function), `_source(ids)` (the
-checked ids), `_logits(outputs)`, the readout's weights, and `start_id`, `end_id`,
-`pad_id`, `max_target_length`.
+`GenerationMixin` needs of the model: `_generation_inputs(ids)` (the checked int ids),
+`_decoding_setup(ids, rows, aligned, readout)` -> `(step, start_tokens, states,
+source_lengths)` (what the strategy runs: an encoder-decoder encodes the source, a
+language model reads the prompt), `_logits(outputs)`, `_readout_weights()` (the readout's
+kernel and bias), and `end_id`, `pad_id`, `max_target_length`.
 """
 
 import contextlib
@@ -71,7 +72,9 @@ class _GenerateCache:
 
 
 class GenerationMixin:
-    """`generate` and the default decoding strategy of an encoder-decoder model."""
+    """`generate` and the default decoding strategy of a sequence model: the same
+    `kerasrnn.decoding` strategies, compile cache and readout precisions for an
+    encoder-decoder and a language model (each task supplies `_decoding_setup`)."""
 
     # What the model provides (declared for the type checker; no values here, so the
     # model's own attributes and Keras' methods are not shadowed).
@@ -81,10 +84,10 @@ class GenerationMixin:
     pad_id: int
     built: bool
     build: Callable[..., Any]
-    encode: Callable[..., Any]
-    _source: Callable[..., Any]
-    _step_on: Callable[..., Any]
+    _generation_inputs: Callable[..., Any]
+    _decoding_setup: Callable[..., Any]
     _logits: Callable[..., Any]
+    _readout_weights: Callable[..., Any]
 
     @property
     def sampler(self):
@@ -157,7 +160,7 @@ class GenerationMixin:
         check_readout_dtype(readout_dtype)
         if jit_compile not in ("auto", True, False):
             raise ValueError(f"`jit_compile` must be 'auto', True or False, got {jit_compile!r}.")
-        source_ids = self._source(check_source_ids(source_ids, self.pad_id))
+        source_ids = self._generation_inputs(source_ids)
         settings = dict(
             strategy=strategy,
             max_length=max_length,
@@ -213,22 +216,20 @@ class GenerationMixin:
             strategy = copy.copy(strategy)
             strategy._n_best = None
         readout = self._decoding_readout(readout_dtype)
-        encoded = self.encode(source_ids)
-        if rows > 1:  # beam search calls the step function on batch * rows rows
-            encoded = encoded.tile_memory(rows)
         # The strategy's own needs (the coverage penalty) get the alignments even when
         # the caller does not want them back.
         aligned = return_alignments or strategy.needs_alignments
-        step = self._step_on(encoded.memory, aligned, readout)
-        batch_size = ops.shape(source_ids)[0]
+        step, start_tokens, states, source_lengths = self._decoding_setup(
+            source_ids, rows, aligned, readout
+        )
         result = strategy(
             step,
-            ops.full((batch_size,), self.start_id, "int32"),
-            encoded.states,
+            start_tokens,
+            states,
             max_length,
             end_token=self.end_id,
             pad_token=self.pad_id,
-            source_lengths=ops.maximum(encoded.lengths, 1),
+            source_lengths=source_lengths,
         )
         if n_best < rows:
             result = decoding.DecodeResult(
@@ -247,10 +248,7 @@ class GenerationMixin:
         check_readout_dtype(dtype)
         if dtype == "float32":
             return lambda outputs: ops.cast(self._logits(outputs), "float32")
-        if self.tie_embeddings:
-            kernel, bias = ops.transpose(self.target_embedding.embeddings), self.readout_bias
-        else:
-            kernel, bias = self.readout.kernel, self.readout.bias
+        kernel, bias = self._readout_weights()
         # cast once per decoding: the loop reuses it at every step
         kernel = ops.cast(kernel, dtype)
 

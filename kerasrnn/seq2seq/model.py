@@ -9,7 +9,7 @@ from keras import ops
 from kerasrnn.attention.layers import AttentionMemory
 from kerasrnn.ops import NEG_INF
 from kerasrnn.seq2seq.backbone import END_ID, START_ID, Encoded, Seq2SeqBackbone
-from kerasrnn.seq2seq.generation import GenerationMixin
+from kerasrnn.seq2seq.generation import GenerationMixin, check_source_ids
 from kerasrnn.seq2seq.sampling import ScheduledSampling
 from kerasrnn.validation import check_int
 
@@ -241,6 +241,25 @@ class Seq2Seq(GenerationMixin, keras.Model):
                 f"{type(encoded).__name__}."
             )
         return self._step_on(memory, return_alignments, self._decoding_readout(readout_dtype))
+
+    # ---- GenerationMixin's hooks -------------------------------------------------------
+    def _generation_inputs(self, source_ids):
+        return self._source(check_source_ids(source_ids, self.pad_id))
+
+    def _decoding_setup(self, source_ids, rows, aligned, readout):
+        """The source encoded once; the step function attends its memory (repeated
+        `rows` times per example: beam search calls the step on batch * rows rows)."""
+        encoded = self.encode(source_ids)
+        if rows > 1:
+            encoded = encoded.tile_memory(rows)
+        step = self._step_on(encoded.memory, aligned, readout)
+        start = ops.full((ops.shape(source_ids)[0],), self.start_id, "int32")
+        return step, start, encoded.states, ops.maximum(encoded.lengths, 1)
+
+    def _readout_weights(self):
+        if self.tie_embeddings:
+            return ops.transpose(self.target_embedding.embeddings), self.readout_bias
+        return self.readout.kernel, self.readout.bias
 
     def _step_on(self, memory, return_alignments, readout):
         never = ops.arange(self.target_vocab_size) == self.pad_id
