@@ -10,6 +10,7 @@ import numpy as np
 from keras import ops
 
 from kerasrnn.models.language_model_backbone import DIRECTIONS, LanguageModelBackbone
+from kerasrnn.ops import NEG_INF
 from kerasrnn.seq2seq.backbone import END_ID
 from kerasrnn.seq2seq.generation import GenerationMixin, check_source_ids
 from kerasrnn.validation import check_int
@@ -85,7 +86,9 @@ def prompt_states(step, initial_states, ids, lengths):
     def body(t, states):
         _, new_states = step(ids[:, t], states)
         keep = (t < lengths - 1)[:, None]
-        return [[ops.where(keep, n, o) for n, o in zip(ns, os_)] for ns, os_ in zip(new_states, states)]
+        return [
+            [ops.where(keep, n, o) for n, o in zip(ns, os_)] for ns, os_ in zip(new_states, states)
+        ]
 
     states = ops.fori_loop(0, ops.shape(ids)[1] - 1, body, initial_states(ops.shape(ids)[0]))
     last = ops.take_along_axis(ids, (lengths - 1)[:, None], axis=1)[:, 0]
@@ -142,6 +145,7 @@ class LanguageModel(GenerationMixin, keras.Model):
         self.end_id = check_int("end_id", end_id, minimum=0)
         self.max_length = check_int("max_length", max_length)
         self.pad_id = PAD_ID
+        self.built = True  # the functional backbone holds every weight already
 
     @property
     def max_target_length(self):  # GenerationMixin's default length
@@ -215,13 +219,15 @@ class LanguageModel(GenerationMixin, keras.Model):
     def step_fn(self, readout=None):
         """The forward LM as `kerasrnn.decoding`'s step function: returns
         ``(step, initial_states)`` with ``step(tokens (rows,), states) -> (logits (rows,
-        V), states)``, states one list per recurrent layer, and
+        V), states)``, the padding logit `kerasrnn.ops.NEG_INF` (0 is never generated),
+        states one list per recurrent layer, and
         ``initial_states(batch_size)``. Dropout is off (inference). `readout`: a
         function of the last layer's outputs (default the backbone's readout)."""
         backbone = self.backbone
         embedding = backbone.token_embedding
         layers = backbone.rnn_layers()
         readout = readout or backbone.logits
+        never = ops.arange(backbone.vocabulary_size) == PAD_ID
 
         def step(tokens, states):
             # The lookup without the layer call: one token per row needs no padding
@@ -231,7 +237,9 @@ class LanguageModel(GenerationMixin, keras.Model):
             for layer, state in zip(layers, states):
                 x, state = layer.cell(x, list(state), training=False)
                 new_states.append(list(state))
-            return readout(x), new_states
+            # padding is never generated (as Seq2Seq's step): the model never reads it
+            # as a token (it is masked), so a generated 0 would end the text for readers
+            return ops.where(never[None, :], NEG_INF, readout(x)), new_states
 
         def initial_states(batch_size):
             return [list(layer.cell.get_initial_state(batch_size)) for layer in layers]
@@ -266,7 +274,9 @@ class LanguageModel(GenerationMixin, keras.Model):
         """
         unknown = set(options) - {"readout_dtype", "jit_compile"}
         if unknown:
-            raise TypeError(f"`generate` takes readout_dtype and jit_compile; got {sorted(unknown)}.")
+            raise TypeError(
+                f"`generate` takes readout_dtype and jit_compile; got {sorted(unknown)}."
+            )
         return super().generate(prompts, strategy, max_length, return_alignments=False, **options)
 
     # GenerationMixin's hooks
