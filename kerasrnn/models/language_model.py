@@ -129,7 +129,7 @@ class LanguageModel(GenerationMixin, keras.Model):
     >>> prompts = np.array([[3, 5, 6], [3, 7, 0]])  # [END] w..., padded with 0
     >>> result = model.generate(prompts, kerasrnn.decoding.BeamSearch(beam_size=2), 4)
     >>> tuple(result.tokens.shape)
-    (2, 1, 4)
+    (2, 2, 4)
     """
 
     def __init__(self, backbone, end_id=END_ID, max_length=30, **kwargs):
