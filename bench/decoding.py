@@ -31,11 +31,10 @@ shape, timed and reported), then `--rounds` interleaved rounds each time one pas
 all batches per contender, the order rotating; a contender's ratio in a round is the
 old path's time over its time in that same round (> 1: faster).
 
-    PYTHONPATH=. python bench/decoding.py                 # 256 sentences, 3 rounds
-    PYTHONPATH=. python bench/decoding.py --method greedy
+    python -m bench decoding                 # 256 sentences, 3 rounds
+    python -m bench decoding --method greedy
 """
 
-import argparse
 import gzip
 import os
 import pathlib
@@ -51,7 +50,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import kerasrnn  # noqa: E402
-from bench import timing  # noqa: E402
+from bench import suite, timing  # noqa: E402
 from kerasrnn.seq2seq import RNNEncoder, Seq2Seq, Seq2SeqBackbone  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"
@@ -119,7 +118,7 @@ def contenders(model, options):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = suite.parser("decoding", __doc__)
     parser.add_argument("--data", default=str(DATA / "test_2016_flickr.de.gz"))
     parser.add_argument("--sentences", type=int, default=256)
     parser.add_argument("--method", choices=["beam", "greedy"], default="beam")
@@ -200,6 +199,30 @@ def main(argv=None):
             f"{label:<40} {rate:11.1f} {statistics.median(speedups):16.2f} "
             f"{min(speedups):5.2f}-{max(speedups):<5.2f}"
         )
+    eager = timing.ratios(
+        seconds["old: generate, eager call"], seconds["new: generate, eager call"]
+    )
+    rate = len(lengths) / statistics.median(seconds["new: generate, eager call"])
+    suite.write_result(
+        args,
+        "decoding",
+        "Beam-search decoding throughput of Seq2Seq.generate",
+        {
+            "eager_speedup": suite.figure(
+                statistics.median(eager),
+                "eager generate: compiled per shape / the uncompiled loop",
+                1,
+                "x",
+                spread={"kind": "min-max", "low": min(eager), "high": max(eager)},
+            ),
+            "sentences_per_second": suite.figure(rate, "eager generate, sentences/s", 1),
+        },
+        baseline=suite.figure(
+            len(lengths) / statistics.median(seconds["old: generate, eager call"]),
+            "the uncompiled loop called eagerly, sentences/s",
+            1,
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,9 @@ says whether every loss (or beam score) was finite (the bf16 NaN check). A conte
 that raises (out of memory, a kernel that declines a dtype) keeps its row, marked
 FAILED with the exception, and the others are still measured.
 
-    KERAS_BACKEND=jax python bench/gpu.py --json out/jax.json
-    python bench/gpu.py --merge out/jax.json out/torch.json --json out/gpu.json
-    python bench/gpu.py --cpu                # tiny sizes, one round: a smoke run
+    KERAS_BACKEND=jax python -m bench gpu --json out/jax.json
+    python -m bench gpu --merge out/jax.json out/torch.json --json out/gpu.json
+    python -m bench gpu --cpu                # tiny sizes, one round: a smoke run
 """
 
 import json

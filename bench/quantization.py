@@ -18,18 +18,17 @@ sentences of at most ``--length`` tokens (words of at most ``--width`` character
 padded to that size, as `bench/serving.py` does; the
 ratio is to the SavedModel's batch-1 latency in the same round.
 
-    PYTHONPATH=. python bench/quantization.py --tagger runs/ewt --classifier runs/polarity
+    python -m bench quantization --tagger runs/ewt --classifier runs/polarity
 
 The translator (``--translator RUN_DIR``, a run trained on Multi30k): the recipe's
 beam-search export (`Translator.export_runtime`: the whole decoding loop in the graph)
 in each variant, BLEU on test_2016_flickr with every sentence translated alone (batch
 1), beside the SavedModel's ``translate`` signature; latency per sentence.
 
-    PYTHONPATH=. python bench/quantization.py --tagger '' --classifier '' \
+    python -m bench quantization --tagger '' --classifier '' \
         --translator runs/mt-budget30
 """
 
-import argparse
 import itertools
 import os
 import pathlib
@@ -43,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench import serving, timing  # noqa: E402
+from bench import serving, suite, timing  # noqa: E402
 
 # (label, format, quantization)
 VARIANTS = [
@@ -186,6 +185,33 @@ def variant_cells(name, sizes, per_round):
     ]
 
 
+# the results file's figures: LiteRT dynamic int8 against float32, per model
+FIGURES = {}
+INT8 = "LiteRT dynamic int8"
+
+
+def int8_figures(model, sizes, per_round, change, metric_name):
+    """Records the int8 LiteRT file's size, batch-1 latency and metric change in FIGURES."""
+    base, float_name = VARIANTS[0][0], "LiteRT float32"
+    if INT8 in sizes and float_name in sizes:
+        FIGURES[f"{model}_int8_size"] = suite.figure(
+            sizes[INT8] / sizes[float_name], f"{model} file size / float32's", unit="x"
+        )
+    ratios = timing.ratios(per_round.get(INT8, []), per_round.get(base, []))
+    if ratios:
+        s = timing.summary(ratios)
+        FIGURES[f"{model}_int8_latency"] = suite.figure(
+            s["median"],
+            f"{model} batch-1 latency / the SavedModel's",
+            unit="x",
+            spread={"kind": "min-max", "low": s["min"], "high": s["max"]},
+        )
+    if change is not None:
+        FIGURES[f"{model}_int8_change"] = suite.figure(
+            change, f"{model} {metric_name} change (points)", signed=True
+        )
+
+
 def run_task(label, task, args, log):
     model, latency, evaluation, metric_name = task
     rows, reference, sizes, timed = [], {}, {}, []
@@ -235,6 +261,10 @@ def run_task(label, task, args, log):
             delta = (value - base_scores[split][0]) * 100 if base_scores else float("nan")
             cells += [f"{value * 100:.2f}%", f"{delta:+.2f}", f"{changed * 100:.2f}%"]
         table.append(cells)
+        if name == INT8:
+            int8_figures(
+                label.split(" (")[0], sizes, per_round, delta, f"{splits[-1]} {metric_name}"
+            )
     print(f"\n{label}\n")
     print(serving.markdown_table(header, table))
 
@@ -279,6 +309,8 @@ def translator_task(run_dir, args, log):
             table.append([name, bleu] + [""] * (len(header) - 2))
             continue
         changed = np.mean([a != b for a, b in zip(translations[name], translations[base])])
+        if name == INT8:
+            int8_figures("translator", sizes, per_round, bleu - base_bleu, "BLEU")
         table.append(
             [
                 *variant_cells(name, sizes, per_round),
@@ -296,7 +328,7 @@ def translator_task(run_dir, args, log):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = suite.parser("quantization", __doc__)
     parser.add_argument("--tagger", default="runs/ewt", help="tagger run folder ('' skips)")
     parser.add_argument("--classifier", default="runs/polarity", help="classifier run folder")
     parser.add_argument(
@@ -323,7 +355,7 @@ def main(argv=None):
     def log(message):
         print(message, file=sys.stderr, flush=True)
 
-    print("$ python bench/quantization.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    print("$ " + suite.command_line("quantization", argv))
     print(serving.environment(args.threads))
     tasks = [
         ("tagger (UD English EWT UPOS)", tagger_task, args.tagger),
@@ -341,6 +373,13 @@ def main(argv=None):
         translator_task(args.translator, args, log)
     else:
         print(f"\ntranslator: skipped (no trained model at {args.translator!r})")
+    if FIGURES:
+        suite.write_result(
+            args,
+            "quantization",
+            "Quantisation: LiteRT dynamic-range int8 against float32",
+            dict(FIGURES),
+        )
     return 0
 
 

@@ -21,8 +21,8 @@ tutorials write it). Method as in `bench/cells.py`: everything built and warmed 
 then `--rounds` interleaved rounds (order rotating) of `--steps` timed steps; a row's
 ratio in a round is its median step over PyTorch's in that round.
 
-    PYTHONPATH=. python bench/recipes_torch.py                 # all three recipes
-    PYTHONPATH=. python bench/recipes_torch.py --only lm
+    python -m bench recipes_torch                 # all three recipes
+    python -m bench recipes_torch --only lm
 """
 
 import os

@@ -26,7 +26,7 @@ of its calls there, the table the median over rounds, and the ratio
 its median and range over rounds. The goal of issue 28: the fastest runtime at batch 1
 at <= 0.5x the SavedModel's batch-1 latency.
 
-    PYTHONPATH=. python bench/serving.py --tagger runs/ewt --tagger-crf runs/ewt-crf \\
+    python -m bench serving --tagger runs/ewt --tagger-crf runs/ewt-crf \\
         --classifier runs/polarity
 
 The run folders come from the recipes' ``train`` commands (see docs/deploying.md).
@@ -39,7 +39,6 @@ files with the decoding loop inside the graph; a batch is a sentence after anoth
 check counts the translations that differ from the SavedModel's.
 """
 
-import argparse
 import datetime
 import itertools
 import os
@@ -55,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench import timing  # noqa: E402
+from bench import suite, timing  # noqa: E402
 
 RUNTIMES = ("keras_predict", "keras_call", "saved_model", "onnxruntime", "litert")
 REFERENCE = "saved_model"
@@ -138,6 +137,23 @@ def max_difference(outputs, expected):
         if a.size:
             worst = max(worst, float(np.max(np.abs(a.astype("float64") - b.astype("float64")))))
     return worst
+
+
+# the results file's figures, filled by `report`: each model's batch-1 latency ratios
+FIGURES = {}
+
+
+def ratio_figure(key, values, reference):
+    """Records `key`'s median batch-1 ratio over rounds, with its min-max, in FIGURES."""
+    ratios = timing.ratios(values, reference)
+    if ratios:
+        s = timing.summary(ratios)
+        FIGURES[key] = suite.figure(
+            s["median"],
+            key.replace("_", " ") + ": batch-1 latency / the SavedModel's",
+            unit="x",
+            spread={"kind": "min-max", "low": s["min"], "high": s["max"]},
+        )
 
 
 def ratio_cell(values, reference):
@@ -600,6 +616,9 @@ def report(
         if runtime not in results[b1]:
             continue
         t1, tn = results[b1][runtime], results[bn].get(runtime, [])
+        if runtime != REFERENCE:
+            model = label.split(" (")[0] + ("_crf" if "CRF" in label else "")
+            ratio_figure(f"{model}_{runtime}", t1, reference_1)
         throughput = bn / timing.summary(tn)["median"] if tn else float("nan")
         rows.append(
             [
@@ -660,7 +679,7 @@ def environment(threads):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = suite.parser("serving", __doc__)
     parser.add_argument("--tagger", default="runs/ewt", help="tagger run folder ('' skips)")
     parser.add_argument("--tagger-crf", default="runs/ewt-crf", help="CRF tagger run folder")
     parser.add_argument("--classifier", default="runs/polarity", help="classifier run folder")
@@ -690,7 +709,7 @@ def main(argv=None):
     def log(message):
         print(message, file=sys.stderr, flush=True)
 
-    print("$ python bench/serving.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    print("$ " + suite.command_line("serving", argv))
     print(environment(args.threads))
     batch_sizes = [1, args.batch_size]
     models = [
@@ -736,6 +755,15 @@ def main(argv=None):
         time_translator("translator (Multi30k de-en)", args.translator, args, log)
     else:
         print(f"\ntranslator: skipped (no trained model at {args.translator!r})")
+    if FIGURES:
+        suite.write_result(
+            args,
+            "serving",
+            "Serving the trained models: batch-1 latency against the SavedModel",
+            dict(FIGURES),
+            headline=next((k for k in FIGURES if k.endswith("_litert")), None),
+            baseline=suite.figure(1.0, "the SavedModel in the same rounds", unit="x"),
+        )
     return 0
 
 

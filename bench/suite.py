@@ -12,6 +12,11 @@ Every maintained benchmark (`python -m bench list`) parses its options through
      "baseline": {"label": "...", "value": ..., "digits": ...},
      "published": {"label": "...", "value": ..., "digits": ...}, "notes": "..."}
 
+A file transcribed from a run made before the suite's entry point keeps that run's
+command verbatim in ``command``, the same options on today's entry point in ``rerun``
+(the one the docs print) and where the run is described in ``provenance``; ``"readme":
+false`` keeps a secondary task out of the README's table (docs/results.md lists all).
+
 `render` writes docs/results.md, README.md's and bench/README.md's results blocks
 (between ``<!-- results:begin -->`` and ``<!-- results:end -->``) from those files, so a
 figure has one source. A figure quoted elsewhere in the docs is written after a marker,
@@ -35,6 +40,27 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+# the order of the tasks in the tables (a results file not named here comes last)
+ORDER = [
+    "multi30k",
+    "ptb_awd",
+    "ptb_small",
+    "ewt_upos",
+    "ewt_upos_bilm",
+    "mr",
+    "mr_transfer",
+    "sick_entailment",
+    "sick_relatedness",
+    "conll2003_ner",
+    "cells",
+    "cells_masked",
+    "recipes_torch",
+    "decoding",
+    "serving",
+    "quantization",
+    "gpu",
+    "attention",
+]
 MARKER = re.compile(r"<!-- result:([A-Za-z0-9_]+)\.([A-Za-z0-9_]+) -->\s*(\**)([-+0-9.,]+)")
 
 
@@ -157,11 +183,13 @@ def machine(device=None):
     }
 
 
-def figure(value, label, digits=2, unit="", spread=None, runs=None):
+def figure(value, label, digits=2, unit="", spread=None, runs=None, signed=False):
     """One figure of a results file: `spread` is ``{"kind": "min-max" | "IQR" | "std",
     "low": ..., "high": ...}`` (or ``{"kind": "std", "value": ...}``), `runs` the
-    individual measurements it summarises."""
+    individual measurements it summarises; `signed` prints a + on a positive change."""
     out = {"label": label, "value": value, "digits": digits, "unit": unit}
+    if signed:
+        out["signed"] = True
     if spread is not None:
         out["spread"] = spread
     if runs is not None:
@@ -199,22 +227,23 @@ def write_result(args, name, task, figures, headline=None, **fields):
 
 # ------------------------------------------------------------------ rendering the results
 def load_results(folder=RESULTS):
-    """``{name: record}`` of every results file in `folder`, in the order of their
-    ``order`` field (then name)."""
+    """``{name: record}`` of every results file in `folder`, in `ORDER` (then by name)."""
     records = {}
     for path in sorted(pathlib.Path(folder).glob("*.json")):
         record = json.loads(path.read_text())
         if record.get("name") != path.stem:
             raise ValueError(f"{path}: its name field is {record.get('name')!r}, not {path.stem!r}")
         records[path.stem] = record
-    return dict(sorted(records.items(), key=lambda kv: (kv[1].get("order", 99), kv[0])))
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return dict(sorted(records.items(), key=lambda kv: (rank.get(kv[0], len(ORDER)), kv[0])))
 
 
 def value(entry):
     """A figure's value as the docs print it (its digits and unit)."""
     if entry is None or entry.get("value") is None:
         return ""
-    return f"{entry['value']:.{entry.get('digits', 2)}f}{entry.get('unit', '')}"
+    sign = "+" if entry.get("signed") else ""
+    return f"{entry['value']:{sign}.{entry.get('digits', 2)}f}{entry.get('unit', '')}"
 
 
 def spread(entry):
@@ -241,6 +270,8 @@ def render_table(records, link="docs/results.md"):
         "|---|---|---|---|---|---|",
     ]
     for name, r in records.items():
+        if not r.get("readme", True) and link:
+            continue
         head = r["figures"][r["headline"]]
         anchor = f"{link}#{name}" if link else f"#{name}"
         lines.append(
@@ -268,7 +299,7 @@ def render_page(records):
     ]
     for name, r in records.items():
         m = r.get("machine") or {}
-        out += ["", f"## {r['task']} {{#{name}}}", ""]
+        out += ["", f'<a id="{name}"></a>', "", f"## {r['task']}", ""]
         out += ["| figure | value | spread |", "|---|---|---|"]
         for key, entry in r["figures"].items():
             out.append(f"| {entry['label']} (`{name}.{key}`) | {value(entry)} | {spread(entry)} |")
@@ -276,19 +307,14 @@ def render_page(records):
             if r.get(kind):
                 out.append(f"| {kind}: {r[kind]['label']} | {value(r[kind])} | {spread(r[kind])} |")
         out.append("")
-        if r.get("command"):
-            out += ["```sh", r["command"], "```", ""]
+        command = r.get("rerun") or r.get("command")
+        if command:
+            out += ["```sh", command, "```", ""]
         else:
             out += ["No recorded command.", ""]
-        where = ", ".join(
-            str(v) for v in (m.get("device"), m.get("platform"), m.get("cpu_count")) if v
-        )
-        code = f", code {r['code_version']}" if r.get("code_version") else ""
-        out.append(
-            f"Measured {r['date']}{code}"
-            + (f" ({where}{' CPU cores' if m.get('cpu_count') else ''})" if where else "")
-            + "."
-        )
+        cores = f"{m['cpu_count']} CPU cores" if m.get("cpu_count") else None
+        where = ", ".join(str(v) for v in (m.get("device"), m.get("platform"), cores) if v)
+        out.append(f"Measured {r['date']}" + (f" on {where}" if where else "") + ".")
         if r.get("notes"):
             out += ["", r["notes"]]
     return "\n".join(out) + "\n"

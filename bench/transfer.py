@@ -238,6 +238,7 @@ def mr(argv=None):
         },
         baseline=suite.figure(means["naive_bayes_bigram"], "bigram Naive Bayes", unit="%"),
         details={"rows": rows, "classifier": CLASSIFIER, "transfer": transfer_options},
+        readme=False,
     )
     return rows
 
@@ -422,6 +423,7 @@ def upos(argv=None):
         baseline=suite.figure(100 * baseline, "most frequent tag per word", unit="%"),
         published=suite.figure(94.6, "Plank et al. 2016 bi-LSTM (full training)", 1, "%"),
         details={"accuracy": accuracy, "bilm": lm_config, "tagger": tagger_config},
+        readme=False,
     )
     (out / "summary.json").write_text(
         json.dumps(

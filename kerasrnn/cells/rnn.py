@@ -310,7 +310,7 @@ class RNN(keras.layers.RNN):
             keras.backend.standardize_dtype(sequences.dtype) != "float32"
         ):
             # JAX's cuDNN RNN lowers float32 only: under mixed_bfloat16 it fails at compile
-            # time ("Unknown output type bfloat16", H100, bench/gpu.json), past the
+            # time ("Unknown output type bfloat16", H100, bench/gpu.py), past the
             # NotImplementedError fallback below.
             return None
         try:
