@@ -1,7 +1,9 @@
-"""Attention benchmarks: training speed against a Keras-only decoder, and a learning task.
+"""Attention benchmarks: training speed against a Keras-only decoder, a learning task, and
+the attentive decoder's training memory.
 
     python -m bench attention speed      # AttentionCell vs Keras-only, one run
     python -m bench attention learning   # reverse digit strings, with/without
+    python -m bench attention memory --sizes 32x50x128,64x100x256
 
 speed: one training step of a Bahdanau decoder (GRU + additive attention inside the
 recurrence, built from `kerasrnn.AttentionCell`) against the fastest equivalent a user can
@@ -10,20 +12,37 @@ assemble from Keras alone (`keras.layers.GRU` over the targets, then
 recurrence). Encoder outputs are given (128 steps), decoder 30 steps, 256 units, batch 64,
 both with a 1000-way softmax readout. Prints the median step times and their ratio.
 
+memory: an attentive decoder (Bahdanau attention around an LSTM cell, teacher forcing over
+a memory as long as the targets; BATCHxSTEPSxUNITS) trained with the additive score's
+backward pass recomputing tanh(W_a q + U_a k_j) (the default) against the same score
+storing it, as automatic differentiation does. Per size and variant, in a fresh process:
+the peak memory a training step adds (TensorFlow: the CPU allocator's peak over the step,
+`TF_CPU_ALLOCATOR_USE_BFC`; JAX: XLA's planned temporaries of the compiled step, and on a
+GPU the device's peak bytes); then both variants' training steps timed interleaved in one
+process, with the ratio's spread.
+
 learning: encoder-decoder reversing digit strings of length 5-15 (Bahdanau decoder, 64
 units, 4000 strings, 6 epochs); exact match on 1000 held-out strings with and without
 attention (the tests run a smaller version: 3-8 digits, 32 units, 2000 strings, 8 epochs).
 """
 
+import json
 import os
+import statistics
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from keras import ops  # noqa: E402
 
 import kerasrnn  # noqa: E402
 from bench import suite, timing  # noqa: E402
+from kerasrnn.attention import scores  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PAD, START = 0, 1  # digits are the ids 2 ... 11
 VOCAB = 12
@@ -184,12 +203,175 @@ def speed(
     return ours / theirs
 
 
+# ---- memory -------------------------------------------------------------------------
+class StoringAdditiveScore(scores.AdditiveScore):
+    """The additive score differentiated automatically (its tanh block kept for the
+    backward pass at every step): the reference the recomputing score is measured against."""
+
+    def call(self, query, prepared, coverage=None):
+        hidden = ops.matmul(query, self.query_kernel)[:, :, None, :] + prepared[:, None, :, :]
+        return ops.squeeze(ops.matmul(ops.tanh(hidden), self.attention_v), -1)
+
+
+def _decoder(batch, steps, units, variant):
+    """Targets `[batch, steps, units / 2]` and memory `[batch, steps, units]` -> 10 classes."""
+    targets = keras.Input((steps, units // 2), batch_size=batch)
+    memory = keras.Input((steps, units), batch_size=batch)
+    attention = kerasrnn.BahdanauAttention(units)
+    if variant == "storing":
+        attention.score = StoringAdditiveScore(units)
+    cell = kerasrnn.AttentionCell(kerasrnn.LSTMCell(units), attention)
+    decoded = kerasrnn.AttentiveRNN(cell, return_sequences=False)(targets, memory)
+    model = keras.Model([targets, memory], keras.layers.Dense(10)(decoded))
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    inputs = [
+        rng.normal(size=(batch, steps, units // 2)).astype("float32"),
+        rng.normal(size=(batch, steps, units)).astype("float32"),
+    ]
+    return model, inputs, rng.integers(0, 10, batch)
+
+
+def _jax_step_memory(model, inputs, labels):
+    """(XLA's temporaries of the compiled loss-and-gradient, device peak bytes or None)."""
+    import jax
+
+    def loss(trainable, non_trainable, x, y):
+        logits, _ = model.stateless_call(trainable, non_trainable, x, training=True)
+        return ops.mean(keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True))
+
+    step = jax.jit(jax.value_and_grad(loss))
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+    compiled = step.lower(trainable, non_trainable, inputs, labels).compile()
+    planned = compiled.memory_analysis().temp_size_in_bytes
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        return planned, None
+    before = device.memory_stats()["bytes_in_use"]
+    jax.block_until_ready(compiled(trainable, non_trainable, inputs, labels))
+    return planned, device.memory_stats()["peak_bytes_in_use"] - before
+
+
+def memory_probe(size, variant):
+    """One size and variant in this (fresh) process: prints `{"added_bytes": ...}` as JSON."""
+    batch, steps, units = size
+    model, inputs, labels = _decoder(batch, steps, units, variant)
+    backend = keras.backend.backend()
+    result = {"backend": backend}
+    if backend == "jax":
+        result["added_bytes"], result["device_peak_bytes"] = _jax_step_memory(model, inputs, labels)
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        model.train_on_batch(inputs, labels)  # trace and compile first
+        tf.config.experimental.reset_memory_stats("CPU:0")
+        before = tf.config.experimental.get_memory_info("CPU:0")["current"]
+        model.train_on_batch(inputs, labels)
+        result["added_bytes"] = tf.config.experimental.get_memory_info("CPU:0")["peak"] - before
+    else:
+        import torch
+
+        model.train_on_batch(inputs, labels)
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        model.train_on_batch(inputs, labels)
+        result["added_bytes"] = torch.cuda.max_memory_allocated() - before
+    print(json.dumps(result))
+
+
+def memory(sizes, rounds=5, steps=3):
+    """The memory and step time of both variants at each size: prints a table, returns rows."""
+    rows = []
+    for size in sizes:
+        label = "x".join(map(str, size))
+        row = {"size": label}
+        for variant in ("storing", "recomputing"):
+            env = dict(os.environ, TF_CPU_ALLOCATOR_USE_BFC="true")
+            out = subprocess.run(
+                [sys.executable, "-m", "bench", "attention", "memory-probe", "--sizes", label]
+                + ["--variant", variant, "--no-results"],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if out.returncode:
+                row[variant] = {"error": out.stderr.strip().splitlines()[-1:]}
+            else:
+                row[variant] = json.loads(out.stdout.strip().splitlines()[-1])
+        contenders = []
+        for variant in ("storing", "recomputing"):
+            model, inputs, labels = _decoder(*size, variant)
+            call = lambda m=model, x=inputs, y=labels: m.train_on_batch(x, y)  # noqa: E731
+            timing.warm_up(call, 2)
+            contenders.append((variant, call))
+        times = timing.interleaved_rounds(contenders, rounds, steps)
+        row["ms"] = {k: 1000 * statistics.median(v) for k, v in times.items()}
+        row["ratio"] = timing.summary(timing.ratios(times["recomputing"], times["storing"]))
+        rows.append(row)
+        mb = {
+            v: row[v].get("added_bytes", float("nan")) / 2**20 for v in ("storing", "recomputing")
+        }
+        print(
+            f"{label}: added peak {mb['storing']:.0f} MiB storing, {mb['recomputing']:.0f} MiB "
+            f"recomputing ({mb['recomputing'] / mb['storing']:.2f}x); step "
+            f"{row['ms']['storing']:.1f} / {row['ms']['recomputing']:.1f} ms, ratio "
+            f"{row['ratio']['median']:.2f} ({row['ratio']['min']:.2f}-{row['ratio']['max']:.2f})",
+            flush=True,
+        )
+    return rows
+
+
+def write_memory(args, rows):
+    """bench/results/attention_memory_{cpu,gpu}.json: each size's added peak memory of
+    both variants, their ratio and the step-time ratio with its min-max."""
+    figures = {}
+    for row in rows:
+        key = row["size"]
+        store, recompute = (row[v].get("added_bytes") for v in ("storing", "recomputing"))
+        if store is None or recompute is None:
+            continue
+        figures[f"memory_{key}"] = suite.figure(
+            recompute / store,
+            f"{key}: added peak training memory, recomputing / storing "
+            f"({recompute / 2**20:.0f} / {store / 2**20:.0f} MiB)",
+            unit="x",
+        )
+        figures[f"step_{key}"] = suite.figure(
+            row["ratio"]["median"],
+            f"{key}: training step, recomputing / storing",
+            unit="x",
+            spread={"kind": "min-max", "low": row["ratio"]["min"], "high": row["ratio"]["max"]},
+        )
+    device = "GPU" if any(r["recomputing"].get("device_peak_bytes") for r in rows) else "CPU"
+    name = f"attention_memory_{device.lower()}"
+    task = f"Attentive decoder training memory ({keras.backend.backend()}, {device})"
+    suite.write_result(args, name, task, figures, details=rows)
+
+
 def main(argv=None):
     parser = suite.parser("attention", __doc__)
-    parser.add_argument("what", choices=["speed", "learning", "all"], nargs="?", default="all")
+    parser.add_argument(
+        "what",
+        choices=["speed", "learning", "memory", "memory-probe", "all"],
+        nargs="?",
+        default="all",
+    )
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--jit", choices=["auto", "true", "false"], default="auto")
+    group = parser.add_argument_group("memory")
+    group.add_argument("--sizes", default="32x50x128,64x100x256", help="BxTxH,... (memory)")
+    group.add_argument("--rounds", type=int, default=5, help="interleaved rounds (memory)")
+    group.add_argument("--variant", choices=["storing", "recomputing"], default="recomputing")
     args = parser.parse_args(argv)
+    if args.what == "memory-probe":
+        return memory_probe(suite.size(args.sizes), args.variant)
+    if args.what == "memory":
+        return write_memory(
+            args, memory([suite.size(s) for s in args.sizes.split(",")], args.rounds)
+        )
     figures = {}
     if args.what in ("speed", "all"):
         jit = {"auto": "auto", "true": True, "false": False}[args.jit]

@@ -13,6 +13,7 @@ import math
 import keras
 from keras import ops
 
+from kerasrnn.attention.energies import additive_energies
 from kerasrnn.validation import check_int
 
 
@@ -190,14 +191,16 @@ class AdditiveScore(_Projected):
 
     def call(self, query, prepared, coverage=None):
         q = ops.matmul(query, self.query_kernel)  # [b, Tq, units]
-        hidden = q[:, :, None, :] + prepared[:, None, :, :]
-        if coverage is not None:  # [b, Tk] -> [b, 1, Tk, units]
-            hidden = hidden + coverage[:, None, :, None] * self.coverage_kernel[0]
-        hidden = ops.tanh(hidden)
         v = self.attention_v
         if self.normalize:
             v = self.attention_g * v * ops.rsqrt(ops.sum(ops.square(v)))
-        return ops.squeeze(ops.matmul(hidden, v), -1)
+        v = ops.cast(v, q.dtype)[:, 0]
+        if coverage is None:
+            return additive_energies(q, prepared, v)
+        # w_c cov_j, [b, Tk] -> [b, Tk, units], is a per-step term of the keys' side
+        return additive_energies(
+            q, prepared, v, coverage, ops.cast(self.coverage_kernel[0], q.dtype)
+        )
 
     def get_config(self):
         config = super().get_config()
