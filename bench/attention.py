@@ -346,7 +346,7 @@ def write_memory(args, rows):
             spread={"kind": "min-max", "low": row["ratio"]["min"], "high": row["ratio"]["max"]},
         )
     device = "GPU" if any(r["recomputing"].get("device_peak_bytes") for r in rows) else "CPU"
-    name = f"attention_memory_{device.lower()}"
+    name = f"attention_memory_{keras.backend.backend()}_{device.lower()}"
     task = f"Attentive decoder training memory ({keras.backend.backend()}, {device})"
     suite.write_result(args, name, task, figures, details=rows)
 
