@@ -1,5 +1,7 @@
 """The recipes' command line: one `Parser` per recipe (``--version``, a subcommand
-per command, a flag per option it takes, each value checked at parse time), `main`
+per command, a flag per option it takes in its ``--help`` group, booleans as
+``--crf`` / ``--no-crf`` switches, choices shown, example commands, each value checked
+at parse time), `main`
 (JSON result on stdout, everything else on stderr, one-line errors with exit status 2)
 and the options reference of docs/cli.md (`options_markdown`). Imports neither
 TensorFlow nor Keras: ``--help`` and a bad flag answer before TensorFlow would start."""
@@ -8,14 +10,20 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
+import textwrap
+from collections.abc import Mapping
 
 from recipes.config import (
+    GROUPS,
     ConfigError,
     Option,
+    Range,
     RecipeError,
     _convert,
     check_of,
+    group_of,
     load_config,
 )
 from recipes.files import jsonable, tidy
@@ -38,15 +46,13 @@ def version():
 
 
 def option_help(option, key=None):
-    """The help text of an option: what it does, the allowed values (its choices, or
-    the range `check_of` gives for `key`), the default."""
-    text = option.help.rstrip(".")
-    check = check_of(key, option) if key is not None else None
-    if option.choices is not None:
-        text += "; one of " + ", ".join(_shown(c) for c in option.choices)
-    elif check is not None:
-        text += f"; {check.describe()}"
-    return f"{text} (default: {_shown(option.default)})"
+    """The help text of an option: what it does, then its range (`check_of` gives it
+    for `key`; its choices are the flag's metavar, ``{lstm,gru,...}``) and its
+    default."""
+    check = check_of(key, option) if key is not None and option.choices is None else None
+    interval = check.short() if check is not None else ""
+    shown = f"default: {_shown(option.default)}"
+    return f"{option.help.rstrip('.')} ({interval + '; ' if interval else ''}{shown})"
 
 
 def _shown(value):
@@ -57,6 +63,27 @@ def _shown(value):
     if isinstance(value, (list, dict)):
         return json.dumps(value)
     return str(value)
+
+
+METAVARS = {int: "INT", float: "FLOAT", str: "TEXT", list: "LIST", dict: "DICT"}
+
+
+def option_metavar(option, key=None):
+    """What ``--help`` shows as an option's value: its choices, ``{lstm,gru,simple}``,
+    or the kind of value: INT, FLOAT, TEXT, LIST, DICT (a default of None: what its
+    range takes, else VALUE)."""
+    if option.choices is not None:
+        return "{" + ",".join(_shown(c) for c in option.choices) + "}"
+    if option.default is None:
+        check = check_of(key, option) if key is not None else None
+        if isinstance(check, Range):
+            return "INT" if check.integer else "FLOAT"
+    return METAVARS.get(type(option.default), "VALUE")
+
+
+def is_switch(option):
+    """A boolean option: a ``--name`` / ``--no-name`` pair on the command line."""
+    return isinstance(option.default, bool) and option.choices is None
 
 
 def option_type(key, option):
@@ -86,55 +113,181 @@ def option_type(key, option):
     return convert
 
 
+# The words a boolean takes in a config file (YAML 1.1), which the old ``--crf true``
+# form of a switch still takes on the command line.
+_TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
+
+
 class Parser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` whose flags must be spelled out (``--epoch`` is not
-    ``--epochs``: prefix matching would break when a new option shares the prefix) and
+    ``--epochs``: prefix matching would break when a new option shares the prefix),
     whose errors are one line on stderr, ``PROG: error: MESSAGE (see --help)``, exit
-    status 2."""
+    status 2, and whose switches (``--crf`` / ``--no-crf``) also take the form of a
+    config file, ``--crf true`` / ``--crf=false``."""
 
     def __init__(self, *args, **kwargs):
         kwargs["allow_abbrev"] = False
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.switches = set()  # the flags of the boolean options
+        self.groups = {}  # --help group name -> argparse group
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
+    def group(self, name):
+        """The ``--help`` group `name` of `GROUPS` ("data", "model", ...), made on
+        first use (groups list in the order they are first used)."""
+        if name not in self.groups:
+            self.groups[name] = self.add_argument_group(f"{name} options", GROUPS.get(name))
+        return self.groups[name]
 
-def build_parser(prog, description, options, commands):
+    def add_switch(self, group, flag, **kwargs):
+        """A boolean option: ``--flag`` sets it, ``--no-flag`` clears it."""
+        group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
+        self.switches.add(flag)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = self._switches_spelled(sys.argv[1:] if args is None else list(args))
+        namespace, extras = super().parse_known_args(args, namespace)
+        for before, arg in zip(args, args[1:]):
+            if before in self.switches and arg in extras:  # ``--crf maybe``
+                self.error(self._no_value(before, arg))
+        return namespace, extras
+
+    @staticmethod
+    def _no_value(flag, value):
+        return (
+            f"argument {flag}: a switch takes no value: {flag} or --no-{flag[2:]} "
+            f"(or {flag} true / false), got {value!r}"
+        )
+
+    def _switches_spelled(self, args):
+        """`args` with ``--flag true`` / ``--flag=false`` of a switch written as
+        ``--flag`` / ``--no-flag`` (the form a config file takes, kept on the command
+        line); after ``--``, nothing is rewritten."""
+        out, i = [], 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                return out + args[i:]
+            flag, eq, value = arg.partition("=")
+            if flag in self.switches:
+                if not eq and i + 1 < len(args) and args[i + 1].lower() in _TRUE + _FALSE:
+                    value, eq = args[i + 1], "="
+                    i += 1
+                if eq:
+                    if value.lower() not in _TRUE + _FALSE:
+                        self.error(self._no_value(flag, value))
+                    arg = flag if value.lower() in _TRUE else f"--no-{flag[2:]}"
+            out.append(arg)
+            i += 1
+        return out
+
+
+def invocation(prog):
+    """How a user types `prog` (a recipe's ``recipes.NAME``: ``python -m
+    recipes.NAME``; ``kerasrnn NAME`` as it is)."""
+    return f"python -m {prog}" if prog.startswith("recipes.") else prog
+
+
+def _wrapped(command, width=80):
+    """A shell command as lines of at most `width` characters where it can (broken
+    before a flag, continued with a backslash)."""
+    lines = []
+    for part in re.split(r" (?=--)", command):
+        if lines and len(lines[-1]) + 1 + len(part) + 2 <= width:
+            lines[-1] += " " + part
+        else:
+            lines.append(part if not lines else "      " + part)
+    return " \\\n".join(lines)
+
+
+def examples_epilog(prog, command, examples):
+    """The epilog of a command's ``--help``: its example commands, as typed."""
+    if not examples:
+        return None
+    lines = [_wrapped(f"  {invocation(prog)} {command} {example}".rstrip()) for example in examples]
+    return "examples:\n" + "\n".join(lines)
+
+
+def build_parser(prog, description, options, commands, examples=None):
     """A `Parser` with ``--version`` and one subcommand per entry of `commands` (name
-    -> ``(help, add_arguments function or None[, option names])``); each takes
-    ``--config FILE`` and a flag per option of `options` it lists (all without a list;
-    ``--batch-size 64``; lists and dicts as YAML/JSON text), whose help says what it
-    does, the allowed values and the default, and whose value is checked at parse time
-    (`option_type`)."""
+    -> ``(help, add_arguments function or None[, options])``: the options it takes, a
+    list of names of `options` (all without one) or a table of its own, e.g. with
+    other defaults, as `with_defaults` gives); each takes ``--config FILE`` and a flag
+    per option, in the ``--help`` group of the option (`group_of`: data, model,
+    training, decoding, export, run), whose help says what it does, its range and its
+    default, whose metavar shows its choices (``{lstm,gru,...}``), whose booleans are
+    switches (``--crf`` / ``--no-crf``) and whose value is checked at parse time
+    (`option_type`). `examples` (``{command: [arguments, ...]}``) become each
+    command's epilog. Builds the parser only: runs nothing, imports no TensorFlow."""
+    examples = examples or {}
     parser = Parser(
         prog=prog,
-        description=description,
-        epilog="Each command prints its result as JSON on stdout; logs and progress go "
-        "to stderr. Errors are one line on stderr, exit status 2.",
+        description=textwrap.fill(description, 80),
+        epilog=textwrap.fill(
+            "Each command prints its result as JSON on stdout; logs and progress go "
+            "to stderr. Errors are one line on stderr, exit status 2. "
+            f"`{invocation(prog)} COMMAND --help` lists a command's options, grouped, "
+            "with examples.",
+            80,
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, add_arguments, *selected) in commands.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        keys = selected[0] if selected and selected[0] is not None else list(options)
-        p.add_argument("--config", help="YAML or JSON file of options")
+        chosen = selected[0] if selected else None
+        if isinstance(chosen, Mapping):
+            table = {k: v if isinstance(v, Option) else Option(v, "") for k, v in chosen.items()}
+        else:
+            keys = list(options) if chosen is None else chosen
+            table = {k: options[k] for k in keys}
+            table = {k: v if isinstance(v, Option) else Option(v, "") for k, v in table.items()}
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=textwrap.fill(help_text, 80),
+            epilog=examples_epilog(prog, name, examples.get(name)),
+        )
+        p.add_argument(
+            "--config", metavar="FILE", help="YAML or JSON file of options (flags override it)"
+        )
         if add_arguments:
             add_arguments(p)
-        group = p.add_argument_group("options (override the config file)")
-        for key in keys:
-            option = options[key]
-            option = option if isinstance(option, Option) else Option(option, "")
-            default = option.default
-            group.add_argument(
-                _flag(key),
+        usage = p.format_usage().split(":", 1)[1].strip()
+        p.usage = f"{usage} [OPTION ...]" if table else usage
+        order = list(GROUPS)
+        for key in sorted(table, key=lambda k: order.index(group_of(k, table[k]))):
+            option = table[key]
+            kwargs = dict(
                 dest=f"opt_{key}",
                 default=argparse.SUPPRESS,
-                metavar=type(default).__name__.upper() if default is not None else "VALUE",
                 help=option_help(option, key).replace("%", "%%"),
-                type=option_type(key, option),
             )
+            group = p.group(group_of(key, option))
+            if is_switch(option):
+                p.add_switch(group, _flag(key), **kwargs)
+            else:
+                group.add_argument(
+                    _flag(key),
+                    metavar=option_metavar(option, key),
+                    type=option_type(key, option),
+                    **kwargs,
+                )
     return parser
+
+
+def recipe_parser(prog, description, options, commands, examples=None):
+    """`build_parser` for a recipe's `commands` as `main` takes them (``(help,
+    add_arguments, run[, options])``)."""
+    return build_parser(
+        prog,
+        description,
+        options,
+        {k: (v[0], v[1], *v[3:]) for k, v in commands.items()},
+        examples,
+    )
 
 
 @contextlib.contextmanager
@@ -161,18 +314,14 @@ def _stdout_to_stderr():
             os.close(saved)
 
 
-def main(argv, prog, description, options, commands):
+def main(argv, prog, description, options, commands, examples=None):
     """Runs a recipe's command line. `commands` maps a subcommand to ``(help,
-    add_arguments, run[, option names])``; ``run(config, args)`` returns a JSON-able
-    result, which is printed on stdout, numbers rounded by `tidy` (``args.overrides``
-    holds the options given on the command line). Everything else the command prints goes to stderr.
-    Configuration and data errors exit with a one-line message (status 2)."""
-    parser = build_parser(
-        prog,
-        description,
-        options,
-        {k: (v[0], v[1], *v[3:]) for k, v in commands.items()},
-    )
+    add_arguments, run[, options])`` (`build_parser`); ``run(config, args)`` returns a
+    JSON-able result, which is printed on stdout, numbers rounded by `tidy`
+    (``args.overrides`` holds the options given on the command line). Everything else
+    the command prints goes to stderr. Configuration and data errors exit with a
+    one-line message (status 2)."""
+    parser = recipe_parser(prog, description, options, commands, examples)
     args = parser.parse_args(argv)
     overrides = {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_")}
     args.overrides = overrides
@@ -205,22 +354,32 @@ def main(argv, prog, description, options, commands):
 
 
 def options_markdown(recipe):
-    """The options reference of a recipe as a Markdown table (docs/cli.md holds it)."""
-    lines = [
-        f"### `python -m recipes.{recipe.name}`",
-        "",
-        recipe.description,
-        "",
-        "| option | what it does | default |",
-        "| --- | --- | --- |",
-    ]
+    """The options reference of a recipe as Markdown tables, one per ``--help`` group
+    (docs/cli.md holds them)."""
+    lines = [f"### `python -m recipes.{recipe.name}`", "", recipe.description, ""]
+    tables = {}
     for key, option in recipe.options.items():
-        text = option.help.rstrip(".")
-        check = check_of(key, option)
-        if option.choices is not None:
-            text += "; one of " + ", ".join(f"`{_shown(c)}`" for c in option.choices)
-        elif check is not None:
-            text += f"; {check.describe()}"
-        text = text.replace("|", "\\|")
-        lines.append(f"| `{_flag(key)}` | {text} | `{_shown(option.default)}` |")
-    return "\n".join(lines) + "\n"
+        tables.setdefault(group_of(key, option), []).append((key, option))
+    for group in GROUPS:
+        if group not in tables:
+            continue
+        lines += [
+            f"#### {recipe.name}: {group} options",
+            "",
+            "| option | what it does | default |",
+            "| --- | --- | --- |",
+        ]
+        for key, option in tables[group]:
+            text = option.help.rstrip(".")
+            check = check_of(key, option)
+            if option.choices is not None:
+                text += "; one of " + ", ".join(f"`{_shown(c)}`" for c in option.choices)
+            elif check is not None and check.short():
+                text += f"; {check.short()}"
+            text = text.replace("|", "\\|")
+            flag = f"`{_flag(key)}`"
+            if is_switch(option):
+                flag += f" / `--no-{_flag(key)[2:]}`"
+            lines.append(f"| {flag} | {text} | `{_shown(option.default)}` |")
+        lines.append("")
+    return "\n".join(lines)

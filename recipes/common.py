@@ -1,9 +1,11 @@
 """What a recipe module uses, in one namespace (``from recipes import common``): the
 names of the recipe toolkit, each defined in the module of its concern:
 
-* `recipes.config` -- the options tables (`Option`, `COMMON_OPTIONS`, `data_options`,
-  `cell_options`), the ranges of numeric options (`Range`, `CHECKS`) and `load_config`
-  (defaults <- a YAML or JSON file <- flags), `saved_config`;
+* `recipes.config` -- the options tables (`Option`, `COMMON_OPTIONS`) and the option
+  groups the recipes share (`data_options`, `vocabulary_options`, `cell_options`,
+  `training_options`, `decoding_options`; `retuned`, `with_defaults`), the ``--help``
+  groups (`GROUPS`, `group_of`), the ranges of numeric options (`Range`, `CHECKS`) and
+  `load_config` (defaults <- a YAML or JSON file <- flags), `saved_config`;
 * `recipes.files` -- the run folder (`run_files`), results JSON (`tidy`, `write_json`,
   `read_json`), `save_model`, `load_best_model`, `load_vocabulary`;
 * `recipes.distribute` -- `distribution_strategy` (default, mirrored, multi_worker),
@@ -12,6 +14,7 @@ names of the recipe toolkit, each defined in the module of its concern:
   `load_splits`, `training_callbacks`, `fit`, `restore_last_epoch`, `set_seed`;
 * `recipes.evaluation` -- `per_class_scores`, `check_labels`;
 * `recipes.cli` -- `Parser`, `build_parser`, `main`, `options_markdown`;
+* `recipes.usage` -- the example commands of every recipe's ``--help``;
 * `recipes.skeleton` -- `Recipe` and `Prepared`.
 
 The crash-safe checkpoints, the epoch log and the training curves are library callbacks:
@@ -29,6 +32,7 @@ from recipes.config import (
     CHECKS,
     COMMON_DEFAULTS,
     COMMON_OPTIONS,
+    GROUPS,
     STRATEGIES,
     ConfigError,
     Defaults,
@@ -38,9 +42,15 @@ from recipes.config import (
     cell_options,
     check_of,
     data_options,
+    decoding_options,
     defaults_of,
+    group_of,
     load_config,
+    retuned,
     saved_config,
+    training_options,
+    vocabulary_options,
+    with_defaults,
 )
 from recipes.distribute import distribution_strategy, for_worker
 from recipes.evaluation import check_labels, per_class_scores
@@ -72,6 +82,7 @@ __all__ = [
     "CHECKS",
     "COMMON_DEFAULTS",
     "COMMON_OPTIONS",
+    "GROUPS",
     "STRATEGIES",
     "ConfigError",
     "Defaults",
@@ -86,11 +97,13 @@ __all__ = [
     "check_labels",
     "check_of",
     "data_options",
+    "decoding_options",
     "defaults_of",
     "distribution_strategy",
     "earlier_epochs",
     "fit",
     "for_worker",
+    "group_of",
     "load_best_model",
     "load_config",
     "load_splits",
@@ -103,6 +116,7 @@ __all__ = [
     "per_class_scores",
     "read_json",
     "restore_last_epoch",
+    "retuned",
     "pooled_encoding",
     "rnn_stack",
     "run_files",
@@ -111,6 +125,9 @@ __all__ = [
     "set_seed",
     "tidy",
     "training_callbacks",
+    "training_options",
     "version",
+    "vocabulary_options",
+    "with_defaults",
     "write_json",
 ]

@@ -1,5 +1,7 @@
-"""Configuration of the recipes: the options tables (`Option`, `COMMON_OPTIONS`,
-`data_options`, `cell_options`), the range of each numeric option (`Range`, `CHECKS`)
+"""Configuration of the recipes: the options tables (`Option`, `COMMON_OPTIONS`) and the
+option groups they share, each defined once (`data_options`, `vocabulary_options`,
+`cell_options`, `training_options`, `decoding_options`), the ``--help`` group of each
+option (`GROUPS`, `group_of`), the range of each numeric option (`Range`, `CHECKS`)
 and `load_config` (defaults <- a YAML or JSON file <- command-line flags, every key and
 value checked). Imports neither TensorFlow nor Keras, so that the command line can check
 its options before TensorFlow starts."""
@@ -11,15 +13,17 @@ from typing import Any, NamedTuple
 
 class Option(NamedTuple):
     """One option of a recipe: its default, what it does, (when the option takes one
-    of a few values) the allowed values, and (for a number or a list of numbers) the
-    `check` of its range (None: the one `CHECKS` has for its name). The command line's
-    ``--help`` and parser, the checks of `load_config` and the options reference in
-    docs/cli.md all read it."""
+    of a few values) the allowed values, (for a number or a list of numbers) the
+    `check` of its range (None: the one `CHECKS` has for its name) and the ``--help``
+    `group` it is listed in (None: the one `GROUP_OF` has for its name, see `group_of`).
+    The command line's ``--help`` and parser, the checks of `load_config` and the
+    options reference in docs/cli.md all read it."""
 
     default: Any
     help: str
-    choices: tuple = None
+    choices: Any = None
     check: Any = None
+    group: Any = None
 
 
 class Range:
@@ -46,6 +50,18 @@ class Range:
             text = kind
         return text + (f" ({self.hint})" if self.hint else "")
 
+    def short(self):
+        """The interval alone, for ``--help`` (whose metavar says INT or FLOAT and whose
+        text says what the special values mean): ``in [0, 1)``, ``>= 1``; "" for none."""
+        if self.low is not None and self.high is not None:
+            return (
+                f"in {'(' if self.low_open else '['}{self.low}, {self.high}"
+                f"{')' if self.high_open else ']'}"
+            )
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low}"
+        return ""
+
     def problem(self, value):
         """None if `value` is allowed, else what it must be."""
         if (
@@ -67,6 +83,9 @@ class Boundaries:
 
     def describe(self):
         return "a list of increasing integers >= 1"
+
+    def short(self):
+        return "increasing integers >= 1"
 
     def problem(self, value):
         if (
@@ -106,8 +125,8 @@ def count(hint=""):
     return Range(1, integer=True, hint=hint)
 
 
-def count_or_zero(hint="0: off or all"):
-    """An integer >= 0."""
+def count_or_zero(hint=""):
+    """An integer >= 0 (the option's help says what 0 means)."""
     return Range(0, integer=True, hint=hint)
 
 
@@ -185,12 +204,12 @@ CHECKS = {
             "patience",
             "top_k",
             "heatmaps",
-            "token_column",
             "naive_bayes",
             "verbose",
         )
     },
     "seed": count_or_zero("a random seed"),
+    "token_column": count_or_zero("0: the first column"),
     "tag_column": Range(integer=True, hint="negative: from the right"),
     "bucket_boundaries": Boundaries(),
 }
@@ -215,13 +234,207 @@ def check_of(key, option):
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
 
-COMMON_OPTIONS = {
-    "output_dir": Option(
-        "runs/model",
-        "folder of the run: config, vocabularies, "
-        "checkpoints, results.json, training_curves.png, backups",
+# The ``--help`` groups, in the order ``--help`` lists them, with what each holds.
+GROUPS = {
+    "data": "where the examples are and how they become tokens",
+    "model": "the network: its layers, sizes and regularisers",
+    "training": "the optimizer, its schedule, early stopping and averaging",
+    "decoding": "how a trained model generates its outputs",
+    "export": "the exported model",
+    "run": "the run folder, seed, devices and logging",
+}
+
+# The group of every option the recipes have, by name (an `Option` may give its own
+# `group` instead; an option in neither is a "model" option). tests/recipes/test_cli.py
+# checks that every option of every recipe has one here or its own.
+GROUP_OF = {
+    **dict.fromkeys(
+        (
+            "train",
+            "valid",
+            "test",
+            "encoding",
+            "tfds_data_dir",
+            "format",
+            "valid_fraction",
+            "test_fraction",
+            "column",
+            "token_column",
+            "tag_column",
+            "tfds_tags_key",
+            "tag_scheme",
+            "train_file",
+            "valid_file",
+            "test_file",
+            "level",
+            "unk_token",
+            "batching",
+            "steps",
+            "max_sentence_length",
+            "source_tokenizer",
+            "target_tokenizer",
+            "max_source_length",
+            "max_target_length",
+            "wordpiece_vocab_size",
+            "lowercase",
+            "max_vocab",
+            "min_freq",
+            "max_chars",
+            "max_length",
+            "bucket_boundaries",
+            "task",
+        ),
+        "data",
     ),
-    "seed": Option(1234, "random seed of weights, shuffling, dropout and held-out splits"),
+    **dict.fromkeys(
+        (
+            "embedding_dim",
+            "embeddings",
+            "freeze_embeddings",
+            "embedding_dropout",
+            "word_dropout",
+            "char_dim",
+            "char_units",
+            "cell",
+            "cell_options",
+            "units",
+            "num_layers",
+            "bidirectional",
+            "dropout",
+            "pooling",
+            "naive_bayes",
+            "naive_bayes_buckets",
+            "naive_bayes_scale",
+            "naive_bayes_counts_valid",
+            "crf",
+            "crf_constraints",
+            "contextual_lm",
+            "contextual_lm_trainable",
+            "tie_embeddings",
+            "weight_drop",
+            "locked_dropout",
+            "init_scale",
+            "unroll",
+            "encoder_units",
+            "decoder_units",
+            "attention",
+            "attention_units",
+            "luong_score",
+            "input_feeding",
+            "attention_layer_size",
+            "relatedness_target",
+            "hidden_units",
+            "pretrained_lm",
+            "init_from",
+        ),
+        "model",
+    ),
+    **dict.fromkeys(
+        (
+            "batch_size",
+            "epochs",
+            "learning_rate",
+            "clipnorm",
+            "patience",
+            "time_budget",
+            "budget_schedule",
+            "warmup",
+            "averaging",
+            "ema_momentum",
+            "optimizer",
+            "lr_decay",
+            "lr_decay_after",
+            "loss_reduction",
+            "ar_alpha",
+            "tar_beta",
+            "jit_compile",
+            "evaluate_test_each_epoch",
+            "extend_vocabulary",
+            "label_smoothing",
+            "scheduled_sampling",
+            "sampling_probability",
+            "sampling_steps",
+            "sampling_mode",
+            "lm_finetune_epochs",
+            "lm_extend_vocabulary",
+            "lr_schedule",
+            "discriminative_decay",
+            "gradual_unfreezing",
+        ),
+        "training",
+    ),
+    **dict.fromkeys(
+        (
+            "prompt",
+            "method",
+            "gen_length",
+            "temperature",
+            "top_k",
+            "top_p",
+            "beam_size",
+            "length_normalization",
+            "max_decode_length",
+            "max_length_ratio",
+            "readout_dtype",
+            "n_best",
+            "replace_unk",
+        ),
+        "decoding",
+    ),
+    **dict.fromkeys(
+        (
+            "output_dir",
+            "seed",
+            "tensorboard",
+            "strategy",
+            "mirrored_cpus",
+            "verbose",
+            "heatmaps",
+        ),
+        "run",
+    ),
+}
+
+
+def group_of(key, option):
+    """The ``--help`` group of an option: its own `group`, else `GROUP_OF`'s for its
+    name, else "model"."""
+    group = option.group if isinstance(option, Option) else None
+    return group or GROUP_OF.get(key, "model")
+
+
+def retuned(table, changes):
+    """`table` (an option group) with the recipe's `changes`: a plain value replaces an
+    option's default (its help stays), an `Option` replaces the option. A name that is
+    not in the group is a TypeError (a typo must not add an option)."""
+    unknown = sorted(set(changes) - set(table))
+    if unknown:
+        raise TypeError(f"{unknown} not in the option group {sorted(table)}")
+    return {
+        key: (
+            changes[key]
+            if isinstance(changes.get(key), Option)
+            else option._replace(default=changes[key])
+            if key in changes
+            else option
+        )
+        for key, option in table.items()
+    }
+
+
+def with_defaults(options, defaults):
+    """An options table whose defaults are `defaults` where it names them (e.g. a
+    command with its own tuned defaults, as the translator's demo): what its ``--help``
+    shows."""
+    return {
+        key: option._replace(default=defaults[key]) if key in defaults else option
+        for key, option in options.items()
+    }
+
+
+# The training group every recipe takes: `training_options` gives it with a recipe's
+# own defaults.
+_TRAINING = {
     "batch_size": Option(32, "examples per training batch (the global batch, over all replicas)"),
     "epochs": Option(10, "epochs to train at most (with --continue: the new total)"),
     "learning_rate": Option(1e-3, "the optimizer's learning rate"),
@@ -266,6 +479,24 @@ COMMON_OPTIONS = {
         "with `averaging: ema`: m, the average's momentum; it is the plain mean of the "
         "first 1 / (1 - m) steps, then an EMA over about that many",
     ),
+}
+
+
+def training_options(**changes):
+    """The training group every recipe takes (batch size, epochs, learning rate,
+    clipping, early stopping, time budget, weight averaging), with the recipe's
+    `changes` (`retuned`: ``training_options(epochs=20)``)."""
+    return retuned(_TRAINING, changes)
+
+
+COMMON_OPTIONS = {
+    "output_dir": Option(
+        "runs/model",
+        "folder of the run: config, vocabularies, "
+        "checkpoints, results.json, training_curves.png, backups",
+    ),
+    "seed": Option(1234, "random seed of weights, shuffling, dropout and held-out splits"),
+    **_TRAINING,
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
     "strategy": Option(
         "default",
@@ -471,18 +702,97 @@ CELLS = {
 }
 
 
-def cell_options(default):
-    """The `cell` (with `default`) and `cell_options` options of a recipe."""
-    return {
-        "cell": Option(
-            default,
-            "the recurrent cell: lstm, gru, simple (Elman), or the "
-            "layer-normalised LSTM / Elman cell",
-            tuple(CELLS),
-        ),
-        "cell_options": Option(
-            {},
-            "extra arguments of the cell's constructor, e.g. "
-            "{recurrent_dropout: 0.1} or {peephole: true}",
+def _noted(option, note):
+    return option._replace(help=f"{option.help}; {note}") if note else option
+
+
+def _group(options, notes):
+    """The options that are not None, each help with the recipe's note on it."""
+    notes = notes or {}
+    unknown = sorted(set(notes) - {k for k, v in options.items() if v is not None})
+    if unknown:
+        raise TypeError(f"notes on {unknown}, which are not in the group")
+    return {k: _noted(v, notes.get(k)) for k, v in options.items() if v is not None}
+
+
+def cell_options(default, units=None, num_layers=None, bidirectional=None, notes=None):
+    """The recurrent layers' options: `cell` (with `default`) and `cell_options`, and,
+    where given (not None), the defaults of `units`, `num_layers` and `bidirectional`;
+    `notes` (``{name: text}``) adds what an option means in the recipe to its help."""
+    return _group(
+        {
+            "cell": Option(
+                default,
+                "the recurrent cell: lstm, gru, simple (Elman), or the "
+                "layer-normalised LSTM / Elman cell",
+                tuple(CELLS),
+            ),
+            "cell_options": Option(
+                {},
+                "extra arguments of the cell's constructor, e.g. "
+                "{recurrent_dropout: 0.1} or {peephole: true}",
+            ),
+            "units": None if units is None else Option(units, "cell units per layer"),
+            "num_layers": None
+            if num_layers is None
+            else Option(num_layers, "stacked recurrent layers"),
+            "bidirectional": None
+            if bidirectional is None
+            else Option(bidirectional, "read the text in both directions"),
+        },
+        notes,
+    )
+
+
+def vocabulary_options(
+    max_vocab, embedding_dim, lowercase=None, min_freq=1, embedding_dropout=None, notes=None
+):
+    """The vocabulary and embedding options with the recipe's defaults: `lowercase`
+    (None: the recipe has no such option), `max_vocab`, `min_freq`, `embedding_dim` and
+    `embedding_dropout` (None: none); `notes` (``{name: text}``) adds what an option
+    means in the recipe to its help."""
+    return _group(
+        {
+            "lowercase": None
+            if lowercase is None
+            else Option(lowercase, "lower-case the text before tokenising"),
+            "max_vocab": Option(
+                max_vocab, "vocabulary size at most, the 4 special tokens included"
+            ),
+            "min_freq": Option(min_freq, "tokens seen fewer times in training are [UNK]"),
+            "embedding_dim": Option(embedding_dim, "token embedding width"),
+            "embedding_dropout": None
+            if embedding_dropout is None
+            else Option(embedding_dropout, "dropout rate on the token embeddings"),
+        },
+        notes,
+    )
+
+
+LENGTH_NORMALIZATIONS = (None, "average", "gnmt")
+
+
+def decoding_options(beam_size, length_normalization="average", sampling=False, notes=None):
+    """The decoding options with the recipe's defaults: `beam_size`,
+    `length_normalization` and, with `sampling`, `temperature`, `top_k` and `top_p`;
+    `notes` (``{name: text}``) adds what an option means in the recipe to its help."""
+    options = {
+        "beam_size": Option(beam_size, "beam width of beam search"),
+        "length_normalization": Option(
+            length_normalization,
+            "beam search length normalisation: null: none, average: score / length, "
+            "gnmt: Wu et al.'s penalty",
+            LENGTH_NORMALIZATIONS,
         ),
     }
+    if sampling:
+        options.update(
+            temperature=Option(
+                1.0, "sampling: divide the logits by this (< 1 sharper, > 1 flatter)"
+            ),
+            top_k=Option(0, "sampling: only the k most likely tokens; 0: all"),
+            top_p=Option(
+                0.0, "sampling: the smallest set of tokens with this much probability; 0: all"
+            ),
+        )
+    return _group(options, notes)

@@ -6,11 +6,12 @@ import os
 import sys
 from typing import Any, NamedTuple
 
-from recipes.cli import main
+from recipes.cli import main, recipe_parser
 from recipes.config import COMMON_OPTIONS, ConfigError, defaults_of, saved_config
 from recipes.distribute import distribution_strategy, for_worker
 from recipes.files import read_json, run_files, tidy, write_json
 from recipes.training import fit, load_splits, restore_last_epoch, set_seed
+from recipes.usage import EXAMPLES
 
 # `export --format`: kerasrnn.export.bundle.FORMATS, spelled out so that --help needs
 # no Keras import
@@ -83,6 +84,12 @@ class Recipe:
     @property
     def defaults(self):
         return defaults_of(self.options)
+
+    @property
+    def examples(self):
+        """``{command: [arguments, ...]}``: the example commands of its ``--help``
+        (`recipes.usage`)."""
+        return EXAMPLES.get(self.name, {})
 
     @property
     def description(self):
@@ -296,7 +303,10 @@ class Recipe:
             )
 
         def export_arguments(parser):
-            parser.add_argument("--export-dir", help="default: <output_dir>/<format>")
+            parser = parser.group("export")  # the "export options" of its --help
+            parser.add_argument(
+                "--export-dir", metavar="DIR", help="default: <output_dir>/<format>"
+            )
             parser.add_argument(
                 "--format",
                 dest="export_format",
@@ -308,6 +318,7 @@ class Recipe:
             )
             parser.add_argument(
                 "--sequence-length",
+                metavar="INT",
                 type=int,
                 default=64,
                 help="tokens per input in a LiteRT file (fixed shapes; also an ONNX file "
@@ -350,12 +361,25 @@ class Recipe:
         names])}`` (e.g. ``self.options_of(name)`` for one that runs a trained model)."""
         return {}
 
-    def main(self, argv=None):
-        """The recipe's command line; returns the exit status."""
-        return main(
-            sys.argv[1:] if argv is None else argv,
-            f"recipes.{self.name}",
+    def parser(self, prog=None):
+        """The recipe's whole command-line parser (every command, option and example;
+        `prog`: default ``recipes.NAME``): builds it, runs nothing."""
+        return recipe_parser(
+            prog or f"recipes.{self.name}",
             self.description,
             self.options,
             self.commands(),
+            self.examples,
+        )
+
+    def main(self, argv=None, prog=None):
+        """The recipe's command line (`prog`: how it is called, default
+        ``recipes.NAME``); returns the exit status."""
+        return main(
+            sys.argv[1:] if argv is None else argv,
+            prog or f"recipes.{self.name}",
+            self.description,
+            self.options,
+            self.commands(),
+            self.examples,
         )

@@ -113,7 +113,8 @@ OPTIONS = common.data_options(
         "ScalarMix, join the word features; empty: none",
     ),
     contextual_lm_trainable=Option(
-        False, "fine-tune the biLM with the tagger (default: frozen; the mix is learned either way)"
+        False,
+        "fine-tune the biLM with the tagger (else it stays frozen; the mix is learned either way)",
     ),
     bucket_boundaries=Option(
         [10, 20, 30, 50],

@@ -87,7 +87,7 @@ OPTIONS = common.data_options(
     dropout=Option(
         0.2, "dropout rate on embeddings, between encoder layers and before the output layer"
     ),
-    label_smoothing=Option(0.0, "label smoothing of the token cross-entropy, in [0, 1)"),
+    label_smoothing=Option(0.0, "label smoothing of the token cross-entropy"),
     scheduled_sampling=Option(
         "off",
         "scheduled sampling: the probability p of feeding "
@@ -695,9 +695,11 @@ class TranslatorRecipe(common.Recipe):
                 self.options_of("heatmap"),
             ),
             "demo": (
-                "the self-contained demo: dates written many ways -> ISO dates",
+                "the self-contained demo: dates written many ways -> ISO dates (the "
+                "defaults below are the demo's; with --data, train's)",
                 _demo_arguments,
                 _run_demo,
+                common.with_defaults(OPTIONS, DEMO_DEFAULTS),
             ),
         }
 
@@ -737,10 +739,18 @@ def _demo_arguments(parser):
         help="train on these parallel files instead of generated dates",
     )
     parser.add_argument(
-        "--examples", type=int, default=30000, help="generated date pairs (train + valid + test)"
+        "--examples",
+        type=int,
+        default=30000,
+        metavar="INT",
+        help="generated date pairs (train + valid + test; default: 30000)",
     )
     parser.add_argument(
-        "--test-examples", type=int, default=1000, help="held-out pairs for the final scores"
+        "--test-examples",
+        type=int,
+        default=1000,
+        metavar="INT",
+        help="held-out pairs for the final scores (default: 1000)",
     )
 
 

@@ -1,10 +1,12 @@
 """The recipes' shared command line and training flow (recipes.common.Recipe): option
-help and choices from one table, the docs generated from it, --version, JSON on stdout,
-rounded results, train --continue and the training curves."""
+help and choices from one table, --help grouped with choices, switches and examples,
+the docs generated from it, --version, JSON on stdout, rounded results, train
+--continue and the training curves."""
 
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -12,7 +14,16 @@ import keras
 import numpy as np
 import pytest
 
-from recipes import classifier, cli_docs, common
+from recipes import (
+    classifier,
+    cli_docs,
+    common,
+    config,
+    language_model,
+    pair_classifier,
+    tagger,
+    translator,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
@@ -46,18 +57,201 @@ def test_every_option_has_help_and_sane_choices():
         assert module.DEFAULTS == common.defaults_of(recipe.options)
 
 
-def test_help_shows_what_an_option_does_its_values_and_default(capsys):
+def _help(recipe, *args):
+    """The ``--help`` text of `recipe`'s command line `args`."""
     with pytest.raises(SystemExit) as exit_:
-        classifier.main(["train", "--help"])
+        recipe.main([*args, "--help"])
     assert exit_.value.code == 0
-    out = " ".join(capsys.readouterr().out.split())
+    return exit_
+
+
+def _help_text(capsys, recipe, *args):
+    _help(recipe, *args)
+    return capsys.readouterr().out
+
+
+def test_help_shows_what_an_option_does_its_choices_and_default(capsys):
+    out = " ".join(_help_text(capsys, classifier, "train").split())
+    # The choices are the flag's value, not prose after it; the default ends the text.
     assert (
-        "--pooling STR sentence vector: the last states, or the mean or max of the "
-        "unmasked states of the last layer, or concat: [last ; max ; mean] of them "
-        "(ULMFiT's concat pooling, for one direction); one of last, mean, max, concat "
-        "(default: last)"
+        "--pooling {last,mean,max,concat} sentence vector: the last states, or the mean or "
+        "max of the unmasked states of the last layer, or concat: [last ; max ; mean] of "
+        "them (ULMFiT's concat pooling, for one direction) (default: last)"
     ) in out
     assert "--continue" in out
+    assert "--cell {lstm,gru,simple,layer_norm_lstm,layer_norm_simple}" in out
+    assert "--length-normalization {null,average,gnmt}" in " ".join(
+        _help_text(capsys, language_model, "train").split()
+    )
+    # The range once, in short, beside the default; no "STR" and no "one of" prose.
+    assert (
+        "--dropout FLOAT dropout rate between recurrent layers and before the output "
+        "(in [0, 1); default: 0.5)" in out
+    )
+    assert (
+        "--epochs INT epochs to train at most (with --continue: the new total) "
+        "(>= 1; default: 10)" in out
+    )
+    assert " STR " not in out and "; one of " not in out
+
+
+def _entries(help_text):
+    """``{flag: its help, one line}`` of the options of a ``--help`` text."""
+    entries, flag = {}, None
+    for line in help_text.splitlines():
+        match = re.match(r"  (--[a-z0-9-]+)", line)
+        if match:
+            flag = match.group(1)
+            entries[flag] = line
+        elif flag and line.startswith("      "):
+            entries[flag] += line
+        else:
+            flag = None
+    return {k: " ".join(v.split()) for k, v in entries.items()}
+
+
+def test_no_wrong_or_doubled_range_text_in_help(capsys):
+    tagger_help = _entries(_help_text(capsys, tagger, "train"))
+    # 0 is the first column, not "off or all".
+    assert tagger_help["--token-column"] == (
+        "--token-column INT column files: the token's column (>= 0; default: 0)"
+    )
+    translator_help = _entries(_help_text(capsys, translator, "train"))
+    assert translator_help["--label-smoothing"] == (
+        "--label-smoothing FLOAT label smoothing of the token cross-entropy "
+        "(in [0, 1); default: 0.0)"
+    )
+    for recipe in (classifier, tagger, language_model, translator, pair_classifier):
+        for flag, text in _entries(_help_text(capsys, recipe, "train")).items():
+            assert "off or all" not in text, flag
+            for interval in ("[0, 1)", "[0, 1]", ">= 0", ">= 1", "> 0"):
+                assert text.count(f"{interval};") + text.count(f", {interval}") <= 1, flag
+            assert text.count("default:") <= 1, flag
+
+
+def test_train_help_is_grouped_data_model_training_decoding_run(capsys):
+    expected = {
+        classifier: ["data", "model", "training", "run"],
+        tagger: ["data", "model", "training", "run"],
+        language_model: ["data", "model", "training", "decoding", "run"],
+        translator: ["data", "model", "training", "decoding", "run"],
+        pair_classifier: ["data", "model", "training", "run"],
+    }
+    for recipe, groups in expected.items():
+        out = _help_text(capsys, recipe, "train")
+        headings = [
+            line[: -len(" options:")]
+            for line in out.splitlines()
+            if line.endswith(" options:") and not line.startswith(" ")
+        ]
+        assert headings == groups, (recipe.__name__, headings)
+        sections = _sections(out)
+        # Each option is listed in its group.
+        assert "--train" in sections.get("data", "") or "--train-file" in sections["data"]
+        assert "--cell {" in sections["model"] and "--learning-rate" in sections["training"]
+        assert "--output-dir" in sections["run"] and "--seed" in sections["run"]
+    export = _sections(_help_text(capsys, translator, "export"))
+    assert "--format {saved_model,onnx,litert}" in export["export"]
+    assert "--quantization" in export["export"] and "--beam-size" in export["decoding"]
+
+
+def _sections(text):
+    """``{group: its lines}`` of a ``--help`` text."""
+    sections, name = {}, None
+    for line in text.splitlines():
+        if line.endswith(" options:") and not line.startswith(" "):
+            name = line[: -len(" options:")]
+            sections[name] = ""
+        elif line and not line.startswith(" "):
+            name = None
+        elif name:
+            sections[name] += line + "\n"
+    return sections
+
+
+def test_every_option_of_every_recipe_has_a_help_group():
+    for recipe in _recipes():
+        for key, option in recipe.options.items():
+            assert option.group in common.GROUPS or key in config.GROUP_OF, (recipe.name, key)
+        assert common.group_of("lowercase", recipe.options.get("lowercase")) == "data"
+    assert set(config.GROUP_OF.values()) <= set(common.GROUPS)
+
+
+def test_booleans_are_switches_and_configs_still_take_true_false(capsys, tmp_path):
+    out = " ".join(_help_text(capsys, tagger, "train").split())
+    assert "--crf, --no-crf a linear-chain CRF output layer" in out
+    parser = tagger.RECIPE.parser()
+
+    def crf(*args):
+        return vars(parser.parse_args(["train", *args])).get("opt_crf")
+
+    assert crf("--crf") is True and crf("--no-crf") is False and crf() is None
+    # The old form, as a config file writes it, still works.
+    assert crf("--crf", "true") is True and crf("--crf", "false") is False
+    assert crf("--crf=no") is False and crf("--crf", "Yes", "--epochs", "2") is True
+    # Anything else is a one-line error that names the new form.
+    err = _error(capsys, tagger, "train", "--crf", "maybe")
+    assert "argument --crf: a switch takes no value: --crf or --no-crf" in err
+    # A config file takes true/false and the flag wins over it.
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text("crf: true\nlowercase: false\n")
+    config = common.load_config(tagger.OPTIONS, config_file, {"lowercase": True})
+    assert config["crf"] is True and config["lowercase"] is True
+    # A switch beside a positional input leaves the input alone.
+    args = translator.RECIPE.parser().parse_args(["translate", "--replace-unk", "ein Haus ."])
+    assert args.opt_replace_unk is True and args.texts == ["ein Haus ."]
+
+
+def _error(capsys, recipe, *args):
+    with pytest.raises(SystemExit) as exit_:
+        recipe.main(list(args))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_every_command_has_two_examples_that_its_own_parser_takes(capsys):
+    for recipe in _recipes():
+        parser = recipe.parser()
+        commands = recipe.commands()
+        assert set(recipe.examples) == set(commands), recipe.name
+        for command, examples in recipe.examples.items():
+            assert len(examples) == 2, (recipe.name, command)
+            for example in examples:
+                args = parser.parse_args([command, *shlex.split(example)])
+                assert args.command == command
+            out = _help_text(capsys, recipe, command)
+            epilog = out[out.index("\nexamples:\n") :]
+            typed = epilog.replace(" \\\n      ", " ")  # the continuation lines joined
+            for example in examples:
+                assert f"python -m recipes.{recipe.name} {command} {example}".rstrip() in typed
+
+
+def _default_shown(help_text, key):
+    """The default that ``--help`` shows for option `key`."""
+    after = re.split(rf"\n  --{key.replace('_', '-')}\b", help_text, maxsplit=1)[1]
+    return re.search(r"default: (.*?)\)", " ".join(after.split())).group(1)
+
+
+def test_the_demo_shows_its_own_defaults(capsys):
+    demo = _help_text(capsys, translator, "demo")
+    train = _help_text(capsys, translator, "train")
+    for key, value in translator.DEMO_DEFAULTS.items():
+        shown = json.dumps(value) if isinstance(value, (bool, list)) else str(value)
+        assert _default_shown(demo, key) == shown, key
+    assert _default_shown(demo, "output_dir") == "runs/translator-demo"
+    assert (_default_shown(demo, "epochs"), _default_shown(demo, "beam_size")) == ("3", "4")
+    assert _default_shown(train, "output_dir") == "runs/translator"
+    assert (_default_shown(train, "epochs"), _default_shown(train, "beam_size")) == ("10", "5")
+    # What the demo runs with: the defaults its help shows.
+    assert {k: v for k, v in translator.DEMO_DEFAULTS.items()} == {
+        k: v
+        for k, v in common.defaults_of(
+            common.with_defaults(translator.OPTIONS, translator.DEMO_DEFAULTS)
+        ).items()
+        if k in translator.DEMO_DEFAULTS
+    }
 
 
 def test_docs_list_every_option_of_every_recipe():
@@ -68,8 +262,11 @@ def test_docs_list_every_option_of_every_recipe():
     for recipe in _recipes():
         for key in recipe.options:
             flag = "--" + key.replace("_", "-")
-            rows = [line for line in page.splitlines() if line.startswith(f"| `{flag}` |")]
+            rows = [line for line in page.splitlines() if line.startswith(f"| `{flag}` ")]
             assert rows, (recipe.name, flag)
+    # Grouped as --help groups them; a switch shows both spellings.
+    assert "#### tagger: training options" in page
+    assert "| `--crf` / `--no-crf` |" in page
 
 
 def test_unknown_choices_are_rejected_at_parse_time_with_the_allowed_list(capsys, tmp_path):

@@ -1,6 +1,8 @@
-"""Command-line mistakes (issue 31): each is one line on stderr naming the option, the
+"""Command-line mistakes: each is one line on stderr naming the option, the
 value and what it must be, exit status 2, with no TensorFlow start-up lines before it in
-a fresh process; flags are never abbreviated; a command lists only its own options."""
+a fresh process; flags are never abbreviated; a command lists only its own options; the
+``kerasrnn`` command (``python -m recipes``) dispatches to the recipes and names an
+unknown one."""
 
 import os
 import subprocess
@@ -61,7 +63,7 @@ def test_help_in_a_fresh_process_has_no_tensorflow_lines():
 
 def _error(capsys, recipe, *args):
     with pytest.raises(SystemExit) as exit_:
-        recipe.main(list(args))
+        recipe.main(list(args))  # (a recipe module, or recipes.console)
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
@@ -146,3 +148,76 @@ def test_commands_on_a_trained_run_list_only_their_own_options(capsys):
     # A training option given to predict is an error, not silently ignored.
     err = _error(capsys, tagger, "predict", "--units", "8", "a b")
     assert "unrecognized arguments: --units " in err
+
+
+def test_the_kerasrnn_command_runs_each_recipe_as_python_m_does(capsys, tmp_path):
+    import tomllib
+
+    from recipes import console
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        scripts = tomllib.load(f)["project"]["scripts"]
+    assert scripts["kerasrnn"] == "recipes.console:console"
+    # `kerasrnn --help` lists the five recipes with what each is.
+    with pytest.raises(SystemExit) as exit_:
+        console.main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for name in cli_docs_names():
+        assert f"\n  {name} " in out, name
+    assert "Sequence tagging (POS, NER, chunking)" in out
+    # `kerasrnn RECIPE COMMAND ...` is the recipe's own command line under its name.
+    with pytest.raises(SystemExit) as exit_:
+        console.main(["translator", "train", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: kerasrnn translator train")
+    assert "\n  kerasrnn translator train --train '[train.de, train.en]'" in out
+    err = _error(capsys, console, "classifier", "train", "--dropout", "1.5")
+    assert err.startswith("kerasrnn classifier train: error: argument --dropout: must be")
+    assert console.main(["language-model", "generate", "--output-dir", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.startswith("kerasrnn language_model generate: error: ")
+    parser = console.recipe_parser("tagger")
+    assert parser.parse_args(["train", "--crf"]).opt_crf is True
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["translater", "train"], "kerasrnn: error: unknown recipe 'translater': choose from "),
+        ([], "kerasrnn: error: a recipe is needed: classifier, tagger, "),
+        (["--epochs", "3"], "kerasrnn: error: unrecognized arguments: --epochs"),
+    ],
+)
+def test_the_kerasrnn_command_names_an_unknown_recipe_in_one_line(capsys, args, expected):
+    from recipes import console
+
+    try:
+        code = console.main(args)
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(expected), err
+
+
+def test_python_m_recipes_in_a_fresh_process():
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = REPO
+    done = subprocess.run(
+        [sys.executable, "-m", "recipes", "tagger", "train", "--crf", "maybe"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "python -m recipes tagger train: error: argument --crf: a switch takes no value: "
+        "--crf or --no-crf (or --crf true / false), got 'maybe' (see --help)\n"
+    )
+
+
+def cli_docs_names():
+    return [recipe.name for recipe in cli_docs.recipes()]
