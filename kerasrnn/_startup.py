@@ -1,5 +1,5 @@
 """Quiet start-up of the package's command lines (``python -m recipes.X``,
-``python -m kerasrnn.X``).
+``python -m kerasrnn.X``, the ``kerasrnn`` console script).
 
 TensorFlow prints its C++ start-up lines (CPU features, CUDA probing, absl's "All log
 messages before absl::InitializeLog()"; some through absl's C++ logging, which
@@ -17,15 +17,20 @@ import os
 import sys
 import tempfile
 
+# The console scripts of pyproject.toml and the module each runs as ``python -m``.
+CONSOLE_SCRIPTS = {"kerasrnn": "recipes"}
+
 
 def command_line_module():
-    """The module run by ``python -m MODULE`` in this process, else None."""
+    """The module run by ``python -m MODULE`` in this process (for a console script of
+    this package, ``kerasrnn``: the module it stands for), else None."""
     argv = list(getattr(sys, "orig_argv", ()))
     if "-m" in argv[1:]:
         index = argv.index("-m", 1)
         if index + 1 < len(argv):
             return argv[index + 1]
-    return None
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return CONSOLE_SCRIPTS.get(os.path.splitext(script)[0])
 
 
 def is_own_command_line(packages=("recipes", "kerasrnn")):
@@ -71,7 +76,7 @@ def quiet_command_line():
     if not is_own_command_line() or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
         return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    import_tensorflow = command_line_module().startswith("recipes.")
+    import_tensorflow = command_line_module().split(".")[0] == "recipes"
     with native_stderr_silenced():
         import keras
 

@@ -201,11 +201,26 @@ def test_the_kerasrnn_command_names_an_unknown_recipe_in_one_line(capsys, args, 
     assert err.count("\n") == 1 and err.startswith(expected), err
 
 
-def test_python_m_recipes_in_a_fresh_process():
+@pytest.mark.parametrize(
+    "command, prog",
+    [
+        (["-m", "recipes"], "python -m recipes"),
+        # What the installed console script runs (its argv[0] is the script's path).
+        (
+            [
+                "-c",
+                "import sys; sys.argv[0] = '/venv/bin/kerasrnn'; "
+                "from recipes.console import console; console()",
+            ],
+            "kerasrnn",
+        ),
+    ],
+)
+def test_the_kerasrnn_command_in_a_fresh_process_is_quiet(command, prog):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = REPO
     done = subprocess.run(
-        [sys.executable, "-m", "recipes", "tagger", "train", "--crf", "maybe"],
+        [sys.executable, *command, "tagger", "train", "--crf", "maybe"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -213,8 +228,8 @@ def test_python_m_recipes_in_a_fresh_process():
         timeout=300,
     )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == (
-        "python -m recipes tagger train: error: argument --crf: a switch takes no value: "
+    assert done.stderr == (  # no TensorFlow start-up lines before it
+        f"{prog} tagger train: error: argument --crf: a switch takes no value: "
         "--crf or --no-crf (or --crf true / false), got 'maybe' (see --help)\n"
     )
 
