@@ -118,7 +118,7 @@ def tagger_task(run_dir, length, width, count):
 
 def classifier_task(run_dir, length, width, count):
     from recipes import classifier
-    from recipes.config import saved_config
+    from recipes.files import saved_config
 
     serving.import_schedules()
     config = saved_config(classifier.DEFAULTS, run_dir)

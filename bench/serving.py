@@ -351,7 +351,7 @@ def import_schedules():
 def tagger_run(run_dir):
     """``(config, trained Tagger, splits)`` of the tagger run in `run_dir`."""
     from recipes import tagger
-    from recipes.config import saved_config
+    from recipes.files import saved_config
 
     import_schedules()
     config = saved_config(tagger.DEFAULTS, run_dir)
@@ -386,7 +386,7 @@ def load_serving_inputs(kind, run_dir, length, width, count):
     tokens (the tagger's: words of at most `width` characters), padded to `length`
     (and `width`): a tuple of arrays in the model's input order."""
     from recipes import classifier
-    from recipes.config import saved_config
+    from recipes.files import saved_config
 
     import_schedules()
     if kind == "classifier":
@@ -469,7 +469,7 @@ def translator_runner(trained, runtime, folder, quantization=None):
 def translator_run(run_dir):
     """``(config, trained Translator)`` of the translator run in `run_dir`."""
     from recipes import translator
-    from recipes.config import saved_config
+    from recipes.files import saved_config
 
     import_schedules()
     config = saved_config(translator.DEFAULTS, run_dir)

@@ -47,7 +47,6 @@ from recipes.config import (
     group_of,
     load_config,
     retuned,
-    saved_config,
     training_options,
     vocabulary_options,
     with_defaults,
@@ -60,6 +59,7 @@ from recipes.files import (
     read_json,
     run_files,
     save_model,
+    saved_config,
     tidy,
     write_json,
 )

@@ -682,17 +682,6 @@ def load_config(defaults, path=None, overrides=None):
     return config
 
 
-def saved_config(defaults, output_dir, overrides=None):
-    """The config a `train` run stored in `output_dir`, with `overrides` on top (used by
-    evaluate / predict / export, which must rebuild exactly the trained pipeline)."""
-    from recipes.files import read_json
-
-    stored = read_json(os.path.join(output_dir, "config.json"))
-    stored.update(overrides or {})
-    stored["output_dir"] = output_dir
-    return load_config(defaults, overrides=stored)
-
-
 CELLS = {
     "lstm": "LSTMCell",
     "gru": "GRUCell",

@@ -6,7 +6,7 @@ import json
 import math
 import os
 
-from recipes.config import RecipeError
+from recipes.config import RecipeError, load_config
 
 
 def tidy(value, digits=8):
@@ -50,6 +50,15 @@ def read_json(path):
         raise FileNotFoundError(f"not found: {path} (did `train` run with this output_dir?)")
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def saved_config(defaults, output_dir, overrides=None):
+    """The config a `train` run stored in `output_dir`, with `overrides` on top (used by
+    evaluate / predict / export, which must rebuild exactly the trained pipeline)."""
+    stored = read_json(os.path.join(output_dir, "config.json"))
+    stored.update(overrides or {})
+    stored["output_dir"] = output_dir
+    return load_config(defaults, overrides=stored)
 
 
 def save_model(model, path):

@@ -20,10 +20,10 @@ from keras import ops, tree
 
 from kerasrnn._private import DropoutRNNCell, backend_rnn
 from kerasrnn.attention.layers import Attention, AttentionMemory
+from kerasrnn.cells import bridge as bridges
 from kerasrnn.cells import projection as projection_lib
 from kerasrnn.cells import step_order as step_order_lib
-from kerasrnn.cells.base import ForwardsDropoutMasks
-from kerasrnn.layers import bridge as bridges
+from kerasrnn.dropout_masks import ForwardsDropoutMasks
 
 
 def _deserialize(obj):

@@ -6,6 +6,8 @@ A cell here is an ordinary Keras layer obeying Keras' cell contract (`state_size
 `Bidirectional` take it unchanged.
 """
 
+import functools
+
 import keras
 from keras import ops
 
@@ -13,39 +15,24 @@ from kerasrnn._private import DropoutRNNCell
 from kerasrnn.validation import check_int, check_rate, is_number
 
 
+@functools.cache
+def config_keys(cell_class):
+    """The options of `cell_class` (a `RecurrentCell` or a subclass), in the order of
+    its config: the keys of ``cell_class(1).get_config()``, Keras' own (name,
+    trainable, dtype) included. The one list of a cell's options that the code reading
+    them (the fused-kernel test of `kerasrnn.RNN`, the TF Addons converter) derives
+    its own from, so an option added to the cell reaches both.
+
+    >>> from kerasrnn.cells.base import config_keys
+    >>> config_keys(RecurrentCell)[3:6]
+    ('units', 'activation', 'recurrent_activation')
+    """
+    return tuple(cell_class(1).get_config())
+
+
 def check_units(units):
     """`units` must be a positive integer; anything else is named in the error."""
     return check_int("units", units)
-
-
-class ForwardsDropoutMasks(DropoutRNNCell):
-    """Dropout masks for a cell that wraps another (`self.cell`): `keras.layers.RNN` asks
-    the outermost cell for its masks once before the time loop and resets them after; a
-    wrapper hands both on, so the wrapped cell's masks stay fixed across time steps.
-
-    Subclasses override `_wrapped_step_input` where the wrapped cell reads another input
-    than the wrapper's (an attention cell feeds the context beside it)."""
-
-    def _wrapped_step_input(self, step_input):
-        return step_input
-
-    def get_dropout_mask(self, step_input):
-        if isinstance(self.cell, DropoutRNNCell):
-            return self.cell.get_dropout_mask(self._wrapped_step_input(step_input))
-        return None
-
-    def get_recurrent_dropout_mask(self, step_input):
-        if isinstance(self.cell, DropoutRNNCell):
-            return self.cell.get_recurrent_dropout_mask(step_input)
-        return None
-
-    def reset_dropout_mask(self):
-        if isinstance(self.cell, DropoutRNNCell):
-            self.cell.reset_dropout_mask()
-
-    def reset_recurrent_dropout_mask(self):
-        if isinstance(self.cell, DropoutRNNCell):
-            self.cell.reset_recurrent_dropout_mask()
 
 
 class RecurrentCell(DropoutRNNCell, keras.layers.Layer):

@@ -13,7 +13,7 @@ import contextlib
 import keras
 from keras import ops
 
-from kerasrnn.cells.base import ForwardsDropoutMasks
+from kerasrnn.dropout_masks import ForwardsDropoutMasks
 from kerasrnn.validation import check_number, check_rate
 
 
