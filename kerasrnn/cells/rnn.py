@@ -12,48 +12,32 @@ from kerasrnn._private import (
     tensorflow_graph_in_xla_context,
     tensorflow_records_gradient,
 )
-from kerasrnn.cells.base import RecurrentCell
+from kerasrnn.cells.base import RecurrentCell, config_keys
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.lstm import LSTMCell
 from kerasrnn.cells.lstm_sequence import lstm_sequence
 
 # The config entries of LSTMCell / GRUCell that the fused kernels reproduce whatever their
-# value (initializers, regularizers and constraints act on the variables, not the step;
-# forget_bias and chrono_init only choose the bias initializer; a learned h_0 / c_0 enters
-# the loop as its initial state, like any other).
-# Any other option (peepholes, coupling, recurrent dropout, an option added later) must be
-# at its "off" value for the fast path; the checks in `fused_kind` name the known ones.
-_NEUTRAL_OPTIONS = {
-    "name",
-    "trainable",
-    "dtype",
-    "units",
-    "use_bias",
-    "kernel_initializer",
-    "recurrent_initializer",
-    "bias_initializer",
-    "kernel_regularizer",
-    "recurrent_regularizer",
-    "bias_regularizer",
-    "kernel_constraint",
-    "recurrent_constraint",
-    "bias_constraint",
-    "dropout",
-    "seed",
+# value: every option of the base cell (initializers, regularizers and constraints act on
+# the variables, not the step; input dropout is applied to the whole sequence first; a
+# learned h_0 / c_0 enters the loop as its initial state; the activations and recurrent
+# dropout are checked in `fused_kind`), plus these of LSTMCell / GRUCell (the first four
+# only choose the bias initializer, the others are checked in `fused_kind`).
+# Any other option (an option added later) must be at its "off" value for the fast path.
+_LSTM_GRU_OPTIONS = {
     "unit_forget_bias",
     "peephole_initializer",
+    "forget_bias",
+    "chrono_init",
     "reset_after",
-    "activation",
-    "recurrent_activation",
     "forget_gate",
     "peephole",
     "coupled",
-    "recurrent_dropout",
-    "forget_bias",
-    "chrono_init",
-    "learn_initial_state",
-    "initial_state_initializer",
 }
+
+
+def _neutral_options():
+    return set(config_keys(RecurrentCell)) | _LSTM_GRU_OPTIONS
 
 
 def fused_kind(cell):
@@ -80,7 +64,7 @@ def fused_kind(cell):
     if cell.recurrent_activation is not keras.activations.sigmoid:
         return None
     for key, value in cell.get_config().items():
-        if key not in _NEUTRAL_OPTIONS and value not in (None, False, 0, 0.0):
+        if key not in _neutral_options() and value not in (None, False, 0, 0.0):
             return None  # an option this module does not know is switched on
     return kind
 

@@ -34,6 +34,7 @@ import keras
 import numpy as np
 
 from kerasrnn.cells.attentive import AttentionCell
+from kerasrnn.cells.base import RecurrentCell, config_keys
 from kerasrnn.cells.esn import ESNCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
@@ -265,26 +266,12 @@ def _load_layer(layer, source, key, check_options):
 
 # ---- configurations ----------------------------------------------------------------
 
-_COMMON = (
-    "units",
-    "activation",
-    "recurrent_activation",
-    "use_bias",
-    "kernel_initializer",
-    "recurrent_initializer",
-    "bias_initializer",
-    "kernel_regularizer",
-    "recurrent_regularizer",
-    "bias_regularizer",
-    "kernel_constraint",
-    "recurrent_constraint",
-    "bias_constraint",
-    "dropout",
-    "recurrent_dropout",
-    "name",
-    "trainable",
-    "dtype",
-)
+
+def _common():
+    """The options every kerasrnn cell shares with TF Addons' (dropout, initializers,
+    regularizers, constraints ...), read from the base cell's config; TFA's configs lack
+    the ones only kerasrnn has (a learned initial state), so picking those picks nothing."""
+    return config_keys(RecurrentCell)
 
 
 def cell_from_tfa_config(class_name, config):
@@ -314,7 +301,7 @@ def cell_from_tfa_config(class_name, config):
     if name == "LayerNormLSTMCell":
         keep = _pick(
             config,
-            _COMMON
+            _common()
             + (
                 "unit_forget_bias",
                 "norm_gamma_initializer",
@@ -330,14 +317,14 @@ def cell_from_tfa_config(class_name, config):
                     f"`config`: {unsupported} is not supported by kerasrnn's "
                     f"LayerNormSimpleRNNCell; got {config[unsupported]!r}."
                 )
-        keep = _pick(config, _COMMON)
+        keep = _pick(config, _common())
         keep["norm_epsilon"] = config.get("layernorm_epsilon", 1e-5)
         if "gamma_initializer" in config:
             keep["norm_gamma_initializer"] = config["gamma_initializer"]
         keep.pop("recurrent_activation", None)
         return LayerNormSimpleRNNCell(bias_after_norm=True, **keep)
     if name == "PeepholeLSTMCell":
-        keep = _pick(config, _COMMON + ("unit_forget_bias",))
+        keep = _pick(config, _common() + ("unit_forget_bias",))
         # TFA drew the peephole vectors with the kernel's initializer
         keep["peephole_initializer"] = config.get("kernel_initializer", "glorot_uniform")
         return LSTMCell(peephole=True, **keep)

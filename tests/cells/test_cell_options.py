@@ -179,3 +179,61 @@ def test_bad_options():
         kerasrnn.GRUCell(U, use_bias=False, forget_bias=1.0)
     with pytest.raises(ValueError, match="a number"):
         kerasrnn.LSTMCell(U, forget_bias="big")
+
+
+# ---- the cell's options, one list (`config_keys`) ------------------------------------
+CELLS = [
+    kerasrnn.SimpleRNNCell,
+    kerasrnn.LSTMCell,
+    kerasrnn.GRUCell,
+    kerasrnn.LayerNormLSTMCell,
+    kerasrnn.LayerNormSimpleRNNCell,
+    kerasrnn.NASCell,
+    kerasrnn.ESNCell,
+]
+
+
+@pytest.mark.parametrize("cls", CELLS, ids=lambda c: c.__name__)
+def test_every_cell_has_the_base_options_and_each_rebuilds_it(cls):
+    from kerasrnn.cells.base import RecurrentCell, config_keys
+
+    keys = config_keys(cls)
+    # (the cells without gates, or with fixed activations, refuse and drop those two)
+    missing = set(config_keys(RecurrentCell)) - set(keys)
+    assert missing <= {"activation", "recurrent_activation"}
+    config = cls(U).get_config()
+    assert tuple(config) == keys
+    # every key is a constructor argument: the config rebuilds the cell
+    assert cls(**config).get_config() == config
+
+
+def test_an_option_added_to_lstm_cell_takes_it_off_the_fused_kernel(monkeypatch):
+    from kerasrnn.cells.rnn import fused_kind
+
+    cell = kerasrnn.LSTMCell(U)
+    assert fused_kind(cell) == "lstm"
+    base_config = kerasrnn.LSTMCell.get_config
+    monkeypatch.setattr(
+        kerasrnn.LSTMCell, "get_config", lambda self: {**base_config(self), "new_option": True}
+    )
+    assert fused_kind(cell) is None
+
+
+def test_tfa_conversion_keeps_every_base_option():
+    from kerasrnn.cells.base import RecurrentCell, config_keys
+    from kerasrnn.compat.tfa import cell_from_tfa_config
+
+    tfa = {
+        "units": U,
+        "dropout": 0.25,
+        "recurrent_dropout": 0.5,
+        "use_bias": False,
+        "kernel_regularizer": keras.regularizers.serialize(keras.regularizers.L2(0.1)),
+        "activation": "relu",
+        "recurrent_activation": "hard_sigmoid",
+    }
+    cell = cell_from_tfa_config("Addons>PeepholeLSTMCell", tfa)
+    config = cell.get_config()
+    assert set(tfa) <= set(config_keys(RecurrentCell))
+    for key, value in tfa.items():
+        assert config[key] == value, key
