@@ -261,12 +261,12 @@ class LanguageModelBackbone(keras.Model):
 
 
 def _cell_template(cell, units):
-    import kerasrnn
+    from kerasrnn import cells  # (not `kerasrnn`, which imports this package)
 
     if isinstance(cell, str):
         if cell not in CELLS:
             raise ValueError(f"`cell` must be one of {sorted(CELLS)} or a cell; got {cell!r}.")
-        return getattr(kerasrnn, CELLS[cell])(units)
+        return getattr(cells, CELLS[cell])(units)
     cell = _deserialize(cell)
     if not hasattr(cell, "state_size") or not hasattr(cell, "get_config"):
         raise ValueError(f"`cell` must be a cell name or an RNN cell; got {cell!r}.")
