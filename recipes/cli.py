@@ -16,17 +16,16 @@ import textwrap
 from collections.abc import Mapping
 
 from recipes.config import (
-    GROUPS,
     ConfigError,
     Option,
     Range,
     RecipeError,
     _convert,
     check_of,
-    group_of,
     load_config,
 )
 from recipes.files import jsonable, tidy
+from recipes.options import GROUPS, group_of
 
 
 def _flag(key):

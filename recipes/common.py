@@ -1,11 +1,12 @@
 """What a recipe module uses, in one namespace (``from recipes import common``): the
 names of the recipe toolkit, each defined in the module of its concern:
 
-* `recipes.config` -- the options tables (`Option`, `COMMON_OPTIONS`) and the option
-  groups the recipes share (`data_options`, `vocabulary_options`, `cell_options`,
-  `training_options`, `decoding_options`; `retuned`, `with_defaults`), the ``--help``
-  groups (`GROUPS`, `group_of`), the ranges of numeric options (`Range`, `CHECKS`) and
-  `load_config` (defaults <- a YAML or JSON file <- flags), `saved_config`;
+* `recipes.config` -- one option (`Option`), the ranges of numeric options (`Range`,
+  `CHECKS`) and `load_config` (defaults <- a YAML or JSON file <- flags);
+* `recipes.options` -- the option tables: the groups the recipes share, each defined
+  once (`COMMON_OPTIONS`, `data_options`, `training_options`, `vocabulary_options`,
+  `cell_options`, `decoding_options`; `retuned`, `with_defaults`), and the ``--help``
+  groups (`GROUPS`, `group_of`);
 * `recipes.files` -- the run folder (`run_files`), results JSON (`tidy`, `write_json`,
   `read_json`), `save_model`, `load_best_model`, `load_vocabulary`;
 * `recipes.distribute` -- `distribution_strategy` (default, mirrored, multi_worker),
@@ -28,28 +29,15 @@ A new recipe: subclass `Recipe`, set `name`, `options` (``data_options(...)`` or
 
 from recipes.cli import Parser, build_parser, main, option_help, options_markdown, version
 from recipes.config import (
-    CELLS,
     CHECKS,
-    COMMON_DEFAULTS,
-    COMMON_OPTIONS,
-    GROUPS,
-    STRATEGIES,
     ConfigError,
     Defaults,
     Option,
     Range,
     RecipeError,
-    cell_options,
     check_of,
-    data_options,
-    decoding_options,
     defaults_of,
-    group_of,
     load_config,
-    retuned,
-    training_options,
-    vocabulary_options,
-    with_defaults,
 )
 from recipes.distribute import distribution_strategy, for_worker
 from recipes.evaluation import check_labels, per_class_scores
@@ -62,6 +50,21 @@ from recipes.files import (
     saved_config,
     tidy,
     write_json,
+)
+from recipes.options import (
+    CELLS,
+    COMMON_DEFAULTS,
+    COMMON_OPTIONS,
+    GROUPS,
+    STRATEGIES,
+    cell_options,
+    data_options,
+    decoding_options,
+    group_of,
+    retuned,
+    training_options,
+    vocabulary_options,
+    with_defaults,
 )
 from recipes.skeleton import Prepared, Recipe
 from recipes.training import (

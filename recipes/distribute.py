@@ -7,7 +7,8 @@ import json
 import os
 
 from kerasrnn._private import in_multi_worker_mode, patch_keras_multi_worker_fit
-from recipes.config import STRATEGIES, ConfigError, RecipeError
+from recipes.config import ConfigError, RecipeError
+from recipes.options import STRATEGIES
 
 
 def distribution_strategy(name="default", mirrored_cpus=2):

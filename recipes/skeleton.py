@@ -7,9 +7,10 @@ import sys
 from typing import Any, NamedTuple
 
 from recipes.cli import main, recipe_parser
-from recipes.config import COMMON_OPTIONS, ConfigError, defaults_of
+from recipes.config import ConfigError, defaults_of
 from recipes.distribute import distribution_strategy, for_worker
 from recipes.files import read_json, run_files, saved_config, tidy, write_json
+from recipes.options import COMMON_OPTIONS
 from recipes.training import fit, load_splits, restore_last_epoch, set_seed
 from recipes.usage import EXAMPLES
 

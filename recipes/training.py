@@ -6,8 +6,9 @@ training curves)."""
 
 import os
 
-from recipes.config import CELLS, ConfigError
+from recipes.config import ConfigError
 from recipes.files import read_json, run_files, write_json
+from recipes.options import CELLS
 
 
 def make_cell(name, units, **options):

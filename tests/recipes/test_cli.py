@@ -18,8 +18,8 @@ from recipes import (
     classifier,
     cli_docs,
     common,
-    config,
     language_model,
+    options,
     pair_classifier,
     tagger,
     translator,
@@ -172,9 +172,9 @@ def _sections(text):
 def test_every_option_of_every_recipe_has_a_help_group():
     for recipe in _recipes():
         for key, option in recipe.options.items():
-            assert option.group in common.GROUPS or key in config.GROUP_OF, (recipe.name, key)
+            assert option.group in common.GROUPS or key in options.GROUP_OF, (recipe.name, key)
         assert common.group_of("lowercase", recipe.options.get("lowercase")) == "data"
-    assert set(config.GROUP_OF.values()) <= set(common.GROUPS)
+    assert set(options.GROUP_OF.values()) <= set(common.GROUPS)
 
 
 def test_booleans_are_switches_and_configs_still_take_true_false(capsys, tmp_path):

@@ -1,0 +1,327 @@
+"""The option tables of the recipes: the groups of options they share, each defined
+once (`COMMON_OPTIONS`, `data_options`, `training_options`, `vocabulary_options`,
+`cell_options`, `decoding_options`; `retuned` gives a group with a recipe's own
+defaults, `with_defaults` a table with a command's), and the ``--help`` group of every
+option (`GROUPS`, `group_of`). Imports neither TensorFlow nor Keras."""
+
+from recipes.config import Option, defaults_of
+
+STRATEGIES = ("default", "mirrored", "multi_worker")
+
+# The ``--help`` groups, in the order ``--help`` lists them, with what each holds.
+GROUPS = {
+    "data": "where the examples are and how they become tokens",
+    "model": "the network: its layers, sizes and regularisers",
+    "training": "the optimizer, its schedule, early stopping and averaging",
+    "decoding": "how a trained model generates its outputs",
+    "export": "the exported model",
+    "run": "the run folder, seed, devices and logging",
+}
+
+# The group of every option the recipes have, by name (an `Option` may give its own
+# `group` instead; an option in neither is a "model" option). tests/recipes/test_cli.py
+# checks that every option of every recipe has one here or its own.
+GROUP_OF = {
+    **dict.fromkeys(
+        (
+            "train valid test encoding tfds_data_dir format valid_fraction test_fraction column "
+            "token_column tag_column tfds_tags_key tag_scheme train_file valid_file test_file "
+            "level unk_token batching steps max_sentence_length source_tokenizer target_tokenizer "
+            "max_source_length max_target_length wordpiece_vocab_size lowercase max_vocab "
+            "min_freq max_chars max_length bucket_boundaries task"
+        ).split(),
+        "data",
+    ),
+    **dict.fromkeys(
+        (
+            "embedding_dim embeddings freeze_embeddings embedding_dropout word_dropout char_dim "
+            "char_units cell cell_options units num_layers bidirectional dropout pooling "
+            "naive_bayes naive_bayes_buckets naive_bayes_scale naive_bayes_counts_valid crf "
+            "crf_constraints contextual_lm contextual_lm_trainable tie_embeddings weight_drop "
+            "locked_dropout init_scale unroll encoder_units decoder_units attention "
+            "attention_units luong_score input_feeding attention_layer_size relatedness_target "
+            "hidden_units pretrained_lm init_from"
+        ).split(),
+        "model",
+    ),
+    **dict.fromkeys(
+        (
+            "batch_size epochs learning_rate clipnorm patience time_budget budget_schedule warmup "
+            "averaging ema_momentum optimizer lr_decay lr_decay_after loss_reduction ar_alpha "
+            "tar_beta jit_compile evaluate_test_each_epoch extend_vocabulary label_smoothing "
+            "scheduled_sampling sampling_probability sampling_steps sampling_mode "
+            "lm_finetune_epochs lm_extend_vocabulary lr_schedule discriminative_decay "
+            "gradual_unfreezing"
+        ).split(),
+        "training",
+    ),
+    **dict.fromkeys(
+        (
+            "prompt method gen_length temperature top_k top_p beam_size length_normalization "
+            "max_decode_length max_length_ratio readout_dtype n_best replace_unk"
+        ).split(),
+        "decoding",
+    ),
+    **dict.fromkeys(
+        ("output_dir seed tensorboard strategy mirrored_cpus verbose heatmaps").split(),
+        "run",
+    ),
+}
+
+
+def group_of(key, option):
+    """The ``--help`` group of an option: its own `group`, else `GROUP_OF`'s for its
+    name, else "model"."""
+    group = option.group if isinstance(option, Option) else None
+    return group or GROUP_OF.get(key, "model")
+
+
+def retuned(table, changes):
+    """`table` (an option group) with the recipe's `changes`: a plain value replaces an
+    option's default (its help stays), an `Option` replaces the option. A name that is
+    not in the group is a TypeError (a typo must not add an option)."""
+    unknown = sorted(set(changes) - set(table))
+    if unknown:
+        raise TypeError(f"{unknown} not in the option group {sorted(table)}")
+    return {
+        key: (
+            changes[key]
+            if isinstance(changes.get(key), Option)
+            else option._replace(default=changes[key])
+            if key in changes
+            else option
+        )
+        for key, option in table.items()
+    }
+
+
+def with_defaults(options, defaults):
+    """An options table whose defaults are `defaults` where it names them (e.g. a
+    command with its own tuned defaults, as the translator's demo): what its ``--help``
+    shows."""
+    return {
+        key: option._replace(default=defaults[key]) if key in defaults else option
+        for key, option in options.items()
+    }
+
+
+# The training group every recipe takes: `training_options` gives it with a recipe's
+# own defaults.
+_TRAINING = {
+    "batch_size": Option(32, "examples per training batch (the global batch, over all replicas)"),
+    "epochs": Option(10, "epochs to train at most (with --continue: the new total)"),
+    "learning_rate": Option(1e-3, "the optimizer's learning rate"),
+    "clipnorm": Option(5.0, "clip each gradient to this norm; 0 disables clipping"),
+    "patience": Option(
+        3,
+        "early stopping: epochs without improvement of the validation "
+        "metric before training stops (the best weights are kept); 0 "
+        "disables it",
+    ),
+    "time_budget": Option(
+        0.0,
+        "minutes of training (from the start of fit): the learning rate follows "
+        "`budget_schedule` over the steps that fit in them (measured from the first "
+        "steps' speed), training stops when they are spent and `epochs` is only a cap; "
+        "best.keras is still the best validation epoch; 0: off (a constant rate)",
+    ),
+    "budget_schedule": Option(
+        "cosine",
+        "the schedule of `time_budget`, peaking at `learning_rate`: cosine (linear "
+        "warmup, then cosine decay to 0) or one_cycle (PyTorch's OneCycleLR)",
+        ("cosine", "one_cycle"),
+    ),
+    "warmup": Option(
+        0.05, "with `time_budget`: the fraction of the steps spent rising to `learning_rate`"
+    ),
+    "averaging": Option(
+        "none",
+        "weight averaging (kerasrnn.callbacks.PolyakAveraging, ExponentialAveraging): "
+        "polyak averages the weights of every step from the second epoch on, ema "
+        "keeps their exponential moving average (`ema_momentum`) from the second epoch "
+        "on, ntasgd averages them from the epoch the "
+        "monitored validation value stops improving (NT-ASGD over `patience` - 2 "
+        "epochs, so that early stopping leaves averaged epochs; 5 when `patience` is 0); "
+        "validation, best.keras, last.weights.h5 and the final model hold the average "
+        "(each epoch's row: averaged_steps); "
+        "none: off",
+        ("none", "polyak", "ema", "ntasgd"),
+    ),
+    "ema_momentum": Option(
+        0.999,
+        "with `averaging: ema`: m, the average's momentum; it is the plain mean of the "
+        "first 1 / (1 - m) steps, then an EMA over about that many",
+    ),
+}
+
+
+def training_options(**changes):
+    """The training group every recipe takes (batch size, epochs, learning rate,
+    clipping, early stopping, time budget, weight averaging), with the recipe's
+    `changes` (`retuned`: ``training_options(epochs=20)``)."""
+    return retuned(_TRAINING, changes)
+
+
+COMMON_OPTIONS = {
+    "output_dir": Option(
+        "runs/model",
+        "folder of the run: config, vocabularies, "
+        "checkpoints, results.json, training_curves.png, backups",
+    ),
+    "seed": Option(1234, "random seed of weights, shuffling, dropout and held-out splits"),
+    **_TRAINING,
+    "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
+    "strategy": Option(
+        "default",
+        "tf.distribute strategy: default (one device), "
+        "mirrored (all GPUs; without GPUs, `mirrored_cpus` CPU replicas) "
+        "or multi_worker (MultiWorkerMirroredStrategy over the workers of "
+        "the TF_CONFIG environment variable; see docs/distributed.md)",
+        STRATEGIES,
+    ),
+    "mirrored_cpus": Option(
+        2, "logical CPU devices for `strategy: mirrored` on a machine without GPUs"
+    ),
+    "verbose": Option(
+        1,
+        "Keras progress output on stderr: 0 silent, 1 progress bar, 2 one line per epoch",
+        (0, 1, 2),
+    ),
+}
+
+
+def data_options(output_dir, train, holdouts=(), **more):
+    """A recipe's options table: `COMMON_OPTIONS`, `output_dir` (its default folder),
+    the `train` / `valid` / `test` data specs (`train`: what a training data spec may
+    be; valid and test take the same forms, and the splits in `holdouts` are held out
+    of the training data when not given), the local files' `encoding`, the
+    `tfds_data_dir`, then the recipe's own options (`more`)."""
+
+    def other(split, name):
+        absent = f"hold out `{split}_fraction` of `train`" if split in holdouts else "none"
+        return Option(None, f"{name} data, in the forms of `train`; null: {absent}")
+
+    return {
+        **COMMON_OPTIONS,
+        "output_dir": Option(output_dir, COMMON_OPTIONS["output_dir"].help),
+        "train": Option(
+            None,
+            f"training data: {train}; any file may be a "
+            "corpus:NAME/FILE of kerasrnn.datasets (fetched on first use)",
+        ),
+        "valid": other("valid", "validation"),
+        "test": other("test", "test"),
+        "encoding": Option("utf-8", "text encoding of local files"),
+        "tfds_data_dir": Option(None, "tensorflow-datasets data folder; null: its default"),
+        **more,
+    }
+
+
+COMMON_DEFAULTS = defaults_of(COMMON_OPTIONS)
+
+
+CELLS = {
+    "lstm": "LSTMCell",
+    "gru": "GRUCell",
+    "simple": "SimpleRNNCell",
+    "layer_norm_lstm": "LayerNormLSTMCell",
+    "layer_norm_simple": "LayerNormSimpleRNNCell",
+}
+
+
+def _noted(option, note):
+    return option._replace(help=f"{option.help}; {note}") if note else option
+
+
+def _group(options, notes):
+    """The options that are not None, each help with the recipe's note on it."""
+    notes = notes or {}
+    unknown = sorted(set(notes) - {k for k, v in options.items() if v is not None})
+    if unknown:
+        raise TypeError(f"notes on {unknown}, which are not in the group")
+    return {k: _noted(v, notes.get(k)) for k, v in options.items() if v is not None}
+
+
+def cell_options(default, units=None, num_layers=None, bidirectional=None, notes=None):
+    """The recurrent layers' options: `cell` (with `default`) and `cell_options`, and,
+    where given (not None), the defaults of `units`, `num_layers` and `bidirectional`;
+    `notes` (``{name: text}``) adds what an option means in the recipe to its help."""
+    return _group(
+        {
+            "cell": Option(
+                default,
+                "the recurrent cell: lstm, gru, simple (Elman), or the "
+                "layer-normalised LSTM / Elman cell",
+                tuple(CELLS),
+            ),
+            "cell_options": Option(
+                {},
+                "extra arguments of the cell's constructor, e.g. "
+                "{recurrent_dropout: 0.1} or {peephole: true}",
+            ),
+            "units": None
+            if units is None
+            else Option(units, "cell units per layer (per direction when bidirectional)"),
+            "num_layers": None
+            if num_layers is None
+            else Option(num_layers, "stacked recurrent layers"),
+            "bidirectional": None
+            if bidirectional is None
+            else Option(bidirectional, "read the text in both directions"),
+        },
+        notes,
+    )
+
+
+def vocabulary_options(
+    max_vocab, embedding_dim, lowercase=None, min_freq=1, embedding_dropout=None, notes=None
+):
+    """The vocabulary and embedding options with the recipe's defaults: `lowercase`
+    (None: the recipe has no such option), `max_vocab`, `min_freq`, `embedding_dim` and
+    `embedding_dropout` (None: none); `notes` (``{name: text}``) adds what an option
+    means in the recipe to its help."""
+    return _group(
+        {
+            "lowercase": None
+            if lowercase is None
+            else Option(lowercase, "lower-case the text before tokenising"),
+            "max_vocab": Option(
+                max_vocab, "vocabulary size at most, the 4 special tokens included"
+            ),
+            "min_freq": Option(min_freq, "tokens seen fewer times in training are [UNK]"),
+            "embedding_dim": Option(embedding_dim, "token embedding width"),
+            "embedding_dropout": None
+            if embedding_dropout is None
+            else Option(embedding_dropout, "dropout rate on the token embeddings"),
+        },
+        notes,
+    )
+
+
+LENGTH_NORMALIZATIONS = (None, "average", "gnmt")
+
+
+def decoding_options(beam_size, length_normalization="average", sampling=False, notes=None):
+    """The decoding options with the recipe's defaults: `beam_size`,
+    `length_normalization` and, with `sampling`, `temperature`, `top_k` and `top_p`;
+    `notes` (``{name: text}``) adds what an option means in the recipe to its help."""
+    options = {
+        "beam_size": Option(beam_size, "beam width of beam search"),
+        "length_normalization": Option(
+            length_normalization,
+            "beam search length normalisation: null: none, average: score / length, "
+            "gnmt: Wu et al.'s penalty",
+            LENGTH_NORMALIZATIONS,
+        ),
+    }
+    if sampling:
+        options.update(
+            temperature=Option(
+                1.0, "sampling: divide the logits by this (< 1 sharper, > 1 flatter)"
+            ),
+            top_k=Option(0, "sampling: only the k most likely tokens; 0: all"),
+            top_p=Option(
+                0.0, "sampling: the smallest set of tokens with this much probability; 0: all"
+            ),
+        )
+    return _group(options, notes)
