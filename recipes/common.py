@@ -8,7 +8,7 @@ names of the recipe toolkit, each defined in the module of its concern:
   `cell_options`, `decoding_options`; `retuned`, `with_defaults`), and the ``--help``
   groups (`GROUPS`, `group_of`);
 * `recipes.files` -- the run folder (`run_files`), results JSON (`tidy`, `write_json`,
-  `read_json`), `save_model`, `load_best_model`, `load_vocabulary`;
+  `read_json`), `save_model`, `load_best_model`, `load_vocabulary`, `saved_config`;
 * `recipes.distribute` -- `distribution_strategy` (default, mirrored, multi_worker),
   `for_worker`;
 * `recipes.training` -- `make_cell`, `rnn_stack` (a `kerasrnn.RNNStack`), `optimizer`,
