@@ -114,6 +114,8 @@ _M30K = ("multi30k/dataset", "a3d2e0d26b56f3846f66a952536ffed4e401d05a")
 _EWT = ("UniversalDependencies/UD_English-EWT", "r2.16")
 _SHAKESPEARE = ("karpathy/char-rnn", "6f9487a6fe5b420b7ca9afb0d7c078e37c1d1b4e")
 _SICK = ("brmson/dataset-sts", "master")
+# CoNLL-2003 English NER as converted to IOB2 in kamalkraj/BERT-NER (data/, at this commit)
+_CONLL2003 = ("kamalkraj/BERT-NER", "e5be564156f1")
 
 CORPORA = {
     corpus.name: corpus
@@ -223,6 +225,20 @@ CORPORA = {
                 )
             ),
             "SICK (SemEval-2014 task 1), via brmson/dataset-sts; CC BY-NC-SA 3.0.",
+        ),
+        Corpus(
+            "conll2003",
+            tuple(
+                CorpusFile(f"{split}.txt", sha, _raw(*_CONLL2003, f"data/{split}.txt"))
+                for split, sha in (
+                    ("train", "213953b5522fb7924802d883e50f027b2c6ffb5d4d0e63368ed82909f9b60423"),
+                    ("valid", "c02eb19809eafb83998326a0481942eb37d96f31826ae387cfe8773699969f5b"),
+                    ("test", "dc4ac7f3d6d01a6bec59261814561da3b287b6b493b97d1f69c580b52ec1831b"),
+                )
+            ),
+            "CoNLL-2003 English NER (Tjong Kim Sang & De Meulder 2003), `word POS chunk NER` "
+            "columns, entity tags in IOB2 (eng.train, eng.testa as valid, eng.testb as "
+            "test), via kamalkraj/BERT-NER; Reuters text (RCV1), for research use.",
         ),
         Corpus(
             "tiny_shakespeare",
@@ -382,7 +398,7 @@ def corpus_file(corpus, name, data_dir=None, cache_dir=None, mirror=None):
 
     Args:
         corpus: a name in `CORPORA` (``ptb``, ``multi30k``, ``ud_en_ewt``,
-            ``sentence_polarity``, ``sick``, ``tiny_shakespeare``).
+            ``conll2003``, ``sentence_polarity``, ``sick``, ``tiny_shakespeare``).
         name: a file of it (e.g. ``ptb.train.txt``; ``ptb.train.txt.gz`` is accepted
             for the same file).
         data_dir: a local directory holding ``<corpus>/<file>`` (or ``<file>.gz``);

@@ -272,3 +272,33 @@ def test_a_failed_download_is_one_line_naming_the_offline_fix(env, monkeypatch, 
     )
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and "KERASRNN_DATA" in err
+
+
+def test_conll2003_is_a_corpus_the_tagger_reads(env, monkeypatch, tmp_path):
+    # CoNLL-2003 is published uncompressed (train/valid/test.txt); the shared folder
+    # holds gzipped copies. A mirror of the plain files is downloaded, checked against
+    # the registered hash and read by the tagger as `word POS chunk NER` columns.
+    assert [f.name for f in datasets.CORPORA["conll2003"].files] == [
+        "train.txt",
+        "valid.txt",
+        "test.txt",
+    ]
+    mirror = tmp_path / "mirror"
+    (mirror / "conll2003").mkdir(parents=True)
+    with gzip.open(require_data("conll2003", "valid.txt.gz"), "rb") as f:
+        (mirror / "conll2003" / "valid.txt").write_bytes(f.read())
+    monkeypatch.setenv("KERASRNN_DATA_MIRROR", mirror.as_uri())
+    from recipes import common, tagger
+
+    config = common.load_config(tagger.DEFAULTS, overrides={"valid": "corpus:conll2003/valid.txt"})
+    sentences, tags = tagger.load_examples(config, config["valid"], "valid")
+    # 3,250 sentences and 5,942 entities in eng.testa (SOURCE.md), plus the -DOCSTART- lines
+    entities = sum(t.startswith("B-") for sentence in tags for t in sentence)
+    assert entities == 5942
+    assert sum(s != ["-DOCSTART-"] for s in sentences) == 3250
+    assert ["CRICKET", "-", "LEICESTERSHIRE"] in [s[:3] for s in sentences[:2]]
+    assert (env / "conll2003" / "valid.txt").exists()
+    # A changed file is refused, not read.
+    (mirror / "conll2003" / "test.txt").write_text("EU NNP B-NP B-ORG\n")
+    with pytest.raises(datasets.ChecksumError, match="conll2003/test.txt"):
+        datasets.corpus_file("conll2003", "test.txt")
