@@ -11,7 +11,6 @@ parser is built from the recipe's option tables, as its `--help` is, without Ten
 import contextlib
 import importlib
 import io
-import pathlib
 import shlex
 
 import pytest
@@ -180,9 +179,8 @@ def test_shipped_config_loads_with_its_recipe(path):
     # recipe's command line, and every key one of that recipe's options.
     from recipes.config import load_config
 
-    ((module, argv, _),) = commands_in(
-        "\n".join(line.lstrip("# ") for line in path.read_text().splitlines() if "-m recipes." in line)
-    )
+    header = [line.lstrip("# ") for line in path.read_text().splitlines() if "-m recipes." in line]
+    ((module, argv, _),) = commands_in("\n".join(header))
     assert argv == ["train", "--config", f"recipes/configs/{path.name}"], argv
     assert parse_error(module, argv) is None
     recipe = importlib.import_module(f"recipes.{module}").RECIPE

@@ -122,8 +122,9 @@ def test_docs_have_examples():
     runnable = [e for e in EXAMPLES if not e.skip]
     assert len(runnable) >= 15, [e.name for e in EXAMPLES]
     # Exceptions stay few: every skipped block is listed in the module docstring's terms
-    # (six: the streaming client of docs/deploying.md needs a trained language model).
-    assert len(EXAMPLES) - len(runnable) <= 6, [e.name for e in EXAMPLES if e.skip]
+    # (seven: the streaming client of docs/deploying.md needs a trained language model,
+    # docs/start-here.md's SavedModel the run folder its commands write).
+    assert len(EXAMPLES) - len(runnable) <= 7, [e.name for e in EXAMPLES if e.skip]
 
 
 BROKEN = """
