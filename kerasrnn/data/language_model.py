@@ -64,6 +64,23 @@ def encode_stream(sentences, vocabulary):
     return np.asarray(ids, dtype="int32")
 
 
+def backward_stream(stream):
+    """The stream a backward LM (a biLM's second direction) reads, for `stream_windows`.
+
+    The forward LM has inputs x = [END] + S[:-1] and targets y = S (S ends with
+    [END]). The backward LM reads the same tokens right to left and predicts the
+    previous one: its inputs are reverse(y) and its targets reverse(x), so that at
+    every reversed position the target is the token just before (in reading order,
+    just after) the last one read. `stream_windows` builds x from y as [END] + y[:-1],
+    so its stream here is reverse([END] + S[:-1]): since reverse(S) starts with S's
+    final [END], that gives exactly inputs reverse(S), targets reverse(x). Every
+    sentence w_1 .. w_n thus reads as [END] w_n .. w_1 -> w_n .. w_1 [END], the mirror
+    of the forward [END] w_1 .. w_n -> w_1 .. w_n [END]; both directions predict the
+    same number of tokens."""
+    stream = np.asarray(stream, "int32")
+    return np.concatenate([[END_ID], stream[:-1]]).astype("int32")[::-1].copy()
+
+
 def stream_windows(stream, batch_size, steps):
     """Cuts an id stream into stateful truncated-BPTT windows.
 
