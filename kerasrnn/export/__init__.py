@@ -25,7 +25,9 @@ function may run a decoding loop). `TextTranslator` does it for a
 `kerasrnn.seq2seq.Seq2Seq`: the string-level decoding as a Python object, each call with a
 `kerasrnn.decoding` strategy: translate lists of strings (n-best with scores), get the
 alignments decoding returned, and `export` a SavedModel (a one-best and an n-best
-signature, strings in and out).
+signature, strings in and out). `TextGenerator` does the same for a
+`kerasrnn.models.LanguageModel`: prompts in, continuations out, in Python, as a SavedModel
+(with a streaming `step` signature) and for the runtimes below.
 
 For the runtimes beside TensorFlow: `export_onnx` writes an ONNX file for onnxruntime
 (Keras' exporter, dynamic batch and length) and `export_litert` a LiteRT flatbuffer of
@@ -37,6 +39,7 @@ any model of the package's layers (`pip install kerasrnn[deploy]` for the runtim
 beside the model so that it runs without TensorFlow, Keras or kerasrnn).
 """
 
+from kerasrnn.export.language_model import TextGenerator
 from kerasrnn.export.litert import export_litert
 from kerasrnn.export.onnx import export_onnx
 from kerasrnn.export.savedmodel import export_saved_model
@@ -48,6 +51,7 @@ __all__ = [
     "export_onnx",
     "export_litert",
     "TextTranslator",
+    "TextGenerator",
     "TOKENIZERS",
     "class_outputs",
     "sequence_outputs",
