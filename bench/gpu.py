@@ -104,7 +104,9 @@ def fused_lstm(units, **options):
     import kerasrnn
 
     layer = kerasrnn.RNN(kerasrnn.LSTMCell(units), **options)
-    layer._written_out_first = lambda kind, mask: False  # bench only: the path it skips
+    conditions = layer.path_conditions
+    # bench only: the path it skips
+    layer.path_conditions = lambda *args: conditions(*args)._replace(written_out_first=False)
     return layer
 
 

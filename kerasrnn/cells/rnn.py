@@ -1,6 +1,7 @@
 """`keras.layers.RNN` with a fast path: standard LSTM/GRU cells on Keras' fused kernels."""
 
 import contextlib
+from typing import NamedTuple
 
 import keras
 from keras import ops
@@ -138,6 +139,40 @@ def xla_written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask
     return _XLA_WRITTEN_OUT_LSTM[options](sequences, *weights, h0, c0, mask)
 
 
+# The ways `kerasrnn.RNN` can run its time loop, in the order it tries them.
+PATHS = ("fused", "written_out", "xla_cluster", "hoisted", "keras_loop")
+
+
+class PathConditions(NamedTuple):
+    """What decides a `kerasrnn.RNN` call's path (`loop_paths`)."""
+
+    fused: bool  # fast_path and the cell computes what keras.layers.LSTM / GRU do
+    lstm: bool  # ... and it is the LSTM, not unrolled (the written-out pass exists)
+    written_out_first: bool  # JAX, no mask: the written-out loop before the fused kernel
+    under_xla: bool  # the code traced now compiles with XLA (JAX; TF with jit_compile)
+    own_cluster: bool  # on TF without XLA, the layer compiles its loop itself
+    masked: bool
+    hoist: bool  # hoist_projection and a kerasrnn cell
+
+
+def loop_paths(c):
+    """The paths a call may take, in order: the first that runs is the call's path.
+    Only "fused" can decline at run time (the backend has no fused kernel for this
+    device, dtype or mask); "keras_loop" always runs.
+
+    >>> loop_paths(PathConditions(True, True, False, False, True, False, False))
+    ['fused', 'xla_cluster', 'keras_loop']
+    """
+    table = {
+        "fused": c.fused and not c.written_out_first,
+        "written_out": c.lstm and c.under_xla and not c.masked,
+        "xla_cluster": c.lstm and not c.under_xla and c.own_cluster,
+        "hoisted": c.hoist,
+        "keras_loop": True,
+    }
+    return [path for path in PATHS if table[path]]
+
+
 def check_sequence_rank(layer, shape):
     """kerasrnn.RNN reads (batch, time, features); a rank-2 input is the common slip."""
     shape = tuple(shape)
@@ -190,6 +225,11 @@ class RNN(keras.layers.RNN):
        cache; `bench/README.md`).
     4. `keras.layers.RNN`'s own loop over the cell's `call`.
 
+    After a call, `layer.loop_path` names the way it took: "fused" (1), "written_out" (2,
+    inline under XLA), "xla_cluster" (2, in its own cluster), "hoisted" (3) or
+    "keras_loop" (4); `kerasrnn.cells.rnn.loop_paths` is the table of conditions that
+    orders them.
+
     The results are those of `keras.layers.RNN(cell)` to float tolerance (same equations,
     dropout masks fixed across time); the weights stay in the cell, so saved models
     load either way. `bench/cells.py` measures the ways against each other and PyTorch.
@@ -216,6 +256,8 @@ class RNN(keras.layers.RNN):
     >>> layer = kerasrnn.RNN(kerasrnn.LSTMCell(8), return_sequences=True)
     >>> tuple(layer(np.zeros((2, 5, 3), "float32")).shape)
     (2, 5, 8)
+    >>> layer.loop_path  # TensorFlow on a CPU, eagerly: no fused kernel, no XLA
+    'keras_loop'
     """
 
     def __init__(self, cell, fast_path=True, hoist_projection=False, jit_compile="auto", **kwargs):
@@ -227,6 +269,15 @@ class RNN(keras.layers.RNN):
         self.fast_path = bool(fast_path)
         self.hoist_projection = bool(hoist_projection)
         self.jit_compile = jit_compile
+        self._loop_path = None
+
+    @property
+    def loop_path(self):
+        """The way the last call ran its time loop (None before the first call): one of
+        `kerasrnn.cells.rnn.PATHS`, "fused", "written_out" (under XLA), "xla_cluster"
+        (its own XLA cluster), "hoisted" or "keras_loop". Set when the call runs or is
+        traced, so after a `tf.function` / `jax.jit` trace it names the traced path."""
+        return self._loop_path
 
     def build(self, sequences_shape, initial_state_shape=None):
         check_sequence_rank(self, sequences_shape)
@@ -236,32 +287,54 @@ class RNN(keras.layers.RNN):
         check_sequence_rank(self, sequences.shape)
         return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
 
+    def path_conditions(self, sequences, mask, training):
+        """The `PathConditions` of a call with these inputs."""
+        kind = fused_kind(self._fused_cell) if self.fast_path else None
+        lstm = kind == "lstm" and not self.unroll
+        # On JAX an unmasked LSTM takes the written-out loop before Keras' fused kernel
+        # (cuDNN on a GPU; on a CPU JAX has none): on an H100 a training step took 0.87x
+        # `nn.LSTM`'s against cuDNN's 1.15x at batch 64 x 100 steps x 256 units, and 2.25x
+        # both at 256 x 200 x 1024 (`bench/gpu.py`, bench/README.md).
+        return PathConditions(
+            fused=kind is not None,
+            lstm=lstm,
+            written_out_first=lstm and mask is None and keras.backend.backend() == "jax",
+            under_xla=lstm and compiled_with_xla(),
+            own_cluster=lstm and self._compiles_own_loop(training, sequences),
+            masked=mask is not None,
+            hoist=self.hoist_projection and isinstance(self.cell, RecurrentCell),
+        )
+
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
-        if self.fast_path:
-            kind = fused_kind(self._fused_cell)
-            if kind is not None:
-                # a weight-only wrapper (kerasrnn.layers.WeightDrop) lends the cell the
-                # weights of this call for the fused kernels
-                substituted = getattr(self.cell, "substituted_weights", None)
-                with substituted(training) if substituted else contextlib.nullcontext():
-                    result = None
-                    if not self._written_out_first(kind, mask):
-                        result = self._fused_loop(kind, sequences, initial_state, mask, training)
-                    if result is None and kind == "lstm" and not self.unroll:
-                        if compiled_with_xla():
-                            if mask is None:
-                                result = self._written_out_loop(sequences, initial_state, training)
-                        elif self._compiles_own_loop(training, sequences):
-                            result = self._written_out_loop(
-                                sequences, initial_state, training, mask, compiled=True
-                            )
-                if result is not None:
-                    return result
-        if self.hoist_projection and isinstance(self.cell, RecurrentCell):
-            return self._hoisted_loop(sequences, initial_state, mask, training)
-        return super().inner_loop(sequences, initial_state, mask, training=training)
+        runs = {
+            "fused": lambda: self._fused_loop(sequences, initial_state, mask, training),
+            "written_out": lambda: self._written_out_loop(sequences, initial_state, training),
+            "xla_cluster": lambda: self._written_out_loop(
+                sequences, initial_state, training, mask, compiled=True
+            ),
+            "hoisted": lambda: self._hoisted_loop(sequences, initial_state, mask, training),
+            "keras_loop": lambda: super(RNN, self).inner_loop(
+                sequences, initial_state, mask, training=training
+            ),
+        }
+        for path in loop_paths(self.path_conditions(sequences, mask, training)):
+            if path in ("fused", "written_out", "xla_cluster"):
+                result = self._with_substituted_weights(runs[path], training)
+            else:
+                result = runs[path]()
+            if result is not None:
+                self._loop_path = path
+                return result
+        raise AssertionError("unreachable: the Keras loop always runs")
+
+    def _with_substituted_weights(self, run, training):
+        """`run()` with the weights of this call: a weight-only wrapper
+        (kerasrnn.layers.WeightDrop) lends the cell the weights the fused ways take."""
+        substituted = getattr(self.cell, "substituted_weights", None)
+        with substituted(training) if substituted else contextlib.nullcontext():
+            return run()
 
     @property
     def _fused_cell(self):
@@ -276,9 +349,10 @@ class RNN(keras.layers.RNN):
             return sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0]), 1)
         return sequences
 
-    def _fused_loop(self, kind, sequences, initial_state, mask, training):
+    def _fused_loop(self, sequences, initial_state, mask, training):
         """Keras' fused LSTM/GRU on the cell's weights; None where the backend declines."""
         cell = self._fused_cell
+        kind = fused_kind(cell)
         states = cell.check_states(initial_state)
         arguments = dict(
             kernel=cell.kernel,
@@ -322,16 +396,6 @@ class RNN(keras.layers.RNN):
         if not isinstance(new_states, (list, tuple)):
             new_states = [new_states]
         return last_output, outputs, list(new_states)
-
-    def _written_out_first(self, kind, mask):
-        """On JAX an unmasked LSTM takes the written-out loop before Keras' fused kernel
-        (cuDNN on a GPU; on a CPU JAX has none and the loop runs anyway): on an H100 a
-        training step took 0.87x `nn.LSTM`'s against cuDNN's 1.15x at batch 64 x 100
-        steps x 256 units, and 2.25x both at 256 x 200 x 1024 (`bench/gpu.py`,
-        bench/README.md "The LSTM's path on JAX")."""
-        return (
-            kind == "lstm" and mask is None and not self.unroll and keras.backend.backend() == "jax"
-        )
 
     def _compiles_own_loop(self, training, sequences):
         """Whether the LSTM's loop runs in its own XLA cluster (`jit_compile`), the model
