@@ -1,5 +1,7 @@
 """AttentionCell / AttentiveRNN against NumPy, step by step, masked, saved, and learning."""
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -39,30 +41,70 @@ def _np_attention(query, memory, mask, w):
     return np.einsum("bk,bkd->bd", a, memory), a
 
 
-def _np_decoder(mode, cell, x, memory, source_mask, target_mask, feeding=True):
-    """The textbook equations with a simple tanh RNN inside (no Keras involved)."""
+def _np_decoder(mode, cell, x, memory, source_mask, target_mask, feeding=True, inner=None):
+    """The textbook equations (no Keras involved) with a simple tanh RNN inside, or
+    `inner`: a NumPy step ``(input, states) -> (h, states)`` and its initial states."""
     w = _weights(cell)
-    W, U, b = w["kernel"], w["recurrent_kernel"], w["bias"]
-    s = np.zeros((B, UNITS))
+    if inner is None:
+        W, U, b = w["kernel"], w["recurrent_kernel"], w["bias"]
+
+        def simple(inp, states):
+            h = np.tanh(inp @ W + states[0] @ U + b)
+            return h, [h]
+
+        inner = (simple, [np.zeros((B, UNITS))])
+    step, states = inner
+    s = np.zeros((B, UNITS))  # the inner cell's output h
     feed = np.zeros((B, UNITS))
     outputs, alignments = [], []
     for t in range(TQ):
         if mode == "bahdanau":
             c, a = _np_attention(s, memory, source_mask, w)  # query s_{i-1}
-            new_s = np.tanh(np.concatenate([x[:, t], c], -1) @ W + s @ U + b)
+            new_s, new_states = step(np.concatenate([x[:, t], c], -1), states)
             out = np.concatenate([new_s, c], -1)
         else:
             inp = np.concatenate([x[:, t], feed], -1) if feeding else x[:, t]
-            new_s = np.tanh(inp @ W + s @ U + b)
+            new_s, new_states = step(inp, states)
             c, a = _np_attention(new_s, memory, source_mask, w)  # query h_t
             out = np.tanh(np.concatenate([c, new_s], -1) @ w["attention_kernel"])
         keep = target_mask[:, t : t + 1]
         s = np.where(keep, new_s, s)  # padded steps keep the state
+        states = tree_where(keep, new_states, states)
         if mode == "luong":
             feed = np.where(keep, out, feed)
         outputs.append(np.where(keep, out, 0.0))
         alignments.append(np.where(keep, a, 0.0))
     return np.stack(outputs, 1), np.stack(alignments, 1), s
+
+
+def tree_where(keep, new, old):
+    if isinstance(new, (list, tuple)):
+        return [tree_where(keep, n, o) for n, o in zip(new, old)]
+    return np.where(keep, new, old)
+
+
+def _np_inner(cell):
+    """A NumPy step and zero initial states for a Keras or kerasrnn cell, or a
+    StackedRNNCells of them (tests/cells/reference.py's equations)."""
+    from tests.cells import reference
+
+    cells = cell.cells if isinstance(cell, keras.layers.StackedRNNCells) else [cell]
+    steps, states = [], []
+    for one in cells:
+        config = {"coupled": False, "forget_gate": True, "peephole": False, **one.get_config()}
+        step = reference.STEPS[type(one).__name__]
+        steps.append(functools.partial(step, reference.weights_by_name(one), config))
+        sizes = one.state_size if isinstance(one.state_size, (list, tuple)) else [one.state_size]
+        states.append([np.zeros((B, size)) for size in sizes])
+
+    def stacked(inp, states):
+        new_states = []
+        for step, state in zip(steps, states):
+            inp, state = step(inp, state)
+            new_states.append(state)
+        return inp, new_states
+
+    return stacked, states
 
 
 def _order(mode, feeding=True):
@@ -181,11 +223,12 @@ def test_keras_cells_and_stacks_can_be_wrapped():
         ),
     )
     for mode, make in factories:
-        cell = kerasrnn.AttentionCell(make(), kerasrnn.LuongAttention("general"), _order(mode))
+        cell = _cell(mode, inner=make())
         out = kerasrnn.AttentiveRNN(cell)(x, memory, mask=target_mask, memory_mask=source_mask)
-        width = UNITS + DM if mode == "bahdanau" else UNITS
-        assert tuple(out.shape) == (B, TQ, width)
-        assert np.all(np.isfinite(numpy(out)))
+        want, _, _ = _np_decoder(
+            mode, cell, x, memory, source_mask, target_mask, inner=_np_inner(cell.cell)
+        )
+        np.testing.assert_allclose(numpy(out), want, atol=1e-5, err_msg=f"{mode} {cell.cell}")
 
 
 def test_plain_keras_rnn_with_bound_memory():

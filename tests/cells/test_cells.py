@@ -243,10 +243,31 @@ def test_get_config_round_trip(cls, kwargs):
     assert type(restored) is cls and restored.get_config() == config
 
 
-def test_initial_state_helper():
-    states = kerasrnn.LSTMCell(U).get_initial_state(batch_size=2)
-    assert [tuple(s.shape) for s in states] == [(2, U), (2, U)]
-    assert [tuple(s.shape) for s in kerasrnn.GRUCell(U).get_initial_state(2)] == [(2, U)]
+@pytest.mark.parametrize(
+    "ours,theirs",
+    [
+        (kerasrnn.LSTMCell, keras.layers.LSTMCell),
+        (kerasrnn.GRUCell, keras.layers.GRUCell),
+        (kerasrnn.SimpleRNNCell, keras.layers.SimpleRNNCell),
+    ],
+    ids=["lstm", "gru", "simple"],
+)
+def test_initial_state_helper(ours, theirs):
+    """Keras' own cell is the reference: the same states (zeros), shapes and dtypes."""
+    got = [keras.ops.convert_to_numpy(s) for s in ours(U).get_initial_state(batch_size=2)]
+    want = [keras.ops.convert_to_numpy(s) for s in theirs(U).get_initial_state(batch_size=2)]
+    assert [(s.shape, s.dtype) for s in got] == [(s.shape, s.dtype) for s in want]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    # a learned initial state: the learned vectors, broadcast over the batch
+    cell = ours(U, learn_initial_state=True)
+    keras.layers.RNN(cell)(np.zeros((1, 2, D), "float32"))
+    for k, weight in enumerate(cell.initial_state_weights):
+        weight.assign(np.arange(U, dtype="float32") + 10 * k)
+    for k, state in enumerate(cell.get_initial_state(batch_size=2)):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(state), np.tile(np.arange(U) + 10.0 * k, (2, 1))
+        )
 
 
 def test_fast_rnn_equals_plain_rnn_with_dropout():
