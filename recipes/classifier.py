@@ -1,6 +1,6 @@
 """Sentence classification with a (bi)directional RNN of kerasrnn cells.
 
-Model::
+Model (`kerasrnn.models.TextClassifier` over a `kerasrnn.models.SentenceEncoder`)::
 
     token ids -> Embedding (learned, or initialised from word2vec/GloVe text vectors)
               -> dropout -> stacked, optionally bidirectional RNN (any kerasrnn cell)
@@ -35,8 +35,6 @@ with a fixed seed. Gzip files are read transparently.
 
 import os
 import sys
-
-import keras
 
 from kerasrnn.layers import NaiveBayesExpert
 from recipes import common, transfer
@@ -139,28 +137,14 @@ def load_splits(config):
 
 
 def build_model(config, vocab_size, num_classes, embedding_matrix=None):
-    """The classifier as a functional Keras model: int32 ids (batch, time) -> class
+    """The configured `kerasrnn.models.TextClassifier`: int32 ids (batch, time) -> class
     probabilities (batch, classes)."""
+    from kerasrnn.models import TextClassifier
+
     if config["pooling"] not in POOLINGS:
         raise common.ConfigError(f"`pooling` must be one of {POOLINGS}, got {config['pooling']!r}.")
-    ids = keras.Input((None,), dtype="int32", name="token_ids")
-    initializer = "uniform"
-    dim = config["embedding_dim"]
-    if embedding_matrix is not None:
-        initializer = keras.initializers.Constant(embedding_matrix)
-        dim = embedding_matrix.shape[1]
-    x = keras.layers.Embedding(
-        vocab_size,
-        dim,
-        mask_zero=True,
-        embeddings_initializer=initializer,
-        trainable=not config["freeze_embeddings"],
-        name="embedding",
-    )(ids)
-    x = common.pooled_encoding(x, config)
-    x = keras.layers.Dropout(config["dropout"], name="output_dropout")(x)
-    probabilities = keras.layers.Dense(num_classes, activation="softmax", name="classes")(x)
-    return keras.Model(ids, probabilities, name="classifier")
+    encoder = common.sentence_encoder(config, vocab_size, embedding_matrix)
+    return TextClassifier(encoder, num_classes, config["dropout"])
 
 
 class Classifier:
@@ -404,7 +388,8 @@ def _check_naive_bayes(config):
 
 def _add_naive_bayes(config, vocab, label_names, counted):
     """Replaces the trained best checkpoint by the product of it and a
-    `NaiveBayesExpert` counted on the `(tokens, labels)` splits in `counted`."""
+    `NaiveBayesExpert` counted on the `(tokens, labels)` splits in `counted`
+    (`TextClassifier.with_expert`)."""
     model = common.load_best_model(config)
     expert = NaiveBayesExpert(
         len(vocab),
@@ -418,9 +403,7 @@ def _add_naive_bayes(config, vocab, label_names, counted):
         [vocab.encode(t) for tokens, _ in counted for t in tokens],
         [label_names.index(y) for _, labels in counted for y in labels],
     )
-    ids = model.inputs[0]
-    combined = keras.Model(ids, expert([ids, model.output]), name="classifier")
-    common.save_model(combined, os.path.join(config["output_dir"], "best.keras"))
+    common.save_model(model.with_expert(expert), os.path.join(config["output_dir"], "best.keras"))
 
 
 RECIPE = ClassifierRecipe()

@@ -11,7 +11,8 @@ names of the recipe toolkit, each defined in the module of its concern:
   `read_json`), `save_model`, `load_best_model`, `load_vocabulary`, `saved_config`;
 * `recipes.distribute` -- `distribution_strategy` (default, mirrored, multi_worker),
   `for_worker`;
-* `recipes.training` -- `make_cell`, `rnn_stack` (a `kerasrnn.RNNStack`), `optimizer`,
+* `recipes.training` -- `make_cell`, `rnn_stack` (a `kerasrnn.RNNStack`), `sentence_encoder`,
+  `optimizer`,
   `load_splits`, `training_callbacks`, `fit`, `restore_last_epoch`, `set_seed`;
 * `recipes.evaluation` -- `per_class_scores`, `check_labels`;
 * `recipes.cli` -- `Parser`, `build_parser`, `main`, `options_markdown`;
@@ -73,9 +74,9 @@ from recipes.training import (
     load_splits,
     make_cell,
     optimizer,
-    pooled_encoding,
     restore_last_epoch,
     rnn_stack,
+    sentence_encoder,
     set_seed,
     training_callbacks,
 )
@@ -120,8 +121,8 @@ __all__ = [
     "read_json",
     "restore_last_epoch",
     "retuned",
-    "pooled_encoding",
     "rnn_stack",
+    "sentence_encoder",
     "run_files",
     "save_model",
     "saved_config",

@@ -1,6 +1,7 @@
 """Sentence pairs (entailment, relatedness) with a shared recurrent sentence encoder.
 
-Model (InferSent's classifier over a siamese encoder, Conneau et al. 2017)::
+Model (`kerasrnn.models.PairClassifier`: InferSent's classifier over a siamese encoder,
+Conneau et al. 2017)::
 
     sentence A -> Embedding -> (Bi)RNN -> pooling -> u ---.
     sentence B -> (the same layers, shared weights) -> v -+-> [u; v; |u - v|; u * v]
@@ -42,15 +43,14 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasrnn.layers import ExpectedScore, PairFeatures
+from kerasrnn.models.pair_classifier import score_distribution
 from recipes import common, transfer
 from recipes.common import Option
 
 TASKS = ("entailment", "relatedness")
 TARGETS = ("score", "distribution")
 POOLINGS = ("last", "mean", "max", "concat")
-LABELS = ("CONTRADICTION", "ENTAILMENT", "NEUTRAL")
-COLUMNS = ("sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
+LABELS = ("CONTRADICTION", "ENTAILMENT", "NEUTRAL")  # = kerasrnn.data.loaders.SICK_LABELS
 OPTIONS = {
     key: option
     for key, option in common.data_options(
@@ -102,64 +102,11 @@ DEFAULTS = common.defaults_of(OPTIONS)
 
 
 def load_pairs(path, encoding="utf-8"):
-    """A SICK-style file -> ``(sentences_a, sentences_b, scores, labels)``."""
-    from kerasrnn.data.loaders import DataFormatError, read_lines
+    """A SICK-style file -> ``(sentences_a, sentences_b, scores, labels)``
+    (`kerasrnn.data.loaders.load_sick`)."""
+    from kerasrnn.data.loaders import load_sick
 
-    rows = read_lines(path, encoding)
-    header = next(rows, None)
-    if header is None:
-        raise DataFormatError(path, None, "the file is empty")
-    names = header[1].split("\t")
-    missing = [c for c in COLUMNS if c not in names]
-    if missing:
-        raise DataFormatError(
-            path,
-            1,
-            f"the header lacks column(s) {missing}; expected the SICK header "
-            f"with {list(COLUMNS)}, got {names}",
-        )
-    index = [names.index(c) for c in COLUMNS]
-    a, b, scores, labels = [], [], [], []
-    for number, line in rows:
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) < len(names):
-            raise DataFormatError(
-                path, number, f"expected {len(names)} tab-separated fields, got {len(fields)}"
-            )
-        first, second, score, label = (fields[i].strip() for i in index)
-        try:
-            score = float(score)
-        except ValueError:
-            raise DataFormatError(
-                path, number, f"relatedness_score must be a number, got {score!r}"
-            ) from None
-        if not 1.0 <= score <= 5.0:
-            raise DataFormatError(path, number, f"relatedness_score must be in [1, 5], got {score}")
-        if label not in LABELS:
-            raise DataFormatError(
-                path, number, f"entailment_judgment must be one of {list(LABELS)}, got {label!r}"
-            )
-        a.append(first)
-        b.append(second)
-        scores.append(score)
-        labels.append(label)
-    if not a:
-        raise DataFormatError(path, None, "no sentence pairs after the header")
-    return a, b, scores, labels
-
-
-def score_distribution(scores, classes=5):
-    """Tai et al.'s sparse target: y in [1, K] -> p over 1..K with sum_i i p_i = y."""
-    scores = np.asarray(scores, np.float64)
-    low = np.clip(np.floor(scores), 1, classes).astype(int)
-    p = np.zeros((len(scores), classes), np.float32)
-    rows = np.arange(len(scores))
-    upper = scores - low
-    p[rows, low - 1] = 1.0 - upper
-    p[rows[low < classes], low[low < classes]] = upper[low < classes]
-    return p
+    return load_sick(path, encoding)
 
 
 def check_config(config):
@@ -173,49 +120,24 @@ def check_config(config):
 
 
 def build_model(config, vocab_size):
-    """``{"sentence_a": ids, "sentence_b": ids}`` (batch, time) int32 -> the head's
-    output: entailment probabilities (batch, 3), or the relatedness score (batch, 1) (with
-    ``relatedness_target: distribution``, also the distribution, as a dict)."""
-    check_config(config)
-    ids = keras.Input((None,), dtype="int32", name="ids")
-    x = keras.layers.Embedding(
-        vocab_size, config["embedding_dim"], mask_zero=True, name="embedding"
-    )(ids)
-    x = common.pooled_encoding(x, config)
-    encoder = keras.Model(ids, x, name="encoder")
+    """The configured `kerasrnn.models.PairClassifier`: ``{"sentence_a": ids,
+    "sentence_b": ids}`` (batch, time) int32 -> entailment probabilities (batch, 3), or
+    the relatedness score (batch, 1) (with ``relatedness_target: distribution``, also the
+    distribution, as a dict)."""
+    from kerasrnn.models import PairClassifier
 
-    a = keras.Input((None,), dtype="int32", name="sentence_a")
-    b = keras.Input((None,), dtype="int32", name="sentence_b")
-    h = PairFeatures(name="pair_features")([encoder(a), encoder(b)])
-    h = keras.layers.Dropout(config["dropout"], name="features_dropout")(h)
-    h = keras.layers.Dense(config["hidden_units"], activation="tanh", name="hidden")(h)
-    h = keras.layers.Dropout(config["dropout"], name="hidden_dropout")(h)
-    inputs = {"sentence_a": a, "sentence_b": b}
-    if config["task"] == "entailment":
-        out = keras.layers.Dense(len(LABELS), activation="softmax", name="judgment")(h)
-    elif config["relatedness_target"] == "score":
-        z = keras.layers.Dense(1, activation="sigmoid", name="unit_score")(h)
-        out = keras.layers.Rescaling(4.0, offset=1.0, name="score")(z)
-    else:
-        p = keras.layers.Dense(5, activation="softmax", name="distribution")(h)
-        out = {"distribution": p, "score": ExpectedScore(name="score")(p)}
-    return keras.Model(inputs, out, name="pair_classifier")
+    check_config(config)
+    head, classes = "classes", len(LABELS)
+    if config["task"] == "relatedness":
+        head, classes = config["relatedness_target"], 5
+    encoder = common.sentence_encoder(config, vocab_size)
+    return PairClassifier(encoder, head, classes, config["hidden_units"], config["dropout"])
 
 
 def compile_model(model, config, train_pairs=None):
-    """Compiles `model` for its task; `train_pairs` (the number of training pairs)
-    sets the length of a slanted triangular schedule."""
-    optimizer = transfer.optimizer(config, model, train_pairs or config["batch_size"])
-    if config["task"] == "entailment":
-        model.compile(optimizer, "sparse_categorical_crossentropy", metrics=["accuracy"])
-    elif config["relatedness_target"] == "score":
-        model.compile(optimizer, "mse")
-    else:
-        model.compile(
-            optimizer,
-            loss={"distribution": "kl_divergence", "score": None},
-            metrics={"score": ["mse"]},
-        )
+    """Compiles `model` for its task (the head's default loss and metrics); `train_pairs`
+    (the number of training pairs) sets the length of a slanted triangular schedule."""
+    model.compile(transfer.optimizer(config, model, train_pairs or config["batch_size"]))
 
 
 # --------------------------------------------------------------------------- metrics

@@ -56,33 +56,34 @@ def rnn_stack(
     )(x)
 
 
-def pooled_encoding(x, config):
-    """Embedded tokens `x` (batch, time, d) -> one vector per sequence: embedding dropout,
-    the configured `rnn_stack`, then its final state (``pooling="last"``) or a masked
-    pooling of its outputs (`kerasrnn.layers.MaskedPooling1D`: "mean", "max", ...;
-    `kerasrnn.layers.ConcatPooling1D`: "concat"). The sentence encoder of the classifier
-    and of each side of the pair classifier."""
+def sentence_encoder(config, vocabulary_size, embedding_matrix=None):
+    """The configured `kerasrnn.models.SentenceEncoder` (embedding, embedding dropout,
+    the `rnn_stack`, then its final state or a masked pooling of its outputs): the
+    backbone of the classifier and of each side of the pair classifier.
+    `embedding_matrix` (pretrained vectors) initialises the embedding and fixes its
+    width; ``freeze_embeddings`` keeps it fixed."""
     import keras
 
-    from kerasrnn.layers import ConcatPooling1D, MaskedPooling1D
+    from kerasrnn.models import SentenceEncoder
 
-    x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
-    last = config["pooling"] == "last"
-    x = rnn_stack(
-        x,
-        config["cell"],
-        config["units"],
+    if config["num_layers"] < 1:
+        raise ConfigError(f"`num_layers` must be >= 1, got {config['num_layers']}.")
+    initializer, dim = "uniform", config["embedding_dim"]
+    if embedding_matrix is not None:
+        initializer = keras.initializers.Constant(embedding_matrix)
+        dim = embedding_matrix.shape[1]
+    return SentenceEncoder(
+        vocabulary_size,
+        dim,
+        make_cell(config["cell"], config["units"], **(config["cell_options"] or {})),
         config["num_layers"],
         config["bidirectional"],
+        config["pooling"],
         config["dropout"],
-        config["cell_options"],
-        return_sequences=not last,
+        config["embedding_dropout"],
+        initializer,
+        not config.get("freeze_embeddings", False),
     )
-    if last:
-        return x
-    if config["pooling"] == "concat":
-        return ConcatPooling1D(name="concat_pooling")(x)
-    return MaskedPooling1D(config["pooling"], name=f"{config['pooling']}_pooling")(x)
 
 
 def learning_rate_schedule(config):

@@ -7,7 +7,8 @@
   (`learn_wordpiece_vocabulary`, `wordpiece_tokenizer`, `split_wordpieces`,
   `join_wordpieces`);
 * `pipeline` -- `sequence_dataset`: shuffled, padded, masked, length-bucketed batches;
-* `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, word vectors,
+* `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, SICK sentence
+  pairs, word vectors,
   tensorflow-datasets; gzip is read transparently;
 * `text` -- one side of a translation model (`TextSide`: tokeniser, lower-casing and
   vocabulary, in Python and as TensorFlow ops) and `translation_dataset` (sentence
@@ -54,6 +55,7 @@ _LAZY = {
     "load_class_files": "loaders",
     "load_conllu": "loaders",
     "load_conll_columns": "loaders",
+    "load_sick": "loaders",
     "load_word_vectors": "loaders",
     "load_tfds_classification": "loaders",
     "load_tfds_tagging": "loaders",

@@ -20,6 +20,7 @@ __all__ = [
     "load_tsv",
     "load_class_files",
     "load_conllu",
+    "load_sick",
     "load_conll_columns",
     "load_word_vectors",
     "load_tfds_classification",
@@ -314,6 +315,62 @@ def load_word_vectors(path, vocabulary, encoding="utf-8", lowercase=False):
         raise DataFormatError(path, None, "the file contains no vectors (it is empty).")
     matrix[0] = 0.0
     return matrix, found
+
+
+SICK_COLUMNS = ("sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
+SICK_LABELS = ("CONTRADICTION", "ENTAILMENT", "NEUTRAL")
+
+
+def load_sick(path, encoding="utf-8"):
+    """A SICK-style tab-separated file (Marelli et al. 2014) whose header names the
+    columns `SICK_COLUMNS` (others are ignored) -> ``(sentences_a, sentences_b,
+    relatedness scores in [1, 5], entailment judgments in `SICK_LABELS`)``; a
+    `DataFormatError` names the file and line of a malformed row."""
+    rows = read_lines(path, encoding)
+    header = next(rows, None)
+    if header is None:
+        raise DataFormatError(path, None, "the file is empty")
+    names = header[1].split("\t")
+    missing = [c for c in SICK_COLUMNS if c not in names]
+    if missing:
+        raise DataFormatError(
+            path,
+            1,
+            f"the header lacks column(s) {missing}; expected the SICK header "
+            f"with {list(SICK_COLUMNS)}, got {names}",
+        )
+    index = [names.index(c) for c in SICK_COLUMNS]
+    a, b, scores, labels = [], [], [], []
+    for number, line in rows:
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < len(names):
+            raise DataFormatError(
+                path, number, f"expected {len(names)} tab-separated fields, got {len(fields)}"
+            )
+        first, second, score, label = (fields[i].strip() for i in index)
+        try:
+            score = float(score)
+        except ValueError:
+            raise DataFormatError(
+                path, number, f"relatedness_score must be a number, got {score!r}"
+            ) from None
+        if not 1.0 <= score <= 5.0:
+            raise DataFormatError(path, number, f"relatedness_score must be in [1, 5], got {score}")
+        if label not in SICK_LABELS:
+            raise DataFormatError(
+                path,
+                number,
+                f"entailment_judgment must be one of {list(SICK_LABELS)}, got {label!r}",
+            )
+        a.append(first)
+        b.append(second)
+        scores.append(score)
+        labels.append(label)
+    if not a:
+        raise DataFormatError(path, None, "no sentence pairs after the header")
+    return a, b, scores, labels
 
 
 def _tfds_load(name, split, data_dir, download):

@@ -2,6 +2,10 @@
 
 * `LanguageModel` -- a recurrent language model (`LanguageModelBackbone`, AWD-LSTM's
   regularisers as a `LanguageModelRegularization`): `fit`, `perplexity`, `generate`;
+* `TextClassifier` -- a sentence classifier over a `SentenceEncoder` (embedding,
+  recurrent stack, pooling), optionally times a Naive Bayes n-gram expert;
+* `PairClassifier` -- a sentence-pair model (entailment, relatedness) over one shared
+  `SentenceEncoder`;
 * `Seq2Seq` -- the attentive encoder-decoder (`kerasrnn.seq2seq`).
 """
 
@@ -10,12 +14,19 @@ from kerasrnn.models.language_model_backbone import (
     LanguageModelBackbone,
     LanguageModelRegularization,
 )
+from kerasrnn.models.pair_classifier import PairClassifier, score_distribution
+from kerasrnn.models.sentence_encoder import SentenceEncoder
+from kerasrnn.models.text_classifier import TextClassifier
 from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
 
 __all__ = [
     "LanguageModel",
     "LanguageModelBackbone",
     "LanguageModelRegularization",
+    "PairClassifier",
+    "SentenceEncoder",
     "Seq2Seq",
     "Seq2SeqBackbone",
+    "TextClassifier",
+    "score_distribution",
 ]

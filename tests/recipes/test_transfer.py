@@ -69,7 +69,7 @@ def _lm_weights(run):
 
 
 def _classifier_weights(run):
-    model = common.load_best_model({"output_dir": run})
+    model = transfer.encoder_of(common.load_best_model({"output_dir": run}))
     return [model.get_layer("embedding").get_weights()[0]] + [
         w for layer in model.get_layer("rnn").rnn_layers for w in layer.get_weights()
     ]
@@ -92,8 +92,9 @@ def test_transferred_weights_and_vocabulary_are_the_lms(tmp_path, lm_run):
     model = classifier.build_model(config, len(vocab), 2)
     copied = transfer.copy_lm_weights(model, lm_run)
     assert copied == 1 + 2 * 3  # the embedding, then kernel, recurrent kernel, bias x 2
-    ours = [model.get_layer("embedding").get_weights()[0]] + [
-        w for layer in model.get_layer("rnn").rnn_layers for w in layer.get_weights()
+    encoder = transfer.encoder_of(model)  # the classifier's backbone
+    ours = [encoder.get_layer("embedding").get_weights()[0]] + [
+        w for layer in encoder.get_layer("rnn").rnn_layers for w in layer.get_weights()
     ]
     for mine, lms in zip(ours, _lm_weights(lm_run), strict=True):
         np.testing.assert_array_equal(mine, lms)
@@ -274,7 +275,8 @@ def test_transferred_encoder_computes_the_lms_hidden_states(tmp_path, lm_run):
     stored = common.saved_config(language_model.OPTIONS, lm_run)
     lm = language_model.LanguageModel.from_run(stored).model
     lm_states = keras.Model(lm.input, lm.get_layer("rnn_1").output)
-    ours = keras.Model(model.input, model.get_layer("rnn").output)
+    encoder = transfer.encoder_of(model)  # the classifier's backbone
+    ours = keras.Model(encoder.input, encoder.get_layer("rnn").output)
     ids = np.array([[5, 9, 7, 12, 4, 0, 0], [8, 6, 0, 0, 0, 0, 0]], "int32")
     want, got = lm_states.predict(ids, verbose=0), ours.predict(ids, verbose=0)
     for row, length in enumerate((5, 2)):  # the real steps of each row
