@@ -379,6 +379,7 @@ def main(argv=None):
             "quantization",
             "Quantisation: LiteRT dynamic-range int8 against float32",
             dict(FIGURES),
+            headline=next((k for k in FIGURES if k.endswith("_int8_change")), None),
         )
     return 0
 
