@@ -5,9 +5,11 @@ A decoder is a step function `step_fn(tokens, states) -> (logits, states)` (or
 scores `(batch, vocab_size)` out, any nested structure of `(batch, ...)` state tensors
 carried along, and optionally the step's attention weights `(batch, source_length)`.
 
-A strategy (`GreedySearch`, `RandomSampling`, `BeamSearch`, `CompetingBeamSearch`, or a
-subclass of your own) holds its options, a `Scorer` for beam search's ranking and the
-`Constraints` on the output; calling it runs one `keras.ops.while_loop` over tensors
+A strategy (`GreedySearch`, `RandomSampling`, `BeamSearch`, `CompetingBeamSearch`,
+`DiverseBeamSearch`, or a subclass of your own) holds its options, a `Scorer` for beam
+search's ranking and the `Constraints` on the output; calling it runs the one decoding
+loop (`kerasrnn.decoding.loop`: a `keras.ops.while_loop` with the strategy's `step` as
+its hook) over tensors
 (batched; usable in `tf.function`, XLA, a SavedModel or `jax.jit`) and returns a
 `DecodeResult` with hypotheses along axis 1: tokens `(batch, n_best, max_length)`,
 `n_best = 1` for greedy search and sampling. `get("beam")` and `serialize` name and
@@ -18,12 +20,14 @@ run one in a call.
 from kerasrnn.decoding.beam_search import BeamSearch, CompetingBeamSearch, repeat_beams
 from kerasrnn.decoding.common import DecodeResult, StepFn
 from kerasrnn.decoding.constraints import Constraints
+from kerasrnn.decoding.diverse_beam import DiverseBeamSearch
 from kerasrnn.decoding.ensemble import Ensemble
 from kerasrnn.decoding.functions import beam_search, greedy_search, sample
+from kerasrnn.decoding.registry import get, serialize
 from kerasrnn.decoding.replace_unk import replace_unk, unk_source_positions
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
 from kerasrnn.decoding.scorer import Scorer, TFAScorer, coverage_penalty, length_penalty
-from kerasrnn.decoding.strategy import DecodingStrategy, get, serialize
+from kerasrnn.decoding.strategy import DecodingStrategy
 
 __all__ = [
     "BeamSearch",
@@ -31,6 +35,7 @@ __all__ = [
     "Constraints",
     "DecodeResult",
     "DecodingStrategy",
+    "DiverseBeamSearch",
     "Ensemble",
     "GreedySearch",
     "RandomSampling",

@@ -15,37 +15,24 @@ import numpy as np
 from keras import ops
 
 from kerasrnn.decoding.common import DecodeResult, write_step
-from kerasrnn.decoding.scorer import get_scorer
+from kerasrnn.decoding.scorer import Scorer, get_scorer
 from kerasrnn.decoding.strategy import DecodingStrategy
 from kerasrnn.ops import NEG_INF
 from kerasrnn.validation import check_int, is_int
 
-# The loop states. Fields `last` and `states` have a row per hypothesis (batch * k),
-# `t` is the step counter, every other field has a row per example.
-_SetAside = collections.namedtuple(
-    "_SetAside",
-    ["t", "last", "states", "alive_seqs", "alive_logp", "pool", "done", "alive_align"],
+# The loop's carries, one row per example. Set-aside beam search: one `_Group` per
+# group of hypotheses (one group: the whole beam), each with its live hypotheses and
+# the complete ones set aside (its pool, best first).
+_Group = collections.namedtuple(
+    "_Group", ["alive_seqs", "alive_logp", "pool", "done", "alive_align"]
 )
-# The complete hypotheses set aside, n_best per example, best first.
 _Pool = collections.namedtuple(
     "_Pool", ["seqs", "scores", "log_probs", "lengths", "valid", "alignments"]
 )
+# Competing beam search: the beam itself.
 _Compete = collections.namedtuple(
-    "_Compete",
-    [
-        "t",
-        "last",
-        "states",
-        "seqs",
-        "log_probs",
-        "lengths",
-        "finished",
-        "scores",
-        "settled",
-        "alignments",
-    ],
+    "_Compete", ["seqs", "log_probs", "lengths", "finished", "scores", "settled", "alignments"]
 )
-_PER_ROW = ("last", "states")
 
 # TensorFlow Addons' names, and what kerasrnn calls them.
 _TFA_NAMES = {
@@ -99,10 +86,6 @@ def _gather_beams(values, indices):
     offsets = ops.arange(batch_size, dtype="int32")[:, None] * n
     picked = ops.take(flat, ops.reshape(indices + offsets, (-1,)), axis=0)
     return ops.reshape(picked, (batch_size, indices.shape[1]) + tuple(values.shape[2:]))
-
-
-def _take(structure, indices):
-    return keras.tree.map_structure(lambda x: ops.take(x, indices, axis=0), structure)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -163,6 +146,11 @@ class BeamSearch(DecodingStrategy):
     [2, 0, 0, 0]
     """
 
+    # Groups of hypotheses searched in turn, each with beam_size / groups live ones
+    # and its own complete ones (min(n_best, beam_size / groups)); the best n_best of
+    # all groups are returned. One group: the whole beam (diverse beam search has more).
+    groups = 1
+
     def __init__(
         self,
         beam_size=4,
@@ -213,7 +201,7 @@ class BeamSearch(DecodingStrategy):
             "n_best": self._n_best,
             "scorer": (
                 None
-                if type(self.scorer).__name__ == "Scorer"
+                if type(self.scorer) is Scorer
                 and self.scorer.get_config() == get_scorer(None).get_config()
                 else keras.saving.serialize_keras_object(self.scorer)
             ),
@@ -235,7 +223,7 @@ class BeamSearch(DecodingStrategy):
             initial_states, self.beam_size
         )
 
-    def _checked(self, step):
+    def drops_finished(self, step):
         if self.scorer.needs_alignments and not step.has_alignments:
             raise ValueError(
                 f"The coverage penalty (coverage_penalty_weight="
@@ -260,10 +248,171 @@ class BeamSearch(DecodingStrategy):
         _check_repeated_rows(step.first_logits, self.beam_size)
         return bool(drop)
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
-        drop = self._checked(step)
-        search = _Search(self, step, limits, max_length, end_token, pad_token, drop)
-        return search.set_aside(start_tokens, initial_states)
+    # ---- the loop's hooks: the lecture notes' rule, finished hypotheses set aside -----
+    def _group_sizes(self):
+        """Live hypotheses per group, and complete ones each group sets aside."""
+        groups = self.groups
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+            raise ValueError(f"`groups` must be a positive integer, got groups={groups!r}.")
+        if self.beam_size % groups:
+            raise ValueError(
+                f"`beam_size` ({self.beam_size}) must be a multiple of `groups` ({groups}): "
+                "every group holds beam_size / groups hypotheses."
+            )
+        size = self.beam_size // groups
+        return size, self.n_best if groups == 1 else min(self.n_best, size)
+
+    def initialize(self, search):
+        size, pool_size = self._group_sizes()
+        groups = []
+        for _ in range(self.groups):
+            pool_seqs, pool_align = _empty(search, pool_size)
+            alive_seqs, alive_align = _empty(search, size)
+            pool = _Pool(
+                seqs=pool_seqs,
+                scores=ops.full((search.batch_size, pool_size), NEG_INF, dtype="float32"),
+                log_probs=ops.zeros((search.batch_size, pool_size), "float32"),
+                lengths=ops.zeros((search.batch_size, pool_size), "int32"),
+                valid=ops.zeros((search.batch_size, pool_size), "bool"),
+                alignments=pool_align,
+            )
+            done = ops.zeros((search.batch_size,), "bool")
+            groups.append(
+                _Group(alive_seqs, _first_logp(search.batch_size, size), pool, done, alive_align)
+            )
+        return tuple(groups)
+
+    def sequences(self, carry):
+        if len(carry) == 1:
+            return carry[0].alive_seqs
+        return ops.concatenate([group.alive_seqs for group in carry], axis=1)
+
+    def is_done(self, carry):
+        done = carry[0].done
+        for group in carry[1:]:
+            done = ops.logical_and(done, group.done)
+        return done
+
+    def step(self, search, t, log_p, logits, alignments, carry):
+        """Every group of hypotheses in turn takes one step (`advance`); one group (the
+        default) is the whole beam."""
+        del logits  # beam search ranks log-probabilities
+        if len(carry) == 1:
+            tokens, parents, group, _ = self.advance(search, t, log_p, alignments, carry[0])
+            return tokens, parents, (group,)
+        size = self.beam_size // len(carry)
+        tokens, parents, groups = [], [], []
+        for g, group in enumerate(carry):
+            rows = slice(g * size, (g + 1) * size)
+            aligned = None if alignments is None else alignments[:, rows]
+            token, parent, group, _ = self.advance(search, t, log_p[:, rows], aligned, group)
+            tokens.append(token)
+            parents.append(parent + g * size)
+            groups.append(group)
+        return ops.concatenate(tokens, 1), ops.concatenate(parents, 1), tuple(groups)
+
+    def advance(self, search, t, log_p, alignments, group, penalty=None):
+        """One step of one group of m hypotheses: log_p `(batch, m, vocab)`, the step's
+        alignments `(batch, m, source_length)` or None, the group's carry; `penalty`
+        (broadcast to log_p's shape) is subtracted from the extensions' log-probabilities
+        to rank them (not from the log-probabilities kept).
+
+        The 2m best extensions are the candidates: those among the m best that end
+        (the end token, or the length limit) are set aside in the group's pool, ranked
+        by the scorer; the m best that do not end are the group's live hypotheses.
+        Returns their last tokens and parents `(batch, m)`, the new carry, and the
+        tokens of the m best extensions `(batch, m)` (the group's beam at this step,
+        those that end included)."""
+        size, vocab_size = log_p.shape[1], log_p.shape[-1]
+        scorer, end_token = self.scorer, search.end_token
+        total = ops.reshape(group.alive_logp[:, :, None] + log_p, (-1, size * vocab_size))
+        # The best 2m extensions hold at least m that do not end (each parent ends once).
+        width = min(2 * size, size * vocab_size)
+        if penalty is None:
+            cand_rank, cand_index = ops.top_k(total, width)
+            cand_logp = cand_rank
+        else:
+            ranked = group.alive_logp[:, :, None] + log_p - penalty
+            cand_rank, cand_index = ops.top_k(ops.reshape(ranked, ops.shape(total)), width)
+            cand_logp = ops.take_along_axis(total, ops.cast(cand_index, "int32"), 1)
+        cand_index = ops.cast(cand_index, "int32")
+        parent = cand_index // vocab_size
+        token = cand_index % vocab_size
+        length = t + 1
+        picks_end = ops.equal(token, end_token)
+        ends = ops.logical_or(picks_end, (length >= search.limits)[:, None])
+        cand_seqs = write_step(_gather_beams(group.alive_seqs, parent), t, token, axis=2)
+        cand_align, coverage = (), None
+        if search.aligned:
+            history = _gather_beams(group.alive_align, parent)
+            written = _gather_beams(alignments, parent)
+            cand_align = write_step(history, t, written, axis=2)
+            coverage = ops.sum(cand_align, axis=2)
+
+        # Only extensions inside the beam (the m best) complete; rows already done take
+        # nothing more, so their complete hypotheses stay frozen.
+        rank = ops.arange(width, dtype="int32")[None, :]
+        completes = ops.logical_and(ends, rank < size)
+        completes = ops.logical_and(completes, cand_logp > NEG_INF / 2)
+        completes = ops.logical_and(completes, ops.logical_not(group.done)[:, None])
+        lengths = ops.full(ops.shape(token), length, "int32")
+        scored_lengths = lengths
+        if not scorer.count_end_token:
+            scored_lengths = lengths - ops.cast(picks_end, "int32")
+        score = scorer(cand_logp, scored_lengths, coverage)
+        if not scorer.count_end_token and coverage is not None:
+            # TFA scores the step that picks the end token without coverage.
+            score = ops.where(picks_end, scorer(cand_logp, scored_lengths), score)
+        cand_score = ops.where(completes, score, NEG_INF)
+        pool = group.pool
+        pool_size = pool.scores.shape[1]
+        pool_score, keep = ops.top_k(ops.concatenate([pool.scores, cand_score], 1), pool_size)
+        keep = ops.cast(keep, "int32")
+
+        def merged(a, b):
+            return _pick(ops.concatenate([a, b], axis=1), keep)
+
+        pool = _Pool(
+            seqs=merged(pool.seqs, cand_seqs),
+            scores=pool_score,
+            log_probs=merged(pool.log_probs, cand_logp),
+            lengths=merged(pool.lengths, lengths),
+            valid=merged(pool.valid, completes),
+            alignments=merged(pool.alignments, cand_align) if search.aligned else (),
+        )
+
+        # The live hypotheses: the m best extensions that did not end.
+        alive_rank, chosen = ops.top_k(ops.where(ends, NEG_INF, cand_rank), size)
+        chosen = ops.cast(chosen, "int32")
+        alive_logp = alive_rank if penalty is None else ops.take_along_axis(cand_logp, chosen, 1)
+        full = ops.sum(ops.cast(pool.valid, "int32"), axis=1) >= pool_size
+        group = _Group(
+            alive_seqs=_gather_beams(cand_seqs, chosen),
+            alive_logp=alive_logp,
+            pool=pool,
+            done=ops.logical_or(group.done, ops.logical_or(full, length >= search.limits)),
+            alive_align=_gather_beams(cand_align, chosen) if search.aligned else (),
+        )
+        live_tokens = ops.take_along_axis(token, chosen, 1)
+        return live_tokens, ops.take_along_axis(parent, chosen, 1), group, token[:, :size]
+
+    def finalize(self, search, carry):
+        if len(carry) == 1:
+            pool = carry[0].pool
+        else:  # the groups' pools together, best first
+            pool = keras.tree.map_structure(
+                lambda *parts: ops.concatenate(parts, axis=1), *[group.pool for group in carry]
+            )
+            _, best = ops.top_k(pool.scores, self.n_best)
+            best = ops.cast(best, "int32")
+            pool = keras.tree.map_structure(lambda x: _pick(x, best), pool)
+        return DecodeResult(
+            pool.seqs,
+            pool.lengths,
+            pool.scores,
+            pool.log_probs,
+            pool.alignments if search.aligned else None,
+        )
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -289,10 +438,92 @@ class CompetingBeamSearch(BeamSearch):
     TFAScorer(length_penalty_weight=0.6, coverage_penalty_weight=0.0)
     """
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
-        drop = self._checked(step)
-        search = _Search(self, step, limits, max_length, end_token, pad_token, drop)
-        return search.compete(start_tokens, initial_states)
+    def initialize(self, search):
+        k, batch_size = self.beam_size, search.batch_size
+        seqs, align = _empty(search, k)
+        return _Compete(
+            seqs=seqs,
+            log_probs=_first_logp(batch_size, k),
+            lengths=ops.zeros((batch_size, k), "int32"),
+            finished=ops.zeros((batch_size, k), "bool"),
+            scores=ops.zeros((batch_size, k), "float32"),
+            settled=ops.zeros((batch_size,), "bool"),
+            alignments=align,
+        )
+
+    def sequences(self, carry):
+        return carry.seqs
+
+    def is_done(self, carry):
+        return ops.all(carry.finished, axis=1)
+
+    def is_settled(self, carry):
+        return carry.settled
+
+    def step(self, search, t, log_p, logits, alignments, carry):
+        del logits
+        k, end_token, scorer = self.beam_size, search.end_token, self.scorer
+        vocab_size = log_p.shape[-1]
+        is_end = ops.equal(ops.arange(vocab_size, dtype="int32"), end_token)
+        # A finished hypothesis' only extension is the end token, at probability 1.
+        end_only = ops.where(is_end, 0.0, NEG_INF)[None, None, :]
+        log_p = ops.where(carry.finished[:, :, None], end_only, log_p)
+        total = carry.log_probs[:, :, None] + log_p
+        live = ops.logical_not(carry.finished)[:, :, None]
+        grows = live if scorer.count_end_token else ops.logical_and(live, ops.logical_not(is_end))
+        scored_lengths = carry.lengths[:, :, None] + ops.cast(grows, "int32")
+        score = scorer(total, scored_lengths)
+        if search.aligned:
+            alignments = ops.where(carry.finished[:, :, None], 0.0, alignments)
+            coverage = ops.sum(carry.alignments, axis=2) + alignments
+            with_coverage = carry.finished[:, :, None]
+            if scorer.count_end_token:
+                with_coverage = ops.logical_or(with_coverage, is_end[None, None, :])
+            cp = (
+                scorer.coverage_penalty(coverage)[:, :, None]
+                if scorer.coverage_penalty_weight
+                else 0.0
+            )
+            score = ops.where(with_coverage, score + cp, score)
+        scores, index = ops.top_k(ops.reshape(score, (-1, k * vocab_size)), k)
+        index = ops.cast(index, "int32")
+        parent, token = index // vocab_size, index % vocab_size
+        parent_finished = ops.take_along_axis(carry.finished, parent, 1)
+        written = ops.where(parent_finished, search.pad_token, token)
+        finished = ops.logical_or(parent_finished, ops.equal(token, end_token))
+        finished = ops.logical_or(finished, (t + 1 >= search.limits)[:, None])
+        history = ()
+        if search.aligned:
+            history = write_step(
+                _gather_beams(carry.alignments, parent),
+                t,
+                _gather_beams(alignments, parent),
+                axis=2,
+            )
+        carry = _Compete(
+            seqs=write_step(_gather_beams(carry.seqs, parent), t, written, axis=2),
+            log_probs=ops.take_along_axis(ops.reshape(total, (-1, k * vocab_size)), index, 1),
+            lengths=ops.take_along_axis(carry.lengths, parent, 1)
+            + ops.cast(ops.logical_not(parent_finished), "int32"),
+            finished=finished,
+            scores=scores,
+            # An example whose beams had all finished before this step is settled: no
+            # later step changes it (the step after the last end rescores it, see
+            # TFAScorer), so drop_finished may drop it.
+            settled=ops.all(parent_finished, axis=1),
+            alignments=history,
+        )
+        return token, parent, carry
+
+    def finalize(self, search, carry):
+        n = self.n_best
+        return DecodeResult(
+            carry.seqs[:, :n],
+            carry.lengths[:, :n],
+            carry.scores[:, :n],
+            carry.log_probs[:, :n],
+            carry.alignments[:, :n] if search.aligned else None,
+        )
 
 
 def _check_repeated_rows(first_logits, k):
@@ -319,317 +550,24 @@ def _check_repeated_rows(first_logits, k):
         )
 
 
-class _Search:
-    """One beam search call: the two loops and what they share."""
+def _pick(values, indices):
+    """values `(batch, n, ...)`, indices `(batch, m)` -> `(batch, m, ...)`."""
+    if len(values.shape) == 2:
+        return ops.take_along_axis(values, indices, 1)
+    return _gather_beams(values, indices)
 
-    # drop_finished: the loop's phases, and the share of a phase's examples still
-    # running below which the next phase starts on those alone. On the reduced Multi30k
-    # model (batches of 64 sorted by length) 4 phases at 60% leave 76% of the row-steps
-    # of one loop; dropping every example the moment it ends would leave 73%.
-    PHASES, SHRINK = 4, 0.6
 
-    def __init__(self, strategy, step, limits, max_length, end_token, pad_token, drop_finished):
-        self.step = step
-        self.k = strategy.beam_size
-        self.n_best = strategy.n_best
-        self.scorer = strategy.scorer
-        self.next_token = strategy.constraints.next_token(end_token, step.outputs_log_probs)
-        self.limits = limits
-        self.max_length = max_length
-        self.end_token = end_token
-        self.pad_token = pad_token
-        self.drop_finished = drop_finished
-        self.aligned = step.has_alignments
-        self.batch_size = ops.shape(limits)[0]
-        self.batch_offsets = ops.arange(self.batch_size, dtype="int32")[:, None] * self.k
+def _first_logp(batch_size, k):
+    """The first step's beam: one live hypothesis per example (the others at NEG_INF,
+    so the k rows, which see the same token and states, do not give k copies)."""
+    first_beam = ops.convert_to_tensor([0.0] + [NEG_INF] * (k - 1), "float32")
+    return ops.tile(first_beam[None, :], [batch_size, 1])
 
-    def _expand(self, t, last, states, seqs):
-        """One decoder step for every live row: log p `(batch, k, vocab)`, the new
-        states, and the step's alignments `(batch, k, source_length)` or None."""
-        logits, states, alignments = self.step(last, states)
-        flat_seqs = ops.reshape(seqs, (-1, self.max_length))
-        log_p, _ = self.next_token(t, flat_seqs, logits)
-        vocab_size = logits.shape[-1]
-        log_p = ops.reshape(log_p, (-1, self.k, vocab_size))
-        if alignments is not None:
-            alignments = ops.reshape(alignments, (-1, self.k, self.step.source_length))
-        return log_p, states, alignments
 
-    def _loop(self, cond, body, state, finished, result):
-        """`ops.while_loop(cond, body, (state,))`, returning what `result` takes from
-        its final state, per example, in the batch's order.
-
-        With `drop_finished` it runs in phases (see `BeamSearch`); `finished(state)`
-        says which examples are done."""
-        if not self.drop_finished:
-            (state,) = ops.while_loop(cond, body, (state,), maximum_iterations=self.max_length)
-            return result(state)
-        examples = ops.arange(self.batch_size, dtype="int32")
-        parts = []
-        for phase in range(self.PHASES):
-            phase_cond = cond
-            if phase < self.PHASES - 1:
-                threshold = self.SHRINK * ops.cast(ops.shape(examples)[0], "float32")
-
-                def phase_cond(v, threshold=threshold):
-                    running = ops.sum(ops.cast(ops.logical_not(finished(v)), "float32"))
-                    return ops.logical_and(cond(v), running > threshold)
-
-            (state,) = ops.while_loop(
-                phase_cond, body, (state,), maximum_iterations=self.max_length
-            )
-            if phase == self.PHASES - 1:
-                break
-            done = finished(state)
-            gone = ops.cast(ops.nonzero(done)[0], "int32")
-            parts.append((ops.take(examples, gone, axis=0), _take(result(state), gone)))
-            keep = ops.cast(ops.nonzero(ops.logical_not(done))[0], "int32")
-            examples = ops.take(examples, keep, axis=0)
-            state = self._keep_examples(state, keep)
-        parts.append((examples, result(state)))
-        order = ops.argsort(ops.concatenate([ids for ids, _ in parts], axis=0))
-        return keras.tree.map_structure(
-            lambda *pieces: ops.take(ops.concatenate(pieces, axis=0), order, axis=0),
-            *[values for _, values in parts],
-        )
-
-    def _keep_examples(self, state, keep):
-        """The loop state, the step function and the length limits of the examples
-        `keep` only, for the next phase."""
-        rows = ops.reshape(
-            keep[:, None] * self.k + ops.arange(self.k, dtype="int32")[None, :], (-1,)
-        )
-        kept = {
-            name: _take(value, rows if name in _PER_ROW else keep)
-            for name, value in state._asdict().items()
-            if name != "t"
-        }
-        self.step = self.step.take_rows(rows)
-        self.limits = ops.take(self.limits, keep, axis=0)
-        self.batch_offsets = ops.arange(ops.shape(keep)[0], dtype="int32")[:, None] * self.k
-        return state._replace(**kept)
-
-    def _reorder_states(self, states, parent):
-        rows = ops.reshape(parent + self.batch_offsets, (-1,))
-        return keras.tree.map_structure(lambda s: ops.take(s, rows, axis=0), states)
-
-    def _first_logp(self):
-        first_beam = ops.convert_to_tensor([0.0] + [NEG_INF] * (self.k - 1), "float32")
-        return ops.tile(first_beam[None, :], [self.batch_size, 1])
-
-    def _empty(self, n):
-        """Token buffers `(batch, n, max_length)` and alignment histories (or ())."""
-        tokens = ops.full((self.batch_size, n, self.max_length), self.pad_token, "int32")
-        if not self.aligned:
-            return tokens, ()
-        shape = (self.batch_size, n, self.max_length, self.step.source_length)
-        return tokens, ops.zeros(shape, "float32")
-
-    # ---- the lecture notes' rule: finished hypotheses are set aside -----------------
-    def set_aside(self, first_tokens, first_states):
-        k, n_best, end_token = self.k, self.n_best, self.end_token
-        scorer = self.scorer
-
-        def cond(v):
-            return ops.logical_not(ops.all(v.done))
-
-        def body(v):
-            t = v.t
-            log_p, states, step_align = self._expand(t, v.last, v.states, v.alive_seqs)
-            vocab_size = log_p.shape[-1]
-            total = ops.reshape(v.alive_logp[:, :, None] + log_p, (-1, k * vocab_size))
-            # The best 2k extensions hold at least k that do not end (each parent
-            # ends once).
-            width = min(2 * k, k * vocab_size)
-            cand_logp, cand_index = ops.top_k(total, width)
-            cand_index = ops.cast(cand_index, "int32")
-            parent = cand_index // vocab_size
-            token = cand_index % vocab_size
-            length = t + 1
-            picks_end = ops.equal(token, end_token)
-            ends = ops.logical_or(picks_end, (length >= self.limits)[:, None])
-            cand_seqs = write_step(_gather_beams(v.alive_seqs, parent), t, token, axis=2)
-            cand_align, coverage = (), None
-            if self.aligned:
-                history = _gather_beams(v.alive_align, parent)
-                written = _gather_beams(step_align, parent)
-                cand_align = write_step(history, t, written, axis=2)
-                coverage = ops.sum(cand_align, axis=2)
-
-            # Only extensions inside the beam (the k best) complete; rows already done
-            # take nothing more, so their complete hypotheses stay frozen.
-            rank = ops.arange(width, dtype="int32")[None, :]
-            completes = ops.logical_and(ends, rank < k)
-            completes = ops.logical_and(completes, cand_logp > NEG_INF / 2)
-            completes = ops.logical_and(completes, ops.logical_not(v.done)[:, None])
-            lengths = ops.full(ops.shape(token), length, "int32")
-            scored_lengths = lengths
-            if not scorer.count_end_token:
-                scored_lengths = lengths - ops.cast(picks_end, "int32")
-            score = scorer(cand_logp, scored_lengths, coverage)
-            if not scorer.count_end_token and coverage is not None:
-                # TFA scores the step that picks the end token without coverage.
-                score = ops.where(picks_end, scorer(cand_logp, scored_lengths), score)
-            cand_score = ops.where(completes, score, NEG_INF)
-            pool = v.pool
-            pool_score, keep = ops.top_k(ops.concatenate([pool.scores, cand_score], 1), n_best)
-            keep = ops.cast(keep, "int32")
-
-            def merged(a, b):
-                both = ops.concatenate([a, b], axis=1)
-                if len(both.shape) == 2:
-                    return ops.take_along_axis(both, keep, 1)
-                return _gather_beams(both, keep)
-
-            pool = _Pool(
-                seqs=merged(pool.seqs, cand_seqs),
-                scores=pool_score,
-                log_probs=merged(pool.log_probs, cand_logp),
-                lengths=merged(pool.lengths, lengths),
-                valid=merged(pool.valid, completes),
-                alignments=merged(pool.alignments, cand_align) if self.aligned else (),
-            )
-
-            # The live beam: the k best extensions that did not end.
-            alive_logp, chosen = ops.top_k(ops.where(ends, NEG_INF, cand_logp), k)
-            chosen = ops.cast(chosen, "int32")
-            full = ops.sum(ops.cast(pool.valid, "int32"), axis=1) >= n_best
-            return (
-                _SetAside(
-                    t=t + 1,
-                    last=ops.reshape(ops.take_along_axis(token, chosen, 1), (-1,)),
-                    states=self._reorder_states(states, ops.take_along_axis(parent, chosen, 1)),
-                    alive_seqs=_gather_beams(cand_seqs, chosen),
-                    alive_logp=alive_logp,
-                    pool=pool,
-                    done=ops.logical_or(v.done, ops.logical_or(full, length >= self.limits)),
-                    alive_align=_gather_beams(cand_align, chosen) if self.aligned else (),
-                ),
-            )
-
-        pool_seqs, pool_align = self._empty(n_best)
-        alive_seqs, alive_align = self._empty(k)
-        start = _SetAside(
-            t=ops.convert_to_tensor(0, "int32"),
-            last=first_tokens,
-            states=first_states,
-            alive_seqs=alive_seqs,
-            alive_logp=self._first_logp(),
-            pool=_Pool(
-                seqs=pool_seqs,
-                scores=ops.full((self.batch_size, n_best), NEG_INF, dtype="float32"),
-                log_probs=ops.zeros((self.batch_size, n_best), "float32"),
-                lengths=ops.zeros((self.batch_size, n_best), "int32"),
-                valid=ops.zeros((self.batch_size, n_best), "bool"),
-                alignments=pool_align,
-            ),
-            done=ops.zeros((self.batch_size,), "bool"),
-            alive_align=alive_align,
-        )
-        pool = self._loop(cond, body, start, finished=lambda v: v.done, result=lambda v: v.pool)
-        return DecodeResult(
-            pool.seqs,
-            pool.lengths,
-            pool.scores,
-            pool.log_probs,
-            pool.alignments if self.aligned else None,
-        )
-
-    # ---- TensorFlow Addons' rule: finished hypotheses compete in the beam -----------
-    def compete(self, first_tokens, first_states):
-        k, end_token, scorer = self.k, self.end_token, self.scorer
-
-        def cond(v):
-            return ops.logical_not(ops.all(v.finished))
-
-        def body(v):
-            t = v.t
-            log_p, states, step_align = self._expand(t, v.last, v.states, v.seqs)
-            vocab_size = log_p.shape[-1]
-            is_end = ops.equal(ops.arange(vocab_size, dtype="int32"), end_token)
-            # A finished hypothesis' only extension is the end token, at probability 1.
-            end_only = ops.where(is_end, 0.0, NEG_INF)[None, None, :]
-            log_p = ops.where(v.finished[:, :, None], end_only, log_p)
-            total = v.log_probs[:, :, None] + log_p
-            live = ops.logical_not(v.finished)[:, :, None]
-            grows = (
-                live if scorer.count_end_token else ops.logical_and(live, ops.logical_not(is_end))
-            )
-            scored_lengths = v.lengths[:, :, None] + ops.cast(grows, "int32")
-            score = scorer(total, scored_lengths)
-            if self.aligned:
-                step_align = ops.where(v.finished[:, :, None], 0.0, step_align)
-                coverage = ops.sum(v.alignments, axis=2) + step_align
-                with_coverage = v.finished[:, :, None]
-                if scorer.count_end_token:
-                    with_coverage = ops.logical_or(with_coverage, is_end[None, None, :])
-                cp = (
-                    scorer.coverage_penalty(coverage)[:, :, None]
-                    if scorer.coverage_penalty_weight
-                    else 0.0
-                )
-                score = ops.where(with_coverage, score + cp, score)
-            scores, index = ops.top_k(ops.reshape(score, (-1, k * vocab_size)), k)
-            index = ops.cast(index, "int32")
-            parent, token = index // vocab_size, index % vocab_size
-            parent_finished = ops.take_along_axis(v.finished, parent, 1)
-            written = ops.where(parent_finished, self.pad_token, token)
-            finished = ops.logical_or(parent_finished, ops.equal(token, end_token))
-            finished = ops.logical_or(finished, (t + 1 >= self.limits)[:, None])
-            alignments = ()
-            if self.aligned:
-                alignments = write_step(
-                    _gather_beams(v.alignments, parent),
-                    t,
-                    _gather_beams(step_align, parent),
-                    axis=2,
-                )
-            return (
-                _Compete(
-                    t=t + 1,
-                    last=ops.reshape(token, (-1,)),
-                    states=self._reorder_states(states, parent),
-                    seqs=write_step(_gather_beams(v.seqs, parent), t, written, axis=2),
-                    log_probs=ops.take_along_axis(
-                        ops.reshape(total, (-1, k * vocab_size)), index, 1
-                    ),
-                    lengths=ops.take_along_axis(v.lengths, parent, 1)
-                    + ops.cast(ops.logical_not(parent_finished), "int32"),
-                    finished=finished,
-                    scores=scores,
-                    # An example whose beams had all finished before this step is settled:
-                    # no later step changes it (the step after the last end rescores it,
-                    # see TFAScorer), so drop_finished may drop it.
-                    settled=ops.all(parent_finished, axis=1),
-                    alignments=alignments,
-                ),
-            )
-
-        seqs, align = self._empty(k)
-        start = _Compete(
-            t=ops.convert_to_tensor(0, "int32"),
-            last=first_tokens,
-            states=first_states,
-            seqs=seqs,
-            log_probs=self._first_logp(),
-            lengths=ops.zeros((self.batch_size, k), "int32"),
-            finished=ops.zeros((self.batch_size, k), "bool"),
-            scores=ops.zeros((self.batch_size, k), "float32"),
-            settled=ops.zeros((self.batch_size,), "bool"),
-            alignments=align,
-        )
-        out = self._loop(
-            cond,
-            body,
-            start,
-            finished=lambda v: v.settled,
-            result=lambda v: v._replace(last=(), states=(), t=()),
-        )
-        n = self.n_best
-        return DecodeResult(
-            out.seqs[:, :n],
-            out.lengths[:, :n],
-            out.scores[:, :n],
-            out.log_probs[:, :n],
-            out.alignments[:, :n] if self.aligned else None,
-        )
+def _empty(search, n):
+    """Token buffers `(batch, n, max_length)` and alignment histories (or ())."""
+    tokens = ops.full((search.batch_size, n, search.max_length), search.pad_token, "int32")
+    if not search.aligned:
+        return tokens, ()
+    shape = (search.batch_size, n, search.max_length, search.step.source_length)
+    return tokens, ops.zeros(shape, "float32")

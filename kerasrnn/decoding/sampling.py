@@ -18,10 +18,10 @@ from kerasrnn.decoding.common import DecodeResult, write_step
 from kerasrnn.decoding.strategy import DecodingStrategy
 from kerasrnn.validation import check_int, check_number
 
-# The loop's state, one row per example.
-_Loop = collections.namedtuple(
-    "_Loop",
-    ["t", "last", "states", "tokens", "lengths", "log_probs", "finished", "alignments"],
+# The loop's carry, one row per example (tokens and alignments with the result's
+# hypothesis axis, of size 1).
+_Greedy = collections.namedtuple(
+    "_Greedy", ["tokens", "lengths", "log_probs", "finished", "alignments"]
 )
 
 
@@ -37,7 +37,7 @@ class GreedySearch(DecodingStrategy):
     log-probabilities. The loop is a `keras.ops.while_loop` over tensors: batched, and
     usable inside `tf.function`/XLA, a SavedModel or `jax.jit`.
 
-    The loop picks each token with `choose(logits)`; a subclass overriding it is a
+    Its `step` picks each token with `choose(logits)`; a subclass overriding it is a
     strategy of its own (`RandomSampling` is one).
 
     Args:
@@ -59,65 +59,54 @@ class GreedySearch(DecodingStrategy):
         `(rows, vocab_size)` (blocked tokens at `kerasrnn.ops.NEG_INF`)."""
         return ops.argmax(logits, axis=-1)
 
-    def run_loop(self, cond, body, loop_vars, maximum_iterations):
-        return ops.while_loop(cond, body, loop_vars, maximum_iterations=maximum_iterations)
-
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
-        next_token = self.constraints.next_token(end_token, step.outputs_log_probs)
-        batch_size = ops.shape(start_tokens)[0]
-
-        def cond(v):
-            return ops.logical_not(ops.all(v.finished))
-
-        def body(v):
-            logits, states, step_alignments = step(v.last, v.states)
-            log_p, logits = next_token(v.t, v.tokens, logits)
-            chosen = ops.cast(self.choose(logits), "int32")
-            # Scores are under the decoder's own distribution, whatever the temperature.
-            log_p = ops.take_along_axis(log_p, chosen[:, None], axis=-1)[:, 0]
-            alive = ops.logical_not(v.finished)
-            chosen = ops.where(alive, chosen, pad_token)
-            alignments = v.alignments
-            if step.has_alignments:
-                written = ops.where(alive[:, None], step_alignments, 0.0)
-                alignments = write_step(alignments, v.t, written, axis=1)
-            finished = ops.logical_or(v.finished, v.t + 1 >= limits)
-            if end_token is not None:
-                finished = ops.logical_or(finished, ops.equal(chosen, end_token))
-            return (
-                _Loop(
-                    t=v.t + 1,
-                    last=chosen,
-                    states=states,
-                    tokens=write_step(v.tokens, v.t, chosen, axis=1),
-                    lengths=v.lengths + ops.cast(alive, "int32"),
-                    log_probs=v.log_probs + ops.where(alive, log_p, 0.0),
-                    finished=finished,
-                    alignments=alignments,
-                ),
-            )
-
-        start = _Loop(
-            t=ops.convert_to_tensor(0, "int32"),
-            last=start_tokens,
-            states=initial_states,
-            tokens=ops.full((batch_size, max_length), pad_token, dtype="int32"),
+    # ---- the loop's hooks (see DecodingStrategy) ------------------------------------
+    def initialize(self, search):
+        batch_size, max_length = search.batch_size, search.max_length
+        return _Greedy(
+            tokens=ops.full((batch_size, 1, max_length), search.pad_token, dtype="int32"),
             lengths=ops.zeros((batch_size,), "int32"),
             log_probs=ops.zeros((batch_size,), "float32"),
             finished=ops.zeros((batch_size,), "bool"),
             # () when the step function returns no alignments: an empty structure
             alignments=(
-                ops.zeros((batch_size, max_length, step.source_length), "float32")
-                if step.has_alignments
+                ops.zeros((batch_size, 1, max_length, search.step.source_length), "float32")
+                if search.aligned
                 else ()
             ),
         )
-        (out,) = self.run_loop(cond, body, (start,), max_length)
-        log_probs = out.log_probs[:, None]
-        alignments = out.alignments[:, None] if step.has_alignments else None
-        return DecodeResult(
-            out.tokens[:, None], out.lengths[:, None], log_probs, log_probs, alignments
+
+    def sequences(self, carry):
+        return carry.tokens
+
+    def is_done(self, carry):
+        return carry.finished
+
+    def step(self, search, t, log_p, logits, alignments, carry):
+        chosen = ops.cast(self.choose(logits[:, 0]), "int32")
+        # Scores are under the decoder's own distribution, whatever the temperature.
+        log_p = ops.take_along_axis(log_p[:, 0], chosen[:, None], axis=-1)[:, 0]
+        alive = ops.logical_not(carry.finished)
+        chosen = ops.where(alive, chosen, search.pad_token)
+        history = carry.alignments
+        if search.aligned:
+            written = ops.where(alive[:, None, None], alignments, 0.0)
+            history = write_step(history, t, written, axis=2)
+        finished = ops.logical_or(carry.finished, t + 1 >= search.limits)
+        if search.end_token is not None:
+            finished = ops.logical_or(finished, ops.equal(chosen, search.end_token))
+        carry = _Greedy(
+            tokens=write_step(carry.tokens, t, chosen[:, None], axis=2),
+            lengths=carry.lengths + ops.cast(alive, "int32"),
+            log_probs=carry.log_probs + ops.where(alive, log_p, 0.0),
+            finished=finished,
+            alignments=history,
         )
+        return chosen[:, None], None, carry
+
+    def finalize(self, search, carry):
+        log_probs = carry.log_probs[:, None]
+        alignments = carry.alignments if search.aligned else None
+        return DecodeResult(carry.tokens, carry.lengths[:, None], log_probs, log_probs, alignments)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -180,19 +169,17 @@ class RandomSampling(GreedySearch):
             return samplers.TopKSampler(k=self.top_k, seed=self.seed, temperature=self.temperature)
         return samplers.RandomSampler(seed=self.seed, temperature=self.temperature)
 
-    def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
+    def initialize(self, search):
         if self.seed is not None:
             # A seeded strategy repeats its draw from call to call.
             state = self._sampler.seed_generator.state
             state.assign(ops.convert_to_tensor([self.seed, 0], dtype=state.dtype))
-        return super().decode(
-            step, start_tokens, initial_states, max_length, end_token, pad_token, limits
-        )
+        return super().initialize(search)
 
     def choose(self, logits):
         return self._sampler.get_next_token(self._sampler.compute_probabilities(logits))
 
-    def run_loop(self, cond, body, loop_vars, maximum_iterations):
+    def run_while(self, cond, body, loop_vars, maximum_iterations):
         return self._sampler.run_loop(
             cond, body, loop_vars=loop_vars, maximum_iterations=maximum_iterations
         )

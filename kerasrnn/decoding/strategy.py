@@ -1,10 +1,14 @@
 """The decoding strategy's contract: `DecodingStrategy`, the base every strategy
-subclasses, and `get` / `serialize` (as keras-hub's samplers)."""
+subclasses, a policy over the one decoding loop (`kerasrnn.decoding.loop`).
+
+`get` / `serialize` live above the strategies, in `kerasrnn.decoding.registry`."""
 
 from typing import Any
 
 import keras
+from keras import ops
 
+from kerasrnn.decoding import loop
 from kerasrnn.decoding.common import DecodeResult, StepFn, StepFunction, check_step_inputs
 from kerasrnn.decoding.constraints import get_constraints
 
@@ -14,11 +18,28 @@ class DecodingStrategy:
     one of your own.
 
     A strategy is a small serialisable object holding its options (and the
-    `Constraints` on its output); calling it runs its loop over any step function
-    `step_fn(tokens, states) -> (logits, states)` or `(logits, states, alignments)`.
-    A subclass implements `decode(step, start_tokens, initial_states, max_length,
-    end_token, pad_token, limits)` (`step` is the checked `StepFunction`, `limits` the
-    per-example length limits) and `get_config`.
+    `Constraints` on its output); calling it runs the one decoding loop
+    (`kerasrnn.decoding.loop.run`) over any step function `step_fn(tokens, states) ->
+    (logits, states)` or `(logits, states, alignments)`, with the strategy as its
+    policy. A subclass implements the hooks (and `get_config`); a new strategy that
+    only chooses differently overrides `step` alone:
+
+    * `initialize(search) -> carry`: its loop state, one row per example (any nested
+      structure of tensors);
+    * `sequences(carry)`: the tokens so far, int32 `(batch, k, max_length)` (what the
+      constraints read);
+    * `step(search, t, log_p, logits, alignments, carry) -> (tokens, parents, carry)`:
+      one step, from the constrained log-probabilities and logits `(batch, k, vocab)`
+      (and the attention weights `(batch, k, source_length)` or None) to the next
+      tokens `(batch, k)`, the row each continues `(batch, k)` (None: its own) and the
+      new carry;
+    * `is_done(carry)`: bool `(batch,)`, examples with nothing left to do (the loop
+      stops when all are); `is_settled(carry)`: those `drop_finished` may drop
+      (default `is_done`);
+    * `finalize(search, carry) -> DecodeResult`.
+
+    `search` (a `kerasrnn.decoding.loop.Search`) holds the call's step function,
+    length limits, `max_length`, `end_token`, `pad_token` and rows per example.
 
     Class attributes a caller (`Seq2Seq.generate`) reads:
         rows_per_example: how many rows of the step function belong to one example
@@ -98,7 +119,73 @@ class DecodingStrategy:
         return start_tokens, initial_states
 
     def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
-        raise NotImplementedError(f"{type(self).__name__} must implement `decode`.")
+        """Runs the decoding loop with this strategy's hooks (`step` is the checked
+        `StepFunction`, `limits` the per-example length limits)."""
+        search = loop.Search(
+            step,
+            limits,
+            max_length,
+            end_token,
+            pad_token,
+            self.constraints,
+            self.rows_per_example,
+            self.drops_finished(step),
+        )
+        return loop.run(self, search, start_tokens, initial_states)
+
+    # ---- the loop's hooks ------------------------------------------------------------
+    def drops_finished(self, step):
+        """Whether this call's loop drops the examples that have finished (in
+        phases); checks the step function for what the strategy needs."""
+        del step
+        return False
+
+    def initialize(self, search):
+        raise NotImplementedError(f"{type(self).__name__} must implement `initialize`.")
+
+    def sequences(self, carry):
+        raise NotImplementedError(f"{type(self).__name__} must implement `sequences`.")
+
+    def step(self, search, t, log_p, logits, alignments, carry):
+        raise NotImplementedError(f"{type(self).__name__} must implement `step`.")
+
+    def is_done(self, carry):
+        raise NotImplementedError(f"{type(self).__name__} must implement `is_done`.")
+
+    def is_settled(self, carry):
+        return self.is_done(carry)
+
+    def finalize(self, search, carry):
+        raise NotImplementedError(f"{type(self).__name__} must implement `finalize`.")
+
+    def run_while(self, cond, body, loop_vars, maximum_iterations):
+        """`keras.ops.while_loop` (sampling threads its seed state through it)."""
+        return ops.while_loop(cond, body, loop_vars, maximum_iterations=maximum_iterations)
+
+    # ---- options ---------------------------------------------------------------------
+    def with_options(self, **options):
+        """A copy of this strategy with some options changed, the others as they are
+        (the same `Constraints` and scorer objects).
+
+        Example:
+
+        >>> import kerasrnn
+        >>> kerasrnn.decoding.BeamSearch(5, n_best=2).with_options(n_best=None)
+        BeamSearch(beam_size=5, n_best=None, scorer=None, drop_finished='auto')
+        """
+        config = self.get_config()
+        names = set(config) | {"constraints"}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__} has no option {unknown[0]!r}; its options are "
+                f"{sorted(names)}."
+            )
+        config.update(options)
+        for name in ("constraints", "scorer"):
+            if name in names and name not in options and hasattr(self, name):
+                config[name] = getattr(self, name)
+        return type(self).from_config(config)
 
     def get_config(self):
         config = {}
@@ -132,49 +219,3 @@ def _frozen(value):
         return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
     hash(value)  # TypeError for arrays and tensors
     return value
-
-
-def _names():
-    from kerasrnn.decoding.beam_search import BeamSearch
-    from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
-
-    return {"greedy": GreedySearch, "sample": RandomSampling, "beam": BeamSearch}
-
-
-def get(identifier: "str | dict | DecodingStrategy") -> DecodingStrategy:
-    """A decoding strategy from a name ("greedy", "sample", "beam": the defaults), a
-    config dict (what `serialize` returns) or a strategy (returned as is).
-
-    Example:
-
-    >>> import kerasrnn
-    >>> kerasrnn.decoding.get("beam")
-    BeamSearch(beam_size=4, n_best=None, scorer=None, drop_finished='auto')
-    >>> kerasrnn.decoding.get(kerasrnn.decoding.serialize(
-    ...     kerasrnn.decoding.RandomSampling(top_k=5)))
-    RandomSampling(temperature=1.0, top_k=5, top_p=None, seed=None)
-    """
-    if isinstance(identifier, DecodingStrategy):
-        return identifier
-    if isinstance(identifier, str):
-        names = _names()
-        if identifier not in names:
-            raise ValueError(
-                f"Unknown decoding strategy {identifier!r}: use one of {sorted(names)} "
-                "or a kerasrnn.decoding strategy object."
-            )
-        return names[identifier]()
-    if isinstance(identifier, dict):
-        strategy = keras.saving.deserialize_keras_object(identifier)
-        if isinstance(strategy, DecodingStrategy):
-            return strategy
-    raise TypeError(
-        "A decoding strategy is 'greedy', 'sample', 'beam', a kerasrnn.decoding "
-        f"strategy (GreedySearch(), BeamSearch(...), ...) or its config; got "
-        f"{identifier!r}."
-    )
-
-
-def serialize(strategy: "str | dict | DecodingStrategy") -> dict:
-    """A strategy's config dict (`get` rebuilds it)."""
-    return keras.saving.serialize_keras_object(get(strategy))

@@ -10,7 +10,6 @@ kernel and bias), and `end_id`, `pad_id`, `max_target_length`.
 """
 
 import contextlib
-import copy
 from typing import Any, Callable
 
 import keras
@@ -213,8 +212,7 @@ class GenerationMixin:
         if n_best < rows:
             # All hypotheses are completed, then the n best kept: stopping once n_best
             # are complete would return whichever end first, often too short ones.
-            strategy = copy.copy(strategy)
-            strategy._n_best = None
+            strategy = strategy.with_options(n_best=None)
         readout = self._decoding_readout(readout_dtype)
         # The strategy's own needs (the coverage penalty) get the alignments even when
         # the caller does not want them back.
@@ -275,9 +273,7 @@ def _without_dropping(strategy):
     compiles static shapes only."""
     if getattr(strategy, "drop_finished", False) != "auto":
         return strategy
-    strategy = copy.copy(strategy)
-    strategy.drop_finished = False
-    return strategy
+    return strategy.with_options(drop_finished=False)
 
 
 class _Decode:

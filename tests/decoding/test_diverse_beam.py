@@ -1,0 +1,115 @@
+"""Diverse beam search (Vijayakumar et al. 2018) against a NumPy transcription, on a
+table model (the next token's log-probabilities looked up by the previous token): the
+library's `DiverseBeamSearch` and the subclass docs/decoding.md writes over the loop's
+step hook ("Writing your own strategy")."""
+
+import keras
+import numpy as np
+import pytest
+
+from kerasrnn import decoding
+from tests.decoding.reference import np_
+from tests.test_docs import REPO, collect
+
+END, VOCAB, MAX_LENGTH = 0, 7, 5
+
+
+def table(seed):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(VOCAB, VOCAB)) * 1.5
+    logits[:, END] -= 1.0  # fewer early ends: longer searches
+    return (logits - np.log(np.exp(logits).sum(-1, keepdims=True))).astype("float32")
+
+
+def numpy_diverse_beam(log_p, start, beam_size, groups, diversity, n_best):
+    """The paper's algorithm with the set-aside stop rule, hypothesis by hypothesis:
+    groups in turn, each ranking its extensions by log p - diversity * (number of
+    earlier groups' m best extensions that took the token at this step); the 2m best
+    are candidates, those among the m best that end are set aside (average score
+    log p / |y|), the m best that do not end live on."""
+    m = beam_size // groups
+    pool_size = n_best if groups == 1 else min(n_best, m)
+    state = [{"alive": [((), 0.0)], "pool": [], "done": False} for _ in range(groups)]
+    for t in range(MAX_LENGTH):
+        if all(g["done"] for g in state):
+            break
+        length, taken = t + 1, np.zeros(VOCAB)
+        for g in state:
+            candidates = []  # (rank score, log p, tokens), parent-major like the library
+            for tokens, logp in g["alive"]:
+                previous = tokens[-1] if tokens else start
+                for y in range(VOCAB):
+                    total = logp + float(log_p[previous, y])
+                    candidates.append((total - diversity * taken[y], total, tokens + (y,)))
+            candidates = sorted(candidates, key=lambda c: -c[0])[: 2 * m]
+            ends = [c[2][-1] == END or length >= MAX_LENGTH for c in candidates]
+            if not g["done"]:
+                done = [c for c, e in zip(candidates[:m], ends) if e]
+                g["pool"] += [(c[1] / length, c[1], c[2]) for c in done]
+                g["pool"] = sorted(g["pool"], key=lambda h: -h[0])[:pool_size]
+            g["alive"] = [(c[2], c[1]) for c, e in zip(candidates, ends) if not e][:m]
+            for c in candidates[:m]:
+                taken[c[2][-1]] += 1
+            g["done"] = g["done"] or len(g["pool"]) >= pool_size or length >= MAX_LENGTH
+    return sorted((h for g in state for h in g["pool"]), key=lambda h: -h[0])[:n_best]
+
+
+def docs_strategy():
+    """The class docs/decoding.md defines (its example block run here)."""
+    page = REPO / "docs" / "decoding.md"
+    (example,) = [
+        e for e in collect(page.read_text(encoding="utf-8"), page) if "class DiverseBeam(" in e.code
+    ]
+    namespace = {}
+    exec(compile(example.code.split("# --- usage")[0], str(page), "exec"), namespace)
+    return namespace["DiverseBeam"]
+
+
+@pytest.mark.parametrize(
+    "beam_size, groups, diversity, n_best",
+    [(4, 2, 0.7, None), (6, 3, 1.5, 4), (4, 2, 0.0, 2), (4, 1, 0.7, None)],
+)
+@pytest.mark.parametrize("which", ["library", "docs"])
+def test_diverse_beam_search_matches_numpy(which, beam_size, groups, diversity, n_best):
+    cls = decoding.DiverseBeamSearch if which == "library" else docs_strategy()
+    log_p = table(seed=beam_size + groups)
+    step = lambda tokens, states: (keras.ops.take(log_p, tokens, axis=0), states)  # noqa: E731
+    starts = [1, 3, 5]
+    strategy = cls(beam_size, groups=groups, diversity=diversity, n_best=n_best)
+    out = strategy(step, starts, (), MAX_LENGTH, end_token=END)
+    n = beam_size if n_best is None else n_best
+    assert np_(out.tokens).shape == (len(starts), n, MAX_LENGTH)
+    for b, start in enumerate(starts):
+        expected = numpy_diverse_beam(log_p, start, beam_size, groups, diversity, n)
+        assert len(expected) == n
+        for i, (score, logp, tokens) in enumerate(expected):
+            got = np_(out.tokens)[b, i]
+            assert got[: len(tokens)].tolist() == list(tokens), (b, i)
+            assert (got[len(tokens) :] == 0).all()
+            assert int(np_(out.lengths)[b, i]) == len(tokens)
+            np.testing.assert_allclose(np_(out.log_probs)[b, i], logp, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(np_(out.scores)[b, i], score, rtol=1e-5, atol=1e-5)
+
+
+def test_diversity_changes_the_n_best():
+    """A penalty large enough makes the groups' first tokens differ (a test that the
+    penalty is applied at all: without it both groups take the same best token)."""
+    log_p = table(seed=4)
+    step = lambda tokens, states: (keras.ops.take(log_p, tokens, axis=0), states)  # noqa: E731
+    plain = decoding.DiverseBeamSearch(2, groups=2, diversity=0.0)(step, [1], (), 5, END)
+    diverse = decoding.DiverseBeamSearch(2, groups=2, diversity=50.0)(step, [1], (), 5, END)
+    assert np_(plain.tokens)[0, 0, 0] == np_(plain.tokens)[0, 1, 0]
+    assert np_(diverse.tokens)[0, 0, 0] != np_(diverse.tokens)[0, 1, 0]
+
+
+def test_serializes_and_takes_options():
+    strategy = decoding.DiverseBeamSearch(6, groups=3, diversity=0.25, n_best=2)
+    again = decoding.get(decoding.serialize(strategy))
+    assert type(again) is decoding.DiverseBeamSearch
+    assert again.get_config() == strategy.get_config()
+    wider = strategy.with_options(n_best=None)
+    assert (wider.n_best, wider.groups, wider.diversity) == (6, 3, 0.25)
+    with pytest.raises(ValueError, match="multiple of `groups`"):
+        decoding.DiverseBeamSearch(5, groups=2)
+    with pytest.raises(ValueError, match="has no option 'beam'"):
+        strategy.with_options(beam=3)
