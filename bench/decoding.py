@@ -31,8 +31,15 @@ shape, timed and reported), then `--rounds` interleaved rounds each time one pas
 all batches per contender, the order rotating; a contender's ratio in a round is the
 old path's time over its time in that same round (> 1: faster).
 
+With `--against REF` (a git revision) the contenders are the decoding code of REF
+and of the working tree instead, each through `generate` compiled (the default) and
+as called (`jit_compile=False`): REF's `kerasrnn/decoding/beam_search.py` and
+`sampling.py` are loaded from git under another name (their classes over this tree's
+`DecodingStrategy`, constraints and scorer), so both run in one process, interleaved.
+
     python -m bench decoding                 # 256 sentences, 3 rounds
     python -m bench decoding --method greedy
+    python -m bench decoding --against main --rounds 5
 """
 
 import gzip
@@ -41,7 +48,9 @@ import pathlib
 import platform
 import re
 import statistics
+import subprocess
 import sys
+import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
@@ -117,6 +126,45 @@ def contenders(model, options):
     ]
 
 
+def reference_strategies(revision):
+    """REF's `BeamSearch` and `GreedySearch` classes (see the module docstring)."""
+    classes = {}
+    for name in ("sampling", "beam_search"):
+        try:
+            source = subprocess.run(
+                ["git", "show", f"{revision}:kerasrnn/decoding/{name}.py"],
+                check=True,
+                capture_output=True,
+                text=True,
+                cwd=pathlib.Path(__file__).resolve().parent.parent,
+            ).stdout
+        except subprocess.CalledProcessError as error:
+            sys.exit(f"decoding.py: error: --against {revision}: {error.stderr.strip()}")
+        # registered under another package, not over this tree's classes
+        source = source.replace('package="kerasrnn"', 'package="kerasrnn_against"')
+        module = types.ModuleType(f"kerasrnn_against_{name}")
+        exec(compile(source, f"{revision}:kerasrnn/decoding/{name}.py", "exec"), module.__dict__)
+        classes.update(vars(module))
+    return classes["BeamSearch"], classes["GreedySearch"]
+
+
+def against_contenders(model, options, reference):
+    """This tree's strategy and REF's, through `generate` compiled and as called."""
+
+    def called(strategy, jit_compile):
+        settings = dict(options, strategy=strategy)
+        return lambda ids: keras.ops.convert_to_numpy(
+            model.generate(ids, jit_compile=jit_compile, **settings).tokens
+        )
+
+    return [
+        ("REF: generate, compiled", called(reference, "auto")),
+        ("this tree: generate, compiled", called(options["strategy"], "auto")),
+        ("REF: generate, eager loop", called(reference, False)),
+        ("this tree: generate, eager loop", called(options["strategy"], False)),
+    ]
+
+
 def main(argv=None):
     parser = suite.parser("decoding", __doc__)
     parser.add_argument("--data", default=str(DATA / "test_2016_flickr.de.gz"))
@@ -125,6 +173,11 @@ def main(argv=None):
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--max-length", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--against",
+        metavar="REF",
+        help="time the decoding code of git revision REF against this tree's instead",
+    )
     args = parser.parse_args(argv)
     if keras.backend.backend() != "tensorflow":
         parser.error("the old path is the translator's tf.function: run on tensorflow")
@@ -145,7 +198,12 @@ def main(argv=None):
         f"of 64; {args.rounds} interleaved rounds",
         flush=True,
     )
-    runs = contenders(model, options)
+    if args.against:
+        beam, greedy = reference_strategies(args.against)
+        reference = beam(args.beam_size) if args.method == "beam" else greedy()
+        runs = against_contenders(model, options, reference)
+    else:
+        runs = contenders(model, options)
     outputs = {}
     for label, run in runs:
         outputs[label], took = timing.timed(lambda run=run: [run(ids) for ids in batches])
@@ -158,7 +216,7 @@ def main(argv=None):
             int(np.all(a[:, 0] == b[:, 0], axis=-1).sum())
             for a, b in zip(reference, outputs[label])
         )
-        print(f"# {label}: {same}/{len(lengths)} best hypotheses token-identical to the old path's")
+        print(f"# {label}: {same}/{len(lengths)} best hypotheses token-identical to the first's")
 
     def one_pass(run):
         for ids in batches:
@@ -173,7 +231,7 @@ def main(argv=None):
     )
     # Where the time goes: the readout matmul alone, (batch x beam) rows x 512 x 6,197
     # at each of max_length steps, as one graph (the decoder's own readout weights).
-    if args.method == "beam":
+    if args.method == "beam" and not args.against:
         import tensorflow as tf
 
         kernel = model.readout.kernel
@@ -190,15 +248,20 @@ def main(argv=None):
             "of the old path's time",
             flush=True,
         )
-    old = seconds[runs[0][0]]
-    print(f"{'contender':<40} {'sentences/s':>11} {'speed-up vs old':>16} {'min-max':>11}")
-    for label, _ in runs:
+    # the speed-up of each contender over the old path (--against: over REF's code on
+    # the same path, the row above)
+    baseline = "REF" if args.against else "old"
+    print(f"{'contender':<40} {'sentences/s':>11} {'speed-up vs ' + baseline:>16} {'min-max':>11}")
+    for i, (label, _) in enumerate(runs):
+        old = seconds[runs[i - i % 2 if args.against else 0][0]]
         speedups = timing.ratios(old, seconds[label])
         rate = len(lengths) / statistics.median(seconds[label])
         print(
             f"{label:<40} {rate:11.1f} {statistics.median(speedups):16.2f} "
             f"{min(speedups):5.2f}-{max(speedups):<5.2f}"
         )
+    if args.against:
+        return  # a comparison of two revisions: printed, not the canonical figure
     eager = timing.ratios(
         seconds["old: generate, eager call"], seconds["new: generate, eager call"]
     )

@@ -6,7 +6,7 @@ scores `(batch, vocab_size)` out, any nested structure of `(batch, ...)` state t
 carried along, and optionally the step's attention weights `(batch, source_length)`.
 
 A strategy (`GreedySearch`, `RandomSampling`, `BeamSearch`, `CompetingBeamSearch`,
-`DiverseBeamSearch`, or a subclass of your own) holds its options, a `Scorer` for beam
+`DiverseBeamSearch`, `ExhaustiveSearch`, or a subclass of your own) holds its options, a `Scorer` for beam
 search's ranking and the `Constraints` on the output; calling it runs the one decoding
 loop (`kerasrnn.decoding.loop`: a `keras.ops.while_loop` with the strategy's `step` as
 its hook) over tensors
@@ -22,6 +22,7 @@ from kerasrnn.decoding.common import DecodeResult, StepFn
 from kerasrnn.decoding.constraints import Constraints
 from kerasrnn.decoding.diverse_beam import DiverseBeamSearch
 from kerasrnn.decoding.ensemble import Ensemble
+from kerasrnn.decoding.exhaustive import ExhaustiveSearch
 from kerasrnn.decoding.functions import beam_search, greedy_search, sample
 from kerasrnn.decoding.registry import get, serialize
 from kerasrnn.decoding.replace_unk import replace_unk, unk_source_positions
@@ -37,6 +38,7 @@ __all__ = [
     "DecodingStrategy",
     "DiverseBeamSearch",
     "Ensemble",
+    "ExhaustiveSearch",
     "GreedySearch",
     "RandomSampling",
     "Scorer",

@@ -150,6 +150,7 @@ class BeamSearch(DecodingStrategy):
     # and its own complete ones (min(n_best, beam_size / groups)); the best n_best of
     # all groups are returned. One group: the whole beam (diverse beam search has more).
     groups = 1
+    stops_at_n_best = True
 
     def __init__(
         self,

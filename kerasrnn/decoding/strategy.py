@@ -47,6 +47,9 @@ class DecodingStrategy:
             many times).
         jit_compilable: whether the loop may be compiled once and reused (not for
             sampling, whose seed state would be frozen into the compiled function).
+        stops_at_n_best: whether the search stops once `n_best` hypotheses are
+            complete (`Seq2Seq.generate` then completes all `rows_per_example` with
+            `with_options(n_best=None)` and keeps the n best).
 
     Args:
         constraints: a `kerasrnn.decoding.Constraints` (or its config), shared by any
@@ -56,6 +59,9 @@ class DecodingStrategy:
     rows_per_example = 1
     n_best = 1
     jit_compilable = True
+    # whether the search stops once `n_best` hypotheses are complete (beam search's
+    # set-aside rule: `with_options(n_best=None)` then completes them all)
+    stops_at_n_best = False
 
     def __init__(self, constraints=None):
         self.constraints = get_constraints(constraints)

@@ -209,7 +209,8 @@ class GenerationMixin:
         """`generate` without the checks and the compile cache: the decoding itself."""
         rows = strategy.rows_per_example
         n_best = strategy.n_best
-        if n_best < rows:
+        trimmed = strategy.stops_at_n_best and n_best < rows
+        if trimmed:
             # All hypotheses are completed, then the n best kept: stopping once n_best
             # are complete would return whichever end first, often too short ones.
             strategy = strategy.with_options(n_best=None)
@@ -229,7 +230,7 @@ class GenerationMixin:
             pad_token=self.pad_id,
             source_lengths=source_lengths,
         )
-        if n_best < rows:
+        if trimmed:
             result = decoding.DecodeResult(
                 *(None if field is None else field[:, :n_best] for field in result)
             )
