@@ -6,10 +6,10 @@ scores `(batch, vocab_size)` out, any nested structure of `(batch, ...)` state t
 carried along, and optionally the step's attention weights `(batch, source_length)`.
 
 A strategy (`GreedySearch`, `RandomSampling`, `BeamSearch`, `CompetingBeamSearch`,
-`DiverseBeamSearch`, `ExhaustiveSearch`, or a subclass of your own) holds its options, a `Scorer` for beam
-search's ranking and the `Constraints` on the output; calling it runs the one decoding
-loop (`kerasrnn.decoding.loop`: a `keras.ops.while_loop` with the strategy's `step` as
-its hook) over tensors
+`DiverseBeamSearch`, `ExhaustiveSearch`, or a subclass of your own) holds its options,
+a `Scorer` for beam search's ranking and the `Constraints` on the output; calling it
+runs the one decoding loop (`kerasrnn.decoding.loop`: a `keras.ops.while_loop` with
+the strategy's `step` as its hook) over tensors
 (batched; usable in `tf.function`, XLA, a SavedModel or `jax.jit`) and returns a
 `DecodeResult` with hypotheses along axis 1: tokens `(batch, n_best, max_length)`,
 `n_best = 1` for greedy search and sampling. `get("beam")` and `serialize` name and
