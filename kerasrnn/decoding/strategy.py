@@ -8,9 +8,9 @@ from typing import Any
 import keras
 from keras import ops
 
-from kerasrnn.decoding import loop
 from kerasrnn.decoding.common import DecodeResult, StepFn, StepFunction, check_step_inputs
 from kerasrnn.decoding.constraints import get_constraints
+from kerasrnn.decoding.loop import Search, run
 
 
 class DecodingStrategy:
@@ -127,7 +127,7 @@ class DecodingStrategy:
     def decode(self, step, start_tokens, initial_states, max_length, end_token, pad_token, limits):
         """Runs the decoding loop with this strategy's hooks (`step` is the checked
         `StepFunction`, `limits` the per-example length limits)."""
-        search = loop.Search(
+        search = Search(
             step,
             limits,
             max_length,
@@ -137,7 +137,7 @@ class DecodingStrategy:
             self.rows_per_example,
             self.drops_finished(step),
         )
-        return loop.run(self, search, start_tokens, initial_states)
+        return run(self, search, start_tokens, initial_states)
 
     # ---- the loop's hooks ------------------------------------------------------------
     def drops_finished(self, step):
