@@ -61,17 +61,16 @@ OPTIONS = common.data_options(
     test_fraction=Option(
         0.0, "part of `train` held out for testing when `test` is not given; 0: no test set"
     ),
-    lowercase=Option(False, "lower-case the text before tokenising"),
-    max_vocab=Option(30000, "vocabulary size at most, the 4 special tokens included"),
-    min_freq=Option(1, "words seen fewer times in training are [UNK]"),
-    embedding_dim=Option(300, "word embedding width (pretrained vectors fix it)"),
+    **common.vocabulary_options(
+        30000,
+        300,
+        lowercase=False,
+        embedding_dropout=0.5,
+        notes={"embedding_dim": "pretrained vectors fix it"},
+    ),
     embeddings=Option(None, "word2vec/GloVe text file that initialises the embedding"),
     freeze_embeddings=Option(False, "keep the embedding fixed during training"),
-    embedding_dropout=Option(0.5, "dropout rate on the word embeddings"),
-    **common.cell_options("lstm"),
-    units=Option(128, "cell units (per direction)"),
-    num_layers=Option(1, "stacked recurrent layers"),
-    bidirectional=Option(True, "read the sentence in both directions"),
+    **common.cell_options("lstm", units=128, num_layers=1, bidirectional=True),
     dropout=Option(0.5, "dropout rate between recurrent layers and before the output"),
     pooling=Option(
         "last",

@@ -84,15 +84,20 @@ OPTIONS = dict(
     test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
     level=Option("word", "tokens: whitespace-separated words or characters", ("word", "char")),
     unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
-    max_vocab=Option(0, "vocabulary size at most; 0: every training token (with min_freq)"),
-    min_freq=Option(1, "tokens seen fewer times in training are [UNK]"),
+    **common.vocabulary_options(
+        0,
+        0,
+        notes={
+            "max_vocab": "0: every training token (with min_freq)",
+            "embedding_dim": "0: the same as units",
+        },
+    ),
     batching=Option(
         "stream",
         "stream: the corpus as one stream in stateful truncated-"
         "BPTT windows; sentences: padded sentence batches",
         ("stream", "sentences"),
     ),
-    batch_size=Option(20, common.COMMON_OPTIONS["batch_size"].help),
     steps=Option(20, "unrolled steps per window (stream)"),
     max_sentence_length=Option(0, "cut longer sentences (sentences); 0: no limit"),
     # model (Zaremba et al.'s "small" configuration by default)
@@ -103,10 +108,7 @@ OPTIONS = dict(
         "shared embedding and output layers; loss = the mean of the two; "
         "generate/export use the forward LM only",
     ),
-    **common.cell_options("lstm"),
-    units=Option(200, "cell units per layer"),
-    num_layers=Option(2, "stacked recurrent layers"),
-    embedding_dim=Option(0, "embedding width; 0: the same as units"),
+    **common.cell_options("lstm", units=200, num_layers=2),
     dropout=Option(0.0, "dropout rate on the non-recurrent connections"),
     tie_embeddings=Option(
         False, "the output layer reuses the embedding matrix (needs embedding_dim == units)"
@@ -134,22 +136,25 @@ OPTIONS = dict(
     ),
     # training
     optimizer=Option("sgd", "the training optimizer: SGD or Adam", ("sgd", "adam")),
-    learning_rate=Option(1.0, common.COMMON_OPTIONS["learning_rate"].help),
+    **common.training_options(
+        batch_size=20,
+        learning_rate=1.0,
+        clipnorm=Option(5.0, "clip the global gradient norm to this; 0 disables clipping"),
+        epochs=13,
+        patience=0,
+    ),
     lr_decay=Option(
         0.5,
         "after `lr_decay_after` epochs the rate is multiplied by this every epoch "
         "(not with a `time_budget`, whose schedule sets the rate)",
     ),
     lr_decay_after=Option(4, "epochs at the initial rate before decaying"),
-    clipnorm=Option(5.0, "clip the global gradient norm to this; 0 disables clipping"),
     loss_reduction=Option(
         "sum_over_time",
         "sum_over_time: the paper's loss (summed over "
         "the unrolled steps, averaged over the batch); mean: per token",
         ("sum_over_time", "mean"),
     ),
-    epochs=Option(13, common.COMMON_OPTIONS["epochs"].help),
-    patience=Option(0, common.COMMON_OPTIONS["patience"].help),
     evaluate_test_each_epoch=Option(False, "also measure the test perplexity after every epoch"),
     init_from=Option(
         None,
@@ -172,13 +177,7 @@ OPTIONS = dict(
         ("greedy", "sample", "beam"),
     ),
     gen_length=Option(30, "tokens generated at most"),
-    temperature=Option(1.0, "sampling: divide the logits by this (< 1 sharper, > 1 flatter)"),
-    top_k=Option(0, "sampling: only the k most likely tokens; 0: all"),
-    top_p=Option(0.0, "sampling: the smallest set of tokens with this much probability; 0: all"),
-    beam_size=Option(5, "beam width of beam search"),
-    length_normalization=Option(
-        "average", "beam search length normalisation", (None, "average", "gnmt")
-    ),
+    **common.decoding_options(5, sampling=True),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 

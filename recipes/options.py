@@ -309,8 +309,8 @@ def decoding_options(beam_size, length_normalization="average", sampling=False, 
         "beam_size": Option(beam_size, "beam width of beam search"),
         "length_normalization": Option(
             length_normalization,
-            "beam search length normalisation: null: none, average: score / length, "
-            "gnmt: Wu et al.'s penalty",
+            "beam search length normalisation (null: none, average: score / length, "
+            "gnmt: Wu et al.'s penalty)",
             LENGTH_NORMALIZATIONS,
         ),
     }

@@ -69,15 +69,8 @@ OPTIONS = {
             "divergence, read as its expected value)",
             TARGETS,
         ),
-        lowercase=Option(True, "lower-case the sentences before tokenising"),
-        max_vocab=Option(30000, "vocabulary size at most, the 4 special tokens included"),
-        min_freq=Option(1, "words seen fewer times in training are [UNK]"),
-        embedding_dim=Option(100, "word embedding width"),
-        embedding_dropout=Option(0.2, "dropout rate on the word embeddings"),
-        **common.cell_options("lstm"),
-        units=Option(128, "cell units of the sentence encoder (per direction)"),
-        num_layers=Option(1, "stacked recurrent layers of the encoder"),
-        bidirectional=Option(True, "read each sentence in both directions"),
+        **common.vocabulary_options(30000, 100, lowercase=True, embedding_dropout=0.2),
+        **common.cell_options("lstm", units=128, num_layers=1, bidirectional=True),
         pooling=Option(
             "max",
             "sentence vector: the last states, or the mean or max of "

@@ -73,18 +73,26 @@ OPTIONS = common.data_options(
     tfds_tags_key=Option(
         "ner", "tensorflow-datasets feature holding the tags (e.g. ner, pos, chunks)"
     ),
-    lowercase=Option(True, "lower-case the word-embedding input (characters keep their case)"),
-    max_vocab=Option(50000, "word vocabulary size at most, the 4 special tokens included"),
-    min_freq=Option(1, "words seen fewer times in training are [UNK]"),
-    embedding_dim=Option(100, "word embedding width"),
+    **common.vocabulary_options(
+        50000,
+        100,
+        lowercase=True,
+        embedding_dropout=0.25,
+        notes={
+            "lowercase": "characters keep their case",
+            "embedding_dropout": "and on the character features",
+        },
+    ),
     word_dropout=Option(0.1, "training: replace words by [UNK] with this probability"),
-    embedding_dropout=Option(0.25, "dropout rate on the word (and character) features"),
     char_dim=Option(32, "character embedding width; 0: no character features"),
     char_units=Option(32, "units of the character BiRNN (per direction)"),
     max_chars=Option(50, "characters of a word at most (longer words are cut)"),
-    **common.cell_options("lstm"),
-    units=Option(128, "cell units of the sentence BiRNN (per direction)"),
-    num_layers=Option(1, "stacked sentence BiRNN layers"),
+    **common.cell_options(
+        "lstm",
+        units=128,
+        num_layers=1,
+        notes={"units": "the sentence BiRNN's (the characters': `char_units`)"},
+    ),
     dropout=Option(0.33, "dropout rate between recurrent layers and before the output"),
     crf=Option(
         False,
@@ -120,7 +128,7 @@ OPTIONS = common.data_options(
         [10, 20, 30, 50],
         "sentence lengths (tokens) where length buckets split; [] for plain batching",
     ),
-    epochs=Option(20, common.COMMON_OPTIONS["epochs"].help),
+    **common.training_options(epochs=20),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 

@@ -58,20 +58,25 @@ OPTIONS = common.data_options(
         TOKENIZERS,
     ),
     target_tokenizer=Option("word", "target tokens, as `source_tokenizer`", TOKENIZERS),
-    lowercase=Option(False, "lower-case both sides (scores are then case-insensitive)"),
+    **common.vocabulary_options(
+        30000,
+        256,
+        lowercase=False,
+        notes={
+            "lowercase": "both sides (scores are then case-insensitive)",
+            "max_vocab": "per side, of words or characters (wordpiece: `wordpiece_vocab_size`)",
+            "embedding_dim": "each side's",
+        },
+    ),
     max_source_length=Option(50, "training pairs with a longer source (tokens) are dropped"),
     max_target_length=Option(50, "training pairs with a longer target (tokens) are dropped"),
-    max_vocab=Option(
-        30000, "word / char vocabulary size per side at most, the 4 special tokens included"
-    ),
-    min_freq=Option(1, "word / char tokens seen fewer times in training are [UNK]"),
     wordpiece_vocab_size=Option(
         8000, "wordpiece: learned pieces per side, special tokens included"
     ),
-    embedding_dim=Option(256, "source and target embedding width"),
-    **common.cell_options("gru"),
+    **common.cell_options(
+        "gru", num_layers=1, notes={"num_layers": "of the bidirectional encoder"}
+    ),
     encoder_units=Option(256, "encoder units per direction"),
-    num_layers=Option(1, "encoder depth (bidirectional layers)"),
     decoder_units=Option(512, "decoder cell units"),
     attention=Option(
         "bahdanau",
@@ -106,13 +111,8 @@ OPTIONS = common.data_options(
         [10, 20, 30, 40],
         "source lengths (tokens) where length buckets split; [] for plain batching",
     ),
-    beam_size=Option(5, "beam width of translate, export and the scores (1: greedy)"),
-    length_normalization=Option(
-        "average",
-        "beam search length normalisation (null: "
-        "none, average: score / length, gnmt: Wu et al.'s "
-        "penalty)",
-        (None, "average", "gnmt"),
+    **common.decoding_options(
+        5, notes={"beam_size": "translate, export and the scores; 1: greedy"}
     ),
     max_decode_length=Option(80, "tokens generated at most"),
     max_length_ratio=Option(0.0, "> 0: at most ceil(ratio * source length) tokens"),

@@ -413,3 +413,37 @@ def test_continue_extends_a_finished_run_from_its_last_epoch(tmp_path, capsys):
     assert "has trained 3 epoch(s); --continue needs `epochs` above that" in (
         capsys.readouterr().err
     )
+
+
+def test_shared_option_groups_are_defined_once():
+    # Every recipe's vocabulary, cell, training and decoding options come from the
+    # shared groups of recipes.options (their help begins with the group's), with the
+    # recipe's own defaults.
+    shared = {
+        **options.vocabulary_options(1, 1, lowercase=False, embedding_dropout=0.0),
+        **options.cell_options("lstm", units=1, num_layers=1, bidirectional=False),
+        **options.training_options(),
+        **options.decoding_options(1, sampling=True),
+    }
+    own = {  # the same name, another meaning in that recipe
+        ("language_model", "bidirectional"),  # a biLM
+        ("language_model", "embedding_dropout"),  # whole-word dropout of embedding rows
+        ("language_model", "clipnorm"),  # the global norm
+    }
+    found = 0
+    for recipe in _recipes():
+        for key, option in recipe.options.items():
+            if key in shared and (recipe.name, key) not in own:
+                assert option.help.startswith(shared[key].help), (recipe.name, key)
+                assert option.choices == shared[key].choices, (recipe.name, key)
+                found += 1
+    assert found > 5 * len(options.training_options()) + 20
+    # The recipes' own defaults stay theirs.
+    assert (tagger.DEFAULTS["epochs"], classifier.DEFAULTS["epochs"]) == (20, 10)
+    assert language_model.DEFAULTS["max_vocab"] == 0 and translator.DEFAULTS["max_vocab"] == 30000
+    assert language_model.OPTIONS["clipnorm"].help.startswith("clip the global gradient norm")
+    # A typo in a recipe's changes is an error, not a new option.
+    with pytest.raises(TypeError, match="epoch"):
+        options.training_options(epoch=3)
+    with pytest.raises(TypeError, match="lowercase"):
+        options.vocabulary_options(10, 10, notes={"lowercase": "absent here"})
