@@ -118,7 +118,23 @@ def test_example_runs(example, tmp_path, monkeypatch):
     run(example)
 
 
+def _python_fences(page):
+    """(the line of each ```python fence, whether a no-run marker precedes it), read by a
+    plain scan of the page: the reference the collector must agree with."""
+    found, previous = [], ""
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip().startswith("```python"):
+            found.append((number, previous.startswith("<!-- no-run:")))
+        if line.strip():
+            previous = line.strip()
+    return found
+
+
 def test_docs_have_examples():
+    # every ```python block of every page is collected, with its no-run marker
+    want = {(str(p.relative_to(REPO)), n, s) for p in PAGES for n, s in _python_fences(p)}
+    got = {(str(e.path), e.line, e.skip is not None) for e in EXAMPLES}
+    assert got == want, (sorted(want - got), sorted(got - want))
     runnable = [e for e in EXAMPLES if not e.skip]
     assert len(runnable) >= 15, [e.name for e in EXAMPLES]
     # Exceptions stay few: every skipped block is listed in the module docstring's terms

@@ -308,8 +308,20 @@ def test_stateful_attention_under_greedy_and_beam_search(mechanism):
         scorer=kerasrnn.decoding.Scorer(None),
     )
     tokens = lambda result: _np(result.tokens).reshape(2, -1)[:, :6]  # noqa: E731
-    assert tokens(beam).shape == (2, 6)
     np.testing.assert_array_equal(tokens(one), tokens(greedy))
+    # Each kept hypothesis, rerun token by token from the start (teacher forcing), has
+    # the log-probability beam search gave it: the attention states followed the beams.
+    hypotheses = _np(beam.tokens).astype("int32")
+    lengths = _np(beam.lengths)
+    for n in range(hypotheses.shape[1]):
+        state, previous, total = cell.get_initial_state(batch_size=2), start, np.zeros(2)
+        for t in range(6):
+            logits, state = step_fn(memory)(previous, state)
+            z = _np(logits).astype("float64")
+            log_p = z - np.log(np.exp(z).sum(-1, keepdims=True))
+            total += np.where(t < lengths[:, n], log_p[[0, 1], hypotheses[:, n, t]], 0.0)
+            previous = ops.convert_to_tensor(hypotheses[:, n, t].astype("int32"))
+        np.testing.assert_allclose(total, _np(beam.log_probs)[:, n], atol=1e-4)
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel is TF-only")
