@@ -17,8 +17,6 @@ never up):
 import ast
 import pathlib
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("kerasrnn", "recipes")
 
@@ -41,13 +39,6 @@ LEVELS = {
     ),
     **dict.fromkeys(["data", "export", "tasks", "datasets", "demo", "visualize"], 2),
 }
-
-# Known cycles being removed, each as the set of its modules (the xfail below is strict:
-# delete the entry when its cycle is gone). decoding/strategy.py's `_names()` imports
-# its own subclasses for a second registry beside Keras' serialisation registry.
-KNOWN_CYCLES: list[set[str]] = [
-    {"kerasrnn.decoding.strategy", "kerasrnn.decoding.sampling", "kerasrnn.decoding.beam_search"},
-]
 
 
 def _module_name(path):
@@ -155,14 +146,8 @@ def test_every_module_has_a_level():
 
 
 def test_no_import_cycle():
-    found = [c for c in cycles(import_graph()) if c not in KNOWN_CYCLES]
+    found = cycles(import_graph())
     assert not found, "import cycles:\n" + "\n".join(str(sorted(c)) for c in found)
-
-
-@pytest.mark.parametrize("known", KNOWN_CYCLES, ids=lambda c: sorted(c)[0])
-@pytest.mark.xfail(strict=True, reason="a known cycle, being removed")
-def test_known_cycles_are_fixed(known):
-    assert known not in cycles(import_graph())
 
 
 def test_no_upward_import():
