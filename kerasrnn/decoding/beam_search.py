@@ -252,9 +252,7 @@ class BeamSearch(DecodingStrategy):
     # ---- the loop's hooks: the lecture notes' rule, finished hypotheses set aside -----
     def _group_sizes(self):
         """Live hypotheses per group, and complete ones each group sets aside."""
-        groups = self.groups
-        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-            raise ValueError(f"`groups` must be a positive integer, got groups={groups!r}.")
+        groups = check_int("groups", self.groups)
         if self.beam_size % groups:
             raise ValueError(
                 f"`beam_size` ({self.beam_size}) must be a multiple of `groups` ({groups}): "

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from kerasrnn.decoding.beam_search import BeamSearch
+from kerasrnn.validation import check_int, check_number
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -45,16 +46,13 @@ class DiverseBeamSearch(BeamSearch):
 
     def __init__(self, beam_size=4, groups=2, diversity=0.5, **options):
         super().__init__(beam_size, **options)
-        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-            raise ValueError(f"`groups` must be a positive integer, got groups={groups!r}.")
+        groups = check_int("groups", groups)
         if beam_size % groups:
             raise ValueError(
                 f"`beam_size` ({beam_size}) must be a multiple of `groups` ({groups}): every "
                 "group holds beam_size / groups hypotheses."
             )
-        if isinstance(diversity, bool) or float(diversity) < 0:
-            raise ValueError(f"`diversity` must be >= 0, got diversity={diversity!r}.")
-        self.groups, self.diversity = groups, float(diversity)
+        self.groups, self.diversity = groups, check_number("diversity", diversity)
 
     def step(self, search, t, log_p, logits, alignments, carry):
         del logits
