@@ -3,12 +3,14 @@
 TensorFlow-specific (tf.data, tf.strings, SavedModel): not run on JAX.
 """
 
+import ast
 import contextlib
 import gzip
 import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -574,7 +576,16 @@ def test_saved_model_cli_runs_the_signature(demo_run):
             'text=["1 may 2000", ""]',
         ]
     )
-    assert "translation" in stdout
+    # "Result for output key translation:\n[b'...' b'']": the strings it printed are the
+    # recipe's own translations (its `translate` command) and the signature's in-process
+    printed = stdout.split("Result for output key translation:")[1].split("Result for")[0]
+    served = [ast.literal_eval(s).decode() for s in re.findall(r"b'(?:[^'\\]|\\.)*'", printed)]
+    import tensorflow as tf
+
+    signature = tf.saved_model.load(summary["saved_model"]).signatures["translate"]
+    want = signature(text=tf.constant(["1 may 2000", ""]))["translation"].numpy()
+    assert served == [t.decode() for t in want]
+    assert served[0] == _main("translate", "--output-dir", str(out), "1 may 2000")[0]["translation"]
 
 
 def test_cli_evaluate_writes_scores_and_heatmaps(demo_run, tmp_path):
