@@ -1,6 +1,6 @@
 """Sequence tagging (POS, NER, chunking) with a bidirectional RNN of kerasrnn cells.
 
-Model::
+Model (`kerasrnn.models.SequenceTagger` over a `SequenceTaggerBackbone`)::
 
     words  -> word embedding ----------------------------------------.
     chars  -> char embedding -> BiRNN over each word's characters ---+-> concat -> dropout
@@ -49,12 +49,13 @@ ner); gzip files are read transparently.
 """
 
 import os
-import re
 import sys
 
-import keras
-
-from kerasrnn.layers import MergeBatchTime, SplitBatchTime, WordDropout
+from kerasrnn.data.tagging import TaggerInputs as Encoder  # noqa: F401
+from kerasrnn.data.tagging import lm_sentences, lm_tokens, lowercase_tokens  # noqa: F401
+from kerasrnn.export.tagger import TextTagger, entity_outputs, output_tags, to_bio  # noqa: F401
+from kerasrnn.layers import MergeBatchTime, SplitBatchTime  # noqa: F401
+from kerasrnn.models.sequence_tagger import is_entity_tags as is_bio
 from recipes import common
 from recipes.common import Option
 
@@ -165,136 +166,42 @@ def load_splits(config):
     return common.load_splits(config, load_examples)
 
 
-def lowercase_tokens(sentences):
-    """Lower-cases tokens with TensorFlow's Unicode lower-casing, exactly as the
-    exported model does (Python's `str.lower` differs on a few characters)."""
-    import tensorflow as tf
-
-    flat = [t for s in sentences for t in s]
-    if not flat:
-        return [list(s) for s in sentences]
-    lowered = iter(tf.strings.lower(flat, encoding="utf-8").numpy())
-    return [[next(lowered).decode("utf-8") for _ in s] for s in sentences]
-
-
-# A number, as the Penn Treebank LM text writes it: "N" (1, 3.5, 1,000, 12:30, 1/2, -4).
-NUMBER = r"[+-]?[0-9]+([.,:/-][0-9]+)*|[+-]?[.,][0-9]+"
-
-
-def lm_tokens(tokens):
-    """The biLM's view of a tagger's tokens (a tf.string tensor of any shape): the
-    Penn Treebank LM normalisation, lower-cased and every number written "N". EWT is
-    cased and keeps its numbers, so its words are mapped the same way before their
-    lookup in the biLM vocabulary (words it lacks are [UNK], as PTB's <unk>)."""
-    import tensorflow as tf
-
-    lowered = tf.strings.lower(tokens, encoding="utf-8")
-    return tf.strings.regex_replace(lowered, f"^({NUMBER})$", "N")
-
-
-def lm_sentences(sentences):
-    """`lm_tokens` of token lists (Python strings in, Python strings out)."""
-    import tensorflow as tf
-
-    flat = [t for s in sentences for t in s]
-    if not flat:
-        return [list(s) for s in sentences]
-    mapped = iter(lm_tokens(tf.constant(flat)).numpy())
-    return [[next(mapped).decode("utf-8") for _ in s] for s in sentences]
-
-
-class Encoder:
-    """Token lists -> model inputs, in Python (for training) with the same vocabulary
-    and character handling as the TensorFlow serving function."""
-
-    def __init__(self, words, chars, lowercase, max_chars, lm_words=None):
-        self.words, self.chars = words, chars
-        self.lowercase, self.max_chars = lowercase, max_chars
-        self.lm_words = lm_words  # the biLM's vocabulary, with --contextual-lm
-
-    def inputs(self, sentences):
-        keys = lowercase_tokens(sentences) if self.lowercase else sentences
-        inputs = {"word_ids": [self.words.encode(s) for s in keys]}
-        if self.chars is not None:
-            inputs["char_ids"] = [
-                [self.chars.encode(list(t)[: self.max_chars]) for t in s] for s in sentences
-            ]
-        if self.lm_words is not None:
-            inputs["lm_ids"] = [self.lm_words.encode(s) for s in lm_sentences(sentences)]
-        return inputs
-
-
 # ----------------------------------------------------------------------------- model
 
 
-def build_model(config, word_vocab_size, char_vocab_size, num_tags, bilm=None, allowed=None):
-    """The tagger as a functional Keras model: ``{"word_ids": (batch, time),
-    "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags).
-    `bilm` (a `kerasrnn.layers.BiLMFeatures`, with `contextual_lm`): its layers,
-    mixed by `ScalarMix`, join the word features; input ``"lm_ids"`` (batch, time),
-    the words' ids in the biLM vocabulary. `allowed` (with `crf`): the CRF's
-    `allowed_transitions` matrix."""
-    word_ids = keras.Input((None,), dtype="int32", name="word_ids")
-    inputs = {"word_ids": word_ids}
-    x = WordDropout(config["word_dropout"], seed=config["seed"], name="word_dropout")(word_ids)
-    x = keras.layers.Embedding(
-        word_vocab_size, config["embedding_dim"], mask_zero=True, name="word_embedding"
-    )(x)
-    if config["char_dim"]:
-        char_ids = keras.Input((None, None), dtype="int32", name="char_ids")
-        inputs["char_ids"] = char_ids
-        c = MergeBatchTime(name="words_of_batch")(char_ids)
-        c = keras.layers.Embedding(
-            char_vocab_size, config["char_dim"], mask_zero=True, name="char_embedding"
-        )(c)
-        c = common.rnn_stack(
-            c,
-            config["cell"],
-            config["char_units"],
-            1,
-            True,
-            cell_options=config["cell_options"],
-            return_sequences=False,
-            name="char_rnn",
-        )
-        c = SplitBatchTime(name="char_features")([c, char_ids])
-        x = keras.layers.Concatenate(name="word_features")([x, c])
-    if bilm is not None:
-        from kerasrnn.layers import ScalarMix
+def build_model(config, word_vocab_size, char_vocab_size, tags, bilm=None, scheme=None):
+    """The configured `kerasrnn.models.SequenceTagger`: ``{"word_ids": (batch, time),
+    "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags) (with
+    `crf`, the CRF's potentials). `tags`: the tag names (or their number); `bilm` (a
+    `kerasrnn.layers.BiLMFeatures`, with `contextual_lm`): its layers, mixed by
+    `ScalarMix`, join the word features (input ``"lm_ids"``, the words' ids in the biLM
+    vocabulary); `scheme` (with `crf`): the tag scheme whose transitions constrain it."""
+    from kerasrnn.models import SequenceTagger, SequenceTaggerBackbone
 
-        lm_ids = keras.Input((None,), dtype="int32", name="lm_ids")
-        inputs["lm_ids"] = lm_ids
-        mixed = ScalarMix(name="bilm_mix")(bilm(lm_ids))
-        x = keras.layers.Concatenate(name="contextual_word_features")([x, mixed])
-    x = keras.layers.Dropout(config["embedding_dropout"], name="embedding_dropout")(x)
-    x = common.rnn_stack(
-        x,
-        config["cell"],
-        config["units"],
+    def cell(units):
+        return common.make_cell(config["cell"], units, **(config["cell_options"] or {}))
+
+    if config["num_layers"] < 1:
+        raise common.ConfigError(f"`num_layers` must be >= 1, got {config['num_layers']}.")
+    backbone = SequenceTaggerBackbone(
+        word_vocab_size,
+        config["embedding_dim"],
+        cell(config["units"]),
         config["num_layers"],
-        True,
+        char_vocab_size if config["char_dim"] else 0,
+        config["char_dim"],
+        cell(config["char_units"]),
+        bilm,
         config["dropout"],
-        config["cell_options"],
+        config["word_dropout"],
+        config["embedding_dropout"],
+        config["seed"],
     )
-    x = keras.layers.Dropout(config["dropout"], name="output_dropout")(x)
-    if config["crf"]:
-        from kerasrnn.layers import CRF
-
-        crf = CRF(num_tags, allowed_transitions=allowed, name="crf")
-        return keras.Model(inputs, crf(x), name="tagger")
-    probabilities = keras.layers.Dense(num_tags, activation="softmax", name="tags")(x)
-    return keras.Model(inputs, probabilities, name="tagger")
+    names = [f"tag_{i}" for i in range(tags)] if isinstance(tags, int) else tags
+    return SequenceTagger(backbone, names, config["crf"], scheme, config["dropout"])
 
 
 # --------------------------------------------------------------------------- metrics
-
-_BIO = re.compile(r"^(O|[BIES]-.+)$")
-
-
-def is_bio(tags):
-    """Whether every tag is ``O`` or ``B-X``, ``I-X`` (``E-X``, ``S-X``): entity tags."""
-    tags = set(tags)
-    return bool(tags) and all(_BIO.match(t) for t in tags) and any(t != "O" for t in tags)
 
 
 def bio_entities(tags):
@@ -348,116 +255,13 @@ def tag_schemes(config, tags):
     return found, ("BIOES" if declared == "bioes" else found)
 
 
-def to_bio(schemes):
-    """Whether predictions are written back from BIOES to BIO: trained in BIOES on a
-    file in another scheme."""
-    return schemes[1] == "BIOES" and schemes[0] != "BIOES"
-
-
-def output_tags(tags, schemes):
-    """The tag names the model's `tags` are reported as: with `to_bio`, S-X and E-X
-    become B-X and I-X."""
-    if not to_bio(schemes):
-        return list(tags)
-    return sorted({re.sub(r"^S-", "B-", re.sub(r"^E-", "I-", t)) for t in tags})
-
-
 # --------------------------------------------------------------------------- tagger
 
 
-def entity_outputs(tokens, tags):
-    """The entities of tagged sentences, in the serving graph, read as conlleval (and
-    `kerasrnn.metrics.entity_spans`) reads them: tokens and tags (batch, time) strings,
-    "" on padding -> ``entity_start``, ``entity_end`` (exclusive) int32 (batch,
-    entities), -1 on padding; ``entity_type`` and ``entity_text`` (the tokens joined by
-    spaces), "" on padding."""
-    import tensorflow as tf
-
-    tags = tf.where(tags == "", "O", tags)
-    prefix = tf.strings.substr(tags, 0, 1)
-    kind = tf.strings.regex_replace(tf.strings.regex_replace(tags, "^.", ""), "^[^-]*-", "")
-    kind = tf.where(kind == "", "_", kind)
-    rows = tf.shape(tags)[0]
-
-    def shift(x, fill, later):
-        pad = tf.fill([rows, 1], fill)
-        return tf.concat([x[:, 1:], pad], 1) if later else tf.concat([pad, x[:, :-1]], 1)
-
-    def among(x, *values):
-        return tf.reduce_any(tf.stack([x == v for v in values]), axis=0)
-
-    previous, previous_kind = shift(prefix, "O", False), shift(kind, "", False)
-    following, following_kind = shift(prefix, "O", True), shift(kind, "_", True)
-    chunk = tf.logical_and(prefix != "O", prefix != ".")
-    starts = (
-        among(prefix, "B", "S")
-        | (among(previous, "E", "S", "O") & among(prefix, "E", "I"))
-        | (chunk & (previous_kind != kind))
-    )
-    ends = (
-        among(prefix, "E", "S")
-        | (among(prefix, "B", "I") & among(following, "B", "S", "O"))
-        | (chunk & (kind != following_kind))
-    )
-    start_at, end_at = tf.where(starts), tf.where(ends)
-    count = tf.shape(start_at)[0]
-    inside = (
-        tf.cumsum(tf.cast(starts, tf.int32), axis=1)
-        - tf.cumsum(tf.cast(ends, tf.int32), axis=1, exclusive=True)
-    ) > 0
-    entity = tf.cumsum(tf.reshape(tf.cast(starts, tf.int32), [-1])) - 1
-    flat_inside = tf.reshape(inside, [-1])
-    text = tf.strings.unsorted_segment_join(
-        tf.boolean_mask(tf.reshape(tokens, [-1]), flat_inside),
-        tf.boolean_mask(entity, flat_inside),
-        count,
-        separator=" ",
-    )
-
-    def per_row(values, row_ids, default):
-        ragged = tf.RaggedTensor.from_value_rowids(values, row_ids, nrows=tf.cast(rows, tf.int64))
-        return ragged.to_tensor(default)
-
-    return {
-        "entity_start": per_row(tf.cast(start_at[:, 1], tf.int32), start_at[:, 0], -1),
-        "entity_end": per_row(tf.cast(end_at[:, 1] + 1, tf.int32), end_at[:, 0], -1),
-        "entity_type": per_row(tf.gather_nd(kind, start_at), start_at[:, 0], ""),
-        "entity_text": per_row(text, start_at[:, 0], ""),
-    }
-
-
-class Tagger:
-    """A trained tagger with its vocabularies and tag set: tokenized sentences in, tags
-    and probabilities out (and, for entity tags, the entities). `serve` is the exact
-    function the SavedModel exports. `schemes`: ``(file scheme, training scheme)`` of
-    entity tags (`tag_schemes`); predictions of a BIOES model are written back in BIO."""
-
-    def __init__(
-        self,
-        model,
-        words,
-        chars,
-        tags,
-        lowercase=True,
-        max_chars=50,
-        lm_words=None,
-        schemes=(None, None),
-    ):
-        import tensorflow as tf
-
-        self.model = model
-        self.encoder = Encoder(words, chars, lowercase, max_chars, lm_words)
-        self.tags = list(tags)
-        self.schemes = tuple(schemes)
-        self.output_tags = output_tags(self.tags, self.schemes)
-        # a CRF model outputs pairwise potentials (batch, time, tags, tags)
-        self.crf = len(model.outputs[0].shape) == 4
-        self._word_lookup = words.lookup()
-        self._char_lookup = chars.lookup() if chars is not None else None
-        self._lm_lookup = lm_words.lookup() if lm_words is not None else None
-        self._serve = tf.function(
-            self.serve, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")]
-        )
+class Tagger(TextTagger):
+    """A trained tagger of a run (`kerasrnn.export.TextTagger`: tokenized sentences in,
+    tags, probabilities and entities out; `serve` is the exact function the SavedModel
+    exports), with `from_run` and `evaluate`."""
 
     @classmethod
     def from_run(cls, config):
@@ -466,6 +270,7 @@ class Tagger:
         chars = None
         if config["char_dim"]:
             chars = common.load_vocabulary(config, "chars.txt")
+        schemes = os.path.join(config["output_dir"], "tag_schemes.json")
         return cls(
             common.load_best_model(config),
             common.load_vocabulary(config, "vocab.txt"),
@@ -474,209 +279,21 @@ class Tagger:
             config["lowercase"],
             config["max_chars"],
             common.load_vocabulary(config, "lm_vocab.txt") if config["contextual_lm"] else None,
-            common.read_json(os.path.join(config["output_dir"], "tag_schemes.json"))
-            if os.path.exists(os.path.join(config["output_dir"], "tag_schemes.json"))
-            else (None, None),
+            common.read_json(schemes) if os.path.exists(schemes) else (None, None),
         )
-
-    def serve(self, tokens):
-        """tokens: (batch, time) strings, right-padded with "" -> tags (batch, time),
-        "" on padding; probability; lengths; for entity tags the entities
-        (`entity_outputs`)."""
-        import tensorflow as tf
-
-        from kerasrnn.data.tokenizers import encode_chars, encode_tokens
-        from kerasrnn.export import sequence_outputs
-
-        tokens = tf.convert_to_tensor(tokens, tf.string)
-        lengths = tf.reduce_sum(tf.cast(tokens != "", tf.int32), axis=1)
-        keys = tf.strings.lower(tokens, encoding="utf-8") if self.encoder.lowercase else tokens
-        inputs = {"word_ids": encode_tokens(keys, self._word_lookup)}
-        if self._char_lookup is not None:
-            chars = tf.strings.substr(tokens, 0, self.encoder.max_chars, unit="UTF8_CHAR")
-            inputs["char_ids"] = encode_chars(chars, self._char_lookup)
-        if self._lm_lookup is not None:
-            inputs["lm_ids"] = encode_tokens(lm_tokens(tokens), self._lm_lookup)
-        outputs = self.model(inputs, training=False)
-        if self.crf:
-            outputs = self._crf_outputs(outputs, lengths)
-        else:
-            outputs = sequence_outputs(outputs, self.tags, lengths)
-        if to_bio(self.schemes):
-            # back to BIO: S-X -> B-X, E-X -> I-X (exact on the well-formed paths a
-            # constrained CRF decodes)
-            outputs["tags"] = tf.strings.regex_replace(
-                tf.strings.regex_replace(outputs["tags"], "^S-", "B-"), "^E-", "I-"
-            )
-        if self.schemes[0] is not None:
-            outputs.update(entity_outputs(tokens, outputs["tags"]))
-        return outputs
-
-    def _crf_outputs(self, potentials, lengths):
-        """Viterbi tags and their posterior marginals, in the serving graph."""
-        import tensorflow as tf
-
-        from kerasrnn.export import ids_to_strings
-        from kerasrnn.layers import crf_decode, crf_marginals
-
-        mask = tf.sequence_mask(lengths, tf.shape(potentials)[1])
-        best, _ = crf_decode(potentials, mask)
-        marginal = tf.gather(crf_marginals(potentials, mask), best, batch_dims=2)
-        return {
-            "tags": tf.where(mask, ids_to_strings(best, self.tags), ""),
-            "probability": tf.where(mask, marginal, 0.0),
-            "lengths": tf.cast(lengths, tf.int32),
-        }
-
-    def serve_text(self, sentences):
-        """Whitespace-tokenized sentences (batch,) -> the outputs of `serve`."""
-        from kerasrnn.data.tokenizers import split_words
-
-        return self.serve(split_words(sentences).to_tensor(default_value=""))
-
-    def predict(self, sentences, batch_size=128):
-        """Tags and their probabilities for tokenized sentences (lists of str); an
-        empty sentence gets no tags, unknown words get tags from their characters."""
-        results = []
-        for start in range(0, len(sentences), batch_size):
-            batch = [list(s) for s in sentences[start : start + batch_size]]
-            width = max([len(s) for s in batch] + [1])
-            out = self._serve([s + [""] * (width - len(s)) for s in batch])
-            tags, probs = out["tags"].numpy(), out["probability"].numpy()
-            for i, sentence in enumerate(batch):
-                n = len(sentence)
-                results.append(
-                    {
-                        "tags": [t.decode("utf-8") for t in tags[i, :n]],
-                        "probabilities": [float(p) for p in probs[i, :n]],
-                    }
-                )
-                if "entity_start" in out:
-                    results[-1]["entities"] = [
-                        {
-                            "text": text.decode("utf-8"),
-                            "type": kind.decode("utf-8"),
-                            "start": int(start),
-                            "end": int(end),
-                        }
-                        for start, end, kind, text in zip(
-                            *(
-                                out[k].numpy()[i]
-                                for k in (
-                                    "entity_start",
-                                    "entity_end",
-                                    "entity_type",
-                                    "entity_text",
-                                )
-                            )
-                        )
-                        if start >= 0
-                    ]
-        return results
 
     def evaluate(self, sentences, gold_tags):
         common.check_labels(self.output_tags, [t for s in gold_tags for t in s], "evaluation")
         predicted = [p["tags"] for p in self.predict(sentences)]
         return tagging_scores(gold_tags, predicted, self.output_tags)
 
-    def export(self, path):
-        """Writes a SavedModel with two signatures: ``serving_default(tokens:
-        string[batch, time], "" padding)`` and ``tag_text(text: string[batch])``
-        (whitespace-tokenized), both -> tags, probability, lengths and, for entity
-        tags, entity_start, entity_end, entity_type, entity_text."""
-        import tensorflow as tf
-
-        from kerasrnn.export import export_saved_model
-
-        lookups = [
-            lookup
-            for lookup in (self._word_lookup, self._char_lookup, self._lm_lookup)
-            if lookup is not None
-        ]
-        return export_saved_model(
-            path,
-            self.model,
-            {
-                "serving_default": (
-                    self.serve,
-                    [tf.TensorSpec([None, None], tf.string, name="tokens")],
-                ),
-                "tag_text": (self.serve_text, [tf.TensorSpec([None], tf.string, name="text")]),
-            },
-            track=lookups,
-        )
-
     def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
-        """Writes the tagger for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
-        word ids (1, time) and character ids (1, time, max_chars) in; the tag probabilities
-        out, or with a CRF the Viterbi path and each tag's posterior marginal (computed in
-        the graph, as `serve` does); with the vocabularies, the tags and the numpy-only
-        ``client.py`` (tags and probabilities; no entities). `quantization`: the weights, as
-        `export_bundle` takes it."""
-        import tensorflow as tf
-
-        from kerasrnn.export.bundle import export_bundle
-
         if self._lm_lookup is not None:
             raise common.ConfigError(
                 f"a tagger with --contextual-lm cannot be exported to {format_name!r} (the "
                 "biLM's number normalisation is a string regex): use --format saved_model."
             )
-        word_ids = keras.Input((None,), dtype="int32", name="word_ids")
-        inputs, feed = [word_ids], {"word_ids": word_ids}
-        signature = [tf.TensorSpec([None, None], tf.int32, name="word_ids")]
-        vocabularies = {"words": self.encoder.words.tokens}
-        if self._char_lookup is not None:
-            chars = self.encoder.max_chars
-            char_ids = keras.Input((None, chars), dtype="int32", name="char_ids")
-            inputs.append(char_ids)
-            feed["char_ids"] = char_ids
-            signature.append(tf.TensorSpec([None, None, chars], tf.int32, name="char_ids"))
-            vocabularies["chars"] = self.encoder.chars.tokens
-        outputs = self.model(feed, training=False)
-        if self.crf:
-            outputs = ViterbiOutputs(name="viterbi")(outputs, word_ids)
-        model = keras.Model(inputs, outputs, name="tagger_ids")
-        metadata = {
-            "task": "tagger",
-            "lowercase": self.encoder.lowercase,
-            "max_chars": self.encoder.max_chars,
-            "crf": self.crf,
-            "bio": to_bio(self.schemes),
-            "tags": self.tags,
-            "vocabularies": vocabularies,
-        }
-        return export_bundle(
-            path,
-            {"model": (model, signature)},
-            format_name,
-            metadata,
-            sequence_length,
-            quantization,
-        )
-
-
-class ViterbiOutputs(keras.layers.Layer):
-    """A CRF tagger's outputs for a runtime without strings: the Viterbi path
-    (`crf_decode`) and the posterior marginal of each of its tags (`crf_marginals`),
-    0 on padding (word id 0), as `Tagger._crf_outputs` computes them."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True  # takes the potentials' mask; returns none
-
-    def call(self, potentials, word_ids):
-        import tensorflow as tf
-
-        from kerasrnn.layers import crf_decode, crf_marginals
-
-        mask = word_ids != 0
-        best, _ = crf_decode(potentials, mask)
-        marginal = tf.gather(crf_marginals(potentials, mask), best, batch_dims=2)
-        return [tf.cast(best, "int32"), tf.where(mask, marginal, 0.0)]
-
-    def compute_mask(self, inputs, mask=None):
-        return None
+        return super().export_runtime(path, format_name, sequence_length, quantization)
 
 
 # -------------------------------------------------------------------------- commands
@@ -767,9 +384,9 @@ class TaggerRecipe(common.Recipe):
             {
                 "words": len(words),
                 "chars": len(chars) if chars else 0,
-                "tags": len(tag_names),
+                "tags": tag_names,
                 "bilm": bilm,
-                "allowed": constraints(config, tag_names, schemes[1]),
+                "scheme": constrained_scheme(config, schemes[1]),
             },
             {
                 "train_sentences": len(sentences),
@@ -782,16 +399,11 @@ class TaggerRecipe(common.Recipe):
     def build(self, config, prepared):
         sizes = prepared.model
         model = build_model(
-            config, sizes["words"], sizes["chars"], sizes["tags"], sizes["bilm"], sizes["allowed"]
+            config, sizes["words"], sizes["chars"], sizes["tags"], sizes["bilm"], sizes["scheme"]
         )
-        if config["crf"]:
-            from kerasrnn.layers import CRFAccuracy, CRFLoss
-
-            # the per-token weights of the dataset mark the real steps of each path
-            loss, metric = CRFLoss(), CRFAccuracy(name="accuracy")
-        else:
-            loss, metric = "sparse_categorical_crossentropy", "accuracy"
-        model.compile(optimizer=common.optimizer(config), loss=loss, weighted_metrics=[metric])
+        # the masked token loss (a CRF's path NLL) and token accuracy, a weighted metric:
+        # the per-token weights of the dataset mark the real steps of each path
+        model.compile(optimizer=common.optimizer(config))
         return model
 
     def monitor(self, config, prepared):
@@ -808,14 +420,12 @@ class TaggerRecipe(common.Recipe):
         return [{"tokens": s, **p} for s, p in zip(sentences, trained.predict(sentences))]
 
 
-def constraints(config, tag_names, scheme):
-    """The CRF's `allowed_transitions` matrix, or None (no CRF, constraints off, or tags
-    that are not entity tags)."""
+def constrained_scheme(config, scheme):
+    """The tag scheme whose transitions constrain the CRF, or None (no CRF, constraints
+    off, or tags that are not entity tags)."""
     if not config["crf"] or config["crf_constraints"] == "false" or scheme is None:
         return None
-    from kerasrnn.layers import allowed_transitions
-
-    return allowed_transitions(tag_names, scheme)
+    return scheme
 
 
 RECIPE = TaggerRecipe()

@@ -13,6 +13,8 @@
 * `text` -- one side of a translation model (`TextSide`: tokeniser, lower-casing and
   vocabulary, in Python and as TensorFlow ops) and `translation_dataset` (sentence
   pairs -> a `Seq2Seq`'s teacher-forcing batches);
+* `tagging` -- a tagger's inputs from tokenized sentences (`TaggerInputs`: words,
+  characters, biLM words as `lm_tokens` maps them);
 * `specs` -- the recipes' data specs (``tfds:NAME[:SPLIT]``, `tfds_spec`) and seeded
   held-out splits (`holdout`).
 
@@ -65,6 +67,7 @@ _LAZY = {
     "TextSide": "text",
     "translation_dataset": "text",
     "holdout": "specs",
+    "TaggerInputs": "tagging",
 }
 
 __all__ = [

@@ -29,6 +29,10 @@ signature, strings in and out). `TextGenerator` does the same for a
 `kerasrnn.models.LanguageModel`: prompts in, continuations out, in Python, as a SavedModel
 (with a streaming `step` signature) and for the runtimes below.
 
+`TextTagger` does the same for a `kerasrnn.models.SequenceTagger` with its vocabularies:
+tokenized sentences in, tags, probabilities and (for entity tags) entity spans out
+(`entity_outputs`), from Python or a SavedModel.
+
 For the runtimes beside TensorFlow: `export_onnx` writes an ONNX file for onnxruntime
 (Keras' exporter, dynamic batch and length) and `export_litert` a LiteRT flatbuffer of
 builtin ops only (the time loop as a builtin WHILE, at a fixed input shape); both take
@@ -44,16 +48,19 @@ from kerasrnn.export.litert import export_litert
 from kerasrnn.export.onnx import export_onnx
 from kerasrnn.export.savedmodel import export_saved_model
 from kerasrnn.export.serving import class_outputs, ids_to_strings, sequence_outputs
+from kerasrnn.export.tagger import TextTagger, entity_outputs
 from kerasrnn.export.translator import TOKENIZERS, TextTranslator
 
 __all__ = [
     "export_saved_model",
     "export_onnx",
     "export_litert",
+    "TextTagger",
     "TextTranslator",
     "TextGenerator",
     "TOKENIZERS",
     "class_outputs",
     "sequence_outputs",
+    "entity_outputs",
     "ids_to_strings",
 ]

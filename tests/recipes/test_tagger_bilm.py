@@ -137,19 +137,20 @@ def test_the_biLM_moves_only_when_trainable(tmp_path, bilm_run):
         os.makedirs(config["output_dir"], exist_ok=True)
         prepared = recipe.prepare(config, splits)
         model = recipe.build(config, prepared)
+        layers = model.backbone  # the biLM and its mix are the backbone's layers
         before = {
-            name: [w.numpy().copy() for w in model.get_layer(name).weights]
+            name: [w.numpy().copy() for w in layers.get_layer(name).weights]
             for name in ("bilm", "bilm_mix")
         }
         model.fit(prepared.train, epochs=1, steps_per_epoch=2, shuffle=False, verbose=0)
         changed[trainable] = {
             name: max(
                 float(np.abs(w.numpy() - b).max())
-                for w, b in zip(model.get_layer(name).weights, weights)
+                for w, b in zip(layers.get_layer(name).weights, weights)
             )
             for name, weights in before.items()
         }
-        assert (len(model.get_layer("bilm").trainable_weights) > 0) == trainable
+        assert (len(layers.get_layer("bilm").trainable_weights) > 0) == trainable
     assert changed[False]["bilm"] == 0.0 and changed[False]["bilm_mix"] > 0
     assert changed[True]["bilm"] > 0 and changed[True]["bilm_mix"] > 0
 
