@@ -157,8 +157,8 @@ class Parser(argparse.ArgumentParser):
     @staticmethod
     def _no_value(flag, value):
         return (
-            f"argument {flag}: a switch takes no value: {flag} or --no-{flag[2:]} "
-            f"(or {flag} true / false), got {value!r}"
+            f"argument {flag}: must be true or false, got {value!r} (a switch: {flag} or "
+            f"--no-{flag[2:]})"
         )
 
     def _switches_spelled(self, args):

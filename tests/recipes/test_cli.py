@@ -191,7 +191,7 @@ def test_booleans_are_switches_and_configs_still_take_true_false(capsys, tmp_pat
     assert crf("--crf=no") is False and crf("--crf", "Yes", "--epochs", "2") is True
     # Anything else is a one-line error that names the new form.
     err = _error(capsys, tagger, "train", "--crf", "maybe")
-    assert "argument --crf: a switch takes no value: --crf or --no-crf" in err
+    assert "argument --crf: must be true or false, got 'maybe' (a switch: --crf or --no-crf)" in err
     # A config file takes true/false and the flag wins over it.
     config_file = tmp_path / "c.yaml"
     config_file.write_text("crf: true\nlowercase: false\n")

@@ -229,8 +229,8 @@ def test_the_kerasrnn_command_in_a_fresh_process_is_quiet(command, prog):
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (  # no TensorFlow start-up lines before it
-        f"{prog} tagger train: error: argument --crf: a switch takes no value: "
-        "--crf or --no-crf (or --crf true / false), got 'maybe' (see --help)\n"
+        f"{prog} tagger train: error: argument --crf: must be true or false, got 'maybe' "
+        "(a switch: --crf or --no-crf) (see --help)\n"
     )
 
 
