@@ -113,3 +113,25 @@ def test_serializes_and_takes_options():
         decoding.DiverseBeamSearch(5, groups=2)
     with pytest.raises(ValueError, match="has no option 'beam'"):
         strategy.with_options(beam=3)
+
+
+def test_through_seq2seq_generate():
+    """`Seq2Seq.generate` runs it as any strategy: with no diversity its two groups are
+    two copies of a beam search of two (each hypothesis twice), and the compiled decoder
+    gives the uncompiled loop's results."""
+    from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
+
+    keras.utils.set_random_seed(3)
+    model = Seq2Seq(Seq2SeqBackbone(20, 12, embedding_dim=6, units=8), max_target_length=5)
+    ids = np.random.default_rng(0).integers(4, 20, (3, 4)).astype("int32")
+    twins = model.generate(ids, decoding.DiverseBeamSearch(4, groups=2, diversity=0.0))
+    beam = model.generate(ids, decoding.BeamSearch(2))
+    np.testing.assert_array_equal(np_(twins.tokens)[:, ::2], np_(beam.tokens))
+    np.testing.assert_array_equal(np_(twins.tokens)[:, 1::2], np_(beam.tokens))
+    np.testing.assert_allclose(np_(twins.scores)[:, ::2], np_(beam.scores), rtol=1e-5)
+    diverse = decoding.DiverseBeamSearch(4, groups=2, diversity=2.0, n_best=3)
+    compiled = model.generate(ids, diverse)
+    eager = model.generate(ids, diverse, jit_compile=False)
+    assert np_(compiled.tokens).shape == (3, 3, 5)
+    np.testing.assert_array_equal(np_(compiled.tokens), np_(eager.tokens))
+    np.testing.assert_allclose(np_(compiled.scores), np_(eager.scores), rtol=1e-5, atol=1e-6)

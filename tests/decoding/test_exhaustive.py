@@ -1,6 +1,7 @@
 """`ExhaustiveSearch` against brute force (every complete sequence scored in NumPy), and
 beam search equal to it when its beam holds every hypothesis."""
 
+import keras
 import numpy as np
 import pytest
 
@@ -64,3 +65,18 @@ def test_refusals_and_config():
         search(model, [0], (h, memory), 4, END)
     with pytest.raises(ValueError, match="pass vocab_size=4"):
         decoding.ExhaustiveSearch(5, 2)(model, [0], (h, memory), 2, END)
+
+
+def test_through_seq2seq_generate():
+    """`Seq2Seq.generate` with exhaustive search (V^L rows per source) gives the beam that
+    holds every hypothesis."""
+    from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone
+
+    keras.utils.set_random_seed(2)
+    model = Seq2Seq(Seq2SeqBackbone(12, 5, embedding_dim=4, units=6), max_target_length=3)
+    ids = np.random.default_rng(0).integers(4, 12, (2, 4)).astype("int32")
+    exhaustive = model.generate(ids, decoding.ExhaustiveSearch(5, 3, n_best=3))
+    beam = model.generate(ids, decoding.BeamSearch(5 * 4**2, n_best=3))
+    np.testing.assert_array_equal(np_(exhaustive.tokens), np_(beam.tokens))
+    np.testing.assert_allclose(np_(exhaustive.scores), np_(beam.scores), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np_(exhaustive.alignments), np_(beam.alignments), atol=1e-6)
