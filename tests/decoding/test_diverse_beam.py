@@ -15,10 +15,25 @@ END, VOCAB, MAX_LENGTH = 0, 7, 5
 
 
 def table(seed):
+    """log p(y | previous token, step): `(MAX_LENGTH, VOCAB, VOCAB)`. (By the previous
+    token alone, sequences with the same transitions in another order tie exactly, and
+    float rounding would pick among them.)"""
     rng = np.random.default_rng(seed)
-    logits = rng.normal(size=(VOCAB, VOCAB)) * 1.5
-    logits[:, END] -= 1.0  # fewer early ends: longer searches
+    logits = rng.normal(size=(MAX_LENGTH, VOCAB, VOCAB)) * 1.5
+    logits[:, :, END] -= 1.0  # fewer early ends: longer searches
     return (logits - np.log(np.exp(logits).sum(-1, keepdims=True))).astype("float32")
+
+
+def table_step(log_p):
+    """The step function: looks the log-probabilities up by step (its state) and
+    previous token."""
+    flat = keras.ops.convert_to_tensor(log_p.reshape(-1, VOCAB))
+
+    def step(tokens, t):
+        rows = keras.ops.minimum(t, MAX_LENGTH - 1) * VOCAB + tokens
+        return keras.ops.take(flat, rows, axis=0), t + 1
+
+    return step
 
 
 def numpy_diverse_beam(log_p, start, beam_size, groups, diversity, n_best):
@@ -39,7 +54,7 @@ def numpy_diverse_beam(log_p, start, beam_size, groups, diversity, n_best):
             for tokens, logp in g["alive"]:
                 previous = tokens[-1] if tokens else start
                 for y in range(VOCAB):
-                    total = logp + float(log_p[previous, y])
+                    total = logp + float(log_p[t, previous, y])
                     candidates.append((total - diversity * taken[y], total, tokens + (y,)))
             candidates = sorted(candidates, key=lambda c: -c[0])[: 2 * m]
             ends = [c[2][-1] == END or length >= MAX_LENGTH for c in candidates]
@@ -73,31 +88,33 @@ def docs_strategy():
 def test_diverse_beam_search_matches_numpy(which, beam_size, groups, diversity, n_best):
     cls = decoding.DiverseBeamSearch if which == "library" else docs_strategy()
     log_p = table(seed=beam_size + groups)
-    step = lambda tokens, states: (keras.ops.take(log_p, tokens, axis=0), states)  # noqa: E731
     starts = [1, 3, 5]
     strategy = cls(beam_size, groups=groups, diversity=diversity, n_best=n_best)
-    out = strategy(step, starts, (), MAX_LENGTH, end_token=END)
+    out = strategy(table_step(log_p), starts, np.zeros(3, "int32"), MAX_LENGTH, end_token=END)
     n = beam_size if n_best is None else n_best
     assert np_(out.tokens).shape == (len(starts), n, MAX_LENGTH)
     for b, start in enumerate(starts):
         expected = numpy_diverse_beam(log_p, start, beam_size, groups, diversity, n)
         assert len(expected) == n
-        for i, (score, logp, tokens) in enumerate(expected):
-            got = np_(out.tokens)[b, i]
-            assert got[: len(tokens)].tolist() == list(tokens), (b, i)
-            assert (got[len(tokens) :] == 0).all()
-            assert int(np_(out.lengths)[b, i]) == len(tokens)
-            np.testing.assert_allclose(np_(out.log_probs)[b, i], logp, rtol=1e-5, atol=1e-5)
-            np.testing.assert_allclose(np_(out.scores)[b, i], score, rtol=1e-5, atol=1e-5)
+        got = []
+        for i in range(n):
+            length = int(np_(out.lengths)[b, i])
+            tokens = np_(out.tokens)[b, i]
+            assert (tokens[length:] == 0).all()
+            got.append((float(np_(out.scores)[b, i]), float(np_(out.log_probs)[b, i]), tokens))
+        for (score, logp, tokens), (got_score, got_logp, got_tokens) in zip(expected, got):
+            assert got_tokens[: len(tokens)].tolist() == list(tokens), b
+            np.testing.assert_allclose(got_logp, logp, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got_score, score, rtol=1e-5, atol=1e-5)
 
 
 def test_diversity_changes_the_n_best():
     """A penalty large enough makes the groups' first tokens differ (a test that the
     penalty is applied at all: without it both groups take the same best token)."""
     log_p = table(seed=4)
-    step = lambda tokens, states: (keras.ops.take(log_p, tokens, axis=0), states)  # noqa: E731
-    plain = decoding.DiverseBeamSearch(2, groups=2, diversity=0.0)(step, [1], (), 5, END)
-    diverse = decoding.DiverseBeamSearch(2, groups=2, diversity=50.0)(step, [1], (), 5, END)
+    step, t = table_step(log_p), np.zeros(1, "int32")
+    plain = decoding.DiverseBeamSearch(2, groups=2, diversity=0.0)(step, [1], t, 5, END)
+    diverse = decoding.DiverseBeamSearch(2, groups=2, diversity=50.0)(step, [1], t, 5, END)
     assert np_(plain.tokens)[0, 0, 0] == np_(plain.tokens)[0, 1, 0]
     assert np_(diverse.tokens)[0, 0, 0] != np_(diverse.tokens)[0, 1, 0]
 
