@@ -3,13 +3,20 @@
 
 TensorFlow prints its C++ start-up lines (CPU features, CUDA probing, absl's "All log
 messages before absl::InitializeLog()"; some through absl's C++ logging, which
-``TF_CPP_MIN_LOG_LEVEL`` does not reach) before a command has printed anything, so a
-one-line error would come after eight lines of noise. When a command line of this
-package starts and the user has not set ``TF_CPP_MIN_LOG_LEVEL`` (setting it, to any
-value, asks for TensorFlow's own logging), `quiet_command_line` sets it to 2, imports
-Keras (and TensorFlow) with the process' stderr sent to a temporary file, replayed only
-if the import fails, and turns absl's Python logging down to errors. Plain
+``TF_CPP_MIN_LOG_LEVEL`` does not reach) before a command has printed anything, and
+error-level lines that are no errors once it runs (oneDNN's "supports DT_BOOL only on
+platforms with AVX-512"), so a one-line error would come after eight lines of noise.
+When a command line of this package starts, `quiet_command_line` sets
+``TF_CPP_MIN_LOG_LEVEL`` to 3 (and absl's / glog's ``GLOG_minloglevel``, which XLA
+reads), imports Keras (and TensorFlow) with the process' stderr sent to a temporary
+file, replayed only if the import fails, and turns absl's Python logging down to
+errors. It does nothing when the user asked for TensorFlow's own logging: set
+``TF_CPP_MIN_LOG_LEVEL`` (to any value), or gave ``--verbose 3``. Plain
 ``import kerasrnn`` in a user's program changes nothing.
+
+`captured_native_output` does the same around a third-party step (an export
+converter): its messages on file descriptors 1 and 2 are shown only if the step
+fails, or when `loud` asks for them.
 """
 
 import contextlib
@@ -63,19 +70,76 @@ def native_stderr_silenced():
             os.close(saved)
 
 
+def wants_native_logs(argv=None):
+    """Whether the user asked for TensorFlow's own logs: ``TF_CPP_MIN_LOG_LEVEL`` set,
+    or ``--verbose 3`` on the command line."""
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return True
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(argv):
+        if arg == "--verbose=3" or (arg == "--verbose" and argv[i + 1 : i + 2] == ["3"]):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def captured_native_output(loud=False):
+    """Sends file descriptors 1 and 2 (where C++ code and converters log) to a
+    temporary file for the block; its text is written to stderr if the block raises,
+    or when `loud`. Python's own ``sys.stdout`` / ``sys.stderr`` writes go the same
+    way (they end on those descriptors)."""
+    if loud:
+        yield
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+    except (OSError, AttributeError, ValueError):  # no real descriptors: nothing to capture
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 1)
+        os.dup2(captured.fileno(), 2)
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            if failed:
+                captured.seek(0)
+                sys.stderr.write(captured.read().decode("utf-8", "replace"))
+                sys.stderr.flush()
+
+
 def quiet_command_line():
     """Silences TensorFlow's start-up logs for a command line of this package (see the
-    module docstring); nothing when this process is not one, or when the user set
-    ``TF_CPP_MIN_LOG_LEVEL``. Must run before Keras or TensorFlow is imported.
+    module docstring); nothing when this process is not one, or when the user asked for
+    TensorFlow's logs (`wants_native_logs`). Must run before Keras or TensorFlow is imported.
 
     A recipe imports TensorFlow (and probes its devices, which logs too) whatever the
     Keras backend, as the recipes use tf.data on every backend; the library's own
     command lines import Keras only (and so its backend: the JAX core never imports
     TensorFlow).
     """
-    if not is_own_command_line() or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    if not is_own_command_line() or wants_native_logs():
         return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    # 3: errors too; oneDNN logs "supports DT_BOOL only on platforms with AVX-512" at
+    # error level on every CPU without AVX-512, and real errors reach Python as
+    # exceptions
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    os.environ.setdefault("GLOG_minloglevel", "3")
     import_tensorflow = command_line_module().split(".")[0] == "recipes"
     with native_stderr_silenced():
         import keras

@@ -256,6 +256,17 @@ class RecipeError(ValueError):
 # --------------------------------------------------------------------------- config
 
 
+def _one_line(error):
+    """A parser's error in one line: YAML's ``problem`` and where (its message spans
+    lines, with the offending text and a caret), else the first line."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is not None and problem:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _read_config_file(path):
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -270,7 +281,7 @@ def _read_config_file(path):
 
             data = yaml.safe_load(text)
     except Exception as error:
-        raise ConfigError(f"{path}: cannot parse the config file: {error}") from None
+        raise ConfigError(f"{path}: cannot parse the config file: {_one_line(error)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -2,11 +2,19 @@
 results JSON (`tidy`, `write_json`, `read_json`, atomically through
 `kerasrnn.callbacks.atomic_path`), the best model and the vocabularies."""
 
+import hashlib
 import json
 import math
 import os
 
-from recipes.config import RecipeError, load_config
+from recipes.config import (
+    ConfigError,
+    RecipeError,
+    _check_choice,
+    _convert,
+    defaults_of,
+    load_config,
+)
 
 
 def tidy(value, digits=8):
@@ -44,18 +52,44 @@ def jsonable(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def read_json(path):
-    """A JSON file of a run; a missing one says to run `train` first."""
+def read_json(path, keys=()):
+    """A JSON object file of a run, with its `keys`; a missing one says to run `train`
+    first.
+
+    Raises:
+        RecipeError: a damaged file (not JSON, truncated, not an object, a key of
+            `keys` missing): one line naming the file and what is wrong.
+    """
     if not os.path.exists(path):
         raise FileNotFoundError(f"not found: {path} (did `train` run with this output_dir?)")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
+        raise RecipeError(f"{path} is damaged: not valid JSON ({error}).") from None
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path} is damaged: a JSON {type(data).__name__}, not an object.")
+    missing = [key for key in keys if key not in data]
+    if missing:
+        raise RecipeError(f"{path} is damaged: it lacks {missing}.")
+    return data
 
 
 def saved_config(defaults, output_dir, overrides=None):
     """The config a `train` run stored in `output_dir`, with `overrides` on top (used by
     evaluate / predict / export, which must rebuild exactly the trained pipeline)."""
-    stored = read_json(os.path.join(output_dir, "config.json"))
+    path = os.path.join(output_dir, "config.json")
+    stored = read_json(path, kind=dict)
+    known = getattr(defaults, "options", defaults)
+    plain = defaults_of(known)
+    for key, value in stored.items():  # a damaged file is the file's error, not a flag's
+        if key not in known:
+            raise RecipeError(f"{path} is damaged or from another version: unknown option {key!r}.")
+        if key not in (overrides or {}):
+            try:
+                _check_choice(key, _convert(key, value, plain[key]), known[key])
+            except ConfigError as error:
+                raise RecipeError(f"{path} is damaged: {error}") from None
     stored.update(overrides or {})
     stored["output_dir"] = output_dir
     return load_config(defaults, overrides=stored)
@@ -88,9 +122,20 @@ def run_files(config):
 
 def load_vocabulary(config, filename):
     """A vocabulary file that `train` saved in the run folder."""
+    return read_vocabulary(os.path.join(config["output_dir"], filename))
+
+
+def read_vocabulary(path):
+    """`kerasrnn.data.Vocabulary.load`, a damaged file (not UTF-8, not a vocabulary,
+    repeated tokens) a `RecipeError` naming it."""
     from kerasrnn.data import Vocabulary
 
-    return Vocabulary.load(os.path.join(config["output_dir"], filename))
+    try:
+        return Vocabulary.load(path)
+    except UnicodeDecodeError as error:
+        raise RecipeError(f"{path} is damaged: not UTF-8 text ({error}).") from None
+    except ValueError as error:
+        raise RecipeError(f"{path} is damaged: {str(error).removeprefix(path + ': ')}") from None
 
 
 def load_best_model(config, former=()):
@@ -100,18 +145,24 @@ def load_best_model(config, former=()):
     path = run_files(config)["best"]
     if not os.path.exists(path):
         raise FileNotFoundError(f"no trained model at {path}; run `train` first.")
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            broken = archive.testzip()
+            saved = json.loads(archive.read("config.json")).get("class_name")
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, AttributeError) as error:
+        raise RecipeError(
+            f"{path} is damaged: not a complete .keras archive ({error}); train the run "
+            "again (or --continue it, which writes a new one)."
+        ) from None
+    if broken is not None:
+        raise RecipeError(f"{path} is damaged: {broken} fails its checksum; train the run again.")
     try:
         import keras
 
         return keras.saving.load_model(path)
     except Exception:
-        import zipfile
-
-        try:
-            with zipfile.ZipFile(path) as archive:
-                saved = json.loads(archive.read("config.json")).get("class_name")
-        except Exception:
-            saved = None
         if saved not in former:
             raise
     raise RecipeError(
@@ -119,3 +170,59 @@ def load_best_model(config, former=()):
         f"be loaded by this one: retrain it with the same options, e.g. `train --config "
         f"{run_files(config)['config']} --output-dir NEW_FOLDER`."
     )
+
+
+# What the training flow rewrites as it goes (checked otherwise: a .keras archive's own
+# checksums, JSON parsing); every other file in the run folder after `prepare` (the
+# vocabularies, labels, tag lists) is fixed for the run and goes into manifest.json.
+_CHANGING = {"config.json", "manifest.json", "best.keras", "last.weights.h5", "history.json"}
+_CHANGING |= {"results.json", "training_curves.png", "evaluation.json", "demo.json", ".lock"}
+
+
+def _digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def write_manifest(config):
+    """Writes ``manifest.json``: the size and SHA-256 of each file that `prepare` left
+    in the run folder (the vocabularies, labels, tag lists), so that a reader tells a
+    truncated or edited one (`check_manifest`) from a good one."""
+    out = config["output_dir"]
+    files = {}
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        if (
+            name in _CHANGING
+            or name.startswith(".")
+            or ".partial" in name  # a checkpoint write a kill cut short
+            or not name.endswith((".txt", ".json"))
+            or not os.path.isfile(path)
+        ):
+            continue
+        files[name] = {"bytes": os.path.getsize(path), "sha256": _digest(path)}
+    write_json(os.path.join(out, "manifest.json"), {"files": files})
+
+
+def check_manifest(output_dir):
+    """Raises a `RecipeError` naming the first file of ``manifest.json`` that is
+    missing or differs from what training wrote (a run without a manifest passes)."""
+    path = os.path.join(output_dir, "manifest.json")
+    if not os.path.exists(path):
+        return
+    files = read_json(path, keys=("files",))["files"]
+    if not isinstance(files, dict):
+        raise RecipeError(f"{path} is damaged: 'files' is not an object.")
+    for name, expected in files.items():
+        target = os.path.join(output_dir, name)
+        if not isinstance(expected, dict) or not {"bytes", "sha256"} <= set(expected):
+            raise RecipeError(f"{path} is damaged: the entry of {name!r} lacks bytes / sha256.")
+        if not os.path.isfile(target):
+            raise RecipeError(f"{target} is missing from the run (train the run again).")
+        size = os.path.getsize(target)
+        if size != expected["bytes"] or _digest(target) != expected["sha256"]:
+            change = "truncated" if size < expected["bytes"] else "changed"
+            raise RecipeError(
+                f"{target} is damaged: {change} since training ({size} bytes, training "
+                f"wrote {expected['bytes']}); restore it or train the run again."
+            )

@@ -184,8 +184,9 @@ COMMON_OPTIONS = {
     ),
     "verbose": Option(
         1,
-        "Keras progress output on stderr: 0 silent, 1 progress bar, 2 one line per epoch",
-        (0, 1, 2),
+        "Keras progress output on stderr: 0 silent, 1 progress bar, 2 one line per epoch, "
+        "3 as 2 plus TensorFlow's C++ logs and the export converters' messages",
+        (0, 1, 2, 3),
     ),
 }
 

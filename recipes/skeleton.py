@@ -2,14 +2,24 @@
 one command line, filled in by a few hooks) and `Prepared` (what `Recipe.prepare`
 returns)."""
 
+import contextlib
 import os
 import sys
 from typing import Any, NamedTuple
 
+from recipes import run_folder
 from recipes.cli import main, recipe_parser
 from recipes.config import ConfigError, defaults_of
 from recipes.distribute import distribution_strategy, for_worker
-from recipes.files import read_json, run_files, saved_config, tidy, write_json
+from recipes.files import (
+    check_manifest,
+    read_json,
+    run_files,
+    saved_config,
+    tidy,
+    write_json,
+    write_manifest,
+)
 from recipes.options import COMMON_OPTIONS
 from recipes.training import fit, load_splits, restore_last_epoch, set_seed
 from recipes.usage import EXAMPLES
@@ -19,6 +29,10 @@ from recipes.usage import EXAMPLES
 EXPORT_FORMATS = ("saved_model", "onnx", "litert")
 # `export --quantization`, per format (kerasrnn.export.onnx / litert's QUANTIZATIONS)
 EXPORT_QUANTIZATIONS = {"onnx": ("dynamic_int8",), "litert": ("dynamic_int8", "float16")}
+
+
+def _log(line):
+    print(line, file=sys.stderr, flush=True)
 
 
 class Prepared(NamedTuple):
@@ -171,20 +185,33 @@ class Recipe:
 
         Returns:
             The results dict (as written to results.json).
-        """
-        import time
 
+        Raises:
+            RunFolderError: another process writes into ``output_dir`` (its lock); on
+                the command line, also a run there that the command may not replace.
+        """
         self.check_config(config)
         # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
         strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
         config = for_worker(config, strategy)  # multi_worker: a folder per worker
+        with run_folder.lock(config["output_dir"]):  # one writer at a time
+            continue_run, replacing = run_folder.claim(config, continue_run, log=_log)
+            if replacing:  # --overwrite: the old run goes once the new one has an epoch
+                callbacks = [*callbacks, run_folder.discard_previous_callback(config["output_dir"])]
+            results = self._train_locked(config, strategy, splits, callbacks, continue_run)
+            run_folder.discard_previous(config["output_dir"])
+            return results
+
+    def _train_locked(self, config, strategy, splits, callbacks, continue_run):
+        import time
+
         set_seed(config["seed"])
         splits = splits or self.load_splits(config)
         self.check_data(config, splits)
         files = run_files(config)
-        os.makedirs(config["output_dir"], exist_ok=True)
         write_json(files["config"], config)
         prepared = self.prepare(config, splits)
+        write_manifest(config)  # what prepare wrote, for the readers to check
         with strategy.scope():
             model = self.build(config, prepared)
             if continue_run:
@@ -212,7 +239,9 @@ class Recipe:
         )
         if "time_budget" in history:  # {minutes, seconds_used, steps, ...}
             results["time_budget"] = history.pop("time_budget")
-        results = self.summarize(config, prepared, results, read_json(files["history"])["rows"])
+        results = self.summarize(
+            config, prepared, results, read_json(files["history"], ("rows",))["rows"]
+        )
         self.after_fit(config, prepared, splits)
         results.update(self.evaluate_splits(config, splits))
         results = tidy(results)
@@ -243,12 +272,18 @@ class Recipe:
 
     def stored(self, config, args):
         """The config the run in ``--output-dir`` was trained with, flags on top."""
+        run_folder.recover(config["output_dir"])
+        check_manifest(config["output_dir"])
         return saved_config(self.options, config["output_dir"], args.overrides)
 
     def _train(self, config, args):
+        if args.continue_run and args.overwrite:
+            raise ConfigError("--continue and --overwrite exclude each other: choose one.")
         if args.continue_run:
-            return self.train(self.stored(config, args), continue_run=True)
-        return self.train(config)
+            with run_folder.policy("continue"):
+                return self.train(self.stored(config, args), continue_run=True)
+        with run_folder.policy("overwrite" if args.overwrite else "new"):
+            return self.train(config)
 
     def _evaluate(self, config, args):
         config = self.stored(config, args)
@@ -268,6 +303,10 @@ class Recipe:
 
     def _export(self, config, args):
         config = self.stored(config, args)
+        if config["verbose"] == 3:  # the converters' own messages, as they come
+            import logging
+
+            logging.getLogger("kerasrnn.export").setLevel(logging.DEBUG)
         fmt = args.export_format
         path = args.export_dir or os.path.join(config["output_dir"], fmt)
         quantization = None if args.quantization == "none" else args.quantization
@@ -277,16 +316,23 @@ class Recipe:
                 f"--quantization {quantization} does not apply to --format {fmt}: use "
                 f"--format {' or '.join(formats)}, or --quantization none."
             )
-        trained = self.predictor.from_run(config)
-        if fmt == "saved_model":
-            trained.export(path)
-        elif not hasattr(trained, "export_runtime"):
-            raise ConfigError(
-                f"the {self.name} recipe exports no {fmt!r} format (strings stay in the "
-                f"SavedModel): use --format saved_model."
-            )
-        else:
-            trained.export_runtime(path, fmt, args.sequence_length, quantization)
+        # writing into the run folder: one writer at a time (elsewhere export only
+        # reads the run, as predict does: its last complete checkpoint)
+        run = config["output_dir"]
+        inside = os.path.realpath(path).startswith(os.path.realpath(run) + os.sep)
+        with run_folder.lock(run) if inside else contextlib.nullcontext():
+            if inside:
+                run_folder.restore_previous(run)
+            trained = self.predictor.from_run(config)
+            if fmt == "saved_model":
+                trained.export(path)
+            elif not hasattr(trained, "export_runtime"):
+                raise ConfigError(
+                    f"the {self.name} recipe exports no {fmt!r} format (strings stay in "
+                    f"the SavedModel): use --format saved_model."
+                )
+            else:
+                trained.export_runtime(path, fmt, args.sequence_length, quantization)
         return {fmt: path}
 
     def commands(self):
@@ -298,9 +344,17 @@ class Recipe:
                 "--continue",
                 dest="continue_run",
                 action="store_true",
-                help="extend the finished run in --output-dir from its last epoch "
-                "(weights and optimizer state) to --epochs; its stored config is "
-                "used, with the given flags on top",
+                help="train the run in --output-dir on: a finished one from its last "
+                "epoch (weights and optimizer state) to --epochs, an interrupted one from "
+                "its last finished epoch; its stored config is used, with the given flags "
+                "on top",
+            )
+            parser.add_argument(
+                "--overwrite",
+                action="store_true",
+                help="start over in an --output-dir that holds a run; the old run is "
+                "removed once the new one has finished its first epoch (killed before, "
+                "the old run stays)",
             )
 
         def export_arguments(parser):

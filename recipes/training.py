@@ -237,9 +237,9 @@ def earlier_epochs(config, continue_run=False):
     the finished run that `continue_run` extends, or none."""
     files = run_files(config)
     if os.path.exists(files["epochs"]) and os.path.exists(files["backup"]):
-        return read_json(files["epochs"])["rows"]
+        return read_json(files["epochs"], keys=("rows",))["rows"]
     if continue_run:
-        return read_json(files["history"])["rows"]
+        return read_json(files["history"], keys=("rows",))["rows"]
     return []
 
 
@@ -314,7 +314,7 @@ def fit(
         initial_epoch=initial_epoch,
         shuffle=False,  # the tf.data pipeline shuffles (Keras can't shuffle a Dataset)
         callbacks=all_callbacks,
-        verbose=config["verbose"],
+        verbose=min(config["verbose"], 2),  # 3: TensorFlow's own logs too
     )
     write_json(files["history"], {"rows": log.rows})
     result = {}

@@ -1,6 +1,9 @@
 """What the ONNX and LiteRT writers share: the layers a format cannot hold, checked
-before any conversion, and the model's inputs as `tf.TensorSpec`s."""
+before any conversion, the model's inputs as `tf.TensorSpec`s, and `converter_output`
+(the converters' own messages kept off the terminal unless the export fails)."""
 
+import contextlib
+import logging
 import re
 
 import keras
@@ -104,3 +107,32 @@ def call_model(model, args):
     list, which the LiteRT signature names `output_names` in order (a dict would be
     flattened by sorted keys: output_10 before output_2)."""
     return keras.tree.flatten(model(args[0] if len(args) == 1 else list(args), training=False))
+
+
+# The exporters' logger: one line per fallback route taken (`logging`'s last-resort
+# handler prints it on stderr when the program configured none); at DEBUG level the
+# converters' own messages are shown as they come (`converter_output`).
+LOGGER = logging.getLogger("kerasrnn.export")
+
+
+@contextlib.contextmanager
+def converter_output():
+    """Keeps what the converters (tf2onnx, the TFLite converter, TensorFlow's
+    SavedModel writer) print on file descriptors 1 and 2 during the block -- messages of
+    a route that fails and is replaced by another ("make_sure failure", "Issue
+    encountered when serializing table_initializer") -- and shows it only if the
+    block raises; shown as it comes when `LOGGER` is at DEBUG level."""
+    from kerasrnn._startup import captured_native_output
+
+    with captured_native_output(loud=LOGGER.isEnabledFor(logging.DEBUG)):
+        yield
+
+
+def loop_layer_named(model, text):
+    """The layer of `model` (searched depth first) whose name appears in a converter's
+    error `text` as a path component, for a one-line reason; None if none does."""
+    found = None
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if re.search(rf"(^|[/'\s]){re.escape(layer.name)}(_\d+)?/", text):
+            found = layer  # the innermost (last) match names the loop best
+    return found

@@ -88,7 +88,7 @@ def export_bundle(folder, models, format_name, metadata, sequence_length=None, q
     ['client.py', 'deploy.json', 'model.onnx']
     """
     from kerasrnn.export import litert, onnx
-    from kerasrnn.export._formats import FORMAT_NAMES, model_input_specs
+    from kerasrnn.export._formats import FORMAT_NAMES, converter_output, model_input_specs
     from kerasrnn.export.litert import check_quantization, export_litert
     from kerasrnn.export.onnx import export_onnx
 
@@ -110,7 +110,8 @@ def export_bundle(folder, models, format_name, metadata, sequence_length=None, q
                 quantization=quantization,
             )
         else:
-            export_litert(model, path, 1, sequence_length, specs, quantization)
+            with converter_output():
+                export_litert(model, path, 1, sequence_length, specs, quantization)
         names, shapes = _runtime_inputs(path, format_name, specs)
         written[name] = {
             "file": os.path.basename(path),

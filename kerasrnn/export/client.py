@@ -106,6 +106,87 @@ class Runtime:
         return [outputs[f"output_{i}"] for i in range(self.count)]
 
 
+# deploy.json: the keys each task's client reads (beside "task", "models" and
+# "vocabularies", which every folder has) and the vocabularies it looks words up in
+_TASK_KEYS = {
+    "classifier": (("lowercase", "labels"), ("words",)),
+    "pair_classifier": (("lowercase", "labels", "max_length"), ("words",)),
+    "tagger": (("lowercase", "crf", "tags"), ("words",)),
+    "translator": (
+        (
+            "default",
+            "source_tokenizer",
+            "target_tokenizer",
+            "lowercase",
+            "max_source_length",
+            "max_decode_length",
+        ),
+        ("source", "target"),
+    ),
+    "language_model": (("level", "first_token", "gen_length", "states"), ("words",)),
+}
+_ENTRY_KEYS = {"file": str, "shapes": list, "inputs": list, "outputs": int}
+
+
+class DeployFileError(ValueError):
+    """A damaged ``deploy.json``: the message names the file and what is wrong."""
+
+
+def read_deploy(path):
+    """An exported folder's ``deploy.json``, checked: valid JSON, a mapping with a
+    known ``task``, its ``models`` entries (file, shapes, inputs, outputs), the
+    vocabularies (lists of strings) and the keys the task's client reads.
+
+    Raises:
+        DeployFileError: one line naming `path` and what is wrong (export again).
+    """
+
+    def damaged(what):
+        return DeployFileError(f"{path} is damaged: {what}; export the run again.")
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            config = json.load(file)
+    except FileNotFoundError:
+        raise DeployFileError(f"{path} not found: not an exported folder.") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise damaged(f"not valid JSON ({error})") from None
+    if not isinstance(config, dict):
+        raise damaged(f"a JSON {type(config).__name__} instead of an object")
+    task = config.get("task")
+    if task not in _TASK_KEYS:
+        raise damaged(f"'task' must be one of {sorted(_TASK_KEYS)}, got {task!r}")
+    models = config.get("models")
+    if not isinstance(models, dict) or not models:
+        raise damaged("'models' must be an object of model files")
+    for name, entry in models.items():
+        if not isinstance(entry, dict):
+            raise damaged(f"models[{name!r}] must be an object")
+        for key, kind in _ENTRY_KEYS.items():
+            if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
+                raise damaged(f"models[{name!r}][{key!r}] must be a {kind.__name__}")
+    keys, vocabularies = _TASK_KEYS[task]
+    missing = [key for key in keys if key not in config]
+    if missing:
+        raise damaged(f"missing key(s) {missing} of a {task} folder")
+    tables = config.get("vocabularies", {})
+    if not isinstance(tables, dict):
+        raise damaged("'vocabularies' must be an object of token lists")
+    for name in vocabularies:
+        if name not in tables:
+            raise damaged(f"missing vocabularies[{name!r}]")
+    for name, tokens in tables.items():
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise damaged(f"vocabularies[{name!r}] must be a list of strings")
+    for key in ("labels", "tags"):
+        value = config.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(t, str) for t in value)
+        ):
+            raise damaged(f"{key!r} must be a list of strings")
+    return config
+
+
 def _pad(rows, shape, dtype="int32"):
     """A batch-1 array of `rows` (nested lists) padded with 0 to `shape`'s fixed
     dimensions (None: the rows' own length, at least 1)."""
@@ -129,8 +210,7 @@ class Client:
     recipe's SavedModel does (module docstring)."""
 
     def __init__(self, folder):
-        with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
-            self.config = json.load(file)
+        self.config = read_deploy(os.path.join(folder, "deploy.json"))
         self.task = self.config["task"]
         self.models = {
             name: Runtime(folder, entry) for name, entry in self.config["models"].items()
@@ -347,7 +427,11 @@ def main(argv):
     if len(argv) < 2:
         print("usage: python client.py FOLDER INPUT...", file=sys.stderr)
         return 2
-    client = load(argv[0])
+    try:
+        client = load(argv[0])
+    except DeployFileError as error:
+        print(f"client.py: error: {error}", file=sys.stderr)
+        return 2
     inputs = argv[1:]
     if client.task == "tagger":
         inputs = [text.split() for text in inputs]

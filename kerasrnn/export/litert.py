@@ -31,6 +31,7 @@ import keras
 from kerasrnn.export._formats import (
     call_model,
     check_exportable,
+    converter_output,
     model_input_specs,
 )
 from kerasrnn.validation import check_int
@@ -193,7 +194,8 @@ def litert_flatbuffer(
     if quantization == "float16":
         converter.target_spec.supported_types = [tf.float16]
     try:
-        return converter.convert()
+        with converter_output():
+            return converter.convert()
     except Exception as error:  # the converter's ConverterError, pages long
         raise ValueError(
             f"model {model.name!r} cannot be exported to {format_name} with LiteRT builtin "

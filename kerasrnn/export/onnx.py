@@ -27,7 +27,14 @@ import os
 import tempfile
 import warnings
 
-from kerasrnn.export._formats import check_exportable, model_input_specs, output_names
+from kerasrnn.export._formats import (
+    LOGGER,
+    check_exportable,
+    converter_output,
+    loop_layer_named,
+    model_input_specs,
+    output_names,
+)
 from kerasrnn.export.litert import check_quantization
 
 # onnxruntime's dynamic quantisation: int8 weights, activations quantised per call
@@ -101,26 +108,43 @@ def export_onnx(
             export_onnx(model, float_path, specs, opset_version, batch_size, sequence_length)
             _quantize_dynamic(float_path, path)
         return path
-    try:
-        model.export(
-            os.fspath(path),
-            format="onnx",
-            # one argument per model call: a multi-input model takes the list of inputs
-            input_signature=specs if len(specs) == 1 else [specs],
-            opset_version=opset_version,
-            verbose=False,
-        )
-        _check_loads(path)
-    except Exception as error:  # tf2onnx's failure on a loop it cannot map
-        keras_error = str(error).splitlines()[0] if str(error) else type(error).__name__
+    # the converters' messages are shown only if both routes fail (route 1's, of a
+    # loop it cannot map, are expected when route 2 then converts)
+    with converter_output():
         try:
-            _export_through_litert(
-                model, path, specs, opset_version, batch_size or 1, sequence_length
+            model.export(
+                os.fspath(path),
+                format="onnx",
+                # one argument per model call: a multi-input model takes the list of inputs
+                input_signature=specs if len(specs) == 1 else [specs],
+                opset_version=opset_version,
+                verbose=False,
             )
-        except ValueError as litert_error:
-            raise ValueError(
-                f"{litert_error} (Keras' ONNX exporter failed first: {keras_error})"
-            ) from None
+            _check_loads(path)
+            error = None
+        except Exception as failure:  # tf2onnx's failure on a loop it cannot map
+            error = failure
+            keras_error = str(error).splitlines()[0] if str(error) else type(error).__name__
+            try:
+                _export_through_litert(
+                    model, path, specs, opset_version, batch_size or 1, sequence_length
+                )
+            except ValueError as litert_error:
+                raise ValueError(
+                    f"{litert_error} (Keras' ONNX exporter failed first: {keras_error})"
+                ) from None
+    if error is not None:
+        layer = loop_layer_named(model, str(error))
+        what = (
+            f"the loop of layer {layer.name!r} ({type(layer).__name__})"
+            if layer is not None
+            else "a loop"
+        )
+        LOGGER.warning(
+            "%s: ONNX through the LiteRT graph (fixed shapes), as tf2onnx cannot map %s",
+            os.fspath(path),
+            what,
+        )
     return path
 
 

@@ -42,5 +42,8 @@ def export_saved_model(path, model, endpoints, track=(), verbose=False):
             )
         archive.add_endpoint(name, tf.function(fn, input_signature=list(signature)))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    archive.write_out(os.fspath(path), verbose=verbose)
+    from kerasrnn.export._formats import converter_output
+
+    with converter_output():  # TensorFlow's warnings on tracked tables, shown on failure
+        archive.write_out(os.fspath(path), verbose=verbose)
     return path

@@ -90,7 +90,7 @@ def _command(tmp_path, epochs):
     ]
 
 
-def _start(tmp_path, epochs, kill_in=None, kill_at=0):
+def _start(tmp_path, epochs, kill_in=None, kill_at=0, extra=()):
     env = dict(
         os.environ,
         PYTHONPATH=str(REPO),
@@ -100,7 +100,7 @@ def _start(tmp_path, epochs, kill_in=None, kill_at=0):
         KILL_AT=str(kill_at),
     )
     return subprocess.Popen(
-        [sys.executable, "-c", HOOK, *_command(tmp_path, epochs)],
+        [sys.executable, "-c", HOOK, *_command(tmp_path, epochs), *extra],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -233,6 +233,25 @@ def test_sigkill_in_the_last_epoch_checkpoint_keeps_continue_working(tmp_path):
     _check_loadable(run)
     assert len(json.loads((run / "history.json").read_text())["rows"]) == 3
     assert not list(run.rglob("*.partial*"))
+
+
+def test_overwrite_killed_before_its_first_checkpoint_leaves_the_old_run(tmp_path):
+    # `train --overwrite` moves the old run aside and removes it only once the new run
+    # has written its first epoch's checkpoints: killed inside the first best.keras
+    # write, the old run comes back, file for file, for the next command on the folder.
+    _data(tmp_path)
+    run = tmp_path / "run"
+    code, output = _finish(_start(tmp_path, 1))
+    assert code == 0, output
+    old = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and p.name != ".lock"}
+    code, output = _finish(_start(tmp_path, 2, kill_in="best", kill_at=1, extra=["--overwrite"]))
+    assert code == -signal.SIGKILL, output
+    assert (run / ".previous-run" / "results.json").exists()  # moved aside, not removed
+    code, output = _finish(_start(tmp_path, 1))  # the plain command again: refused
+    assert code == 2 and "holds a finished run" in output.strip().splitlines()[-1], output
+    now = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and p.name != ".lock"}
+    assert now == old and not (run / ".previous-run").exists()
+    _check_loadable(run)
 
 
 def test_write_json_and_save_model_never_leave_half_a_file(tmp_path, monkeypatch):
