@@ -52,13 +52,13 @@ def jsonable(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def read_json(path, keys=()):
-    """A JSON object file of a run, with its `keys`; a missing one says to run `train`
-    first.
+def read_json(path, keys=(), kind=(dict, list)):
+    """A JSON file of a run: an object or array of the types `kind`, an object with its
+    `keys`; a missing one says to run `train` first.
 
     Raises:
-        RecipeError: a damaged file (not JSON, truncated, not an object, a key of
-            `keys` missing): one line naming the file and what is wrong.
+        RecipeError: a damaged file (not JSON, truncated, not of `kind`, a key of `keys`
+            missing): one line naming the file and what is wrong.
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"not found: {path} (did `train` run with this output_dir?)")
@@ -67,9 +67,12 @@ def read_json(path, keys=()):
             data = json.load(f)
     except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
         raise RecipeError(f"{path} is damaged: not valid JSON ({error}).") from None
-    if not isinstance(data, dict):
-        raise RecipeError(f"{path} is damaged: a JSON {type(data).__name__}, not an object.")
-    missing = [key for key in keys if key not in data]
+    if not isinstance(data, kind):
+        raise RecipeError(
+            f"{path} is damaged: a JSON {type(data).__name__}, not "
+            f"{'an object' if kind is dict else 'an object or array'}."
+        )
+    missing = [key for key in keys if not isinstance(data, dict) or key not in data]
     if missing:
         raise RecipeError(f"{path} is damaged: it lacks {missing}.")
     return data
@@ -210,7 +213,7 @@ def check_manifest(output_dir):
     path = os.path.join(output_dir, "manifest.json")
     if not os.path.exists(path):
         return
-    files = read_json(path, keys=("files",))["files"]
+    files = read_json(path, keys=("files",), kind=dict)["files"]
     if not isinstance(files, dict):
         raise RecipeError(f"{path} is damaged: 'files' is not an object.")
     for name, expected in files.items():

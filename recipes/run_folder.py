@@ -251,7 +251,7 @@ def claim(config, continue_run=False, log=None):
         if state == "finished":
             from recipes.files import read_json
 
-            read_json(os.path.join(folder, "results.json"))  # damaged: one line
+            read_json(os.path.join(folder, "results.json"), kind=dict)  # damaged: one line
         return state == "finished", False
     if state == "empty":
         return False, False

@@ -240,7 +240,7 @@ class Recipe:
         if "time_budget" in history:  # {minutes, seconds_used, steps, ...}
             results["time_budget"] = history.pop("time_budget")
         results = self.summarize(
-            config, prepared, results, read_json(files["history"], ("rows",))["rows"]
+            config, prepared, results, read_json(files["history"], ("rows",), dict)["rows"]
         )
         self.after_fit(config, prepared, splits)
         results.update(self.evaluate_splits(config, splits))

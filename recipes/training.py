@@ -237,9 +237,9 @@ def earlier_epochs(config, continue_run=False):
     the finished run that `continue_run` extends, or none."""
     files = run_files(config)
     if os.path.exists(files["epochs"]) and os.path.exists(files["backup"]):
-        return read_json(files["epochs"], keys=("rows",))["rows"]
+        return read_json(files["epochs"], ("rows",), dict)["rows"]
     if continue_run:
-        return read_json(files["history"], keys=("rows",))["rows"]
+        return read_json(files["history"], ("rows",), dict)["rows"]
     return []
 
 

@@ -1,0 +1,64 @@
+"""Quiet by default: a recipe's `train` in a fresh process prints nothing on stderr
+beyond its own lines (no TensorFlow C++ start-up or oneDNN line), and exporting a CRF
+tagger to ONNX -- whose Viterbi loop tf2onnx cannot map, so that the export goes through
+the LiteRT graph -- prints that one line, none of the converters' messages; under
+``--verbose 3`` TensorFlow's own lines come back."""
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = ["--embedding-dim", "4", "--units", "4", "--batch-size", "8", "--epochs", "1"]
+TINY += ["--bucket-boundaries", "[]", "--patience", "0", "--char-dim", "0"]
+
+
+def _fresh(*args):
+    """``python -m recipes.tagger ARGS`` as a user runs it: no TF_CPP_MIN_LOG_LEVEL."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL",)}
+    env["PYTHONPATH"] = REPO
+    done = subprocess.run(
+        [sys.executable, "-m", "recipes.tagger", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_train_and_a_crf_export_to_onnx_print_only_their_own_lines(tmp_path):
+    data = tmp_path / "d.conll"
+    data.write_text("the DET\ndog NOUN\nruns VERB\n\na DET\ncat NOUN\nsleeps VERB\n\n" * 6)
+    run = str(tmp_path / "run")
+    args = ["--train", str(data), "--format", "columns", "--crf", "true", "--output-dir", run]
+    code, out, err = _fresh("train", *args, *TINY, "--verbose", "2")
+    assert code == 0, err
+    # Keras' one line per epoch (training and validation) is all there is
+    assert err.startswith("1/1 - ") or err.startswith("2/2 - "), err
+    assert len(err.strip().splitlines()) == 1, err
+
+    code, out, err = _fresh("export", "--output-dir", run, "--format", "onnx")
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].endswith(
+        "model.onnx: ONNX through the LiteRT graph (fixed shapes), as tf2onnx cannot map "
+        "the loop of layer 'viterbi' (ViterbiOutputs)"
+    ), err
+
+    # asked for: TensorFlow's C++ lines and the converters' messages are back
+    code, out, err = _fresh(
+        "export",
+        "--output-dir",
+        run,
+        "--format",
+        "onnx",
+        "--export-dir",
+        str(tmp_path / "loud"),
+        "--verbose",
+        "3",
+    )
+    assert code == 0, err
+    assert "make_sure failure" in err and "I0000" in err, err
