@@ -176,12 +176,19 @@ class Vocabulary:
         return tokens
 
     def save(self, path):
-        """Writes the vocabulary, one token per line (UTF-8), special tokens first."""
+        """Writes the vocabulary, one token per line (UTF-8), special tokens first,
+        atomically: a reader sees the old file or the new one, never part of one."""
         dirname = os.path.dirname(os.fspath(path))
         if dirname:
             os.makedirs(dirname, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write("\n".join(self._tokens) + "\n")
+        partial = f"{os.fspath(path)}.partial-{os.getpid()}"
+        try:
+            with open(partial, "w", encoding="utf-8", newline="\n") as f:
+                f.write("\n".join(self._tokens) + "\n")
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
 
     @classmethod
     def load(cls, path):
