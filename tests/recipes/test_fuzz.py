@@ -24,7 +24,8 @@ from kerasrnn.data.loaders import (
 )
 from kerasrnn.export.client import read_deploy
 from recipes import classifier, files, pair_classifier
-from recipes.config import load_config, saved_config
+from recipes.config import load_config
+from recipes.files import saved_config
 
 CASES = 200  # per format
 PALETTE = [b"\t", b"\n", b"\r", b" ", b"\x00", b"\xff", b"\xc3", b"#", b"-", b"_", b'"']
