@@ -112,7 +112,9 @@ def state_of(folder):
         if os.path.exists(folder):
             return "foreign"
         return "empty"
-    entries = _entries(folder)
+    # workers/: the other workers' folders of a multi-worker run (recipes.distribute),
+    # which they may create before the chief claims the folder
+    entries = [e for e in _entries(folder) if e != "workers"]
     if not entries:
         return "empty"
     if "config.json" not in entries:
