@@ -33,16 +33,24 @@ per side.
 import os
 import sys
 
-from keras import layers as keras_layers
-from keras import tree as keras_tree
-
-from kerasrnn.data.text import TOKENIZERS, TextSide, translation_dataset
+from kerasrnn.data.text import TOKENIZERS
 from kerasrnn.export import TextTranslator
-from kerasrnn.export.runtime_decoding import TopOneGreedySearch
 from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
 from kerasrnn.validation import is_int
 from recipes import common
 from recipes.common import Option
+from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by their old names)
+    DEMO_DEFAULTS,
+    _demo_arguments,
+    build_model,
+    build_sides,
+    load_model,
+    load_pairs,
+    load_sides,
+    pairs_dataset,
+    translation_scores,
+    write_heatmaps,
+)
 
 ATTENTIONS = ("bahdanau", "luong")
 OPTIONS = common.data_options(
@@ -137,203 +145,9 @@ OPTIONS = common.data_options(
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
-# The demo's generated dates: a small model and few epochs reach 100% exact match.
-DEMO_DEFAULTS = dict(
-    output_dir="runs/translator-demo",
-    source_tokenizer="word",
-    target_tokenizer="char",
-    lowercase=True,
-    max_source_length=20,
-    max_target_length=20,
-    embedding_dim=32,
-    encoder_units=64,
-    decoder_units=128,
-    attention_units=64,
-    dropout=0.0,
-    batch_size=64,
-    learning_rate=3e-3,
-    epochs=3,
-    patience=2,
-    bucket_boundaries=[],
-    beam_size=4,
-    max_decode_length=12,
-    verbose=2,
-)
-
-
-# ------------------------------------------------------------------------------ data
-
-
-def build_sides(config, sources, targets):
-    """The (source, target) `kerasrnn.data.text.TextSide` of the training sentences."""
-    sides = []
-    for side, texts in (("source", sources), ("target", targets)):
-        try:
-            sides.append(
-                TextSide.build(
-                    texts,
-                    config[f"{side}_tokenizer"],
-                    config["lowercase"],
-                    config["max_vocab"],
-                    config["min_freq"],
-                    config["wordpiece_vocab_size"],
-                )
-            )
-        except ValueError as error:
-            raise common.ConfigError(f"{side} side: {error}") from None
-    return sides
-
-
-def load_sides(config):
-    """The (source, target) `TextSide` of a trained run."""
-    return [
-        TextSide(
-            common.load_vocabulary(config, f"{side}_vocab.txt"),
-            config[f"{side}_tokenizer"],
-            config["lowercase"],
-        )
-        for side in ("source", "target")
-    ]
-
-
-def load_pairs(config, spec, split):
-    """One data spec -> ``(sources, targets)``."""
-    from kerasrnn.data import loaders
-    from kerasrnn.data.specs import tfds_spec
-
-    tfds = tfds_spec(spec, "validation" if split == "valid" else split)
-    if tfds:
-        return loaders.load_tfds_translation(*tfds, data_dir=config["tfds_data_dir"])
-    if not isinstance(spec, (list, tuple)) or len(spec) != 2:
-        raise common.ConfigError(
-            f"`{split}` must be [SOURCE_FILE, TARGET_FILE] or 'tfds:NAME[:SPLIT]'; got {spec!r}."
-        )
-    return loaders.load_parallel_text(spec[0], spec[1], config["encoding"])
-
-
-def pairs_dataset(config, sides, sources, targets, shuffle):
-    """The teacher-forcing dataset of the pairs within the length limits
-    (`kerasrnn.data.text.translation_dataset`) and the number of pairs kept."""
-    try:
-        return translation_dataset(
-            *sides,
-            sources,
-            targets,
-            config["batch_size"],
-            config["max_source_length"],
-            config["max_target_length"],
-            shuffle,
-            config["seed"],
-            config["bucket_boundaries"],
-        )
-    except ValueError as error:  # no pair within the limits
-        raise common.RecipeError(str(error)) from None
-
-
-# ----------------------------------------------------------------------------- model
-
-
-def build_model(config, source_vocab_size, target_vocab_size):
-    """The translator as a `kerasrnn.seq2seq.Seq2Seq`: a bidirectional `RNNEncoder` of
-    `num_layers` layers, the learned bridge, the attentive decoder (`attention`), dropout
-    on the embeddings, between encoder layers and before the readout, and scheduled
-    sampling as configured. It trains on ``{"source", "target_in"}`` -> ``target_out``
-    and decodes with `generate`."""
-    import kerasrnn
-    from kerasrnn.seq2seq import RNNEncoder, ScheduledSampling, Seq2Seq, Seq2SeqBackbone
-
-    encoder = RNNEncoder(
-        common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
-        num_layers=config["num_layers"],
-        bidirectional=True,
-        dropout=config["dropout"],
-        name="encoder",
-    )
-    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
-    if config["attention"] == "bahdanau":
-        attention = kerasrnn.BahdanauAttention(config["attention_units"])
-    else:
-        attention = kerasrnn.LuongAttention(config["luong_score"])
-    if config["attention"] == "bahdanau":
-        order = kerasrnn.AttendThenRun()
-    else:
-        order = kerasrnn.RunThenAttend(input_feeding=config["input_feeding"])
-    size = config["attention_layer_size"]
-    decoder_cell = kerasrnn.AttentionCell(
-        cell, attention, order, None if size is None else kerasrnn.LuongProjection(size)
-    )
-    backbone = Seq2SeqBackbone(
-        source_vocab_size,
-        target_vocab_size,
-        encoder=encoder,
-        decoder_cell=decoder_cell,
-        bridge="dense",
-        embedding_dim=config["embedding_dim"],
-        dropout=config["dropout"],
-        name="backbone",
-    )
-    sampling = None
-    if config["scheduled_sampling"] != "off":
-        sampling = ScheduledSampling(
-            config["scheduled_sampling"],
-            config["sampling_probability"],
-            steps=config["sampling_steps"],
-            mode=config["sampling_mode"],
-            seed=config["seed"],
-        )
-    model = Seq2Seq(
-        backbone,
-        max_target_length=config["max_decode_length"],
-        scheduled_sampling=sampling,
-        name="translator",
-    )
-    model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
-    return model
-
-
-def load_model(config):
-    """The best `Seq2Seq` of a run. A ``best.keras`` of the recipe's earlier layout (a
-    functional ``TranslatorModel``) cannot load: the error says how to retrain."""
-    return common.load_best_model(config, former=("TranslatorModel",))
 
 
 # ------------------------------------------------------------------------ translator
-
-
-def translation_scores(translator, sources, references, beam_sizes=(1,), lowercase=False):
-    """Corpus BLEU (sacreBLEU's, `kerasrnn.metrics.corpus_bleu`), exact match,
-    speed and 5 samples of ``translator.translate`` (a `Translator`)
-    per beam size (1: "greedy", k: "beam<k>").
-
-    `lowercase`: a target side that lower-cases can only write lower-case, so the
-    references are lower-cased first as its tokenizer does (a kind of
-    `kerasrnn.data.text.TOKENIZERS`, or True for "word"): the scores are then
-    case-insensitive (``"cased": false`` in the results)."""
-    import time
-
-    from kerasrnn.data.text import lower_graph
-    from kerasrnn.metrics import corpus_bleu
-
-    if lowercase:
-        kind = "word" if lowercase is True else lowercase
-        references = [r.decode("utf-8") for r in lower_graph(list(references), kind).numpy()]
-    results = {"examples": len(sources), "cased": not lowercase}
-    for beam in beam_sizes:
-        translator.translate(sources[:2], beam)  # trace outside the timing
-        began = time.perf_counter()
-        hypotheses = translator.translate(sources, beam)
-        seconds = time.perf_counter() - began
-        results["greedy" if beam == 1 else f"beam{beam}"] = {
-            "bleu": corpus_bleu(hypotheses, references).score,
-            "exact_match": sum(h == r for h, r in zip(hypotheses, references))
-            / max(len(references), 1),
-            "sentences_per_second": len(sources) / seconds,
-            "samples": [
-                {"source": s, "reference": r, "translation": h}
-                for s, r, h in list(zip(sources, references, hypotheses))[:5]
-            ],
-        }
-    return results
 
 
 class Translator(TextTranslator):
@@ -418,54 +232,12 @@ class Translator(TextTranslator):
         return super().export(path, self.strategy(), self.strategy(n_best=self.n_best()))
 
     def runtime_strategies(self):
-        """``{"greedy": GreedySearch, "beam": BeamSearch}`` (beam only for a beam size
-        > 1) as the runtimes' graphs hold them: the run's constraints and scorer,
-        greedy's argmax as a top-1 (Keras' float argmax tests the sign bit with a
-        BitwiseAnd, no LiteRT builtin) and beam search without `drop_finished` (its
-        phases gather rows with a data-dependent shape)."""
-        from kerasrnn import decoding
-
-        config = self.config
-        constraints = decoding.Constraints(max_length_ratio=config["max_length_ratio"] or None)
-        strategies = {"greedy": TopOneGreedySearch(constraints)}
-        if config["beam_size"] > 1:
-            scorer = decoding.Scorer(config["length_normalization"])
-            strategies["beam"] = decoding.BeamSearch(
-                config["beam_size"], 1, scorer, constraints, drop_finished=False
-            )
+        """The runtimes' strategies: ``{"greedy": ..., "beam": ...}`` (beam only for a
+        beam size > 1; `kerasrnn.export.translator_runtime`)."""
+        strategies = {"greedy": self.strategy(1)}
+        if self.config["beam_size"] > 1:
+            strategies["beam"] = self.strategy()
         return strategies
-
-    def streaming_models(self):
-        """``{"encoder": ..., "decoder_step": ...}`` (functional models, signature None)
-        for streaming: the encoder (source ids (1, max_source_length) -> the
-        attention memory (keys, values, mask), the decoder's initial states and the
-        source length) and one decoder step (token (1,), states and the memory ->
-        logits (1, target vocabulary) and the new states). `ENCODED` names their
-        tensors in order."""
-        import keras
-        import numpy as np
-
-        width = self.max_source_length
-        template = self.model.encode(np.ones((1, width), "int32"))
-        memory = keras.tree.flatten(template.memory)
-        states = keras.tree.flatten(template.states)
-        ids = keras.Input((width,), dtype="int32", name="source_ids")
-        encoder = keras.Model(ids, EncodeSource(self.model, name="encode")(ids), name="encoder")
-        token = keras.Input((), dtype="int32", name="token")
-        state_inputs = [
-            keras.Input(tuple(s.shape[1:]), dtype=str(s.dtype.name), name=f"state_{i}")
-            for i, s in enumerate(states)
-        ]
-        memory_inputs = [
-            keras.Input(tuple(m.shape[1:]), dtype=str(m.dtype.name), name=f"memory_{i}")
-            for i, m in enumerate(memory)
-        ]
-        outputs = DecoderStep(self.model, template, name="decoder_step")(
-            [token, *state_inputs, *memory_inputs]
-        )
-        step = keras.Model([token, *state_inputs, *memory_inputs], outputs, name="decoder_step")
-        self.stream_layout = {"memory": len(memory), "states": len(states)}
-        return {"encoder": (encoder, None), "decoder_step": (step, None)}
 
     def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
         """Writes the decoding graphs for onnxruntime or LiteRT
@@ -475,9 +247,7 @@ class Translator(TextTranslator):
         a beam size > 1, ``beam``; with both vocabularies and the numpy-only ``client.py``
         (`Client.translate`). `sequence_length` is unused: the source width is the run's
         `max_source_length`. `quantization`: the weights, as `export_bundle` takes it."""
-        import keras
-
-        from kerasrnn.export.bundle import export_bundle
+        from kerasrnn.export.translator_runtime import export_translator_runtime
 
         config = self.config
         for option, bad, fix in (
@@ -498,93 +268,14 @@ class Translator(TextTranslator):
                     f"the {format_name} export of the translator cannot hold `{option}` "
                     f"({config[option]!r}): {fix}, or use --format saved_model."
                 )
-        models = {}
-        for name, strategy in self.runtime_strategies().items():
-            ids = keras.Input((self.max_source_length,), dtype="int32", name="source_ids")
-            outputs = GenerateIds(self.model, strategy, self.settings, name="generate")(ids)
-            models[name] = (keras.Model(ids, outputs, name=f"translate_{name}"), None)
-        models.update(self.streaming_models())
         metadata = {
-            "task": "translator",
-            "max_decode_length": self.settings["max_length"] or self.model.max_target_length,
             "max_length_ratio": config["max_length_ratio"] or None,
             "lowercase": config["lowercase"],
             "source_tokenizer": config["source_tokenizer"],
             "target_tokenizer": config["target_tokenizer"],
-            "max_source_length": self.max_source_length,
-            "default": "beam" if "beam" in models else "greedy",
-            "stream": self.stream_layout,
-            "vocabularies": {
-                "source": self.source_vocabulary.tokens,
-                "target": self.target_vocabulary.tokens,
-            },
         }
-        return export_bundle(path, models, format_name, metadata, None, quantization)
-
-
-class GenerateIds(keras_layers.Layer):
-    """A `Seq2Seq`'s `generate` with one strategy as a layer: source ids (batch, S)
-    -> ``[tokens (batch, n, max_length) int32, scores (batch, n) float32]``, so that
-    a functional model (and the ONNX / LiteRT export) holds the decoding loop."""
-
-    def __init__(self, seq2seq, strategy, settings, **kwargs):
-        super().__init__(**kwargs)
-        self.seq2seq, self.strategy, self.settings = seq2seq, strategy, dict(settings)
-
-    def call(self, ids):
-        import keras
-
-        result = self.seq2seq.generate(ids, self.strategy, **self.settings)
-        return [
-            keras.ops.cast(result.tokens, "int32"),
-            keras.ops.cast(result.scores, "float32"),
-        ]
-
-
-class EncodeSource(keras_layers.Layer):
-    """`Seq2Seq.encode` as a layer: source ids (batch, S) -> ``[memory tensors...,
-    decoder states..., lengths]``, flat (`keras.tree.flatten` of the `Encoded`): the
-    streaming export's encoder."""
-
-    def __init__(self, seq2seq, **kwargs):
-        super().__init__(**kwargs)
-        self.seq2seq = seq2seq
-
-    def call(self, ids):
-        encoded = self.seq2seq.encode(ids)
-        return [
-            *keras_tree.flatten(encoded.memory),
-            *keras_tree.flatten(encoded.states),
-            encoded.lengths,
-        ]
-
-
-class DecoderStep(keras_layers.Layer):
-    """One decoder step of a `Seq2Seq` (`step_fn`, no alignments) as a layer:
-    ``[token (batch,), states..., memory...]`` -> ``[logits, states...]`` (flat, in the
-    order of `template`, an `Encoded` of one source): the streaming export's step."""
-
-    def __init__(self, seq2seq, template, **kwargs):
-        super().__init__(**kwargs)
-        self.seq2seq = seq2seq
-        self.memory_template, self.states_template = template.memory, template.states
-
-    def call(self, inputs):
-        count = len(keras_tree.flatten(self.states_template))
-        token, states, memory = inputs[0], inputs[1 : 1 + count], inputs[1 + count :]
-        memory = keras_tree.pack_sequence_as(self.memory_template, memory)
-        states = keras_tree.pack_sequence_as(self.states_template, states)
-        step = self.seq2seq.step_fn(memory, return_alignments=False)
-        logits, states = step(token, states)
-        return [logits, *keras_tree.flatten(states)]
-
-
-def write_heatmaps(translator, texts, folder, name="attention"):
-    """`Translator.heatmap` of each text, ``<folder>/<name>_<i>.png``; their paths."""
-    paths = [os.path.join(folder, f"{name}_{i}.png") for i in range(len(texts))]
-    for text, path in zip(texts, paths):
-        translator.heatmap(text, path)
-    return paths
+        runtime = self.runtime_strategies()
+        return export_translator_runtime(self, path, format_name, runtime, metadata, quantization)
 
 
 # -------------------------------------------------------------------------- commands
@@ -716,9 +407,8 @@ def train(config, splits=None, callbacks=(), continue_run=False):
 
 
 def _run_heatmap(config, args):
-    """One attention heatmap PNG per given sentence, ``heatmap_<i>.png`` in the run
-    folder: the alignments of the translation `translate` gives (beam search,
-    `beam_size`), as decoding returned them."""
+    """One attention heatmap PNG per sentence, ``heatmap_<i>.png`` in the run folder:
+    the alignments decoding returned for the translation `translate` gives."""
     config = RECIPE.stored(config, args)
     texts = RECIPE.inputs_of(config, args)
     if not texts:
@@ -729,29 +419,6 @@ def _run_heatmap(config, args):
         {"text": text, "translation": translation, "heatmap": path}
         for text, translation, path in zip(texts, translator.translate(texts), paths)
     ]
-
-
-def _demo_arguments(parser):
-    parser.add_argument(
-        "--data",
-        nargs=2,
-        metavar=("SOURCE", "TARGET"),
-        help="train on these parallel files instead of generated dates",
-    )
-    parser.add_argument(
-        "--examples",
-        type=int,
-        default=30000,
-        metavar="INT",
-        help="generated date pairs (train + valid + test; default: 30000)",
-    )
-    parser.add_argument(
-        "--test-examples",
-        type=int,
-        default=1000,
-        metavar="INT",
-        help="held-out pairs for the final scores (default: 1000)",
-    )
 
 
 def demo(config, data=None, examples=30000, test_examples=1000, log=print):

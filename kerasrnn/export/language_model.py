@@ -5,8 +5,6 @@ for onnxruntime / LiteRT (`export_runtime`: the ids-in / ids-out graphs with
 ``deploy.json`` and the numpy-only client). `LanguageModelStep` and
 `LanguageModelGenerate` are those graphs as Keras layers."""
 
-import copy
-
 import keras
 import numpy as np
 
@@ -42,7 +40,8 @@ class LanguageModelStep(keras.layers.Layer):
 class LanguageModelGenerate(keras.layers.Layer):
     """Generation without the strings: ``[prompt ids (batch, length) padded on the
     right, each starting with the boundary token, lengths (batch,)]`` -> continuation
-    ids (batch, max_length), the first hypothesis of `strategy`."""
+    ids (batch, max_length), the first hypothesis of `strategy`
+    (`kerasrnn.export.runtime_decoding.runtime_strategy` makes one the runtimes hold)."""
 
     def __init__(self, language_model, strategy, max_length, **kwargs):
         super().__init__(**kwargs)
@@ -55,22 +54,6 @@ class LanguageModelGenerate(keras.layers.Layer):
         end = self.language_model.end_id
         result = self.strategy(step, start, states, self.max_length, end_token=end)
         return keras.ops.cast(result.tokens[:, 0], "int32")
-
-
-def runtime_strategy(strategy):
-    """`strategy` as the runtimes' graphs run it: greedy search as a top-1 (a LiteRT
-    builtin), beam search without `drop_finished` (whose phases have data-dependent
-    shapes). Sampling is not exported."""
-    from kerasrnn.export.runtime_decoding import TopOneGreedySearch
-
-    if isinstance(strategy, decoding.BeamSearch):
-        return type(strategy).from_config(dict(strategy.get_config(), drop_finished=False))
-    if isinstance(strategy, decoding.GreedySearch):
-        return TopOneGreedySearch()
-    raise ValueError(
-        f"the export runs greedy or beam search, got {type(strategy).__name__} "
-        "(sampling is not exported)."
-    )
 
 
 class TextGenerator:
@@ -202,6 +185,7 @@ class TextGenerator:
         ``client.py`` (`Client.generate`, `Client.stream`). `quantization`: the weights,
         as `export_bundle` takes it."""
         from kerasrnn.export.bundle import export_bundle
+        from kerasrnn.export.runtime_decoding import runtime_strategy
 
         shapes = self._state_shapes()
         token = keras.Input((), dtype="int32", name="token")
@@ -215,7 +199,7 @@ class TextGenerator:
         stepper = keras.Model([token, *states], step, name="step")
         ids = keras.Input((sequence_length,), dtype="int32", name="prompt_ids")
         lengths = keras.Input((), dtype="int32", name="prompt_length")
-        strategy = runtime_strategy(copy.copy(self.strategy))
+        strategy = runtime_strategy(self.strategy)
         generated = LanguageModelGenerate(self.model, strategy, self.max_length)([ids, lengths])
         generator = keras.Model([ids, lengths], generated, name="generate")
         metadata = {

@@ -1,0 +1,235 @@
+"""The translator recipe's data wiring, network and scoring (`recipes.translator` holds
+its options, the trained `Translator` and the command line): the two `TextSide` of a
+run, the sentence-pair datasets, the configured `kerasrnn.seq2seq.Seq2Seq`, BLEU and
+exact-match scores per beam size, the attention heatmaps, and the demo's defaults and
+arguments."""
+
+import os
+
+from kerasrnn.data.text import TextSide, translation_dataset
+from recipes import common
+
+# The demo's generated dates: a small model and few epochs reach 100% exact match.
+DEMO_DEFAULTS = dict(
+    output_dir="runs/translator-demo",
+    source_tokenizer="word",
+    target_tokenizer="char",
+    lowercase=True,
+    max_source_length=20,
+    max_target_length=20,
+    embedding_dim=32,
+    encoder_units=64,
+    decoder_units=128,
+    attention_units=64,
+    dropout=0.0,
+    batch_size=64,
+    learning_rate=3e-3,
+    epochs=3,
+    patience=2,
+    bucket_boundaries=[],
+    beam_size=4,
+    max_decode_length=12,
+    verbose=2,
+)
+
+# ------------------------------------------------------------------------------ data
+
+
+def build_sides(config, sources, targets):
+    """The (source, target) `kerasrnn.data.text.TextSide` of the training sentences."""
+    sides = []
+    for side, texts in (("source", sources), ("target", targets)):
+        try:
+            sides.append(
+                TextSide.build(
+                    texts,
+                    config[f"{side}_tokenizer"],
+                    config["lowercase"],
+                    config["max_vocab"],
+                    config["min_freq"],
+                    config["wordpiece_vocab_size"],
+                )
+            )
+        except ValueError as error:
+            raise common.ConfigError(f"{side} side: {error}") from None
+    return sides
+
+
+def load_sides(config):
+    """The (source, target) `TextSide` of a trained run."""
+    return [
+        TextSide(
+            common.load_vocabulary(config, f"{side}_vocab.txt"),
+            config[f"{side}_tokenizer"],
+            config["lowercase"],
+        )
+        for side in ("source", "target")
+    ]
+
+
+def load_pairs(config, spec, split):
+    """One data spec -> ``(sources, targets)``."""
+    from kerasrnn.data import loaders
+    from kerasrnn.data.specs import tfds_spec
+
+    tfds = tfds_spec(spec, "validation" if split == "valid" else split)
+    if tfds:
+        return loaders.load_tfds_translation(*tfds, data_dir=config["tfds_data_dir"])
+    if not isinstance(spec, (list, tuple)) or len(spec) != 2:
+        raise common.ConfigError(
+            f"`{split}` must be [SOURCE_FILE, TARGET_FILE] or 'tfds:NAME[:SPLIT]'; got {spec!r}."
+        )
+    return loaders.load_parallel_text(spec[0], spec[1], config["encoding"])
+
+
+def pairs_dataset(config, sides, sources, targets, shuffle):
+    """The teacher-forcing dataset of the pairs within the length limits
+    (`kerasrnn.data.text.translation_dataset`) and the number of pairs kept."""
+    try:
+        return translation_dataset(
+            *sides,
+            sources,
+            targets,
+            config["batch_size"],
+            config["max_source_length"],
+            config["max_target_length"],
+            shuffle,
+            config["seed"],
+            config["bucket_boundaries"],
+        )
+    except ValueError as error:  # no pair within the limits
+        raise common.RecipeError(str(error)) from None
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def build_model(config, source_vocab_size, target_vocab_size):
+    """The translator as a `kerasrnn.seq2seq.Seq2Seq`: a bidirectional `RNNEncoder` of
+    `num_layers` layers, the learned bridge, the attentive decoder (`attention`), dropout
+    on the embeddings, between encoder layers and before the readout, and scheduled
+    sampling as configured. It trains on ``{"source", "target_in"}`` -> ``target_out``
+    and decodes with `generate`."""
+    import kerasrnn
+    from kerasrnn.seq2seq import RNNEncoder, ScheduledSampling, Seq2Seq, Seq2SeqBackbone
+
+    encoder = RNNEncoder(
+        common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
+        num_layers=config["num_layers"],
+        bidirectional=True,
+        dropout=config["dropout"],
+        name="encoder",
+    )
+    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
+    if config["attention"] == "bahdanau":
+        attention = kerasrnn.BahdanauAttention(config["attention_units"])
+    else:
+        attention = kerasrnn.LuongAttention(config["luong_score"])
+    if config["attention"] == "bahdanau":
+        order = kerasrnn.AttendThenRun()
+    else:
+        order = kerasrnn.RunThenAttend(input_feeding=config["input_feeding"])
+    size = config["attention_layer_size"]
+    decoder_cell = kerasrnn.AttentionCell(
+        cell, attention, order, None if size is None else kerasrnn.LuongProjection(size)
+    )
+    backbone = Seq2SeqBackbone(
+        source_vocab_size,
+        target_vocab_size,
+        encoder=encoder,
+        decoder_cell=decoder_cell,
+        bridge="dense",
+        embedding_dim=config["embedding_dim"],
+        dropout=config["dropout"],
+        name="backbone",
+    )
+    sampling = None
+    if config["scheduled_sampling"] != "off":
+        sampling = ScheduledSampling(
+            config["scheduled_sampling"],
+            config["sampling_probability"],
+            steps=config["sampling_steps"],
+            mode=config["sampling_mode"],
+            seed=config["seed"],
+        )
+    model = Seq2Seq(
+        backbone,
+        max_target_length=config["max_decode_length"],
+        scheduled_sampling=sampling,
+        name="translator",
+    )
+    model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
+    return model
+
+
+def load_model(config):
+    """The best `Seq2Seq` of a run. A ``best.keras`` of the recipe's earlier layout (a
+    functional ``TranslatorModel``) cannot load: the error says how to retrain."""
+    return common.load_best_model(config, former=("TranslatorModel",))
+
+
+def translation_scores(translator, sources, references, beam_sizes=(1,), lowercase=False):
+    """Corpus BLEU (sacreBLEU's, `kerasrnn.metrics.corpus_bleu`), exact match,
+    speed and 5 samples of ``translator.translate`` (a `Translator`)
+    per beam size (1: "greedy", k: "beam<k>").
+
+    `lowercase`: a target side that lower-cases can only write lower-case, so the
+    references are lower-cased first as its tokenizer does (a kind of
+    `kerasrnn.data.text.TOKENIZERS`, or True for "word"): the scores are then
+    case-insensitive (``"cased": false`` in the results)."""
+    import time
+
+    from kerasrnn.data.text import lower_graph
+    from kerasrnn.metrics import corpus_bleu
+
+    if lowercase:
+        kind = "word" if lowercase is True else lowercase
+        references = [r.decode("utf-8") for r in lower_graph(list(references), kind).numpy()]
+    results = {"examples": len(sources), "cased": not lowercase}
+    for beam in beam_sizes:
+        translator.translate(sources[:2], beam)  # trace outside the timing
+        began = time.perf_counter()
+        hypotheses = translator.translate(sources, beam)
+        seconds = time.perf_counter() - began
+        results["greedy" if beam == 1 else f"beam{beam}"] = {
+            "bleu": corpus_bleu(hypotheses, references).score,
+            "exact_match": sum(h == r for h, r in zip(hypotheses, references))
+            / max(len(references), 1),
+            "sentences_per_second": len(sources) / seconds,
+            "samples": [
+                {"source": s, "reference": r, "translation": h}
+                for s, r, h in list(zip(sources, references, hypotheses))[:5]
+            ],
+        }
+    return results
+
+
+def write_heatmaps(translator, texts, folder, name="attention"):
+    """`Translator.heatmap` of each text, ``<folder>/<name>_<i>.png``; their paths."""
+    paths = [os.path.join(folder, f"{name}_{i}.png") for i in range(len(texts))]
+    for text, path in zip(texts, paths):
+        translator.heatmap(text, path)
+    return paths
+
+
+def _demo_arguments(parser):
+    parser.add_argument(
+        "--data",
+        nargs=2,
+        metavar=("SOURCE", "TARGET"),
+        help="train on these parallel files instead of generated dates",
+    )
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=30000,
+        metavar="INT",
+        help="generated date pairs (train + valid + test; default: 30000)",
+    )
+    parser.add_argument(
+        "--test-examples",
+        type=int,
+        default=1000,
+        metavar="INT",
+        help="held-out pairs for the final scores (default: 1000)",
+    )
