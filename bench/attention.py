@@ -208,7 +208,7 @@ class StoringAdditiveScore(scores.AdditiveScore):
     """The additive score differentiated automatically (its tanh block kept for the
     backward pass at every step): the reference the recomputing score is measured against."""
 
-    def call(self, query, prepared, coverage=None):
+    def call(self, query, prepared, coverage=None, training=None):
         hidden = ops.matmul(query, self.query_kernel)[:, :, None, :] + prepared[:, None, :, :]
         return ops.squeeze(ops.matmul(ops.tanh(hidden), self.attention_v), -1)
 

@@ -189,18 +189,22 @@ class AdditiveScore(_Projected):
             projected = projected + self.attention_b
         return projected
 
-    def call(self, query, prepared, coverage=None):
+    def call(self, query, prepared, coverage=None, training=None):
         q = ops.matmul(query, self.query_kernel)  # [b, Tq, units]
         v = self.attention_v
         if self.normalize:
             v = self.attention_g * v * ops.rsqrt(ops.sum(ops.square(v)))
         v = ops.cast(v, q.dtype)[:, 0]
-        if coverage is None:
-            return additive_energies(q, prepared, v)
-        # w_c cov_j, [b, Tk] -> [b, Tk, units], is a per-step term of the keys' side
-        return additive_energies(
-            q, prepared, v, coverage, ops.cast(self.coverage_kernel[0], q.dtype)
-        )
+        w_c = None if coverage is None else ops.cast(self.coverage_kernel[0], q.dtype)
+        if training:
+            # the backward pass recomputes tanh(.) instead of storing a block per step
+            return additive_energies(q, prepared, v, coverage, w_c)
+        # inference: the plain formula (a custom gradient would be an extra op in the
+        # exported graphs, and LiteRT's converter drops the signature over it)
+        hidden = q[:, :, None, :] + prepared[:, None, :, :]
+        if coverage is not None:
+            hidden = hidden + coverage[:, None, :, None] * w_c
+        return ops.matmul(ops.tanh(hidden), v[:, None])[..., 0]
 
     def get_config(self):
         config = super().get_config()

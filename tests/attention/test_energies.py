@@ -67,7 +67,7 @@ def test_gradients_equal_finite_differences(coverage):
 
 
 class StoringAdditiveScore(scores.AdditiveScore):
-    def call(self, query, prepared, coverage=None):
+    def call(self, query, prepared, coverage=None, training=None):
         q = ops.matmul(query, self.query_kernel)
         return stored(q, prepared, self.attention_v[:, 0])
 
@@ -97,6 +97,7 @@ def test_decoder_gradients_equal_the_storing_score():
                 fixed,
                 *map(ops.convert_to_tensor, (targets, memory)),
                 memory_mask=ops.convert_to_tensor(memory_mask),
+                training=True,
             )[0]
             return ops.sum(out * ops.arange(1, out.shape[-1] + 1, dtype="float32"))
 
