@@ -117,10 +117,10 @@ def finetune_lm(config, train_tokens, valid_tokens=None):
     on `train_tokens` (token lists; `valid_tokens` pick the best epoch), with its
     architecture and vocabulary (``language_model train --init-from``, Adam at
     `learning_rate`; with ``lm_extend_vocabulary`` the frequent new words join the
-    vocabulary), into ``<output_dir>/lm_finetune`` (its texts in ``data/``); a finished
-    stage of the same LM, epochs and extension there is reused (``train --continue``, a
-    resumed run). Returns that run folder (the pretrained one when the stage is off) and
-    its results.json (None when off)."""
+    vocabulary), into ``<output_dir>/lm_finetune`` (its texts beside it in
+    ``lm_finetune_data/``); a finished stage of the same LM, epochs and extension there
+    is reused (``train --continue``, a resumed run). Returns that run folder (the
+    pretrained one when the stage is off) and its results.json (None when off)."""
     source = config["pretrained_lm"]
     epochs = config["lm_finetune_epochs"]
     if not epochs:
@@ -133,10 +133,12 @@ def finetune_lm(config, train_tokens, valid_tokens=None):
         same = (source, epochs, config["lm_extend_vocabulary"])
         if (done.get("init_from"), done.get("epochs"), done.get("extend_vocabulary", 0)) == same:
             return run, read_json(finished)
-    os.makedirs(os.path.join(run, "data"), exist_ok=True)
+    # the texts beside the run, not in it: train refuses a folder holding other files
+    texts = os.path.join(config["output_dir"], "lm_finetune_data")
+    os.makedirs(texts, exist_ok=True)
     files = {}
     for name, sentences in (("train", train_tokens), ("valid", valid_tokens or [])):
-        files[name] = os.path.join(run, "data", f"{name}.txt")
+        files[name] = os.path.join(texts, f"{name}.txt")
         with open(files[name], "w", encoding="utf-8") as f:
             f.write("".join(" ".join(s) + "\n" for s in sentences if s))
     flags = {

@@ -198,9 +198,9 @@ def test_key_projection_runs_once_per_call(monkeypatch):
         counts["prepare"] += 1
         return prepare(self, keys)
 
-    def counting_call(self, query, prepared):
+    def counting_call(self, query, prepared, **kwargs):
         counts["score"] += 1
-        return call(self, query, prepared)
+        return call(self, query, prepared, **kwargs)
 
     monkeypatch.setattr(scores.AdditiveScore, "prepare_keys", counting_prepare)
     monkeypatch.setattr(scores.AdditiveScore, "call", counting_call)

@@ -110,7 +110,8 @@ def test_cli_columns_bio_and_bad_input(tmp_path, capsys):
     assert code == 2 and "label set mismatch" in capsys.readouterr().err
     bad = tmp_path / "bad.conllu"
     bad.write_text("1\tHi\thi\tINTJ\n")
-    code = tagger.main(["train", "--train", str(bad), *run])
+    # a new folder: `run` holds a finished run, which train refuses before reading data
+    code = tagger.main(["train", "--train", str(bad), "--output-dir", str(tmp_path / "bad")])
     assert code == 2 and "bad.conllu, line 1: a CoNLL-U token line" in capsys.readouterr().err
 
 
