@@ -796,7 +796,7 @@ def translator(argv=None):
     print(f"total wall time {total:.0f} s; results in {config['output_dir']}/results.json")
     suite.write_result(
         args,
-        "multi30k",
+        "translation_de_en",
         "Multi30k German -> English, test_2016_flickr",
         {
             "bleu": suite.figure(test[beam]["bleu"], f"BLEU ({case}), {beam_label}"),

@@ -4,7 +4,7 @@ Every maintained benchmark (`python -m bench list`) parses its options through
 `parser`, prints its table through `format_table` and writes its figures through
 `write_result` to ``bench/results/NAME.json``:
 
-    {"name": "multi30k", "task": "...", "command": "python -m bench ...",
+    {"name": "translation_de_en", "task": "...", "command": "python -m bench ...",
      "date": "2026-11-26", "code_version": "4f1ebe0", "machine": {...},
      "headline": "bleu",
      "figures": {"bleu": {"label": "...", "value": 35.2, "digits": 2, "unit": "",
@@ -20,7 +20,7 @@ false`` keeps a secondary task out of the README's table (docs/results.md lists 
 `render` writes docs/results.md, README.md's and bench/README.md's results blocks
 (between ``<!-- results:begin -->`` and ``<!-- results:end -->``) from those files, so a
 figure has one source. A figure quoted elsewhere in the docs is written after a marker,
-``<!-- result:multi30k.bleu -->35.20``, and `stale_markers` lists those that disagree
+``<!-- result:translation_de_en.bleu -->35.20``, and `stale_markers` lists those that disagree
 with their file (tests/test_results.py runs both checks).
 
 This module imports only the standard library: the tests and `python -m bench render`
@@ -42,7 +42,7 @@ RESULTS = ROOT / "bench" / "results"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 # the order of the tasks in the tables (a results file not named here comes last)
 ORDER = [
-    "multi30k",
+    "translation_de_en",
     "ptb_awd",
     "ptb_small",
     "ewt_upos",

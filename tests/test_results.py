@@ -69,7 +69,7 @@ def copy_of_the_docs(tmp_path):
 def test_a_changed_figure_makes_the_rendering_stale(tmp_path):
     root = copy_of_the_docs(tmp_path)
     assert all(path.read_text() == text for path, text in suite.rendered(root).items())
-    path = root / "bench" / "results" / "multi30k.json"
+    path = root / "bench" / "results" / "translation_de_en.json"
     record = json.loads(path.read_text())
     record["figures"]["bleu"]["value"] = 34.99
     path.write_text(json.dumps(record))
@@ -82,20 +82,20 @@ def test_a_figure_in_the_docs_that_disagrees_with_its_file_is_found(tmp_path):
     (root / "docs" / "recipes").mkdir()
     page = root / "docs" / "recipes" / "translator.md"
     page.write_text(
-        "BLEU <!-- result:multi30k.bleu -->**35.20** beam 5, against\n"
-        "<!-- result:multi30k.baseline -->33.11 for fixed epochs; MR "
+        "BLEU <!-- result:translation_de_en.bleu -->**35.20** beam 5, against\n"
+        "<!-- result:translation_de_en.baseline -->33.11 for fixed epochs; MR "
         "<!-- result:mr.accuracy -->79.13%.\n"
     )
     assert suite.stale_markers(root) == []
     page.write_text(page.read_text().replace("35.20", "33.7").replace("79.13%", "79.1%"))
     stale = suite.stale_markers(root)
     assert [(s[2], s[3], s[4]) for s in stale] == [
-        ("multi30k.bleu", "33.7", "35.20"),
+        ("translation_de_en.bleu", "33.7", "35.20"),
         ("mr.accuracy", "79.1", "79.13"),
     ]
-    page.write_text("<!-- result:multi30k.nope -->35.20 <!-- result:gone.bleu -->1.0\n")
+    page.write_text("<!-- result:translation_de_en.nope -->35.20 <!-- result:gone.bleu -->1.0\n")
     assert [(s[2], s[4]) for s in suite.stale_markers(root)] == [
-        ("multi30k.nope", None),
+        ("translation_de_en.nope", None),
         ("gone.bleu", None),
     ]
 
