@@ -352,12 +352,8 @@ class LanguageModel(GenerationMixin, keras.Model):
         self._compile_config.config["sampler"] = self.sampler
 
     def compile_from_config(self, config):
-        # Keras skips restoring the compilation of a model whose `compile` is
-        # overridden; this one only fills in defaults, so the saved arguments apply.
-        _register_keras_hub()
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+        _register_keras_hub()  # the saved metrics may name keras-hub's Perplexity
+        super().compile_from_config(config)
 
     def get_config(self):
         return {

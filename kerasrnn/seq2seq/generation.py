@@ -99,6 +99,14 @@ class GenerationMixin:
         # A plain attribute Keras does not track (it is no layer, no variable).
         object.__setattr__(self, "_sampler", decoding.get(sampler))
 
+    def compile_from_config(self, config):
+        # Keras skips restoring the compilation of a model whose `compile` is
+        # overridden; the tasks' `compile` only fills in defaults, so the saved
+        # arguments apply.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def generate(
         self,
         source_ids: Any,

@@ -324,13 +324,6 @@ class Seq2Seq(GenerationMixin, keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
         self._compile_config.config["sampler"] = self.sampler
 
-    def compile_from_config(self, config):
-        # Keras skips restoring the compilation of a model whose `compile` is
-        # overridden; this one only fills in defaults, so the saved arguments apply.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
-
     def get_config(self):
         return {
             **super().get_config(),
