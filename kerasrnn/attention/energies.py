@@ -74,6 +74,12 @@ def _energies_with_coverage(q, keys, v, coverage, coverage_kernel):
     return ops.matmul(hidden, v[:, None])[..., 0], grad
 
 
+def stored_additive_energies(q, keys, v, coverage=None, coverage_kernel=None):
+    """The same energies differentiated automatically (inference: no custom gradient in
+    the exported graphs)."""
+    return ops.matmul(_hidden(q, keys, coverage, coverage_kernel), v[:, None])[..., 0]
+
+
 def additive_energies(q, keys, v, coverage=None, coverage_kernel=None):
     """e_ij = v^T tanh(q_i + k_j (+ w_c cov_j)), `[b, Tq, Tk]`, recomputing tanh(.) in
     the backward pass.

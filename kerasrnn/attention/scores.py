@@ -13,7 +13,7 @@ import math
 import keras
 from keras import ops
 
-from kerasrnn.attention.energies import additive_energies
+from kerasrnn.attention.energies import additive_energies, stored_additive_energies
 from kerasrnn.validation import check_int
 
 
@@ -201,10 +201,7 @@ class AdditiveScore(_Projected):
             return additive_energies(q, prepared, v, coverage, w_c)
         # inference: the plain formula (a custom gradient would be an extra op in the
         # exported graphs, and LiteRT's converter drops the signature over it)
-        hidden = q[:, :, None, :] + prepared[:, None, :, :]
-        if coverage is not None:
-            hidden = hidden + coverage[:, None, :, None] * w_c
-        return ops.matmul(ops.tanh(hidden), v[:, None])[..., 0]
+        return stored_additive_energies(q, prepared, v, coverage, w_c)
 
     def get_config(self):
         config = super().get_config()
