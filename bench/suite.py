@@ -14,7 +14,9 @@ Every maintained benchmark (`python -m bench list`) parses its options through
 
 A file transcribed from a run made before the suite's entry point keeps that run's
 command verbatim in ``command``, the same options on today's entry point in ``rerun``
-(the one the docs print) and where the run is described in ``provenance``; ``"readme":
+(the one the docs print) and where the run is described in ``provenance``. ``train``
+holds the recipe command with the shipped configuration (`recipes/configs/`) that trains
+the headline model on your machine; a rerun keeps it. ``"readme":
 false`` keeps a secondary task out of the README's table (docs/results.md lists all).
 
 `render` writes docs/results.md, README.md's and bench/README.md's results blocks
@@ -218,6 +220,11 @@ def write_result(args, name, task, figures, headline=None, **fields):
     folder = pathlib.Path(args.results_dir)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
+    if path.exists() and "train" not in record:
+        # The shipped configuration belongs to the task, not to one run of it.
+        train = json.loads(path.read_text()).get("train")
+        if train:
+            record = {"train": train, **record}
     partial = path.with_suffix(".json.partial")
     partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     partial.replace(path)
@@ -307,9 +314,11 @@ def render_page(records):
             if r.get(kind):
                 out.append(f"| {kind}: {r[kind]['label']} | {value(r[kind])} | {spread(r[kind])} |")
         out.append("")
+        if r.get("train"):
+            out += ["Train it with the shipped configuration:", "", "```sh", r["train"], "```", ""]
         command = r.get("rerun") or r.get("command")
         if command:
-            out += ["```sh", command, "```", ""]
+            out += ["The benchmark that measured it:", "", "```sh", command, "```", ""]
         else:
             out += ["No recorded command.", ""]
         cores = f"{m['cpu_count']} CPU cores" if m.get("cpu_count") else None
