@@ -460,7 +460,7 @@ def train_bilm(data, folder, minutes):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     text = bilm_text(folder, extra_train=load_conll(data, "train")[0])
-    config = dict(BILM_CONFIG, epochs=20, time_budget=minutes, patience=0)
+    config = dict(BILM_CONFIG, epochs=20, time_budget=minutes, patience=0, find_lr=False)
     command = [sys.executable, "-m", "recipes.language_model", "train", "--bidirectional", "true"]
     command += ["--output-dir", str(folder / "run"), "--train-file", str(text["train"])]
     command += ["--valid-file", str(text["valid"]), "--test-file", ""]

@@ -54,6 +54,7 @@ LM_CONFIG = {
     "steps": 35,
     "epochs": 1000,  # a cap: the time budget ends the training
     "budget_schedule": "cosine",
+    "find_lr": False,  # the published figure's peak: `learning_rate`
     "warmup": 0.05,
     "test_file": "",
     "verbose": 2,

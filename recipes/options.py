@@ -47,6 +47,7 @@ GROUP_OF = {
     **dict.fromkeys(
         (
             "batch_size epochs learning_rate clipnorm patience time_budget budget_schedule warmup "
+            "find_lr "
             "averaging ema_momentum optimizer lr_decay lr_decay_after loss_reduction ar_alpha "
             "tar_beta jit_compile evaluate_test_each_epoch extend_vocabulary label_smoothing "
             "scheduled_sampling sampling_probability sampling_steps sampling_mode "
@@ -127,12 +128,22 @@ _TRAINING = {
     ),
     "budget_schedule": Option(
         "cosine",
-        "the schedule of `time_budget`, peaking at `learning_rate`: cosine (linear "
-        "warmup, then cosine decay to 0) or one_cycle (PyTorch's OneCycleLR)",
-        ("cosine", "one_cycle"),
+        "the schedule of `time_budget`, peaking at `learning_rate` (or the pick of "
+        "`find_lr`): cosine (linear warmup, then cosine decay to 0), wsd (warmup, the "
+        "peak held, a linear decay to 0 over the last 20% of the steps) or one_cycle "
+        "(PyTorch's OneCycleLR)",
+        ("cosine", "wsd", "one_cycle"),
     ),
     "warmup": Option(
-        0.05, "with `time_budget`: the fraction of the steps spent rising to `learning_rate`"
+        0.05, "with `time_budget`: the fraction of the steps spent rising to the peak"
+    ),
+    "find_lr": Option(
+        True,
+        "with `time_budget`: pick the schedule's peak by a learning-rate range test "
+        "(kerasrnn.callbacks.LearningRateFinder: up to 100 steps from `learning_rate` / "
+        "1000 to `learning_rate` x 100 on a copy of the optimizer, the weights restored; "
+        "the peak is a tenth of the rate of the lowest smoothed loss) whose time counts "
+        "in the budget; results.json gets its curve and pick",
     ),
     "averaging": Option(
         "none",

@@ -237,8 +237,9 @@ class Recipe:
             train_seconds=time.perf_counter() - began,
             history=history,
         )
-        if "time_budget" in history:  # {minutes, seconds_used, steps, ...}
-            results["time_budget"] = history.pop("time_budget")
+        for key in ("time_budget", "find_lr"):  # {minutes, seconds_used, ...}, {pick, ...}
+            if key in history:
+                results[key] = history.pop(key)
         results = self.summarize(
             config, prepared, results, read_json(files["history"], ("rows",), dict)["rows"]
         )

@@ -5,6 +5,7 @@ checkpoints and backup of `kerasrnn.callbacks`, early stopping, the epoch log, t
 training curves)."""
 
 import os
+import sys
 
 from recipes.config import ConfigError
 from recipes.files import read_json, run_files, write_json
@@ -92,12 +93,48 @@ def learning_rate_schedule(config):
     `WarmupCosineDecay` or `OneCycle` whose length `fit`'s `TimeBudget` sets from the
     measured speed; until then it is a long guess, so the first steps stay in the
     warmup)."""
-    from kerasrnn.callbacks import OneCycle, WarmupCosineDecay
+    from kerasrnn.callbacks import OneCycle, WarmupCosineDecay, WarmupStableDecay
 
     if not config.get("time_budget"):
         return config["learning_rate"]
-    schedule = {"cosine": WarmupCosineDecay, "one_cycle": OneCycle}[config["budget_schedule"]]
+    schedules = {"cosine": WarmupCosineDecay, "wsd": WarmupStableDecay, "one_cycle": OneCycle}
+    schedule = schedules[config["budget_schedule"]]
     return schedule(config["learning_rate"], total_steps=10**6, warmup=config["warmup"])
+
+
+# The range test of `find_lr`: five decades around the configured rate, which gives
+# the optimizer's scale (SGD's 1 against Adam's 1e-3), not the peak.
+FIND_LR_RANGE = (1e-3, 1e2)
+FIND_LR_STEPS = 100
+
+
+def find_peak(model, config, train_data, continue_run=False):
+    """With a `time_budget` and `find_lr`: runs a `kerasrnn.callbacks.LearningRateFinder`
+    on the compiled `model` (the weights put back) and sets its pick as the peak of the
+    optimizer's budget schedule; returns the `LearningRateSearch` (None when off). A
+    continued run keeps the peak its first run picked (results.json's ``find_lr``)."""
+    from kerasrnn.callbacks import LearningRateFinder, LearningRateSearch, budget_schedule
+
+    schedule = budget_schedule(model.optimizer)
+    if not (config.get("time_budget") and config.get("find_lr")) or schedule is None:
+        return None
+    files = run_files(config)
+    if continue_run and os.path.exists(files["results"]):
+        earlier = read_json(files["results"], (), dict).get("find_lr")
+        if earlier:
+            schedule.set_peak(earlier["pick"])
+            return LearningRateSearch(earlier, seconds=0.0)
+    low, high = FIND_LR_RANGE
+    finder = LearningRateFinder(
+        config["learning_rate"] * low, config["learning_rate"] * high, FIND_LR_STEPS
+    )
+    if isinstance(train_data, tuple):
+        search = finder.find(model, *train_data, batch_size=config["batch_size"])
+    else:
+        search = finder.find(model, train_data)
+    schedule.set_peak(search.pick)
+    print(search.line(), file=sys.stderr, flush=True)
+    return search
 
 
 def optimizer(config):
@@ -281,7 +318,9 @@ def fit(
     ``epochs_run`` (the epochs this call trained: fewer than ``epochs`` after a resume,
     a continue, an early stop or a spent `time_budget`), ``first_epoch`` (the first of
     them, 1-based) and, with a `time_budget`, ``time_budget``: ``{minutes,
-    seconds_used, steps, planned_steps, stopped_by_budget}`` (`TimeBudget.summary`).
+    seconds_used, steps, planned_steps, stopped_by_budget}`` (`TimeBudget.summary`)
+    and, with `find_lr` too, ``find_lr``: the range test that picked the schedule's
+    peak (`find_peak`; its seconds are part of ``seconds_used``).
     """
     files = run_files(config)
     rows = earlier_epochs(config, continue_run)
@@ -293,6 +332,7 @@ def fit(
                 f"the run in {config['output_dir']} has trained {initial_epoch} epoch(s); "
                 f"--continue needs `epochs` above that, got {config['epochs']}."
             )
+    search = find_peak(model, config, train_data, continue_run)
     scores = [r[monitor] for r in rows if isinstance(r.get(monitor), float)]
     best = (min if mode == "min" else max)(scores) if scores else None
     all_callbacks = training_callbacks(
@@ -302,6 +342,8 @@ def fit(
 
     log = next(c for c in all_callbacks if isinstance(c, EpochLog))
     budget = next((c for c in all_callbacks if isinstance(c, TimeBudget)), None)
+    if budget is not None and search is not None:
+        budget.spent_seconds = search.seconds  # the range test counts in the budget
     if isinstance(train_data, tuple):
         x, y = train_data
         data = dict(x=x, y=y, batch_size=config["batch_size"])
@@ -328,6 +370,8 @@ def fit(
     result["first_epoch"] = history.epoch[0] + 1 if history.epoch else None
     if budget is not None:
         result["time_budget"] = budget.summary
+    if search is not None:
+        result["find_lr"] = dict(search)
     plot_training_curves(log.rows, files["curves"], metric or _metric_of(monitor))
     return result
 

@@ -11,8 +11,10 @@
 * `PolyakAveraging` / `ExponentialAveraging` / `NTASGD` / `average_checkpoints`: weight
   averaging (a running or exponential average from a step, AWD-LSTM's non-monotone
   switch to the running one, OpenNMT's checkpoint averaging);
-* `TimeBudget` / `WarmupCosineDecay` / `OneCycle` / `BudgetSchedule`: training fitted to
-  a wall-clock budget (a schedule whose length follows the measured speed);
+* `TimeBudget` / `WarmupCosineDecay` / `WarmupStableDecay` / `OneCycle` /
+  `BudgetSchedule`: training fitted to a wall-clock budget (a schedule whose length
+  follows the measured speed);
+* `LearningRateFinder`: the learning-rate range test, a peak rate from a short sweep;
 * `SlantedTriangular` / `DiscriminativeAdam` / `DiscriminativeSGD` /
   `discriminative_factors` / `GradualUnfreezing`: ULMFiT's fine-tuning of a pretrained
   network (slanted triangular rates, a learning rate per layer group, unfreezing from
@@ -43,7 +45,14 @@ from kerasrnn.callbacks.averaging import (
     PolyakAveraging,
     average_checkpoints,
 )
-from kerasrnn.callbacks.budget import BudgetSchedule, OneCycle, TimeBudget, WarmupCosineDecay
+from kerasrnn.callbacks.budget import (
+    BudgetSchedule,
+    OneCycle,
+    TimeBudget,
+    WarmupCosineDecay,
+    WarmupStableDecay,
+    budget_schedule,
+)
 from kerasrnn.callbacks.checkpoints import (
     AtomicBackupAndRestore,
     AtomicModelCheckpoint,
@@ -53,6 +62,7 @@ from kerasrnn.callbacks.checkpoints import (
     write_json_atomically,
 )
 from kerasrnn.callbacks.curves import EpochLog, TrainingCurves, plot_training_curves
+from kerasrnn.callbacks.lr_finder import LearningRateFinder, LearningRateSearch
 from kerasrnn.callbacks.transfer import (
     DiscriminativeAdam,
     DiscriminativeRates,
@@ -71,6 +81,10 @@ __all__ = [
     "OneCycle",
     "TimeBudget",
     "WarmupCosineDecay",
+    "WarmupStableDecay",
+    "budget_schedule",
+    "LearningRateFinder",
+    "LearningRateSearch",
     "DiscriminativeAdam",
     "DiscriminativeRates",
     "DiscriminativeSGD",

@@ -1,7 +1,7 @@
 """Training to a wall-clock budget: learning-rate schedules whose length is set while
-training runs (`WarmupCosineDecay`, `OneCycle`), and `TimeBudget`, the callback that
-measures the speed of the first steps, stretches the schedule over the budget and stops
-training when the budget is spent.
+training runs (`WarmupCosineDecay`, `WarmupStableDecay`, `OneCycle`), and `TimeBudget`,
+the callback that measures the speed of the first steps, stretches the schedule over
+the budget and stops training when the budget is spent.
 
 Keras' own schedules (`keras.optimizers.schedules.CosineDecay`) take their length as a
 Python number fixed at construction; here it is a variable (`total_steps`), so a
@@ -51,6 +51,12 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     def set_total_steps(self, total_steps):
         """Sets the schedule's length (an integer >= 1)."""
         self.total_steps.assign(float(check_int("total_steps", total_steps)))
+
+    def set_peak(self, peak):
+        """Sets the highest rate (e.g. a `LearningRateFinder`'s pick). A compiled train
+        step holds the peak it was traced with: set it before training, or call
+        ``model.make_train_function(force=True)`` after."""
+        self.peak = _check_positive("peak", peak)
 
     def rate(self, step, total_steps):
         raise NotImplementedError
@@ -113,6 +119,63 @@ class WarmupCosineDecay(BudgetSchedule):
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
+class WarmupStableDecay(BudgetSchedule):
+    """Warmup, stable, decay (the trapezoid of Zhai et al. 2022 and Hu et al. 2024; a
+    linear cooldown as Hägele et al. 2024 measure it): a linear rise to `peak`, the
+    peak held, then a linear fall to ``alpha * peak`` over the last `decay` of the
+    steps. With T = `total_steps`, W = `warmup` T, D = `decay` T and step t (clipped
+    to T):
+
+    .. math::
+
+        \\eta_t = \\eta_{max} \\begin{cases}
+            t / W & t < W \\\\
+            1 & W \\le t < T - D \\\\
+            \\alpha + (1 - \\alpha)\\, (T - t) / D & t \\ge T - D
+        \\end{cases}
+
+    Its mean rate, about ``peak (1 - warmup / 2 - (1 - alpha) decay / 2)`` (0.875 peak
+    for the defaults), stays near a constant schedule's, where the cosine's is half the
+    peak; the cooldown still anneals the weights at the end.
+
+    Args:
+        peak: η_max.
+        total_steps: T.
+        warmup: W / T, in [0, 1).
+        decay: D / T, in (0, 1]; ``warmup + decay <= 1``.
+        alpha: the final rate as a fraction of `peak`, in [0, 1).
+
+    Example:
+
+    >>> from kerasrnn.callbacks import WarmupStableDecay
+    >>> schedule = WarmupStableDecay(1.0, total_steps=10, warmup=0.2, decay=0.4)
+    >>> [round(float(schedule(t)), 3) for t in (0, 1, 2, 5, 6, 8, 10)]
+    [0.0, 0.5, 1.0, 1.0, 1.0, 0.5, 0.0]
+    """
+
+    def __init__(self, peak, total_steps, warmup=0.05, decay=0.2, alpha=0.0):
+        super().__init__(peak, total_steps, warmup)
+        self.decay = check_number("decay", decay, "(0, 1]")
+        if self.warmup + self.decay > 1:
+            raise ValueError(
+                f"`warmup` + `decay` must be at most 1 (the fractions of the steps rising "
+                f"and falling), got warmup={warmup!r}, decay={decay!r}."
+            )
+        self.alpha = _check_fraction("alpha", alpha)
+
+    def rate(self, step, total):
+        step = ops.minimum(step, total)
+        warmup = self.warmup * total
+        rising = self.peak * step / ops.maximum(warmup, 1e-9)
+        left = (total - step) / ops.maximum(self.decay * total, 1e-9)  # 1 -> 0 in the decay
+        falling = self.peak * (self.alpha + (1.0 - self.alpha) * ops.clip(left, 0.0, 1.0))
+        return ops.where(step < warmup, rising, falling)
+
+    def get_config(self):
+        return {**super().get_config(), "decay": self.decay, "alpha": self.alpha}
+
+
+@keras.saving.register_keras_serializable(package="kerasrnn")
 class OneCycle(BudgetSchedule):
     """The one-cycle policy (Smith & Topin 2018) as PyTorch's ``OneCycleLR`` defines it
     (two phases, cosine annealing): from ``peak / div`` up to `peak` over the first
@@ -166,6 +229,15 @@ class OneCycle(BudgetSchedule):
         return {**super().get_config(), "div": self.div, "final_div": self.final_div}
 
 
+def budget_schedule(optimizer):
+    """The `BudgetSchedule` that `optimizer` takes its learning rate from, or None (no
+    optimizer, a constant rate, another schedule)."""
+    # Keras keeps the schedule it was given as `_learning_rate`; its public
+    # `learning_rate` is the schedule's value at the current step
+    rate = getattr(optimizer, "_learning_rate", None)
+    return rate if isinstance(rate, BudgetSchedule) else None
+
+
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class TimeBudget(keras.callbacks.Callback):
     """Fits training into a wall-clock budget of `minutes` (measured from the start of
@@ -192,6 +264,8 @@ class TimeBudget(keras.callbacks.Callback):
         schedule: the `BudgetSchedule` to stretch; None: the model's optimizer's
             learning rate when it is one.
         measure_steps: steps timed after the first before the schedule is set.
+        spent_seconds: seconds of the budget already spent before `fit` (e.g. by a
+            `LearningRateFinder`): the clock starts that much earlier.
 
     Attributes:
         summary: after `fit`, ``{minutes, seconds_used, steps, planned_steps,
@@ -210,9 +284,10 @@ class TimeBudget(keras.callbacks.Callback):
     (True, True)
     """
 
-    def __init__(self, minutes, schedule=None, measure_steps=10):
+    def __init__(self, minutes, schedule=None, measure_steps=10, spent_seconds=0.0):
         super().__init__()
         self.minutes = _check_positive("minutes", minutes)
+        self.spent_seconds = check_number("spent_seconds", spent_seconds, "[0, inf)")
         if schedule is not None and not isinstance(schedule, BudgetSchedule):
             raise TypeError(
                 "`schedule` must be a kerasrnn.callbacks.BudgetSchedule (WarmupCosineDecay, "
@@ -229,8 +304,7 @@ class TimeBudget(keras.callbacks.Callback):
     def _schedule(self):
         if self.schedule is not None:
             return self.schedule
-        rate = getattr(getattr(self.model, "optimizer", None), "_learning_rate", None)
-        return rate if isinstance(rate, BudgetSchedule) else None
+        return budget_schedule(getattr(self.model, "optimizer", None))
 
     def _set_length(self, seconds_per_step, now):
         schedule = self._schedule()
@@ -248,7 +322,7 @@ class TimeBudget(keras.callbacks.Callback):
             self.model.make_train_function(force=True)
 
     def on_train_begin(self, logs=None):
-        self.began = time.monotonic()
+        self.began = time.monotonic() - self.spent_seconds
         self.first_done = None
         self.steps = 0
         self.epoch_end_seconds = 0.0
@@ -294,4 +368,8 @@ class TimeBudget(keras.callbacks.Callback):
         }
 
     def get_config(self):
-        return {"minutes": self.minutes, "measure_steps": self.measure_steps}
+        return {
+            "minutes": self.minutes,
+            "measure_steps": self.measure_steps,
+            "spent_seconds": self.spent_seconds,
+        }

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from kerasrnn.callbacks import OneCycle, TimeBudget, WarmupCosineDecay
+from kerasrnn.callbacks import OneCycle, TimeBudget, WarmupCosineDecay, WarmupStableDecay
 
 
 def cosine_reference(t, peak, total, warmup, alpha):
@@ -54,6 +54,36 @@ def test_warmup_cosine_matches_its_formula_and_keras(warmup, alpha):
         keras_schedule = keras.optimizers.schedules.CosineDecay(0.5, total, alpha=alpha)
     inside = range(0, total + 3)
     np.testing.assert_allclose(values(schedule, inside), values(keras_schedule, inside), atol=1e-6)
+
+
+def wsd_reference(t, peak, total, warmup, decay, alpha):
+    t = min(t, total)
+    w, d = warmup * total, decay * total
+    if t < w:
+        return peak * t / w
+    if t < total - d:
+        return peak
+    return peak * (alpha + (1 - alpha) * (total - t) / d)
+
+
+@pytest.mark.parametrize(
+    "warmup, decay, alpha", [(0.1, 0.2, 0.0), (0.0, 0.5, 0.1), (0.3, 0.7, 0.0)]
+)
+def test_warmup_stable_decay_matches_its_formula(warmup, decay, alpha):
+    total = 40
+    schedule = WarmupStableDecay(0.5, total, warmup=warmup, decay=decay, alpha=alpha)
+    steps = range(0, 45)
+    expected = [wsd_reference(t, 0.5, total, warmup, decay, alpha) for t in steps]
+    np.testing.assert_allclose(values(schedule, steps), expected, rtol=1e-5, atol=1e-7)
+    # the mean rate the docstring states, over the steps 0 .. T - 1
+    mean = 0.5 * (1 - warmup / 2 - (1 - alpha) * decay / 2)
+    assert np.mean(values(schedule, range(total))) == pytest.approx(mean, abs=0.5 / total)
+    schedule.set_peak(1.0)
+    np.testing.assert_allclose(values(schedule, steps), 2 * np.array(expected), rtol=1e-5)
+    again = WarmupStableDecay.from_config(schedule.get_config())
+    np.testing.assert_allclose(values(again, steps), values(schedule, steps))
+    with pytest.raises(ValueError, match="`warmup` \\+ `decay` must be at most 1"):
+        WarmupStableDecay(0.5, total, warmup=0.5, decay=0.6)
 
 
 @pytest.mark.parametrize("warmup, div, final_div", [(0.3, 25.0, 1e4), (0.5, 10.0, 100.0)])

@@ -40,6 +40,7 @@ def test_time_budget_stops_a_long_run_within_the_budget_and_reports_it(tmp_path)
             "epochs": 100000,
             "time_budget": minutes,
             "budget_schedule": "one_cycle",
+            "find_lr": False,  # the range test's compiling alone may take the 6 seconds
         },
     )
     results = classifier.train(config, _splits())
@@ -54,6 +55,47 @@ def test_time_budget_stops_a_long_run_within_the_budget_and_reports_it(tmp_path)
         assert json.load(f)["time_budget"]["steps"] == used["steps"]
     assert (tmp_path / "run" / "best.keras").exists()  # reloads: the schedule serialises
     classifier.Classifier.from_run(config)
+
+
+def test_find_lr_picks_the_peak_inside_the_budget_and_reports_its_curve(tmp_path, capsys):
+    config = common.load_config(
+        classifier.DEFAULTS,
+        overrides={
+            **TINY,
+            "output_dir": str(tmp_path / "run"),
+            "epochs": 1,  # ends it first: the range test and the schedule, not the stop
+            "time_budget": 1.0,
+            "budget_schedule": "wsd",
+        },  # find_lr: on by default with a time budget
+    )
+    results = classifier.train(config, _splits())
+    search, used = results["find_lr"], results["time_budget"]
+    assert search["rates"][0] == pytest.approx(config["learning_rate"] * 1e-3)
+    assert len(search["rates"]) == len(search["losses"]) == search["steps"] <= 100
+    assert search["pick"] == pytest.approx(0.1 * search["minimum_rate"])
+    assert 0 < search["seconds"] <= used["seconds_used"]  # counted in the budget
+    lines = [x for x in capsys.readouterr().err.splitlines() if "range test" in x]
+    assert len(lines) == 1 and f"peak {search['pick']:.3g}" in lines[0]
+    with open(tmp_path / "run" / "results.json", encoding="utf-8") as f:
+        assert json.load(f)["find_lr"]["pick"] == search["pick"]
+    saved = keras.saving.load_model(tmp_path / "run" / "best.keras").optimizer.get_config()
+    assert saved["learning_rate"]["class_name"] == "WarmupStableDecay"
+    assert saved["learning_rate"]["config"]["peak"] == pytest.approx(search["pick"])
+
+
+def test_find_lr_and_the_wsd_schedule_on_the_command_line(tmp_path, capsys):
+    args = ["train", "--train", str(tmp_path / "missing.tsv"), "--time-budget", "1"]
+    config = common.load_config(classifier.DEFAULTS, overrides={"budget_schedule": "wsd"})
+    assert config["find_lr"] is True and config["budget_schedule"] == "wsd"
+    assert classifier.main([*args, "--no-find-lr", "--budget-schedule", "wsd"]) == 2
+    assert "missing.tsv" in capsys.readouterr().err  # parsed; then the data is missing
+    with pytest.raises(SystemExit) as exit_:
+        classifier.main([*args, "--budget-schedule", "trapezoid"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "invalid choice 'trapezoid' (choose from cosine, wsd, one_cycle)" in err[-1]
+    with pytest.raises(common.ConfigError, match="find_lr"):
+        common.load_config(classifier.DEFAULTS, overrides={"find_lr": "often"})
 
 
 class Spy(keras.callbacks.Callback):
@@ -180,6 +222,7 @@ def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_load
         tar_beta=1.0,
         jit_compile=False,  # quicker to compile
         time_budget=1.0,  # epochs=1 ends it first: the budget's schedule, not its stop
+        find_lr=False,  # the peak is `learning_rate`
     )
     config = common.load_config(language_model.DEFAULTS, overrides=overrides)
     results = language_model.train(config)

@@ -1,0 +1,225 @@
+"""The learning-rate range test (Smith 2017, "Cyclical Learning Rates for Training
+Neural Networks", section 3.3): train a few steps with a rate that grows exponentially,
+watch the loss, and take the peak rate from where it stops falling.
+
+`LearningRateFinder.find(model, x, y)` runs the test on the model's own compiled loss,
+with a fresh copy of its optimizer (same class and options, the rate swept), and puts
+the weights back afterwards, so the model and its optimizer's state are as before.
+"""
+
+import math
+import time
+
+import keras
+import numpy as np
+
+from kerasrnn.validation import check_int, check_number
+
+
+class LearningRateSearch(dict):
+    """What `LearningRateFinder.find` measured, a dict (JSON-ready) with attribute
+    access: ``rates``, ``losses`` (each step's training loss), ``smoothed`` (their
+    bias-corrected moving average), ``minimum_rate`` (the rate of the lowest smoothed
+    loss), ``pick`` (the rate the rule chose), ``rule`` (the rule in words), ``steps``,
+    ``diverged`` (stopped early by the divergence test) and ``seconds``."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def line(self):
+        """One line for a log: the sweep, where it ended, and the pick."""
+        end = "diverged" if self.diverged else "no divergence"
+        return (
+            f"learning-rate range test: {self.steps} steps from {self.rates[0]:.3g} to "
+            f"{self.rates[-1]:.3g} ({end}), lowest smoothed loss {min(self.smoothed):.4g} "
+            f"at {self.minimum_rate:.3g}; peak {self.pick:.3g} ({self.rule}), "
+            f"{self.seconds:.1f} s"
+        )
+
+
+class LearningRateFinder:
+    """The learning-rate range test.
+
+    Step k of N (k = 0 .. N-1) trains one batch at the rate
+
+    .. math::
+
+        \\eta_k = \\eta_{lo} \\left(\\eta_{hi} / \\eta_{lo}\\right)^{k / (N - 1)}
+
+    and records its loss ℓ_k; the curve is smoothed by a bias-corrected exponential
+    moving average (β = `smoothing`):
+
+    .. math::
+
+        s_k = \\beta s_{k-1} + (1 - \\beta)\\, \\ell_k, \\qquad
+        \\hat s_k = s_k / (1 - \\beta^{k+1})
+
+    The sweep stops early (it *diverged*) when ℓ_k is not finite or
+    ŝ_k > `divergence` · min_{j≤k} ŝ_j. The pick is a `fraction` of the rate with the
+    lowest smoothed loss,
+
+    .. math::
+
+        \\eta^* = f\\, \\eta_{k^*}, \\qquad k^* = \\arg\\min_k \\hat s_k
+
+    (fastai's ``lr_min`` rule with f = 0.1): at η_{k*} the loss has stopped falling, as
+    the rate nears the edge of stability (for gradient descent on a quadratic, the
+    divergence point 2 / L of the largest curvature L); a tenth of it keeps a margin
+    below that edge for a whole run, not a single step.
+
+    The test runs on a copy of the model's optimizer (same class and options, a fresh
+    state, the rate swept), so the model's optimizer is untouched; the weights (and
+    non-trainable state) are restored exactly afterwards.
+
+    Args:
+        min_rate: η_lo, the first rate.
+        max_rate: η_hi, the last rate (> `min_rate`).
+        steps: N, the most steps (one batch each) the sweep takes, >= 5.
+        smoothing: β, in [0, 1).
+        divergence: the factor over the lowest smoothed loss that stops the sweep, > 1.
+        fraction: f, the pick as a fraction of the loss-minimising rate, in (0, 1].
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from kerasrnn.callbacks import LearningRateFinder
+    >>> x = np.random.default_rng(0).normal(size=(256, 4)).astype("float32")
+    >>> y = x @ np.ones((4, 1), "float32")
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    >>> model.compile(keras.optimizers.SGD(0.01), "mse")
+    >>> before = model.get_weights()
+    >>> search = LearningRateFinder(1e-4, 10.0, steps=60).find(model, x, y, batch_size=32)
+    >>> 1e-3 < search.pick < 1.0, search.diverged  # SGD on this quadratic diverges near 1
+    (True, True)
+    >>> all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+    True
+    """
+
+    def __init__(
+        self,
+        min_rate=1e-7,
+        max_rate=10.0,
+        steps=100,
+        smoothing=0.9,
+        divergence=4.0,
+        fraction=0.1,
+    ):
+        self.min_rate = check_number("min_rate", min_rate, "(0, inf)")
+        self.max_rate = check_number("max_rate", max_rate, "(0, inf)")
+        if self.max_rate <= self.min_rate:
+            raise ValueError(
+                f"`max_rate` must be above `min_rate`, got min_rate={min_rate!r}, "
+                f"max_rate={max_rate!r}."
+            )
+        self.steps = check_int("steps", steps, minimum=5)
+        self.smoothing = check_number("smoothing", smoothing, "[0, 1)")
+        self.divergence = check_number("divergence", divergence, "(1, inf)")
+        self.fraction = check_number("fraction", fraction, "(0, 1]")
+
+    def rate(self, k):
+        """η_k, the rate of step k."""
+        return self.min_rate * (self.max_rate / self.min_rate) ** (k / (self.steps - 1))
+
+    @property
+    def rule(self):
+        return f"{self.fraction:g} x the loss-minimising rate"
+
+    def find(self, model, x, y=None, batch_size=None):
+        """Runs the sweep on the compiled `model` and returns a `LearningRateSearch`.
+
+        `x`, `y` and `batch_size` are what `model.fit` takes: arrays (nested structures
+        too) with `y` and `batch_size`, or a `tf.data.Dataset` of batches, read again
+        from the start when the sweep is longer (another iterable must hold enough
+        batches).
+        """
+        optimizer = getattr(model, "optimizer", None)
+        if optimizer is None:
+            raise ValueError("the model is not compiled: call `model.compile(...)` first.")
+        if y is not None and batch_size is None:
+            raise ValueError("with arrays, give `batch_size`.")
+        began = time.monotonic()
+        saved = [np.array(v) for v in model.get_weights()]
+        # a copy of the optimizer (its options, a fresh state) whose rate is the ramp:
+        # the model's own optimizer, and a schedule it may hold, are not touched
+        ramp = _ExponentialRamp(self.min_rate, self.max_rate, self.steps)
+        sweep = type(optimizer).from_config({**optimizer.get_config(), "learning_rate": ramp})
+        record = _Record(self)
+        if hasattr(x, "repeat") and hasattr(x, "element_spec"):  # a tf.data.Dataset
+            x = x.repeat()
+        model.optimizer = sweep
+        model.make_train_function(force=True)
+        try:
+            # one step per epoch: each epoch's logged loss is that step's alone (Keras
+            # logs the mean since the epoch began)
+            model.fit(
+                x,
+                y,
+                batch_size=batch_size,
+                epochs=self.steps,
+                steps_per_epoch=1,
+                shuffle=False,
+                verbose=0,
+                callbacks=[record],
+            )
+        finally:
+            model.optimizer = optimizer
+            model.make_train_function(force=True)
+            model.set_weights(saved)
+        if not record.smoothed:
+            raise ValueError(
+                "the learning-rate range test got no finite loss: the data is empty or the "
+                f"loss is not finite even at min_rate={self.min_rate:g}; lower `min_rate`."
+            )
+        best = int(np.argmin(record.smoothed))
+        return LearningRateSearch(
+            rates=[self.rate(k) for k in range(len(record.losses))],
+            losses=record.losses,
+            smoothed=record.smoothed,
+            minimum_rate=self.rate(best),
+            pick=self.fraction * self.rate(best),
+            rule=self.rule,
+            steps=len(record.losses),
+            diverged=record.diverged,
+            seconds=time.monotonic() - began,
+        )
+
+
+class _ExponentialRamp(keras.optimizers.schedules.LearningRateSchedule):
+    """η_k of `LearningRateFinder`, k the optimizer's step (its copy starts at 0)."""
+
+    def __init__(self, low, high, steps):
+        self.low, self.high, self.steps = low, high, steps
+
+    def __call__(self, step):
+        progress = keras.ops.cast(step, "float32") / float(self.steps - 1)
+        return self.low * keras.ops.exp(progress * math.log(self.high / self.low))
+
+    def get_config(self):
+        return {"low": self.low, "high": self.high, "steps": self.steps}
+
+
+class _Record(keras.callbacks.Callback):
+    """Each step's loss, their smoothed curve, and the divergence stop."""
+
+    def __init__(self, finder):
+        super().__init__()
+        self.finder = finder
+        self.losses, self.smoothed = [], []
+        self.average, self.diverged = 0.0, False
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = float(np.asarray((logs or {})["loss"]))
+        self.losses.append(loss)
+        beta = self.finder.smoothing
+        if math.isfinite(loss):
+            self.average = beta * self.average + (1 - beta) * loss
+            self.smoothed.append(self.average / (1 - beta ** len(self.losses)))
+        if not math.isfinite(loss) or (
+            len(self.smoothed) > 1
+            and self.smoothed[-1] > self.finder.divergence * min(self.smoothed)
+        ):
+            self.diverged = True
+            self.model.stop_training = True
