@@ -1,5 +1,9 @@
-"""Migration helpers: TensorFlow Addons weights and configurations into kerasrnn."""
+"""Migration helpers: TensorFlow Addons and PyTorch weights and configurations into kerasrnn.
 
-from kerasrnn.compat import tfa
+`kerasrnn.compat.torch` converts PyTorch `state_dict`s with NumPy and imports PyTorch
+only to read a `.pt` file.
+"""
 
-__all__ = ["tfa"]
+from kerasrnn.compat import tfa, torch
+
+__all__ = ["tfa", "torch"]
