@@ -9,7 +9,8 @@ it), which leaves every path's score, the partition function and Viterbi unchang
 which every function here reads back as padding when no mask is passed. So the loss is an
 ordinary stateless Keras loss that honours ``Embedding(mask_zero=True)`` on every backend,
 the model an ordinary functional model (`model.fit`, `.keras` files, SavedModels), and
-decoding a function of the model's output. keras.ops only: TensorFlow, JAX and PyTorch.
+decoding (the best path, or the n best) a function of the model's output. keras.ops
+only: TensorFlow, JAX and PyTorch.
 """
 
 import keras
@@ -227,11 +228,12 @@ def _argmax(x, maximum, axis):
     return ops.cast(ops.argmax(hit, axis=axis), "int32")
 
 
-def crf_decode(potentials, mask=None, allowed_transitions=None):
-    """Viterbi decoding: the highest-scoring tag path and its score.
+def crf_decode(potentials, mask=None, allowed_transitions=None, n_best=None):
+    """Viterbi decoding: the highest-scoring tag path and its score (or the n best).
 
     delta_t(j) = max_i(delta_{t'}(i) + psi_t(i, j)) with back-pointers, then the path is
-    read backwards from argmax_j delta_T(j).
+    read backwards from argmax_j delta_T(j). With `n_best` = k, list Viterbi (see
+    `crf_decode_n_best`): the k best paths, best first.
 
     Args:
         potentials: (batch, time, num_tags, num_tags), the output of `CRF`.
@@ -239,10 +241,23 @@ def crf_decode(potentials, mask=None, allowed_transitions=None):
             carry (all real for potentials not made by `CRF`).
         allowed_transitions: constraints at decoding only (see `constrain`), for a
             model trained without them; None: the potentials as they are.
+        n_best: None: the best path; an int k >= 1: the k best paths.
 
     Returns:
-        (tags int32 (batch, time), 0 on padded steps; best_score (batch,)).
+        (tags int32 (batch, time), 0 on padded steps; best_score (batch,)); with
+        `n_best` = k: tags (batch, k, time) and scores (batch, k), as `crf_decode_n_best`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasrnn.layers import crf_decode
+    >>> psi = np.log([[[[1, 1], [1, 1]], [[4, 1], [2, 3]]]]).astype("float32")
+    >>> tags, scores = crf_decode(psi, n_best=3)  # exp(score): 00 4, 11 3, 10 2, 01 1
+    >>> np.asarray(tags).tolist(), np.round(np.exp(np.asarray(scores)), 3).tolist()
+    ([[[0, 0], [1, 1], [1, 0]]], [[4.0, 3.0, 2.0]])
     """
+    if n_best is not None:
+        return crf_decode_n_best(potentials, n_best, mask, allowed_transitions)
     potentials = _float(potentials)
     _check_potentials(potentials)
     mask = _mask_or_ones(potentials, mask)
@@ -283,6 +298,115 @@ def crf_decode(potentials, mask=None, allowed_transitions=None):
     _, tags = ops.scan(backward, last, ops.flip(pointers, axis=0))
     tags = ops.moveaxis(ops.flip(tags, axis=0), 0, 1)
     return ops.where(mask, tags, ops.zeros_like(tags)), best_score
+
+
+def _top_k(x, k):
+    """The k largest entries of x (batch, n) and their indices, best first; among equal
+    values the lower index first, on every backend (k rounds of a first-index argmax:
+    `ops.top_k` breaks ties differently on torch). k is small (an n-best list)."""
+    values, indices = [], []
+    removed = ops.cast(float("-inf"), x.dtype)
+    for _ in range(k):
+        best = ops.max(x, axis=-1)
+        index = _argmax(x, best, axis=-1)
+        values.append(best)
+        indices.append(index)
+        hit = ops.arange(x.shape[-1], dtype="int32")[None, :] == index[:, None]
+        x = ops.where(hit, removed, x)
+    return ops.stack(values, axis=-1), ops.stack(indices, axis=-1)
+
+
+def crf_decode_n_best(potentials, n_best, mask=None, allowed_transitions=None):
+    """List Viterbi: the k highest-scoring tag paths and their scores, best first.
+
+    Viterbi with a list of the k best partial paths per tag (Nilsson & Goldberger
+    2001's list Viterbi; NCRF++'s n-best decoding):
+
+    .. math::
+
+        \\delta_t(j, \\cdot) = \\operatorname{top-}k_{\\,i,\\, r}
+            \\big(\\delta_{t'}(i, r) + \\psi_t(i, j)\\big)
+
+    over every previous tag i and rank r < k (t' the previous real step), each entry
+    with its back-pointer (i, r); the k best of delta_T(j, r) over all (j, r) are
+    read backwards. A padded step keeps every list as it is, so masks and the
+    constraints of `constrain` (``allowed_transitions``) hold as in `crf_decode`, and
+    with k = 1 the path and score are `crf_decode`'s.
+
+    Ties are broken deterministically, on every backend: among paths of equal score
+    the one whose tags, read from the last step backwards, are lexicographically
+    smaller comes first (as `crf_decode` takes the lowest tag index).
+
+    Args:
+        potentials: (batch, time, num_tags, num_tags), the output of `CRF`.
+        n_best: k >= 1, the number of paths.
+        mask: (batch, time) bool, True on real steps; None: the mask the potentials
+            carry.
+        allowed_transitions: decode-time constraints (see `constrain`); None: none.
+
+    Returns:
+        (tags int32 (batch, k, time), 0 on padded steps; scores (batch, k), sorted
+        descending). A row with fewer than k allowed paths (a short sentence, or the
+        constraints) fills the ranks past them with score -inf and tags 0.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasrnn.layers import crf_decode_n_best
+    >>> rng = np.random.default_rng(0)
+    >>> psi = rng.normal(size=(2, 5, 3, 3)).astype("float32")
+    >>> tags, scores = crf_decode_n_best(psi, 4, mask=np.array([[1] * 5, [1] * 3 + [0] * 2]))
+    >>> tuple(tags.shape), tuple(scores.shape), bool(np.all(np.diff(scores, axis=1) <= 0))
+    ((2, 4, 5), (2, 4), True)
+    """
+    k = check_int("n_best", n_best)
+    potentials = _float(potentials)
+    _check_potentials(potentials)
+    mask = _mask_or_ones(potentials, mask)
+    if allowed_transitions is not None:
+        potentials = constrain(potentials, allowed_transitions, mask)
+    num_tags = potentials.shape[-1]
+    # the lists, (batch, tags, k): one real entry (tag 0, rank 0, score 0) before the
+    # first real step, whose potentials do not depend on the previous tag
+    start = _start_state(potentials)[:, :, None]
+    ranks = ops.cast(ops.arange(k) == 0, potentials.dtype)
+    delta = start * ranks + (1.0 - ranks) * _NEG
+    # back-pointers are flat (i, r) indices i * k + r; a padded step points to itself
+    stay = ops.zeros_like(ops.cast(delta, "int32")) + ops.reshape(
+        ops.arange(num_tags * k, dtype="int32"), (num_tags, k)
+    )
+
+    def forward(carry, inputs):
+        delta, _ = carry
+        psi, real = inputs
+        # candidates (batch, tags j, previous (i, r) flat): delta(i, r) + psi(i, j)
+        scores = delta[:, :, :, None] + psi[:, :, None, :]
+        scores = ops.reshape(ops.transpose(scores, (0, 3, 1, 2)), (-1, num_tags * k))
+        best, pointer = _top_k(scores, k)
+        best = ops.reshape(best, (-1, num_tags, k))
+        pointer = ops.reshape(pointer, (-1, num_tags, k))
+        delta = ops.where(real[:, None, None], best, delta)
+        pointer = ops.where(real[:, None, None], pointer, stay)
+        return (delta, pointer), (delta, pointer)
+
+    (delta, _), (_, pointers) = _scan(
+        forward, (delta, stay), (_time_major(potentials), _time_major(mask))
+    )
+    scores, last = _top_k(ops.reshape(delta, (-1, num_tags * k)), k)
+
+    def backward(state, pointer):
+        flat = ops.reshape(pointer, (-1, num_tags * k))
+        return ops.take_along_axis(flat, state, axis=1), state // k
+
+    # as in crf_decode: a forward scan over the flipped pointers
+    _, tags = ops.scan(backward, last, ops.flip(pointers, axis=0))
+    tags = ops.transpose(ops.flip(tags, axis=0), (1, 2, 0))  # (batch, k, time)
+    # a score of "minus infinity" (a forbidden transition, or a list entry that never
+    # held a path) is no allowed path
+    valid = scores > _NEG / 2
+    keep = ops.logical_and(valid[:, :, None], mask[:, None, :])
+    tags = ops.where(keep, tags, ops.zeros_like(tags))
+    return tags, ops.where(valid, scores, ops.cast(float("-inf"), scores.dtype))
 
 
 def crf_marginals(potentials, mask=None):
@@ -481,9 +605,10 @@ class CRF(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:2]) + (self.num_tags, self.num_tags)
 
-    def decode(self, potentials, mask=None, allowed_transitions=None):
-        """Viterbi path and score of this layer's output (see `crf_decode`)."""
-        return crf_decode(potentials, mask, allowed_transitions)
+    def decode(self, potentials, mask=None, allowed_transitions=None, n_best=None):
+        """Viterbi path and score of this layer's output, or the `n_best` paths and
+        scores (see `crf_decode`)."""
+        return crf_decode(potentials, mask, allowed_transitions, n_best)
 
     def get_config(self):
         config = super().get_config()
