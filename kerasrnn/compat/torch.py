@@ -384,7 +384,7 @@ def _check_cell(name, kind, cell):
     if type(cell) not in expected:
         raise ValueError(
             f"PyTorch module {name!r} is an {kind}; it loads into "
-            f"{' or '.join(c.__module__.split('.')[0] + '.' + c.__name__ for c in expected)}, "
+            f"kerasrnn.{expected[0].__name__} or keras.layers.{expected[1].__name__}, "
             f"not {type(cell).__name__} {cell.name!r}."
         )
     fixes = []

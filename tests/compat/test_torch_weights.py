@@ -131,13 +131,22 @@ def test_keras_own_layers_listed_in_order(bigru):
     assert_matches(torch_packed(bigru, x), keras_run(layers, x))
 
 
-def test_keras_lstm_and_simple_rnn_unidirectional():
+def test_unidirectional_keras_lstm_stacked_cells_and_simple_rnn():
     lstm = randomize(nn.LSTM(FEATURES, UNITS, batch_first=True), seed=3)
     layer = keras.layers.LSTM(UNITS, return_sequences=True, return_state=True)
     layer.build((None, None, FEATURES))
     load_torch_state_dict(layer, lstm.state_dict())
     x = inputs(2)
     assert_matches(torch_packed(lstm, x), keras_run([layer], x))
+
+    deep = randomize(nn.LSTM(FEATURES, UNITS, num_layers=2, batch_first=True), seed=6)
+    cells = keras.layers.StackedRNNCells([kerasrnn.LSTMCell(UNITS), kerasrnn.LSTMCell(UNITS)])
+    layer = kerasrnn.RNN(cells, return_sequences=True)
+    layer.build((None, None, FEATURES))
+    load_torch_state_dict(layer, deep.state_dict())
+    want_y, _ = torch_packed(deep, x)
+    got_y = keras.ops.convert_to_numpy(layer(x, mask=MASK))
+    np.testing.assert_allclose(got_y[MASK], want_y[MASK], atol=ATOL)
 
     rnn = randomize(nn.RNN(FEATURES, UNITS, batch_first=True), seed=4)
     layer = kerasrnn.RNN(kerasrnn.SimpleRNNCell(UNITS), return_sequences=True, return_state=True)
@@ -227,7 +236,9 @@ def test_structure_mismatches(bilstm, tagger):
         load_torch_state_dict(keras_stack(kerasrnn.LSTMCell(UNITS), bidirectional=False), bilstm)
     with pytest.raises(ValueError, match=r"2 layer\(s\).*num_layers=2"):
         load_torch_state_dict(keras_stack(kerasrnn.LSTMCell(UNITS), num_layers=1), bilstm)
-    with pytest.raises(ValueError, match=r"is an nn.LSTM; it loads into"):
+    with pytest.raises(
+        ValueError, match=r"nn.LSTM; it loads into kerasrnn.LSTMCell or keras.layers.LSTMCell"
+    ):
         load_torch_state_dict(keras_stack(kerasrnn.GRUCell(UNITS)), bilstm)
     with pytest.raises(ValueError, match=r"peephole=False"):
         load_torch_state_dict(keras_stack(kerasrnn.LSTMCell(UNITS, peephole=True)), bilstm)
