@@ -14,7 +14,8 @@ the strategy's `step` as its hook) over tensors
 `DecodeResult` with hypotheses along axis 1: tokens `(batch, n_best, max_length)`,
 `n_best = 1` for greedy search and sampling. `get("beam")` and `serialize` name and
 save them as keras-hub's samplers; `greedy_search`, `sample` and `beam_search` build and
-run one in a call.
+run one in a call. Step-function wrappers combine models: `Ensemble` (several decoders)
+and `ShallowFusion` (a decoder and a target-side language model).
 """
 
 from kerasrnn.decoding.beam_search import BeamSearch, CompetingBeamSearch, repeat_beams
@@ -24,6 +25,7 @@ from kerasrnn.decoding.diverse_beam import DiverseBeamSearch
 from kerasrnn.decoding.ensemble import Ensemble
 from kerasrnn.decoding.exhaustive import ExhaustiveSearch
 from kerasrnn.decoding.functions import beam_search, greedy_search, sample
+from kerasrnn.decoding.fusion import ShallowFusion
 from kerasrnn.decoding.registry import get, serialize
 from kerasrnn.decoding.replace_unk import replace_unk, unk_source_positions
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
@@ -42,6 +44,7 @@ __all__ = [
     "GreedySearch",
     "RandomSampling",
     "Scorer",
+    "ShallowFusion",
     "StepFn",
     "TFAScorer",
     "beam_search",

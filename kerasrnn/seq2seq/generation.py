@@ -116,6 +116,7 @@ class GenerationMixin:
         return_alignments: bool = True,
         readout_dtype: str = "float32",
         jit_compile: "bool | str" = "auto",
+        fusion: "decoding.ShallowFusion | None" = None,
     ) -> decoding.DecodeResult:
         """Decodes a batch of sources.
 
@@ -152,6 +153,11 @@ class GenerationMixin:
                 the graph for beam search on a CPU, `bench/decoding.py`; an error
                 where it cannot compile: sampling or torch) or False (run the loops
                 as called: op by op in eager code).
+            fusion: None, or a `kerasrnn.decoding.ShallowFusion` (a language model of
+                the target side, sharing the target vocabulary, its weighted
+                log-probabilities added to the model's at every step of any strategy;
+                the result's scores are then the fused ones). Any object with
+                ``fuse(step_fn, start_tokens, states) -> (step_fn, states)`` works.
 
         Returns:
             A `kerasrnn.decoding.DecodeResult` with tokens int32 `(batch, n, max_length)`
@@ -168,13 +174,22 @@ class GenerationMixin:
         if jit_compile not in ("auto", True, False):
             raise ValueError(f"`jit_compile` must be 'auto', True or False, got {jit_compile!r}.")
         source_ids = self._generation_inputs(source_ids)
+        if fusion is not None and not callable(getattr(fusion, "fuse", None)):
+            raise TypeError(
+                "`fusion` must be a kerasrnn.decoding.ShallowFusion (an object with "
+                f"fuse(step_fn, start_tokens, states)) or None; got {fusion!r}."
+            )
         settings = dict(
             strategy=strategy,
             max_length=max_length,
             return_alignments=bool(return_alignments),
             readout_dtype=readout_dtype,
+            fusion=fusion,
         )
         key = strategy.cache_key()
+        if key is not None and fusion is not None:
+            fusion_key = getattr(fusion, "cache_key", lambda: None)()
+            key = None if fusion_key is None else (key, fusion_key)
         compilable = strategy.jit_compilable and keras.backend.backend() in _COMPILERS
         if jit_compile is True and not compilable:
             raise ValueError(
@@ -213,7 +228,15 @@ class GenerationMixin:
             object.__setattr__(self, "_compiled_generate", cache)
         return cache
 
-    def _decode(self, source_ids, strategy, max_length, return_alignments, readout_dtype="float32"):
+    def _decode(
+        self,
+        source_ids,
+        strategy,
+        max_length,
+        return_alignments,
+        readout_dtype="float32",
+        fusion=None,
+    ):
         """`generate` without the checks and the compile cache: the decoding itself."""
         rows = strategy.rows_per_example
         n_best = strategy.n_best
@@ -229,6 +252,8 @@ class GenerationMixin:
         step, start_tokens, states, source_lengths = self._decoding_setup(
             source_ids, rows, aligned, readout
         )
+        if fusion is not None:
+            step, states = fusion.fuse(step, start_tokens, states)
         result = strategy(
             step,
             start_tokens,
