@@ -202,7 +202,7 @@ def test_generate_with_a_language_model_scores_by_the_teacher_forced_models(mode
     drop = keras.backend.backend() != "jax"
     strategy = decoding.BeamSearch(3, scorer=decoding.Scorer(None), drop_finished=drop)
     fusion = decoding.ShallowFusion(lm, weight=0.5)
-    result = translator.generate(SOURCE, strategy, jit_compile=False, fusion=fusion)
+    result = translator.generate(SOURCE, strategy, jit_compile=not drop and "auto", fusion=fusion)
     # every hypothesis rescored by the two models, teacher-forced, in one batch
     hypotheses = [(b, seq) for b, rows in enumerate(outputs(result)) for seq in rows]
     target_in = np.zeros((len(hypotheses), 5), "int32")
