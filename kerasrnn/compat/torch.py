@@ -177,6 +177,11 @@ def _targets_of(model, value, name):
     layers = []
     for layer in values:
         if isinstance(layer, str):
+            if not isinstance(model, keras.Model):
+                raise ValueError(
+                    f"`mapping`: {name!r} -> {layer!r}: `model` is a single layer, with no "
+                    f"layers to look up by name; map {name!r} to the layer itself."
+                )
             try:
                 layer = model.get_layer(layer)
             except ValueError as error:

@@ -38,6 +38,9 @@ def no_torch(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() == "torch", reason="Keras' torch backend itself needs torch"
+)
 def test_numpy_state_dict_loads_without_torch(no_torch, tmp_path):
     rng = np.random.default_rng(0)
     w_ih, w_hh = rng.normal(size=(9, 2)), rng.normal(size=(9, 3))  # nn.GRU(2, 3)

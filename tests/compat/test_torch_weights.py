@@ -250,6 +250,8 @@ def test_structure_mismatches(bilstm, tagger):
         load_torch_state_dict(model, module, mapping={"fc": "logits"})
     with pytest.raises(ValueError, match=r"no layer named 'dense'"):
         load_torch_state_dict(model, module, mapping={"out": "dense"})
+    with pytest.raises(ValueError, match=r"single layer.*the layer itself"):
+        load_torch_state_dict(model.layers[1], module.lstm, mapping={"": "bilstm"})
 
 
 def test_nothing_changes_when_a_later_module_fails(tagger):
