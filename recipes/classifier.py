@@ -37,7 +37,7 @@ import os
 import sys
 
 from kerasrnn.layers import NaiveBayesExpert
-from recipes import common, transfer
+from recipes import common, transfer, vectors
 from recipes.common import Option
 
 POOLINGS = ("last", "mean", "max", "concat")
@@ -68,8 +68,7 @@ OPTIONS = common.data_options(
         embedding_dropout=0.5,
         notes={"embedding_dim": "pretrained vectors fix it"},
     ),
-    embeddings=Option(None, "word2vec/GloVe text file that initialises the embedding"),
-    freeze_embeddings=Option(False, "keep the embedding fixed during training"),
+    **vectors.EMBEDDING_OPTIONS,
     **common.cell_options("lstm", units=128, num_layers=1, bidirectional=True),
     dropout=Option(0.5, "dropout rate between recurrent layers and before the output"),
     pooling=Option(
@@ -297,7 +296,6 @@ class ClassifierRecipe(common.Recipe):
     def prepare(self, config, splits):
         """Vocabulary (vocab.txt), labels (labels.txt), optional pretrained vectors."""
         from kerasrnn.data import Vocabulary
-        from kerasrnn.data.loaders import load_word_vectors
         from kerasrnn.data.tokenizers import tokenize
 
         out = config["output_dir"]
@@ -313,12 +311,11 @@ class ClassifierRecipe(common.Recipe):
             vocab = Vocabulary.load(os.path.join(lm_dir, "vocabulary.txt"))
         else:
             vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
+        pretrained = vectors.load(config, vocab, lowercase=config["lowercase"])
+        vocab = pretrained.vocabulary if pretrained else vocab  # with `embeddings_extend`
         vocab.save(os.path.join(out, "vocab.txt"))
         with open(os.path.join(out, "labels.txt"), "w", encoding="utf-8") as f:
             f.write("".join(label + "\n" for label in label_names))
-        matrix, found = None, None
-        if config["embeddings"]:
-            matrix, found = load_word_vectors(config["embeddings"], vocab)
         counted = [(tokens, labels)]
         valid_data = None
         if splits.get("valid"):
@@ -334,7 +331,7 @@ class ClassifierRecipe(common.Recipe):
             {
                 "vocab": vocab,
                 "labels": label_names,
-                "matrix": matrix,
+                "vectors": pretrained,
                 "counted": counted,
                 "lm_dir": lm_dir,
             },
@@ -342,7 +339,7 @@ class ClassifierRecipe(common.Recipe):
                 "train_examples": len(texts),
                 "vocabulary_size": len(vocab),
                 "labels": label_names,
-                "pretrained_vectors_found": found,
+                **vectors.info({"embeddings": pretrained}),
                 **transfer.summary(lm_dir, lm_results),
             },
         )
@@ -352,7 +349,10 @@ class ClassifierRecipe(common.Recipe):
 
     def build(self, config, prepared):
         parts = prepared.model
-        model = build_model(config, len(parts["vocab"]), len(parts["labels"]), parts["matrix"])
+        model = build_model(
+            vectors.width(config, parts["vectors"]), len(parts["vocab"]), len(parts["labels"])
+        )
+        vectors.apply(model, config, {"embedding": parts["vectors"]})
         if parts["lm_dir"]:
             transfer.copy_lm_weights(model, parts["lm_dir"])
         parts["fit_callbacks"] = transfer.fit_callbacks(config, model)

@@ -43,7 +43,7 @@ import keras  # noqa: E402
 
 import kerasrnn.models  # noqa: E402
 from kerasrnn.export.language_model import TextGenerator  # noqa: E402
-from recipes import common  # noqa: E402
+from recipes import common, lm_training  # noqa: E402
 from recipes.common import ConfigError, Option  # noqa: E402
 from recipes.config import count_or_zero  # noqa: E402
 from recipes.lm_training import (  # noqa: E402,F401 (the recipe's parts, by their old names)
@@ -423,7 +423,8 @@ class LanguageModelRecipe(common.Recipe):
                 evaluate_arguments,
                 run_evaluate,
                 self.options_of("evaluate"),
-            )
+            ),
+            **lm_training.export_embeddings_command(self),
         }
 
 

@@ -417,3 +417,53 @@ def first_token(config):
     from kerasrnn.data.vocabulary import END_ID, START_ID
 
     return START_ID if config["batching"] == "sentences" else END_ID
+
+
+# ------------------------------------------------------------------ embedding export
+
+
+def export_embeddings(config, path):
+    """Writes the trained input embedding of the word-level LM run in
+    ``config["output_dir"]`` as a word2vec / fastText ``.vec`` text file
+    (`kerasrnn.data.vectors.write_vectors`): a ``count dim`` header, then one line per
+    regular word of its vocabulary, most frequent first (the special tokens are left
+    out), which every recipe's ``--embeddings`` reads."""
+    from kerasrnn.data.vectors import write_vectors
+    from kerasrnn.data.vocabulary import SPECIAL_TOKENS
+    from recipes.language_model import LanguageModel
+
+    if config["level"] != "word":
+        raise ConfigError(
+            f"export-embeddings needs a word-level LM; the run in {config['output_dir']} "
+            f"is {config['level']}-level (its tokens are not words)."
+        )
+    trained = LanguageModel.from_run(config)
+    matrix = keras.ops.convert_to_numpy(trained.model.get_layer("embedding").embeddings)
+    words = trained.vocabulary.tokens[len(SPECIAL_TOKENS) :]
+    write_vectors(path, words, matrix[len(SPECIAL_TOKENS) :])
+    return {"vectors": os.fspath(path), "words": len(words), "dim": int(matrix.shape[1])}
+
+
+def export_embeddings_command(recipe):
+    """The ``export-embeddings [RUN] OUT.vec`` command of the LM recipe (`extra_commands`)."""
+
+    def arguments(parser):
+        parser.add_argument(
+            "run", nargs="?", metavar="RUN", help="the LM's run folder (default: --output-dir)"
+        )
+        parser.add_argument("out", metavar="OUT.vec", help="the .vec file to write")
+
+    def run(config, args):
+        if args.run:
+            config = dict(config, output_dir=args.run)
+        return export_embeddings(recipe.stored(config, args), args.out)
+
+    return {
+        "export-embeddings": (
+            "write the trained input embedding as a word2vec / fastText .vec text file "
+            "(every recipe's --embeddings reads it)",
+            arguments,
+            run,
+            recipe.options_of("export-embeddings"),
+        )
+    }

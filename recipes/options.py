@@ -34,7 +34,8 @@ GROUP_OF = {
     ),
     **dict.fromkeys(
         (
-            "embedding_dim embeddings freeze_embeddings embedding_dropout word_dropout char_dim "
+            "embedding_dim embeddings freeze_embeddings embeddings_extend source_embeddings "
+            "target_embeddings embedding_dropout word_dropout char_dim "
             "char_units cell cell_options units num_layers bidirectional dropout pooling "
             "naive_bayes naive_bayes_buckets naive_bayes_scale naive_bayes_counts_valid crf "
             "crf_constraints contextual_lm contextual_lm_trainable tie_embeddings weight_drop "

@@ -44,7 +44,7 @@ import numpy as np
 from keras import ops
 
 from kerasrnn.models.pair_classifier import score_distribution
-from recipes import common, transfer
+from recipes import common, transfer, vectors
 from recipes.common import Option
 
 TASKS = ("entailment", "relatedness")
@@ -70,6 +70,7 @@ OPTIONS = {
             TARGETS,
         ),
         **common.vocabulary_options(30000, 100, lowercase=True, embedding_dropout=0.2),
+        **vectors.EMBEDDING_OPTIONS,
         **common.cell_options("lstm", units=128, num_layers=1, bidirectional=True),
         pooling=Option(
             "max",
@@ -379,16 +380,24 @@ class PairRecipe(common.Recipe):
             vocab = Vocabulary.load(os.path.join(lm_dir, "vocabulary.txt"))
         else:
             vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
+        pretrained = vectors.load(config, vocab, lowercase=config["lowercase"])
+        vocab = pretrained.vocabulary if pretrained else vocab  # with `embeddings_extend`
         vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
         return common.Prepared(
             _dataset(vocab, splits["train"], config, shuffle=True),
             _dataset(vocab, valid, config, shuffle=False) if valid else None,
-            {"vocabulary_size": len(vocab), "lm_dir": lm_dir, "train_pairs": len(a)},
+            {
+                "vocabulary_size": len(vocab),
+                "lm_dir": lm_dir,
+                "train_pairs": len(a),
+                "vectors": pretrained,
+            },
             {
                 "task": config["task"],
                 "train_pairs": len(a),
                 "vocabulary_size": len(vocab),
                 **transfer.summary(lm_dir, lm_results),
+                **vectors.info({"embeddings": pretrained}),
             },
         )
 
@@ -397,7 +406,8 @@ class PairRecipe(common.Recipe):
 
     def build(self, config, prepared):
         parts = prepared.model
-        model = build_model(config, parts["vocabulary_size"])
+        model = build_model(vectors.width(config, parts["vectors"]), parts["vocabulary_size"])
+        vectors.apply(model, config, {"embedding": parts["vectors"]})
         if parts["lm_dir"]:
             transfer.copy_lm_weights(model, parts["lm_dir"])
         parts["fit_callbacks"] = transfer.fit_callbacks(config, model)

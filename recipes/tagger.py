@@ -56,7 +56,7 @@ from kerasrnn.data.tagging import lm_sentences, lm_tokens, lowercase_tokens  # n
 from kerasrnn.export.tagger import TextTagger, entity_outputs, output_tags, to_bio  # noqa: F401
 from kerasrnn.layers import MergeBatchTime, SplitBatchTime  # noqa: F401
 from kerasrnn.models.sequence_tagger import is_entity_tags as is_bio
-from recipes import common
+from recipes import common, vectors
 from recipes.common import Option
 
 FORMATS = ("auto", "conllu", "columns", "tfds")
@@ -84,6 +84,7 @@ OPTIONS = common.data_options(
             "embedding_dropout": "and on the character features",
         },
     ),
+    **vectors.EMBEDDING_OPTIONS,
     word_dropout=Option(0.1, "training: replace words by [UNK] with this probability"),
     char_dim=Option(32, "character embedding width; 0: no character features"),
     char_units=Option(32, "units of the character BiRNN (per direction)"),
@@ -346,6 +347,8 @@ class TaggerRecipe(common.Recipe):
             tags = splits["train"][1]
         keys = lowercase_tokens(sentences) if config["lowercase"] else sentences
         words = Vocabulary.build(keys, config["max_vocab"], config["min_freq"])
+        pretrained = vectors.load(config, words, lowercase=config["lowercase"])
+        words = pretrained.vocabulary if pretrained else words  # with `embeddings_extend`
         words.save(os.path.join(out, "vocab.txt"))
         chars = None
         if config["char_dim"]:
@@ -387,20 +390,24 @@ class TaggerRecipe(common.Recipe):
                 "tags": tag_names,
                 "bilm": bilm,
                 "scheme": constrained_scheme(config, schemes[1]),
+                "vectors": pretrained,
             },
             {
                 "train_sentences": len(sentences),
                 "vocabulary_size": len(words),
                 "tags": tag_names,
                 "tag_schemes": list(schemes),
+                **vectors.info({"embeddings": pretrained}),
             },
         )
 
     def build(self, config, prepared):
         sizes = prepared.model
         model = build_model(
-            config, sizes["words"], sizes["chars"], sizes["tags"], sizes["bilm"], sizes["scheme"]
+            vectors.width(config, sizes["vectors"]),
+            *(sizes[key] for key in ("words", "chars", "tags", "bilm", "scheme")),
         )
+        vectors.apply(model, config, {"word_embedding": sizes["vectors"]})
         # the masked token loss (a CRF's path NLL) and token accuracy, a weighted metric:
         # the per-token weights of the dataset mark the real steps of each path
         model.compile(optimizer=common.optimizer(config))

@@ -1,13 +1,12 @@
 """Attention encoder-decoder translation: a command line over `kerasrnn.seq2seq.Seq2Seq`.
 
-The model (`build_model`) is a `Seq2Seq`: embeddings, a bidirectional `RNNEncoder` of
-any kerasrnn cell, the learned bridge s_0 = tanh(W_s [h_fwd; h_bwd] + b), an attentive
-decoder (Bahdanau or Luong attention) and a readout, trained with teacher forcing
-(optionally step-wise scheduled sampling) on `kerasrnn.losses.SequenceCrossEntropy` by
-the recipe skeleton (`recipes.common.Recipe`: best checkpoint, BackupAndRestore,
-``--continue``, ``--strategy mirrored``). Translation is `Seq2Seq.generate` (greedy or
-beam search) between the two sides' `kerasrnn.data.text.TextSide`; BLEU is sacreBLEU's
-corpus BLEU (`kerasrnn.metrics.corpus_bleu`).
+The model (`build_model`) is a `Seq2Seq`: embeddings, a bidirectional `RNNEncoder` of any kerasrnn
+cell, the learned bridge s_0 = tanh(W_s [h_fwd; h_bwd] + b), an attentive decoder (Bahdanau or
+Luong attention) and a readout, trained with teacher forcing (optionally step-wise scheduled
+sampling) on `kerasrnn.losses.SequenceCrossEntropy` by the recipe skeleton
+(`recipes.common.Recipe`: best checkpoint, BackupAndRestore, ``--continue``, ``--strategy
+mirrored``). Translation is `Seq2Seq.generate` (greedy or beam search) between the two sides'
+`kerasrnn.data.text.TextSide`; BLEU is sacreBLEU's corpus BLEU (`kerasrnn.metrics.corpus_bleu`).
 
 Command line::
 
@@ -37,7 +36,7 @@ from kerasrnn.data.text import TOKENIZERS
 from kerasrnn.export import TextTranslator
 from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
 from kerasrnn.validation import is_int
-from recipes import common
+from recipes import common, vectors
 from recipes.common import Option
 from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by their old names)
     DEMO_DEFAULTS,
@@ -48,6 +47,7 @@ from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by the
     load_pairs,
     load_sides,
     pairs_dataset,
+    side_vectors,
     translation_scores,
     write_heatmaps,
 )
@@ -119,6 +119,7 @@ OPTIONS = common.data_options(
         [10, 20, 30, 40],
         "source lengths (tokens) where length buckets split; [] for plain batching",
     ),
+    **vectors.SIDE_EMBEDDING_OPTIONS,
     **common.decoding_options(
         5, notes={"beam_size": "translate, export and the scores; 1: greedy"}
     ),
@@ -305,10 +306,9 @@ class TranslatorRecipe(common.Recipe):
         return load_pairs(config, spec, split)
 
     def prepare(self, config, splits):
-        """Source and target vocabularies (source_vocab.txt, target_vocab.txt) and the
-        teacher-forcing datasets."""
+        """The vocabularies (source_vocab.txt, target_vocab.txt) and the datasets."""
         sources, targets = splits["train"]
-        sides = build_sides(config, sources, targets)
+        sides, pretrained = side_vectors(config, build_sides(config, sources, targets))
         for name, side in zip(("source", "target"), sides):
             side.vocabulary.save(os.path.join(config["output_dir"], f"{name}_vocab.txt"))
         data, used = pairs_dataset(config, sides, sources, targets, shuffle=True)
@@ -319,12 +319,13 @@ class TranslatorRecipe(common.Recipe):
         return common.Prepared(
             data,
             valid,
-            {"sizes": sizes},
+            {"sizes": sizes, "vectors": pretrained},
             {
                 "train_pairs": len(sources),
                 "train_pairs_used": used,
                 "source_vocabulary": sizes[0],
                 "target_vocabulary": sizes[1],
+                **vectors.info(pretrained),
             },
         )
 
@@ -333,7 +334,7 @@ class TranslatorRecipe(common.Recipe):
         from kerasrnn.metrics import MaskedAccuracy
 
         try:
-            model = build_model(config, *prepared.model["sizes"])
+            model = build_model(config, *prepared.model["sizes"], prepared.model["vectors"])
             model.compile(
                 optimizer=common.optimizer(config),
                 loss=SequenceCrossEntropy(label_smoothing=config["label_smoothing"]),

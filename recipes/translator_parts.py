@@ -7,7 +7,7 @@ arguments."""
 import os
 
 from kerasrnn.data.text import TextSide, translation_dataset
-from recipes import common
+from recipes import common, vectors
 
 # The demo's generated dates: a small model and few epochs reach 100% exact match.
 DEMO_DEFAULTS = dict(
@@ -53,6 +53,30 @@ def build_sides(config, sources, targets):
         except ValueError as error:
             raise common.ConfigError(f"{side} side: {error}") from None
     return sides
+
+
+def side_vectors(config, sides):
+    """``(sides, {embedding layer: WordVectors or None})``: the vectors of
+    `source_embeddings` (the source side's vocabulary extended by `embeddings_extend`
+    words of the file, `recipes.vectors.load`) and `target_embeddings`."""
+    if config["embeddings_extend"] and config["source_tokenizer"] != "word":
+        raise common.ConfigError(
+            f"`embeddings_extend` adds words to the source vocabulary: it needs "
+            f"`source_tokenizer` word, not {config['source_tokenizer']!r}; set it to 0."
+        )
+    found = {}
+    for i, side in enumerate(("source", "target")):
+        text_side = sides[i]
+        found[f"{side}_embedding"] = loaded = vectors.load(
+            config,
+            text_side.vocabulary,
+            f"{side}_embeddings",
+            side == "source",
+            config["lowercase"],
+        )
+        if loaded is not None and loaded.added:
+            sides[i] = TextSide(loaded.vocabulary, text_side.kind, text_side.lowercase)
+    return sides, found
 
 
 def load_sides(config):
@@ -104,12 +128,15 @@ def pairs_dataset(config, sides, sources, targets, shuffle):
 # ----------------------------------------------------------------------------- model
 
 
-def build_model(config, source_vocab_size, target_vocab_size):
+def build_model(config, source_vocab_size, target_vocab_size, pretrained=None):
     """The translator as a `kerasrnn.seq2seq.Seq2Seq`: a bidirectional `RNNEncoder` of
     `num_layers` layers, the learned bridge, the attentive decoder (`attention`), dropout
     on the embeddings, between encoder layers and before the readout, and scheduled
     sampling as configured. It trains on ``{"source", "target_in"}`` -> ``target_out``
-    and decodes with `generate`."""
+    and decodes with `generate`. `pretrained` (`side_vectors`' second value) starts
+    the embeddings from vectors, whose width then replaces ``embedding_dim``."""
+    pretrained = pretrained or {}
+    config = vectors.width(config, *pretrained.values())
     import kerasrnn
     from kerasrnn.seq2seq import RNNEncoder, ScheduledSampling, Seq2Seq, Seq2SeqBackbone
 
@@ -159,7 +186,7 @@ def build_model(config, source_vocab_size, target_vocab_size):
         name="translator",
     )
     model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
-    return model
+    return vectors.apply(model, config, pretrained)
 
 
 def load_model(config):

@@ -8,8 +8,10 @@
   `join_wordpieces`);
 * `pipeline` -- `sequence_dataset`: shuffled, padded, masked, length-bucketed batches;
 * `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, SICK sentence
-  pairs, word vectors,
-  tensorflow-datasets; gzip is read transparently;
+  pairs, tensorflow-datasets; gzip is read transparently;
+* `vectors` -- pretrained word vectors (word2vec / GloVe text or binary, fastText
+  ``.vec``) aligned to a vocabulary, with their coverage (`load_vectors`,
+  `WordVectors`), and ``.vec`` writing (`write_vectors`);
 * `text` -- one side of a translation model (`TextSide`: tokeniser, lower-casing and
   vocabulary, in Python and as TensorFlow ops) and `translation_dataset` (sentence
   pairs -> a `Seq2Seq`'s teacher-forcing batches);
@@ -58,7 +60,9 @@ _LAZY = {
     "load_conllu": "loaders",
     "load_conll_columns": "loaders",
     "load_sick": "loaders",
-    "load_word_vectors": "loaders",
+    "load_vectors": "vectors",
+    "WordVectors": "vectors",
+    "write_vectors": "vectors",
     "load_tfds_classification": "loaders",
     "load_tfds_tagging": "loaders",
     "load_parallel_text": "loaders",

@@ -22,7 +22,6 @@ __all__ = [
     "load_conllu",
     "load_sick",
     "load_conll_columns",
-    "load_word_vectors",
     "load_tfds_classification",
     "load_tfds_tagging",
     "load_parallel_text",
@@ -262,59 +261,6 @@ def load_conll_columns(path, token_column=0, tag_column=-1, encoding="utf-8", se
         return token, tag
 
     return _sentences_from_blocks(path, encoding, parse)
-
-
-def load_word_vectors(path, vocabulary, encoding="utf-8", lowercase=False):
-    """Reads word2vec/GloVe text vectors for the words of `vocabulary`.
-
-    The format is one ``word v1 v2 ... vd`` line per word; a first line ``count dim``
-    (word2vec's header) is recognised and skipped. Words missing from the file keep a
-    small random vector (uniform in [-0.05, 0.05]); ``[PAD]`` gets zeros.
-
-    Args:
-        vocabulary: a `kerasrnn.data.Vocabulary`.
-        lowercase: look words up in lower case (for vectors trained on lower-cased text).
-
-    Returns:
-        ``(matrix, found)``: a float32 array of shape (len(vocabulary), d) and the number
-        of vocabulary words found in the file.
-    """
-    import numpy as np
-
-    index = {}
-    for i, token in enumerate(vocabulary.tokens):
-        index.setdefault(token.lower() if lowercase else token, []).append(i)
-    rng = np.random.default_rng(0)
-    matrix, dim, found = None, None, 0
-    for number, line in read_lines(path, encoding):
-        fields = line.rstrip().split(" ")
-        if number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
-            continue
-        if len(fields) < 2:
-            if not line.strip():
-                continue
-            raise DataFormatError(path, number, "expected 'word v1 ... vd'")
-        if dim is None:
-            dim = len(fields) - 1
-            matrix = rng.uniform(-0.05, 0.05, (len(vocabulary), dim)).astype("float32")
-        if len(fields) - 1 != dim:
-            raise DataFormatError(
-                path, number, f"expected {dim} numbers after the word, got {len(fields) - 1}"
-            )
-        word = fields[0].lower() if lowercase else fields[0]
-        rows = index.pop(word, None)
-        if rows is None:
-            continue
-        try:
-            vector = np.asarray(fields[1:], dtype="float32")
-        except ValueError:
-            raise DataFormatError(path, number, "the vector has non-numeric values") from None
-        matrix[rows] = vector
-        found += len(rows)
-    if matrix is None:
-        raise DataFormatError(path, None, "the file contains no vectors (it is empty).")
-    matrix[0] = 0.0
-    return matrix, found
 
 
 SICK_COLUMNS = ("sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")

@@ -1,11 +1,9 @@
-"""kerasrnn.data.loaders: local files (plain and gzip), word vectors, tfds errors."""
+"""kerasrnn.data.loaders: local files (plain and gzip), tfds errors."""
 
 import gzip
 
-import numpy as np
 import pytest
 
-from kerasrnn.data import Vocabulary
 from kerasrnn.data.loaders import (
     DataFormatError,
     DatasetUnavailableError,
@@ -16,7 +14,6 @@ from kerasrnn.data.loaders import (
     load_tfds_tagging,
     load_tfds_translation,
     load_tsv,
-    load_word_vectors,
 )
 
 CONLLU = """# sent_id = 1
@@ -109,17 +106,6 @@ def test_conll_columns_bio(tmp_path):
     bad = _write(tmp_path / "bad.txt", COLUMNS.replace("rejects VBZ B-VP O", "rejects O"))
     with pytest.raises(DataFormatError, match=r"bad.txt, line 4: expected 4 columns"):
         load_conll_columns(bad)
-
-
-def test_word_vectors(tmp_path):
-    vocab = Vocabulary(["cat", "dog", "emu"])
-    path = _write(tmp_path / "v.txt", "3 2\ncat 1 2\nDOG 3 4\nzebra 5 6\n", compress=True)
-    matrix, found = load_word_vectors(path, vocab, lowercase=True)
-    assert matrix.shape == (7, 2) and found == 2
-    np.testing.assert_array_equal(matrix[[0, 4, 5]], [[0, 0], [1, 2], [3, 4]])
-    assert np.abs(matrix[6]).max() <= 0.05  # emu: not in the file, small random
-    with pytest.raises(DataFormatError, match=r"line 2: expected 2 numbers"):
-        load_word_vectors(_write(tmp_path / "b.txt", "cat 1 2\ndog 1\n"), vocab)
 
 
 def test_tfds_missing_dataset_is_a_clear_error(tmp_path):
