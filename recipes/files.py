@@ -162,9 +162,17 @@ def load_best_model(config, former=()):
     if broken is not None:
         raise RecipeError(f"{path} is damaged: {broken} fails its checksum; train the run again.")
     try:
+        import warnings
+
         import keras
 
-        return keras.saving.load_model(path)
+        with warnings.catch_warnings():
+            if config.get("freeze_embeddings"):
+                # the rebuilt model's embedding is trainable again (its frozen state is
+                # the recipe's, not the layer config's), so Keras finds more optimizer
+                # slots than were saved; a loaded best model only predicts
+                warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
+            return keras.saving.load_model(path)
     except Exception:
         if saved not in former:
             raise

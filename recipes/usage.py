@@ -42,7 +42,7 @@ EXAMPLES = {
             f"--train {_EWT}-train.conllu --valid {_EWT}-dev.conllu "
             f"--test {_EWT}-test.conllu --output-dir runs/upos",
             "--train ner_train.txt --valid ner_valid.txt --crf --tag-scheme bioes "
-            "--output-dir runs/ner",
+            "--embeddings glove.6B.100d.txt --freeze-embeddings --output-dir runs/ner",
         ),
         "evaluate": (
             f"--output-dir runs/upos --test {_EWT}-test.conllu",
@@ -69,6 +69,10 @@ EXAMPLES = {
             "--output-dir runs/ptb --method sample --temperature 0.8 --top-k 40 'the market'",
         ),
         "export": _exports("runs/ptb"),
+        "export-embeddings": (
+            "runs/ptb runs/ptb/embeddings.vec",
+            "--output-dir runs/ptb runs/ptb/embeddings.vec",
+        ),
     },
     "translator": {
         "train": (

@@ -1,0 +1,170 @@
+"""recipes.vectors: pretrained vectors in the tagger, pair classifier and translator,
+and the language model's export-embeddings feeding the tagger's --embeddings."""
+
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+import keras  # noqa: E402
+
+from kerasrnn.data import Vocabulary  # noqa: E402
+from kerasrnn.data.vectors import write_vectors  # noqa: E402
+from recipes import common, language_model, pair_classifier, tagger, translator  # noqa: E402
+from recipes.vectors import find_layer  # noqa: E402
+
+SENTENCES = [["The", "cat", "sat", "on", "a", "mat"], ["A", "dog", "ran", "on", "the", "log"]] * 8
+TAGS = [["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"]] * 16
+
+
+def _rows(model, name):
+    return keras.ops.convert_to_numpy(find_layer(model, name).embeddings)
+
+
+@pytest.fixture(scope="module")
+def lm_vectors(tmp_path_factory):
+    """A tiny word LM trained one epoch and its embedding exported by the command line."""
+    folder = tmp_path_factory.mktemp("lm")
+    text = folder / "train.txt"
+    text.write_text("the cat sat on a mat\na dog ran on the log\nthe bird flew\n" * 20)
+    run, out = str(folder / "run"), str(folder / "lm.vec")
+    flags = ["--train-file", str(text), "--valid-file", "", "--test-file", ""]
+    tiny = ["--units", "8", "--num-layers", "1", "--steps", "5", "--batch-size", "4"]
+    assert (
+        language_model.main(
+            ["train", *flags, *tiny, "--epochs", "1", "--verbose", "0", "--output-dir", run]
+        )
+        == 0
+    )
+    assert language_model.main(["export-embeddings", run, out]) == 0
+    config = common.saved_config(language_model.OPTIONS, run, {})
+    trained = language_model.LanguageModel.from_run(config)
+    return out, trained.vocabulary, _rows(trained.model, "embedding")
+
+
+def test_lm_vectors_start_a_frozen_tagger(tmp_path, lm_vectors, capsys):
+    path, lm_vocab, lm_rows = lm_vectors
+    assert open(path).readline() == f"{len(lm_vocab) - 4} 8\n"
+    config = common.load_config(
+        tagger.DEFAULTS,
+        overrides=dict(
+            output_dir=str(tmp_path / "tagger"),
+            embeddings=path,
+            freeze_embeddings=True,
+            embeddings_extend=1,
+            units=8,
+            char_dim=0,
+            epochs=1,
+            verbose=0,
+            bucket_boundaries=[],
+        ),
+    )
+    results = tagger.train(config, {"train": (SENTENCES, TAGS), "valid": None, "test": None})
+    # the tagger's lower-cased words: the cat sat on a mat dog ran log, all in the LM;
+    # one added from the file (its most frequent unseen word: bird)
+    words = Vocabulary.load(os.path.join(config["output_dir"], "vocab.txt"))
+    assert (
+        words.tokens[4:-1]
+        == Vocabulary.build([[w.lower() for w in s] for s in SENTENCES]).tokens[4:]
+    )
+    assert words.tokens[-1] == "bird"
+    coverage = results["pretrained_vectors"]["embeddings"]
+    assert (coverage["vocabulary"], coverage["found"], coverage["found_lowercase"]) == (9, 9, 0)
+    assert coverage["added"] == 1 and coverage["dim"] == 8 and coverage["coverage"] == 1.0
+    assert "9 of 9 words have a 8-d vector" in capsys.readouterr().err
+    # frozen: after fit the rows are still the LM's (written to 6 digits in the file)
+    rows = _rows(common.load_best_model(config), "word_embedding")
+    for token in words.tokens[4:]:
+        np.testing.assert_allclose(
+            rows[words.token_to_id(token)], lm_rows[lm_vocab.token_to_id(token)], atol=1e-5
+        )
+    np.testing.assert_array_equal(rows[0], 0.0)
+
+
+def test_pair_classifier_starts_from_the_files_rows(tmp_path):
+    a = ["a man plays a guitar", "a woman cuts an onion"] * 4
+    b = ["a person plays music", "nobody cuts anything"] * 4
+    splits = {"train": (a, b, [4.5, 1.5] * 4, ["ENTAILMENT", "NEUTRAL"] * 4)}
+    vec = write_vectors(tmp_path / "v.vec", ["A", "man", "guitar"], np.eye(3, 5) + 1)
+    config = common.load_config(
+        pair_classifier.DEFAULTS,
+        overrides=dict(output_dir=str(tmp_path / "run"), embeddings=vec, units=4),
+    )
+    os.makedirs(config["output_dir"])
+    recipe = pair_classifier.RECIPE
+    prepared = recipe.prepare(config, splits)
+    model = recipe.build(config, prepared)
+    vocab = Vocabulary.load(os.path.join(config["output_dir"], "vocab.txt"))
+    rows = _rows(model, "embedding")
+    assert rows.shape == (len(vocab), 5)  # the file's width, not embedding_dim
+    for i, token in enumerate(("A", "man", "guitar")):
+        np.testing.assert_array_equal(rows[vocab.token_to_id(token.lower())], np.eye(3, 5)[i] + 1)
+    coverage = prepared.info["pretrained_vectors"]["embeddings"]
+    assert (coverage["found"], coverage["found_lowercase"]) == (2, 1)
+    assert find_layer(model, "embedding").trainable  # fine-tuned by default
+
+
+def test_translator_source_and_target_vectors(tmp_path):
+    sources, targets = ["ein Hund", "eine Katze"] * 4, ["a dog", "a cat"] * 4
+    src = write_vectors(tmp_path / "de.vec", ["Hund", "Katze", "Maus"], np.ones((3, 6)))
+    tgt = write_vectors(tmp_path / "en.vec", ["dog", "cat"], 2 * np.ones((2, 6)))
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            output_dir=str(tmp_path / "run"),
+            source_embeddings=src,
+            target_embeddings=tgt,
+            freeze_embeddings=True,
+            embeddings_extend=1,
+            encoder_units=4,
+            decoder_units=4,
+            attention_units=4,
+        ),
+    )
+    os.makedirs(config["output_dir"])
+    recipe = translator.RECIPE
+    prepared = recipe.prepare(config, {"train": (sources, targets)})
+    model = recipe.build(config, prepared)
+    source_vocab = Vocabulary.load(os.path.join(config["output_dir"], "source_vocab.txt"))
+    assert "Maus" in source_vocab  # the source side extended from its file
+    for name, vocab_file, token, value in (
+        ("source_embedding", "source_vocab.txt", "Katze", 1.0),
+        ("target_embedding", "target_vocab.txt", "cat", 2.0),
+    ):
+        vocab = Vocabulary.load(os.path.join(config["output_dir"], vocab_file))
+        np.testing.assert_array_equal(_rows(model, name)[vocab.token_to_id(token)], value)
+        assert not find_layer(model, name).trainable
+    info = prepared.info["pretrained_vectors"]
+    assert info["source_embedding"]["added"] == 1 and info["target_embedding"]["found"] == 2
+    narrow = write_vectors(tmp_path / "narrow.vec", ["dog"], np.ones((1, 3)))
+    with pytest.raises(common.ConfigError, match=r"en.vec is 6-d|narrow.vec is 3-d"):
+        recipe.build(
+            dict(config, target_embeddings=narrow),
+            recipe.prepare(dict(config, target_embeddings=narrow), {"train": (sources, targets)}),
+        )
+
+
+def test_embeddings_flags_and_bad_files_on_the_command_line(tmp_path, capsys):
+    bad = tmp_path / "bad.vec"
+    bad.write_text("2 3\ncat 1 2 3\ndog 1 2\n")
+    data = tmp_path / "train.txt"
+    data.write_text("The DET\ncat NOUN\n\n")
+    code = tagger.main(
+        [
+            "train",
+            "--train",
+            str(data),
+            "--embeddings",
+            str(bad),
+            "--no-freeze-embeddings",
+            "--output-dir",
+            str(tmp_path / "r"),
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].endswith(
+        "bad.vec, line 3: expected 3 numbers after the word (as the header "
+        "line has), got 2; fix or drop the line"
+    )
