@@ -25,6 +25,7 @@ BENCHMARKS = {
     "translator": ("quality", "translator", "Multi30k De-En BLEU and decoding speed"),
     "transfer": ("transfer", "mr", "MR with and without LM transfer (ULMFiT), bigram NB"),
     "bilm_upos": ("transfer", "upos", "EWT UPOS with and without a frozen biLM's features"),
+    "vectors_ner": ("transfer", "ner_vectors", "CoNLL-2003 NER with and without LM word vectors"),
 }
 
 

@@ -16,12 +16,20 @@
   most-frequent-tag baseline. Each step runs the recipe's command line in a fresh
   process; a step whose results.json exists is skipped.
 
-Both are reduced measurements (a small LM trained for minutes on a CPU), not the papers'
+* ``vectors_ner`` (``ner_vectors``): word vectors learned without labels. A word-level
+  LM trained for ``--lm-minutes`` on the training text of PTB, EWT and CoNLL-2003
+  (lower-cased), its input embedding written by ``language_model export-embeddings``,
+  then the CoNLL-2003 tagger (recipes/configs/conll2003_ner.yaml, ``--tagger-epochs``)
+  with the same seeds without and with ``--embeddings`` (fine-tuned; their width, the
+  LM's, replaces the config's 100), beside the coverage of the vectors.
+
+All are reduced measurements (a small LM trained for minutes on a CPU), not the papers'
 settings. The corpora helpers and baselines are bench/quality.py's.
 
     python -m bench transfer [--lm-minutes 6] [--folds 2] [--runs runs/ulmfit]
     python -m bench transfer --lm runs/ulmfit/lm --runs runs/other --transfer lm_extend_vocabulary=2
     python -m bench bilm_upos --output-dir runs/bilm-upos [--seeds 1 2] [--tagger-epochs 2]
+    python -m bench vectors_ner --output-dir runs/ner-vectors [--lm-minutes 5] [--seeds 1]
 """
 
 import json
@@ -439,4 +447,109 @@ def upos(argv=None):
             },
             indent=1,
         )
+    )
+
+
+# ------------------------------------------------------- CoNLL-2003 with LM vectors
+
+
+def _shared_text(out, valid_lines=2000, seed=0):
+    """PTB, EWT and CoNLL-2003 training sentences, lower-cased, shuffled: train.txt and
+    valid.txt (its last `valid_lines`) in `out`; their paths and line counts."""
+    import random
+
+    from recipes import lm_corpus
+
+    texts = lm_corpus.corpora(str(DATA))
+    lines = [" ".join(s).lower() for name in ("ptb", "ud_en_ewt", "conll2003") for s in texts[name]]
+    random.Random(seed).shuffle(lines)
+    parts = {"train": lines[:-valid_lines], "valid": lines[-valid_lines:]}
+    out.mkdir(parents=True, exist_ok=True)
+    for name, part in parts.items():
+        (out / f"{name}.txt").write_text("".join(line + "\n" for line in part))
+    return {name: str(out / f"{name}.txt") for name in parts}, {
+        name: len(part) for name, part in parts.items()
+    }
+
+
+def ner_vectors(argv=None):
+    parser = suite.parser("vectors_ner", __doc__)
+    parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
+    parser.add_argument("--lm-minutes", type=float, default=5.0)
+    parser.add_argument("--tagger-epochs", type=int, default=2)
+    parser.add_argument("--max-vocab", type=int, default=20000, help="the LM's vocabulary")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.output_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    log, python, began, walls = out / "recipes.log", sys.executable, time.time(), {}
+    lm_dir, vectors = out / "lm", out / "lm.vec"
+    lm_config = dict(LM_CONFIG, max_vocab=args.max_vocab, time_budget=args.lm_minutes)
+    if not (lm_dir / "results.json").exists():
+        text, lines = _shared_text(out / "text")
+        print("LM text lines:", json.dumps(lines), flush=True)
+        walls["lm"] = quality.run_recipe(
+            [python, "-m", "recipes.language_model", "train", "--output-dir", str(lm_dir),
+             "--train-file", text["train"], "--valid-file", text["valid"], "--seed", "1",
+             *quality.flags(lm_config)],
+            log,
+        )  # fmt: skip
+    lm_results = json.loads((lm_dir / "results.json").read_text())
+    if not vectors.exists():
+        quality.run_recipe(
+            [python, "-m", "recipes.language_model", "export-embeddings", str(lm_dir),
+             str(vectors)],
+            log,
+        )  # fmt: skip
+    config = str(pathlib.Path(__file__).resolve().parent.parent / "recipes" / "configs")
+    tagger = {"epochs": args.tagger_epochs, "verbose": 2}
+    variants = {"tagger": {}, "tagger + LM vectors (fine-tuned)": {"embeddings": str(vectors)}}
+    f1, coverage = {name: {} for name in variants}, None
+    for name, extra in variants.items():
+        for seed in args.seeds:
+            run_dir = out / (("vectors_" if extra else "plain_") + f"seed{seed}")
+            if not (run_dir / "results.json").exists():
+                walls[f"{name} seed {seed}"] = quality.run_recipe(
+                    [python, "-m", "recipes.tagger", "train", "--config",
+                     config + "/conll2003_ner.yaml", "--output-dir", str(run_dir), "--seed",
+                     str(seed), *quality.flags(dict(tagger, **extra))],
+                    log,
+                )  # fmt: skip
+            results = json.loads((run_dir / "results.json").read_text())
+            f1[name][seed] = results["test"]["entities"]["f1"]
+            coverage = results.get("pretrained_vectors", {}).get("embeddings", coverage)
+    print()
+    print("| model | " + " | ".join(f"seed {s}" for s in args.seeds) + " | mean |")
+    print("|---|" + "---|" * (len(args.seeds) + 1))
+    means = {}
+    for name, scores in f1.items():
+        values = [scores[s] for s in args.seeds]
+        means[name] = 100 * sum(values) / len(values)
+        cells = " | ".join(f"{100 * v:.2f}" for v in values)
+        print(f"| {name} | {cells} | {means[name]:.2f} |")
+    print("vectors coverage:", json.dumps(coverage))
+    print("LM valid perplexity:", round(lm_results["valid"]["perplexity"], 2))
+    print("wall times (s):", json.dumps({k: round(v) for k, v in walls.items()}))
+    print(f"total wall time: {(time.time() - began) / 60:.1f} min ({os.cpu_count()} cores)")
+    suite.write_result(
+        args,
+        "ner_lm_vectors",
+        f"CoNLL-2003 NER test entity F1 with word vectors from an LM (reduced: an LM of "
+        f"{args.lm_minutes:g} minutes, {args.tagger_epochs} tagger epochs)",
+        {
+            "vectors": suite.figure(
+                means["tagger + LM vectors (fine-tuned)"],
+                f"test F1 with the LM's vectors, mean of {len(args.seeds)} seed(s)",
+            ),
+            "plain": suite.figure(means["tagger"], "the same tagger without"),
+        },
+        published=suite.figure(90.94, "Lample et al. 2016 with pretrained embeddings", 2),
+        details={
+            "f1": f1,
+            "coverage": coverage,
+            "lm": lm_config,
+            "tagger": tagger,
+            "lm_valid_perplexity": lm_results["valid"]["perplexity"],
+        },  # fmt: skip
+        readme=False,
     )
