@@ -23,6 +23,11 @@ BENCHMARKS = {
     "ner": ("quality", "ner", "CoNLL-2003 NER entity F1, dictionary baseline"),
     "language_model": ("quality", "language_model", "Penn Treebank perplexity (Zaremba)"),
     "translator": ("quality", "translator", "Multi30k De-En BLEU and decoding speed"),
+    "time_budget": (
+        "quality",
+        "time_budget",
+        "char LM: budget schedules, range test, same minutes",
+    ),
     "transfer": ("transfer", "mr", "MR with and without LM transfer (ULMFiT), bigram NB"),
     "bilm_upos": ("transfer", "upos", "EWT UPOS with and without a frozen biLM's features"),
     "vectors_ner": ("transfer", "ner_vectors", "CoNLL-2003 NER with and without LM word vectors"),

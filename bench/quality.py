@@ -12,6 +12,9 @@ split, beside a strong simple baseline on the same split and the published figur
   published: Lample et al. 2016 with random embeddings 83.63 (pretrained: 90.94).
 * ``language_model``: Penn Treebank perplexity, Zaremba et al.'s "small" (2 x 200,
   13 epochs, no dropout; paper 114.5) or "medium"; baseline: none (the paper).
+* ``time_budget``: a character LM on tiny Shakespeare given the same minutes under
+  each budget schedule, at the hand-set peak or the range test's (``--find-lr``),
+  beside the constant hand-set rate; test bits per character.
 * ``translator``: Multi30k German -> English, sacreBLEU on test_2016_flickr, greedy and
   beam search, and the decoding speed; published: the PyTorch notebooks' 512-unit GRU
   28.3 greedy.
@@ -24,6 +27,7 @@ beside the checkout); each run writes bench/results/NAME.json.
     python -m bench ner [--rows dictionary softmax crf-constrained] [--table]
     python -m bench language_model --cell lstm [--size small]
     python -m bench translator [--train-pairs 2000 --test-sentences 100 --set epochs=1]
+    python -m bench time_budget [--minutes 3] [--variants constant wsd+find]
 """
 
 import collections
@@ -703,6 +707,118 @@ def language_model(argv=None):
         details=summary,
     )
     return summary
+
+
+# ------------------------------------------------ time budgets (character LM, Shakespeare)
+# A one-layer character LSTM on the tiny Shakespeare text (first 90% train, then 5%
+# valid, 5% test), Adam at the hand-set 2e-3 of char-rnn. Each variant gets the same
+# minutes: `constant` is the fixed schedule (the hand-set rate, training stopped when the
+# minutes are spent); the others stretch a schedule over them, at the hand-set peak or
+# at the peak the range test picks (`+find`, its time inside the minutes).
+BUDGET_LM_CONFIG = {
+    "level": "char",
+    "batching": "stream",
+    "units": 128,
+    "num_layers": 1,
+    "embedding_dim": 32,
+    "bidirectional": False,
+    "dropout": 0.0,
+    "optimizer": "adam",
+    "learning_rate": 0.002,
+    "loss_reduction": "mean",
+    "clipnorm": 1.0,
+    "batch_size": 32,
+    "steps": 64,
+    "epochs": 1000,  # a cap: the budget ends training
+    "patience": 0,
+    "verbose": 0,
+}
+BUDGET_VARIANTS = {
+    "constant": {"budget_schedule": "constant", "find_lr": False},
+    "cosine": {"budget_schedule": "cosine", "find_lr": False},
+    "wsd": {"budget_schedule": "wsd", "find_lr": False},
+    "cosine+find": {"budget_schedule": "cosine", "find_lr": True},
+    "wsd+find": {"budget_schedule": "wsd", "find_lr": True},
+}
+
+
+def budget_text(out):
+    """The tiny Shakespeare text split by characters into train / valid / test files."""
+    text = (DATA / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")
+    cuts = [0, int(0.9 * len(text)), int(0.95 * len(text)), len(text)]
+    files = {}
+    for split, low, high in zip(("train", "valid", "test"), cuts, cuts[1:]):
+        files[split] = out / f"{split}.txt"
+        files[split].write_text(text[low:high], encoding="utf-8")
+    return files
+
+
+def time_budget(argv=None):
+    """Each variant of `BUDGET_VARIANTS` trained for the same minutes, side by side (one
+    process each, started together, so a busy machine slows them alike); the test bits
+    per character of each, with the range test's pick."""
+    parser = suite.parser("time_budget", __doc__)
+    parser.add_argument("--minutes", type=float, default=3.0, help="each variant's budget")
+    parser.add_argument(
+        "--variants", nargs="+", choices=sorted(BUDGET_VARIANTS), default=list(BUDGET_VARIANTS)
+    )
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--output-dir", default="runs/bench_time_budget")
+    parser.add_argument("--set", nargs="*", default=[], help="key=value config overrides")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.output_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    text = budget_text(out)
+    config = overrides(BUDGET_LM_CONFIG, args.set)
+    config.update(time_budget=args.minutes, seed=args.seed)
+    command = [sys.executable, "-m", "recipes.language_model", "train", "--overwrite"]
+    command += ["--train-file", str(text["train"]), "--valid-file", str(text["valid"])]
+    command += ["--test-file", str(text["test"])]
+    runs = {}
+    for name in args.variants:
+        folder = out / name.replace("+", "_")
+        argv_ = command + flags({**config, **BUDGET_VARIANTS[name]})
+        argv_ += ["--output-dir", str(folder)]
+        print("$ " + " ".join(shlex.quote(c) for c in argv_), flush=True)
+        log = open(out / f"{folder.name}.log", "w", encoding="utf-8")  # noqa: SIM115
+        runs[name] = (folder, subprocess.Popen(argv_, stdout=log, stderr=log, cwd=ROOT), log)
+    rows = {}
+    for name, (folder, process, log) in runs.items():
+        code = process.wait()
+        log.close()
+        if code:
+            raise SystemExit(f"{name} failed (exit {code}); see {out / folder.name}.log")
+        results = json.loads((folder / "results.json").read_text())
+        search = results.get("find_lr") or {}
+        rows[name] = {
+            "test_bits_per_character": results["test"]["bits_per_character"],
+            "valid_bits_per_character": results["valid"]["bits_per_character"],
+            "peak": search.get("pick", config["learning_rate"]),
+            "find_lr_seconds": search.get("seconds", 0.0),
+            "steps": results["time_budget"]["steps"],
+            "seconds_used": results["time_budget"]["seconds_used"],
+        }
+        row = rows[name]
+        print(
+            f"{name:12s} test {row['test_bits_per_character']:.3f} bpc, peak "
+            f"{row['peak']:.3g}, {row['steps']} steps in {row['seconds_used']:.0f} s "
+            f"(range test {row['find_lr_seconds']:.0f} s)",
+            flush=True,
+        )
+    suite.write_result(
+        args,
+        "time_budget",
+        f"character LM on tiny Shakespeare, {args.minutes:g} minutes each: budgeted "
+        "schedules beside the constant rate",
+        {
+            name.replace("+", "_"): suite.figure(
+                row["test_bits_per_character"], f"{name}: test bits per character", 3
+            )
+            for name, row in rows.items()
+        },
+        details={"config": config, "variants": BUDGET_VARIANTS, "rows": rows},
+    )
+    return rows
 
 
 # ------------------------------------------------------------------ translator (Multi30k)

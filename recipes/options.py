@@ -131,9 +131,10 @@ _TRAINING = {
         "cosine",
         "the schedule of `time_budget`, peaking at `learning_rate` (or the pick of "
         "`find_lr`): cosine (linear warmup, then cosine decay to 0), wsd (warmup, the "
-        "peak held, a linear decay to 0 over the last 20% of the steps) or one_cycle "
-        "(PyTorch's OneCycleLR)",
-        ("cosine", "wsd", "one_cycle"),
+        "peak held, a linear decay to 0 over the last 20% of the steps), one_cycle "
+        "(PyTorch's OneCycleLR) or constant (the peak throughout: the budget only stops "
+        "training)",
+        ("cosine", "wsd", "one_cycle", "constant"),
     ),
     "warmup": Option(
         0.05, "with `time_budget`: the fraction of the steps spent rising to the peak"

@@ -95,7 +95,7 @@ def learning_rate_schedule(config):
     warmup)."""
     from kerasrnn.callbacks import OneCycle, WarmupCosineDecay, WarmupStableDecay
 
-    if not config.get("time_budget"):
+    if not config.get("time_budget") or config["budget_schedule"] == "constant":
         return config["learning_rate"]
     schedules = {"cosine": WarmupCosineDecay, "wsd": WarmupStableDecay, "one_cycle": OneCycle}
     schedule = schedules[config["budget_schedule"]]
@@ -106,33 +106,53 @@ def learning_rate_schedule(config):
 # the optimizer's scale (SGD's 1 against Adam's 1e-3), not the peak.
 FIND_LR_RANGE = (1e-3, 1e2)
 FIND_LR_STEPS = 100
+# The sweep's share of the budget: on a slow machine it is cut to the steps that fit;
+# fewer than FIND_LR_MIN_STEPS (under 4 a decade) make too coarse a curve to trust,
+# and the peak stays the configured rate.
+FIND_LR_SHARE = 0.1
+FIND_LR_MIN_STEPS = 20
 
 
 def find_peak(model, config, train_data, continue_run=False):
     """With a `time_budget` and `find_lr`: runs a `kerasrnn.callbacks.LearningRateFinder`
     on the compiled `model` (the weights put back) and sets its pick as the peak of the
-    optimizer's budget schedule; returns the `LearningRateSearch` (None when off). A
-    continued run keeps the peak its first run picked (results.json's ``find_lr``)."""
+    optimizer's budget schedule (its rate, for ``budget_schedule: constant``); returns
+    the `LearningRateSearch` (None when off). A continued run keeps the peak its first
+    run picked (results.json's ``find_lr``)."""
     from kerasrnn.callbacks import LearningRateFinder, LearningRateSearch, budget_schedule
 
     schedule = budget_schedule(model.optimizer)
-    if not (config.get("time_budget") and config.get("find_lr")) or schedule is None:
+
+    def set_peak(rate):
+        if schedule is not None:
+            schedule.set_peak(rate)
+        else:  # `budget_schedule: constant`: the optimizer's own rate
+            model.optimizer.learning_rate = rate
+
+    if not (config.get("time_budget") and config.get("find_lr")):
         return None
     files = run_files(config)
     if continue_run and os.path.exists(files["results"]):
         earlier = read_json(files["results"], (), dict).get("find_lr")
         if earlier:
-            schedule.set_peak(earlier["pick"])
+            set_peak(earlier["pick"])
             return LearningRateSearch(earlier, seconds=0.0)
     low, high = FIND_LR_RANGE
+    rate, seconds = config["learning_rate"], 60.0 * config["time_budget"]
     finder = LearningRateFinder(
-        config["learning_rate"] * low, config["learning_rate"] * high, FIND_LR_STEPS
+        rate * low, rate * high, FIND_LR_STEPS, max_seconds=FIND_LR_SHARE * seconds
     )
     if isinstance(train_data, tuple):
         search = finder.find(model, *train_data, batch_size=config["batch_size"])
     else:
         search = finder.find(model, train_data)
-    schedule.set_peak(search.pick)
+    if search.planned_steps < FIND_LR_MIN_STEPS:
+        search.update(
+            pick=rate,
+            rule=f"the configured rate: {FIND_LR_SHARE:.0%} of the budget held "
+            f"{search.planned_steps} steps, under {FIND_LR_MIN_STEPS}",
+        )
+    set_peak(search.pick)
     print(search.line(), file=sys.stderr, flush=True)
     return search
 

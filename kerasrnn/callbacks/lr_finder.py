@@ -20,8 +20,9 @@ class LearningRateSearch(dict):
     """What `LearningRateFinder.find` measured, a dict (JSON-ready) with attribute
     access: ``rates``, ``losses`` (each step's training loss), ``smoothed`` (their
     bias-corrected moving average), ``minimum_rate`` (the rate of the lowest smoothed
-    loss), ``pick`` (the rate the rule chose), ``rule`` (the rule in words), ``steps``,
-    ``diverged`` (stopped early by the divergence test) and ``seconds``."""
+    loss), ``pick`` (the rate the rule chose), ``rule`` (the rule in words), ``steps``
+    (taken), ``planned_steps`` (N, after a time limit's cut), ``diverged`` (stopped
+    early by the divergence test) and ``seconds``."""
 
     def __getattr__(self, name):
         try:
@@ -81,6 +82,10 @@ class LearningRateFinder:
         smoothing: β, in [0, 1).
         divergence: the factor over the lowest smoothed loss that stops the sweep, > 1.
         fraction: f, the pick as a fraction of the loss-minimising rate, in (0, 1].
+        max_seconds: a time limit (None: none). After the first (compiling) step and
+            `TIMED_STEPS` more, N is cut to the steps that fit in it at their speed (at
+            least `TIMED_STEPS` + 2), so the sweep still ends at η_hi; the rates of the
+            steps already taken stay as they were.
 
     Example:
 
@@ -106,6 +111,7 @@ class LearningRateFinder:
         smoothing=0.9,
         divergence=4.0,
         fraction=0.1,
+        max_seconds=None,
     ):
         self.min_rate = check_number("min_rate", min_rate, "(0, inf)")
         self.max_rate = check_number("max_rate", max_rate, "(0, inf)")
@@ -118,10 +124,12 @@ class LearningRateFinder:
         self.smoothing = check_number("smoothing", smoothing, "[0, 1)")
         self.divergence = check_number("divergence", divergence, "(1, inf)")
         self.fraction = check_number("fraction", fraction, "(0, 1]")
+        self.max_seconds = check_number("max_seconds", max_seconds, "(0, inf)", allow_none=True)
 
-    def rate(self, k):
-        """η_k, the rate of step k."""
-        return self.min_rate * (self.max_rate / self.min_rate) ** (k / (self.steps - 1))
+    def rate(self, k, steps=None):
+        """η_k, the rate of step k of a sweep of `steps` (None: `steps`)."""
+        n = steps or self.steps
+        return self.min_rate * (self.max_rate / self.min_rate) ** (k / (n - 1))
 
     @property
     def rule(self):
@@ -146,7 +154,7 @@ class LearningRateFinder:
         # the model's own optimizer, and a schedule it may hold, are not touched
         ramp = _ExponentialRamp(self.min_rate, self.max_rate, self.steps)
         sweep = type(optimizer).from_config({**optimizer.get_config(), "learning_rate": ramp})
-        record = _Record(self)
+        record = _Record(self, ramp)
         if hasattr(x, "repeat") and hasattr(x, "element_spec"):  # a tf.data.Dataset
             x = x.repeat()
         model.optimizer = sweep
@@ -175,51 +183,83 @@ class LearningRateFinder:
             )
         best = int(np.argmin(record.smoothed))
         return LearningRateSearch(
-            rates=[self.rate(k) for k in range(len(record.losses))],
+            rates=record.rates,
             losses=record.losses,
             smoothed=record.smoothed,
-            minimum_rate=self.rate(best),
-            pick=self.fraction * self.rate(best),
+            minimum_rate=record.rates[best],
+            pick=self.fraction * record.rates[best],
             rule=self.rule,
             steps=len(record.losses),
+            planned_steps=record.length,
             diverged=record.diverged,
             seconds=time.monotonic() - began,
         )
 
 
 class _ExponentialRamp(keras.optimizers.schedules.LearningRateSchedule):
-    """η_k of `LearningRateFinder`, k the optimizer's step (its copy starts at 0)."""
+    """η_k of `LearningRateFinder`, k the optimizer's step (its copy starts at 0); the
+    sweep's length is a variable, which a time limit cuts."""
 
     def __init__(self, low, high, steps):
-        self.low, self.high, self.steps = low, high, steps
+        self.low, self.high = low, high
+        self.length = keras.Variable(float(steps), dtype="float32", trainable=False)
 
     def __call__(self, step):
-        progress = keras.ops.cast(step, "float32") / float(self.steps - 1)
+        progress = keras.ops.cast(step, "float32") / (self.length - 1.0)
         return self.low * keras.ops.exp(progress * math.log(self.high / self.low))
 
     def get_config(self):
-        return {"low": self.low, "high": self.high, "steps": self.steps}
+        return {"low": self.low, "high": self.high}
+
+
+TIMED_STEPS = 3  # steps timed after the first before a time limit cuts the sweep
 
 
 class _Record(keras.callbacks.Callback):
-    """Each step's loss, their smoothed curve, and the divergence stop."""
+    """Each step's rate and loss, their smoothed curve, the divergence stop and the
+    time limit."""
 
-    def __init__(self, finder):
+    def __init__(self, finder, ramp):
         super().__init__()
-        self.finder = finder
-        self.losses, self.smoothed = [], []
+        self.finder, self.ramp = finder, ramp
+        self.length = finder.steps
+        self.rates, self.losses, self.smoothed = [], [], []
         self.average, self.diverged = 0.0, False
+
+    def on_train_begin(self, logs=None):
+        self.began, self.first_done = time.monotonic(), None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.rates.append(self.finder.rate(epoch, self.length))
+
+    def _cut(self, k):
+        now = time.monotonic()
+        if k == 0:
+            self.first_done = now
+        if self.finder.max_seconds is None or k != TIMED_STEPS:
+            return
+        per_step = (now - self.first_done) / TIMED_STEPS
+        left = self.finder.max_seconds - (now - self.began)
+        fit = k + 1 + int(max(left, 0.0) / max(per_step, 1e-9))
+        length = max(min(fit, self.finder.steps), TIMED_STEPS + 2)
+        if length < self.length:
+            self.length = length
+            self.ramp.length.assign(float(length))
+            if keras.backend.backend() == "jax":  # its compiled step holds the old length
+                self.model.make_train_function(force=True)
 
     def on_epoch_end(self, epoch, logs=None):
         loss = float(np.asarray((logs or {})["loss"]))
         self.losses.append(loss)
+        self._cut(epoch)
         beta = self.finder.smoothing
         if math.isfinite(loss):
             self.average = beta * self.average + (1 - beta) * loss
             self.smoothed.append(self.average / (1 - beta ** len(self.losses)))
-        if not math.isfinite(loss) or (
+        diverged = not math.isfinite(loss) or (
             len(self.smoothed) > 1
             and self.smoothed[-1] > self.finder.divergence * min(self.smoothed)
-        ):
-            self.diverged = True
+        )
+        self.diverged = self.diverged or diverged
+        if diverged or len(self.losses) >= self.length:
             self.model.stop_training = True

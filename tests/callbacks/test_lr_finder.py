@@ -97,3 +97,16 @@ def test_an_uncompiled_model_or_missing_batch_size_is_refused(problem):
     model.compile("sgd", "mse")
     with pytest.raises(ValueError, match="give `batch_size`"):
         LearningRateFinder().find(model, x, y)
+
+
+def test_a_time_limit_cuts_the_sweep_and_it_still_ends_at_the_last_rate(problem):
+    x, y, _ = problem
+    model = dense_model(keras.optimizers.SGD())
+    finder = LearningRateFinder(1e-5, 1e-2, steps=1000, max_seconds=1e-3)
+    search = finder.find(model, x, y, batch_size=32)
+    assert search.planned_steps == search.steps == 5  # the least a cut leaves
+    # the first 4 steps' rates were those of the 1000-step sweep, the last is max_rate
+    np.testing.assert_allclose(search.rates[:4], [finder.rate(k) for k in range(4)])
+    assert search.rates[-1] == pytest.approx(1e-2)
+    roomy = LearningRateFinder(1e-5, 1e-2, steps=8, max_seconds=600.0)
+    assert roomy.find(model, x, y, batch_size=32).planned_steps == 8  # no cut

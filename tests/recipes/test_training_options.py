@@ -64,7 +64,7 @@ def test_find_lr_picks_the_peak_inside_the_budget_and_reports_its_curve(tmp_path
             **TINY,
             "output_dir": str(tmp_path / "run"),
             "epochs": 1,  # ends it first: the range test and the schedule, not the stop
-            "time_budget": 1.0,
+            "time_budget": 5.0,  # the range test may take 30 s of it
             "budget_schedule": "wsd",
         },  # find_lr: on by default with a time budget
     )
