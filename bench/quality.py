@@ -805,17 +805,20 @@ def time_budget(argv=None):
             f"(range test {row['find_lr_seconds']:.0f} s)",
             flush=True,
         )
+    figures = {
+        name.replace("+", "_"): suite.figure(
+            row["test_bits_per_character"], f"{name}: test bits per character", 3
+        )
+        for name, row in rows.items()
+    }
+    budgeted = [name for name in figures if name != "constant"]
     suite.write_result(
         args,
         "time_budget",
         f"character LM on tiny Shakespeare, {args.minutes:g} minutes each: budgeted "
         "schedules beside the constant rate",
-        {
-            name.replace("+", "_"): suite.figure(
-                row["test_bits_per_character"], f"{name}: test bits per character", 3
-            )
-            for name, row in rows.items()
-        },
+        figures,
+        headline=budgeted[-1] if budgeted else None,
         details={"config": config, "variants": BUDGET_VARIANTS, "rows": rows},
     )
     return rows

@@ -144,8 +144,9 @@ _TRAINING = {
         "with `time_budget`: pick the schedule's peak by a learning-rate range test "
         "(kerasrnn.callbacks.LearningRateFinder: up to 100 steps from `learning_rate` / "
         "1000 to `learning_rate` x 100 on a copy of the optimizer, the weights restored; "
-        "the peak is a tenth of the rate of the lowest smoothed loss) whose time counts "
-        "in the budget; results.json gets its curve and pick",
+        "the peak is a tenth of the rate of the lowest smoothed loss) in at most a tenth of "
+        "the budget (the peak stays `learning_rate` if that holds under 20 steps); "
+        "results.json gets its curve and pick",
     ),
     "averaging": Option(
         "none",

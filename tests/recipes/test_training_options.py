@@ -93,7 +93,7 @@ def test_find_lr_and_the_wsd_schedule_on_the_command_line(tmp_path, capsys):
         classifier.main([*args, "--budget-schedule", "trapezoid"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert "invalid choice 'trapezoid' (choose from cosine, wsd, one_cycle)" in err[-1]
+    assert "invalid choice 'trapezoid' (choose from cosine, wsd, one_cycle, constant)" in err[-1]
     with pytest.raises(common.ConfigError, match="find_lr"):
         common.load_config(classifier.DEFAULTS, overrides={"find_lr": "often"})
 
