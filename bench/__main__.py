@@ -21,6 +21,11 @@ BENCHMARKS = {
     "classifier": ("quality", "classifier", "MR sentence polarity, 10-fold CV, NB baseline"),
     "tagger": ("quality", "tagger", "UD English EWT UPOS accuracy, most-frequent-tag baseline"),
     "ner": ("quality", "ner", "CoNLL-2003 NER entity F1, dictionary baseline"),
+    "ner_n_best": (
+        "quality",
+        "ner_n_best",
+        "CoNLL-2003 NER oracle F1 of the n best (list Viterbi)",
+    ),
     "language_model": ("quality", "language_model", "Penn Treebank perplexity (Zaremba)"),
     "translator": ("quality", "translator", "Multi30k De-En BLEU and decoding speed"),
     "time_budget": (

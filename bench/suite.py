@@ -54,6 +54,7 @@ ORDER = [
     "sick_entailment",
     "sick_relatedness",
     "conll2003_ner",
+    "conll2003_ner_n_best",
     "cells",
     "cells_masked",
     "recipes_torch",

@@ -41,6 +41,7 @@ Command line::
     python -m recipes.tagger train --train train.conllu --valid dev.conllu --test test.conllu
     python -m recipes.tagger evaluate --output-dir runs/tagger --test other.conllu
     python -m recipes.tagger predict --output-dir runs/tagger "The cat sat ." "Hi !"
+    python -m recipes.tagger predict --output-dir runs/tagger --n-best 5 "EU rejects it ."
     python -m recipes.tagger export --output-dir runs/tagger
 
 Data: CoNLL-U (`column`: upos or xpos), CoNLL-2003-style columns (`token_column`,
@@ -422,9 +423,30 @@ class TaggerRecipe(common.Recipe):
             "--input", help="a file with one whitespace-tokenized sentence per line"
         )
 
-    def predict_rows(self, trained, texts):
+        parser.add_argument(
+            "--n-best",
+            type=int,
+            default=1,
+            metavar="K",
+            help="the K best tag sequences of each sentence, best first, each with its "
+            "score and probability (list Viterbi with --crf); 1: the best one's tags and "
+            "per-tag probabilities",
+        )
+
+    def predict_rows(self, trained, texts, n_best=1):
         sentences = [text.split() for text in texts]
+        if n_best != 1:
+            found = trained.predict_n_best(sentences, n_best)
+            return [{"tokens": s, "n_best": n} for s, n in zip(sentences, found)]
         return [{"tokens": s, **p} for s, p in zip(sentences, trained.predict(sentences))]
+
+    def _predict(self, config, args):
+        if args.n_best < 1:
+            raise common.ConfigError(f"--n-best must be 1 or more; got {args.n_best}.")
+        config = self.stored(config, args)
+        return self.predict_rows(
+            self.predictor.from_run(config), self.inputs_of(config, args), args.n_best
+        )
 
 
 def constrained_scheme(config, scheme):

@@ -6,11 +6,12 @@ for onnxruntime and LiteRT); the serving-graph pieces it uses: `entity_outputs`,
 import re
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from kerasrnn.data.tagging import TaggerInputs, lm_tokens
 from kerasrnn.export.serving import ids_to_strings, sequence_outputs
-from kerasrnn.layers.crf import crf_decode, crf_marginals
+from kerasrnn.layers.crf import crf_decode, crf_decode_n_best, crf_log_norm, crf_marginals
 
 
 def to_bio(schemes):
@@ -134,6 +135,7 @@ class TextTagger:
         self._word_lookup = words.lookup()
         self._char_lookup = chars.lookup() if chars is not None else None
         self._lm_lookup = lm_words.lookup() if lm_words is not None else None
+        self._n_best = {}  # n -> the traced serve_n_best
         self._serve = tf.function(
             self.serve, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")]
         )
@@ -142,9 +144,21 @@ class TextTagger:
         """tokens: (batch, time) strings, right-padded with "" -> tags (batch, time),
         "" on padding; probability; lengths; for entity tags the entities
         (`entity_outputs`)."""
+        tokens = tf.convert_to_tensor(tokens, tf.string)
+        outputs, lengths = self._model_outputs(tokens)
+        if self.crf:
+            outputs = self._crf_outputs(outputs, lengths)
+        else:
+            outputs = sequence_outputs(outputs, self.tags, lengths)
+        outputs["tags"] = self._reported(outputs["tags"])
+        if self.schemes[0] is not None:
+            outputs.update(entity_outputs(tokens, outputs["tags"]))
+        return outputs
+
+    def _model_outputs(self, tokens):
+        """The model's output for tokens (batch, time) strings, and the lengths."""
         from kerasrnn.data.tokenizers import encode_chars, encode_tokens
 
-        tokens = tf.convert_to_tensor(tokens, tf.string)
         lengths = tf.reduce_sum(tf.cast(tokens != "", tf.int32), axis=1)
         keys = tf.strings.lower(tokens, encoding="utf-8") if self.encoder.lowercase else tokens
         inputs = {"word_ids": encode_tokens(keys, self._word_lookup)}
@@ -153,20 +167,84 @@ class TextTagger:
             inputs["char_ids"] = encode_chars(chars, self._char_lookup)
         if self._lm_lookup is not None:
             inputs["lm_ids"] = encode_tokens(lm_tokens(tokens), self._lm_lookup)
-        outputs = self.model(inputs, training=False)
+        return self.model(inputs, training=False), lengths
+
+    def _reported(self, tags):
+        """Tag strings as reported: with `to_bio`, back to BIO (S-X -> B-X, E-X -> I-X;
+        exact on the well-formed paths a constrained CRF decodes)."""
+        if not to_bio(self.schemes):
+            return tags
+        return tf.strings.regex_replace(tf.strings.regex_replace(tags, "^S-", "B-"), "^E-", "I-")
+
+    def serve_n_best(self, tokens, n_best):
+        """The `n_best` best tag sequences of each sentence: tokens (batch, time)
+        strings, "" padding -> ``tags`` (batch, n_best, time), "" on padding and on the
+        ranks past a sentence's allowed paths; ``score`` (batch, n_best), best first,
+        -inf past the allowed paths; ``probability`` (batch, n_best), p(tags | x); and
+        ``lengths``. A CRF decodes with list Viterbi (`crf_decode_n_best`: score the
+        path's potentials, probability exp(score - log Z)); a softmax tagger, whose tags
+        are independent, with the same search over psi_t(i, j) = log p(y_t = j | x)
+        (score = probability's log). Not a serving signature: `n_best` is fixed per
+        traced graph."""
+        tokens = tf.convert_to_tensor(tokens, tf.string)
+        outputs, lengths = self._model_outputs(tokens)
+        mask = tf.sequence_mask(lengths, tf.shape(tokens)[1])
         if self.crf:
-            outputs = self._crf_outputs(outputs, lengths)
+            potentials = outputs
+            log_z = crf_log_norm(potentials, mask)
         else:
-            outputs = sequence_outputs(outputs, self.tags, lengths)
-        if to_bio(self.schemes):
-            # back to BIO: S-X -> B-X, E-X -> I-X (exact on the well-formed paths a
-            # constrained CRF decodes)
-            outputs["tags"] = tf.strings.regex_replace(
-                tf.strings.regex_replace(outputs["tags"], "^S-", "B-"), "^E-", "I-"
+            log_p = tf.math.log(tf.maximum(tf.cast(outputs, tf.float32), 1e-30))
+            potentials = log_p[:, :, None, :] + tf.zeros_like(log_p)[:, :, :, None]
+            log_z = tf.zeros_like(log_p[:, 0, 0])
+        best, score = crf_decode_n_best(potentials, n_best, mask)
+        found = tf.logical_and(mask[:, None, :], tf.math.is_finite(score)[:, :, None])
+        return {
+            "tags": tf.where(found, self._reported(ids_to_strings(best, self.tags)), ""),
+            "score": score,
+            "probability": tf.exp(score - log_z[:, None]),
+            "lengths": tf.cast(lengths, tf.int32),
+        }
+
+    def predict_n_best(self, sentences, n_best, batch_size=128):
+        """The `n_best` best tag sequences of tokenized sentences (lists of str), best
+        first (`serve_n_best`): per sentence a list of ``{"tags": [...], "score": s,
+        "probability": p}`` (with ``"entities"`` for entity tags, as `predict` gives
+        them), as long as `n_best` or the number of allowed tag sequences if smaller.
+        n_best = 1 gives `predict`'s tags."""
+        from kerasrnn.metrics.entities import entity_spans
+        from kerasrnn.validation import check_int
+
+        n_best = check_int("n_best", n_best)
+        if n_best not in self._n_best:
+            self._n_best[n_best] = tf.function(
+                lambda tokens: self.serve_n_best(tokens, n_best),
+                input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")],
             )
-        if self.schemes[0] is not None:
-            outputs.update(entity_outputs(tokens, outputs["tags"]))
-        return outputs
+        results = []
+        for start in range(0, len(sentences), batch_size):
+            batch = [list(s) for s in sentences[start : start + batch_size]]
+            width = max([len(s) for s in batch] + [1])
+            out = self._n_best[n_best]([s + [""] * (width - len(s)) for s in batch])
+            tags, scores = out["tags"].numpy(), out["score"].numpy()
+            probabilities = out["probability"].numpy()
+            for i, sentence in enumerate(batch):
+                candidates = []
+                for rank in range(n_best):
+                    if not np.isfinite(scores[i, rank]):
+                        break
+                    found = {
+                        "tags": [t.decode("utf-8") for t in tags[i, rank, : len(sentence)]],
+                        "score": float(scores[i, rank]),
+                        "probability": float(probabilities[i, rank]),
+                    }
+                    if self.schemes[0] is not None:
+                        found["entities"] = [
+                            {"text": " ".join(sentence[a:b]), "type": kind, "start": a, "end": b}
+                            for a, b, kind in entity_spans(found["tags"])
+                        ]
+                    candidates.append(found)
+                results.append(candidates)
+        return results
 
     def _crf_outputs(self, potentials, lengths):
         """Viterbi tags and their posterior marginals, in the serving graph."""
