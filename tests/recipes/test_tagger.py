@@ -103,6 +103,16 @@ def test_cli_columns_bio_and_bad_input(tmp_path, capsys):
     code = tagger.main(["predict", *run, "Peter rejects EU", ""])
     out, _ = capsys.readouterr()
     assert code == 0 and [len(p["tags"]) for p in json.loads(out)] == [3, 0]
+    # a softmax tagger's n best: its tags are independent, the best path's probability
+    # the product of the per-token ones
+    best = json.loads(out)[0]
+    code = tagger.main(["predict", *run, "--n-best", "2", "Peter rejects EU"])
+    found = json.loads(capsys.readouterr().out)[0]["n_best"]
+    assert code == 0 and len(found) == 2 and found[0]["tags"] == best["tags"]
+    np.testing.assert_allclose(found[0]["probability"], np.prod(best["probabilities"]), rtol=1e-4)
+    assert found[1]["probability"] <= found[0]["probability"] and found[1]["tags"] != best["tags"]
+    code = tagger.main(["predict", *run, "--n-best", "0", "Peter"])
+    assert code == 2 and "--n-best must be 1 or more" in capsys.readouterr().err
 
     other = tmp_path / "other.txt"
     other.write_text("Paris B-LOC\n\n")

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from kerasrnn.layers import check_tags, convert_tags
+from kerasrnn.layers import check_tags, convert_tags, crf_log_likelihood
 from kerasrnn.metrics import entity_spans
 from recipes import tagger
 
@@ -116,6 +116,36 @@ def test_bioes_constrained_crf_end_to_end(tmp_path, capsys, shared_data):
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed[0]["entities"] == rows[0]["entities"] and printed[1]["entities"] == []
+
+    # the n best: well-formed BIO, distinct, best first, the first Viterbi's path, each
+    # probability exp(log-likelihood) of its path by the forward algorithm
+    batch = sentences[:6]
+    n_best = model.predict_n_best(batch, 4)
+    width = max(map(len, batch))
+    potentials, lengths = model._model_outputs(
+        tf.constant([s + [""] * (width - len(s)) for s in batch])
+    )
+    mask = tf.sequence_mask(lengths, width)
+    ids, probabilities = [], []
+    for row, found in zip(rows, n_best):
+        assert found[0]["tags"] == row["tags"] and found[0]["entities"] == row["entities"]
+        check_tags([c["tags"] for c in found], "BIO", "n-best")
+        assert len({tuple(c["tags"]) for c in found}) == len(found) == 4
+        assert [c["score"] for c in found] == sorted((c["score"] for c in found), reverse=True)
+        for candidate in found:
+            path = [model.tags.index(t) for t in convert_tags(candidate["tags"], "BIOES")]
+            ids.append(path + [0] * (width - len(path)))
+            probabilities.append(candidate["probability"])
+    log_p = crf_log_likelihood(
+        tf.repeat(potentials, 4, axis=0), np.array(ids), tf.repeat(mask, 4, axis=0)
+    )
+    np.testing.assert_allclose(np.exp(log_p), probabilities, rtol=1e-3)
+    code = tagger.main(["predict", *run, "--n-best", "3", " ".join(sentences[0])])
+    printed = json.loads(capsys.readouterr().out)[0]["n_best"]
+    assert code == 0 and [c["tags"] for c in printed] == [c["tags"] for c in n_best[0][:3]]
+    np.testing.assert_allclose(
+        [c["score"] for c in printed], [c["score"] for c in n_best[0][:3]], rtol=1e-4
+    )
 
     code = tagger.main(["export", *run])
     assert code == 0
