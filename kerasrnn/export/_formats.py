@@ -47,6 +47,11 @@ def _sublayers(layer, seen):
                 yield from _sublayers(item, seen)
 
 
+def sublayers(model):
+    """Every layer inside `model` (itself included), each once."""
+    return list(_sublayers(model, set()))
+
+
 def check_exportable(model, format_name):
     """One-line ValueError naming the first layer of `model` that `format_name` cannot
     hold, and the fix."""

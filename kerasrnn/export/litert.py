@@ -23,16 +23,24 @@ Conversion then allows ``TFLITE_BUILTINS`` only: anything that would need a Tens
 op fails at export, as a one-line error naming the ops, instead of on the device.
 """
 
+import contextlib
 import os
 import re
 
 import keras
 
 from kerasrnn.export._formats import (
+    LOGGER,
     call_model,
     check_exportable,
     converter_output,
     model_input_specs,
+    sublayers,
+)
+from kerasrnn.export.litert_lstm import (
+    finished_fused_lstms,
+    fusable_lstm_cell,
+    fused_lstm_loops,
 )
 from kerasrnn.validation import check_int
 
@@ -98,7 +106,13 @@ def check_quantization(quantization, allowed, format_name):
 
 
 def export_litert(
-    model, path, batch_size=1, sequence_length=None, input_signature=None, quantization=None
+    model,
+    path,
+    batch_size=1,
+    sequence_length=None,
+    input_signature=None,
+    quantization=None,
+    native_recurrences=True,
 ):
     """Writes `model` as a `.tflite` file of LiteRT builtin ops only.
 
@@ -159,6 +173,7 @@ def export_litert(
         batch_size,
         sequence_length,
         quantization=quantization,
+        native_recurrences=native_recurrences,
     )
     folder = os.path.dirname(os.path.abspath(os.fspath(path)))
     os.makedirs(folder, exist_ok=True)
@@ -168,34 +183,79 @@ def export_litert(
 
 
 def litert_flatbuffer(
-    model, specs, batch_size, sequence_length, format_name="LiteRT", quantization=None
+    model,
+    specs,
+    batch_size,
+    sequence_length,
+    format_name="LiteRT",
+    quantization=None,
+    native_recurrences=False,
 ):
     """The builtin-only LiteRT flatbuffer (bytes) of `model` called on `specs` with
     their dynamic dimensions fixed (the route of the module docstring), its weights
-    quantised as `export_litert`'s `quantization` says."""
+    quantised as `export_litert`'s `quantization` says, its standard LSTM layers on
+    LiteRT's fused LSTM with `native_recurrences` (`kerasrnn.export.litert_lstm`)."""
     if keras.backend.backend() != "tensorflow":
         raise ValueError(
             f"the {format_name} export converts a TensorFlow graph; got the "
             f"{keras.backend.backend()!r} backend: run with KERAS_BACKEND=tensorflow."
         )
     specs = _static_specs(specs, batch_size, sequence_length, format_name)
+    failure = None
+    if native_recurrences and any(fusable_lstm_cell(layer) for layer in sublayers(model)):
+        try:
+            flatbuffer, layers = _converted(model, specs, quantization, format_name, True)
+            return finished_fused_lstms(flatbuffer, layers) if layers else flatbuffer
+        except ValueError as error:
+            # the graph with its loops instead: a model that cannot convert at all
+            # fails there again, with the converter's reason
+            failure = error
+    flatbuffer = _converted(model, specs, quantization, format_name, False)[0]
+    if failure is not None:
+        LOGGER.warning("LiteRT's fused LSTM failed (%s); the WHILE loop instead", failure)
+    return flatbuffer
+
+
+def _converted(model, specs, quantization, format_name, native_recurrences):
+    """(flatbuffer, the layers traced through the fused LSTM) of `model` at the static
+    `specs`."""
     import tensorflow as tf
 
     from kerasrnn._private import frozen_concrete_function
 
-    function = tf.function(lambda *args: call_model(model, args), input_signature=specs)
-    frozen = frozen_concrete_function(function.get_concrete_function())
-    converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen], model)
+    # The weights enter the graph as constants (the model's variables read through a
+    # keras.StatelessScope): a variable read inside a WHILE body cannot run in LiteRT,
+    # and freezing the variables afterwards would inline the functions the converter
+    # fuses into LSTM kernels.
+    weights = [(v, tf.constant(keras.ops.convert_to_numpy(v))) for v in model.variables]
+    fused = []
+
+    def traced(*args):
+        routes = fused_lstm_loops(model) if native_recurrences else contextlib.nullcontext([])
+        with keras.StatelessScope(state_mapping=weights), routes as layers:
+            outputs = call_model(model, args)
+            fused[:] = layers
+            return outputs
+
+    function = tf.function(traced, input_signature=specs).get_concrete_function()
+    if function.variables:
+        # a variable the model does not track (read outside its layers' weights): frozen
+        function = frozen_concrete_function(function)
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([function], model)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     if quantization is not None:
         # Optimize.DEFAULT without a representative dataset is dynamic-range int8;
         # with float16 as the supported type it stores float16 weights instead
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if fused:
+            # The MLIR quantizer leaves the fused LSTM's weights float32; the flatbuffer
+            # quantizer stores each large one as int8 (dequantised once, at load)
+            converter.experimental_new_dynamic_range_quantizer = False
     if quantization == "float16":
         converter.target_spec.supported_types = [tf.float16]
     try:
         with converter_output():
-            return converter.convert()
+            return converter.convert(), fused
     except Exception as error:  # the converter's ConverterError, pages long
         raise ValueError(
             f"model {model.name!r} cannot be exported to {format_name} with LiteRT builtin "
