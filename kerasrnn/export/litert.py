@@ -21,6 +21,10 @@ things it cannot work without:
 
 Conversion then allows ``TFLITE_BUILTINS`` only: anything that would need a TensorFlow
 op fails at export, as a one-line error naming the ops, instead of on the device.
+
+A standard LSTM layer needs no loop at all: with ``native_recurrences=True`` (the
+default) it becomes LiteRT's fused ``UNIDIRECTIONAL_SEQUENCE_LSTM`` kernel
+(`kerasrnn.export.litert_lstm`), masks included; the `WHILE` stays for every other cell.
 """
 
 import contextlib
@@ -123,6 +127,15 @@ def export_litert(
     the fixed length), `go_backwards`, and the CRF's Viterbi decode convert. Weights are
     stored as float32 constants.
 
+    A standard LSTM layer (`keras.layers.LSTM`, or `keras.layers.RNN` / `kerasrnn.RNN`
+    over `keras.layers.LSTMCell` or a `kerasrnn.LSTMCell` with its default gates and
+    activations; alone, in `Bidirectional` or in `RNNStack`) is written as LiteRT's
+    fused ``UNIDIRECTIONAL_SEQUENCE_LSTM`` kernel, one per layer and direction (a
+    `Bidirectional` is two of them: the converter writes no
+    ``BIDIRECTIONAL_SEQUENCE_LSTM``), with Keras' results for any mask. A layer with
+    ``return_state=True`` keeps the loop (the kernel returns no final cell state), as
+    do the other cells (GRU, peephole or coupled LSTM, layer norm, attention, custom).
+
     Args:
         model: a built Keras model, on the TensorFlow backend.
         path: the `.tflite` file to write (its folder is created).
@@ -138,7 +151,13 @@ def export_litert(
             output channel, W ~ s * q with q in [-127, 127], a quarter of the bytes;
             the kernels quantise activations on the fly) or ``"float16"``
             (weights stored as float16, half the bytes, dequantised to float32 at load).
-            Both stay builtin-only and need no calibration data.
+            Both stay builtin-only and need no calibration data. With fused LSTM
+            kernels, ``"dynamic_int8"`` stores their weight matrices of 1024 entries or
+            more as int8, dequantised once when the interpreter loads the file.
+        native_recurrences: write standard LSTM layers as LiteRT's fused LSTM kernel
+            (True, the default) or every recurrent layer as a `WHILE` loop (False).
+            Where the converter cannot fuse, the loop is written and a warning logged
+            on the ``kerasrnn.export`` logger.
 
     Returns:
         `path`. Run it with ``ai_edge_litert.interpreter.Interpreter(model_path=path)``:

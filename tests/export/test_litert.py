@@ -25,17 +25,28 @@ pytestmark = pytest.mark.skipif(
 interpreter = pytest.importorskip("ai_edge_litert.interpreter")
 
 
+# LiteRT's fused LSTM kernels each model's file holds (`native_recurrences`, the
+# default): the standard LSTM layers (in "cells": keras.layers.RNN over kerasrnn's
+# LSTMCell); the other cells, peepholes and LSTMs with `return_state` keep a WHILE.
+FUSED_KERNELS = {"cells": 1, "kerasrnn_rnn_fast_lstm": 1, "kerasrnn_rnn_generic_loop": 1}
+LOOPLESS = {"kerasrnn_rnn_fast_lstm", "kerasrnn_rnn_generic_loop"}  # no other loop at all
+
+
 def _litert_runner(model, inputs, stem):
     lengths = [x.shape[1] for x in inputs]
     path = export_litert(model, stem.with_suffix(".tflite"), BATCH, lengths)
     # the plain interpreter: a Select TensorFlow (Flex) op would fail to load here
-    return interpreter.Interpreter(model_path=str(path)).get_signature_runner()
+    loaded = interpreter.Interpreter(model_path=str(path))
+    return loaded.get_signature_runner(), [op["op_name"] for op in loaded._get_ops_details()]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_litert_builtins_equal_keras(case, exported):
     model, inputs, expected = built(model_key(case))
-    runner = exported(model_key(case), _litert_runner)
+    runner, ops = exported(model_key(case), _litert_runner)
+    fused = FUSED_KERNELS.get(model_key(case), 0)
+    assert ops.count("UNIDIRECTIONAL_SEQUENCE_LSTM") == fused
+    assert ("WHILE" in ops) == (model_key(case) not in LOOPLESS)
     feed = {spec.name: x for spec, x in zip(model.inputs, inputs)}
     assert sorted(runner.get_input_details()) == sorted(feed)
     results = runner(**feed)
