@@ -239,3 +239,30 @@ def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_load
     for bad in ({"weight_drop": 1.0}, {"ar_alpha": -1.0}):
         with pytest.raises(common.ConfigError, match=next(iter(bad))):
             common.load_config(language_model.DEFAULTS, overrides={**overrides, **bad})
+
+
+def _budget_model(peak):
+    from kerasrnn.callbacks import WarmupStableDecay
+
+    schedule = WarmupStableDecay(peak, total_steps=100)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(schedule), "mse")
+    return model, schedule
+
+
+def test_find_peak_keeps_the_configured_rate_when_too_few_steps_fit_and_a_continue_keeps_its_pick(
+    tmp_path,
+):
+    from recipes.training import FIND_LR_MIN_STEPS, find_peak
+
+    config = {"output_dir": str(tmp_path), "time_budget": 1e-6, "find_lr": True}
+    config.update(learning_rate=0.003, batch_size=8)
+    model, schedule = _budget_model(0.003)
+    data = (np.ones((32, 2), "float32"), np.zeros((32, 1), "float32"))
+    search = find_peak(model, config, data)  # 6e-5 seconds: the sweep is cut to 5 steps
+    assert search["planned_steps"] == 5 < FIND_LR_MIN_STEPS
+    assert search["pick"] == schedule.peak == 0.003 and "configured rate" in search["rule"]
+    (tmp_path / "results.json").write_text(json.dumps({"find_lr": {**search, "pick": 0.02}}))
+    again = find_peak(model, config, data, continue_run=True)  # no new sweep
+    assert schedule.peak == again["pick"] == 0.02 and again["seconds"] == 0.0
+    assert find_peak(model, {**config, "find_lr": False}, data) is None
