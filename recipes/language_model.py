@@ -48,6 +48,7 @@ from recipes.common import ConfigError, Option  # noqa: E402
 from recipes.config import count_or_zero  # noqa: E402
 from recipes.lm_training import (  # noqa: E402,F401 (the recipe's parts, by their old names)
     DIRECTIONS,
+    VOCABULARY_OPTION,
     EpochEvaluation,
     backward_stream,
     batches,
@@ -84,6 +85,7 @@ OPTIONS = dict(
     test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
     level=Option("word", "tokens: whitespace-separated words or characters", ("word", "char")),
     unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
+    **VOCABULARY_OPTION,
     **common.vocabulary_options(
         0,
         0,
@@ -464,10 +466,9 @@ def train(config, splits=None, callbacks=(), continue_run=False):
 
 
 def generate(config, prompts=None, vocabulary=None, model=None):
-    """Continues each prompt (a string; "" starts a new sentence) with up to
-    `gen_length` tokens, stopping at the end of the sentence
-    (`kerasrnn.export.TextGenerator.generate`). Returns a list of dicts with the
-    continuation and how many prompt tokens were unknown."""
+    """Continues each prompt (a string; "" starts a new sentence) with up to `gen_length`
+    tokens, stopping at the sentence's end (`kerasrnn.export.TextGenerator.generate`).
+    Returns a list of dicts with the continuation and how many prompt tokens were unknown."""
     if vocabulary is None or model is None:
         vocabulary, model = load_trained(config)
     prompts = [config["prompt"]] if prompts is None else list(prompts)

@@ -15,10 +15,22 @@ import numpy as np
 from kerasrnn.data.language_model import backward_stream
 from kerasrnn.models.language_model_backbone import DIRECTIONS
 from recipes import common
-from recipes.common import ConfigError, RecipeError
+from recipes.common import ConfigError, Option, RecipeError
+from recipes.files import read_vocabulary
 from recipes.training import learning_rate_schedule
 
-__all__ = ["backward_stream"]  # re-exported: `recipes.language_model.backward_stream`
+__all__ = ["backward_stream"]
+
+# The language model's `--vocabulary-file` (an option of recipes.language_model).
+VOCABULARY_OPTION = dict(
+    vocabulary_file=Option(
+        None,
+        "a vocabulary.txt to use instead of one built from `train_file` (e.g. a "
+        "translator run's target_vocab.txt, for shallow fusion: recipes.translator_lm); "
+        "null: built",
+        group="data",
+    )
+)  # re-exported: `recipes.language_model.backward_stream`
 
 # ------------------------------------------------------------------------------ data
 
@@ -319,7 +331,11 @@ def prepare_data(config, splits):
     from kerasrnn.data.language_model import build_vocabulary
     from kerasrnn.data.vocabulary import SPECIAL_TOKENS, Vocabulary
 
-    if config["init_from"]:
+    if config["vocabulary_file"]:  # e.g. a translator's target vocabulary (fusion)
+        if config["init_from"]:
+            raise ConfigError("`vocabulary_file` and `init_from` exclude each other: choose one.")
+        vocabulary = read_vocabulary(config["vocabulary_file"])
+    elif config["init_from"]:
         vocabulary = Vocabulary.load(os.path.join(config["init_from"], "vocabulary.txt"))
         if config["extend_vocabulary"]:
             frequent = Vocabulary.build(splits["train"], min_freq=config["extend_vocabulary"])

@@ -38,6 +38,7 @@ from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
 from kerasrnn.validation import is_int
 from recipes import common, vectors
 from recipes.common import Option
+from recipes.translator_lm import FUSION_OPTIONS, fusion
 from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by their old names)
     DEMO_DEFAULTS,
     _demo_arguments,
@@ -144,6 +145,7 @@ OPTIONS = common.data_options(
         "attention weight at that step (translate, evaluate, SavedModel)",
     ),
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
+    **FUSION_OPTIONS,
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 
@@ -168,6 +170,7 @@ class Translator(TextTranslator):
             readout_dtype=config["readout_dtype"],
         )
         self.config, self.source, self.target = config, source, target
+        self.settings["fusion"] = fusion(config, self.target_vocabulary)  # --lm
 
     @classmethod
     def from_run(cls, config):
@@ -300,7 +303,7 @@ class TranslatorRecipe(common.Recipe):
         "n_best",
         "replace_unk",
         "heatmaps",
-    )
+    ) + tuple(FUSION_OPTIONS)
 
     def load_examples(self, config, spec, split):
         return load_pairs(config, spec, split)
@@ -482,13 +485,11 @@ def _run_demo(config, args):
     if not args.data:  # the generated task has its own tuned defaults
         overrides = {**DEMO_DEFAULTS, **overrides}
     config = common.load_config(OPTIONS, args.config, overrides)
-    summary = demo(
-        config,
-        args.data,
-        args.examples,
-        args.test_examples,
-        log=lambda line: print(line, file=sys.stderr),
-    )
+
+    def log(line):
+        print(line, file=sys.stderr)
+
+    summary = demo(config, args.data, args.examples, args.test_examples, log=log)
     return {k: v for k, v in summary.items() if k not in ("epochs_run", "test")}
 
 
