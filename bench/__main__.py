@@ -28,6 +28,7 @@ BENCHMARKS = {
     ),
     "language_model": ("quality", "language_model", "Penn Treebank perplexity (Zaremba)"),
     "translator": ("quality", "translator", "Multi30k De-En BLEU and decoding speed"),
+    "translator_lm": ("quality", "translator_lm", "Multi30k De-En BLEU with LM shallow fusion"),
     "time_budget": (
         "quality",
         "time_budget",

@@ -21,6 +21,9 @@ split, beside a strong simple baseline on the same split and the published figur
 * ``translator``: Multi30k German -> English, sacreBLEU on test_2016_flickr, greedy and
   beam search, and the decoding speed; published: the PyTorch notebooks' 512-unit GRU
   28.3 greedy.
+* ``translator_lm``: the same translator with shallow fusion of a language model trained
+  on the training targets (``recipes.translator_lm``, the target vocabulary); lambda
+  chosen by validation BLEU, then test BLEU at it; baseline: lambda = 0 (no LM).
 
 The corpora are read from the shared data folder (``KERASRNN_DATA``, or ``shared/data``
 beside the checkout); each run writes bench/results/NAME.json.
@@ -32,6 +35,7 @@ beside the checkout); each run writes bench/results/NAME.json.
     python -m bench language_model --cell lstm [--size small]
     python -m bench translator [--train-pairs 2000 --test-sentences 100 --set epochs=1]
     python -m bench time_budget [--minutes 3] [--variants constant wsd+find]
+    python -m bench translator_lm --run-dir RUN --lm-dir LM_RUN [--weights 0.1 0.2 0.3]
 """
 
 import collections
@@ -1019,3 +1023,71 @@ def translator(argv=None):
         published=suite.figure(28.3, "PyTorch seq2seq notebooks' GRU, greedy", 1),
     )
     return results
+
+
+def translator_lm(argv=None):
+    """Multi30k De->En: test BLEU of a trained translator run with and without shallow
+    fusion of a trained target-side LM run, lambda chosen on the validation set."""
+    parser = suite.parser("translator_lm", __doc__)
+    parser.add_argument("--data", default=str(DATA / "multi30k"), help="the multi30k folder")
+    parser.add_argument("--run-dir", required=True, help="a translator run (translate_de_en)")
+    parser.add_argument("--lm-dir", required=True, help="an LM run on its targets (--lm)")
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5])
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--sentences", type=int, default=0, help="first N of each split (0: all)")
+    args = parser.parse_args(argv)
+    from kerasrnn import decoding
+    from kerasrnn.data import START_ID, load_parallel_text
+    from recipes import common, translator_lm
+    from recipes import translator as recipe
+
+    config = common.saved_config(recipe.DEFAULTS, args.run_dir, {"beam_size": args.beam_size})
+    trained = recipe.Translator.from_run(config)
+    task, first = translator_lm.load_language_model(args.lm_dir, trained.target_vocabulary)
+    data, n = pathlib.Path(args.data), args.sentences or None
+    splits = {
+        name: [side[:n] for side in load_parallel_text(data / f"{s}.de.gz", data / f"{s}.en.gz")]
+        for name, s in (("valid", "val"), ("test", "test_2016_flickr"))
+    }
+    beam = f"beam{args.beam_size}"
+
+    def bleu(split, weight):
+        trained.settings["fusion"] = decoding.ShallowFusion(
+            task, weight, None if first == START_ID else first
+        )
+        began = time.time()
+        score = trained.evaluate(*splits[split], beam_sizes=[args.beam_size])[beam]["bleu"]
+        print(
+            f"{split} lambda={weight}: BLEU {score:.2f} ({time.time() - began:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return score
+
+    valid = {w: bleu("valid", w) for w in sorted({0.0, *args.weights})}
+    best = max(valid, key=lambda w: (valid[w], -w))
+    test = {0.0: bleu("test", 0.0)}
+    test[best] = test[0.0] if best == 0.0 else bleu("test", best)
+    print(
+        "| lambda | valid BLEU |\n|---|---|\n"
+        + "\n".join(f"| {w} | {b:.2f} |" for w, b in valid.items())
+    )
+    print(f"test BLEU, {beam}: without the LM {test[0.0]:.2f}, lambda={best} {test[best]:.2f}")
+    suite.write_result(
+        args,
+        "translation_de_en_fusion",
+        "Multi30k German -> English, test_2016_flickr, shallow fusion with a target-side LM",
+        {
+            "bleu": suite.figure(test[best], f"BLEU, {beam}, LM lambda={best} (best on valid)"),
+            "change": suite.figure(test[best] - test[0.0], "BLEU change from the LM", signed=True),
+        },
+        baseline=suite.figure(test[0.0], f"BLEU, {beam}, no LM"),
+        notes=(
+            f"Translator run {args.run_dir}, LM run {args.lm_dir} (trained on the "
+            "translator's training targets with its target vocabulary); lambda from "
+            f"{sorted(valid)} by validation BLEU; "
+            f"{len(splits['test'][0])} test / {len(splits['valid'][0])} validation sentences."
+        ),
+        details={"valid_bleu": {str(w): b for w, b in valid.items()}, "lambda": best},
+    )
+    return {"valid": valid, "test": test, "lambda": best}
