@@ -108,8 +108,6 @@ def write_text(config, text_dir):
 
 
 def main(argv=None):
-    from recipes import translator
-
     parser = argparse.ArgumentParser(
         prog="python -m recipes.translator_lm",
         description="Write a translator run's training and validation targets in its own "
@@ -119,7 +117,10 @@ def main(argv=None):
     parser.add_argument("--text-dir", required=True, help="where train.txt / valid.txt go")
     args = parser.parse_args(argv)
     try:
-        config = common.saved_config(translator.OPTIONS, args.output_dir)
+        # the run's config.json as `train` stored it (read here, not through the
+        # translator's options: recipes.translator imports this module)
+        path = os.path.join(args.output_dir, "config.json")
+        config = dict(common.read_json(path, kind=dict), output_dir=args.output_dir)
         print(json.dumps(write_text(config, args.text_dir), indent=2))
     except (common.ConfigError, common.RecipeError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

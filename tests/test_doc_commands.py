@@ -109,8 +109,9 @@ def parse_error(module, argv):
 
 
 COMMANDS = all_commands()
-# lm_corpus is a plain script (one argparse parser), not a recipe; it is checked apart.
-OTHER_MODULES = {"lm_corpus"}
+# lm_corpus and translator_lm are plain scripts (one argparse parser each), not recipes;
+# they are checked apart.
+OTHER_MODULES = {"lm_corpus", "translator_lm"}
 
 
 @pytest.mark.parametrize("module,argv,fails", COMMANDS)
@@ -119,10 +120,9 @@ def test_documented_command_parses(module, argv, fails):
         assert parse_error(module, argv) is not None
         return
     if module in OTHER_MODULES:
-        from recipes import lm_corpus
-
+        script = importlib.import_module(f"recipes.{module}")
         with pytest.raises(SystemExit) as exit_:
-            lm_corpus.main([*argv, "--help"])
+            script.main([*argv, "--help"])
         assert exit_.value.code == 0
         return
     assert parse_error(module, argv) is None
