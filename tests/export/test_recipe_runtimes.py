@@ -66,6 +66,17 @@ def assert_no_third_party_messages(err):
             )
 
 
+def litert_ops(folder):
+    """The op names of a LiteRT folder's model file."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    loaded = Interpreter(model_path=os.path.join(folder, "model.tflite"))
+    return [op["op_name"] for op in loaded._get_ops_details()]
+
+
+FUSED_LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
+
+
 def test_the_blocker_blocks(tmp_path):
     (tmp_path / "client.py").write_text("import keras\n")
     argv = [sys.executable, "-c", BLOCKED_CLIENT, str(tmp_path), "[]"]
@@ -119,6 +130,9 @@ def test_classifier_client_reproduces_the_saved_model(classifier_run, format_nam
     assert sorted(os.listdir(folder)) == sorted(
         ["client.py", "deploy.json", "model." + {"onnx": "onnx", "litert": "tflite"}[format_name]]
     )
+    if format_name == "litert":  # the BiLSTM on LiteRT's fused kernel, one per direction
+        ops = litert_ops(folder)
+        assert ops.count(FUSED_LSTM) == 2 and "WHILE" not in ops
     texts = ["Good film", "awful PLOT never-seen-word", "", "the  cat sat on a mat fine"]
     out = tf.saved_model.load(saved).signatures["serving_default"](text=tf.constant(texts))
     got = run_client(folder, texts)
@@ -243,6 +257,12 @@ def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, ch
     folder = trained.export_runtime(str(tmp_path / format_name), format_name, 12)
     err = capfd.readouterr().err
     assert_no_third_party_messages(err)
+    if format_name == "litert":
+        # the word BiLSTM (and the character one) on LiteRT's fused kernel, one per
+        # direction; a loop only for the CRF's Viterbi decode
+        ops = litert_ops(folder)
+        assert ops.count(FUSED_LSTM) == (4 if chars else 2)
+        assert ("WHILE" in ops) == crf
     if crf and format_name == "onnx":  # the Viterbi loop goes through the LiteRT graph
         # (one line on the logger "kerasrnn.export", which pytest captures)
         notes = [r.getMessage() for r in caplog.records if r.name == "kerasrnn.export"]
