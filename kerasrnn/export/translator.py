@@ -383,16 +383,22 @@ class TextTranslator:
 
         signature = [tf.TensorSpec([None], tf.string, name="text")]
         encode, decoder_step, step_signature = self._streaming_functions()
-        return export_saved_model(
-            path,
-            self.model,
-            {
-                "serving_default": (translate_best, signature),
-                "translate": (translate_best, signature),
-                "translate_n_best": (translate_n, signature),
-                "encode": (encode, signature),
-                "decoder_step": (decoder_step, step_signature),
-            },
-            track=[self.lookup],
-            verbose=verbose,
-        )
+        # The SavedModel holds the translator alone: a language model fused in
+        # `settings` (`Seq2Seq.generate`'s `fusion`) is left out of its graphs.
+        settings, self.settings = self.settings, dict(self.settings, fusion=None)
+        try:
+            return export_saved_model(
+                path,
+                self.model,
+                {
+                    "serving_default": (translate_best, signature),
+                    "translate": (translate_best, signature),
+                    "translate_n_best": (translate_n, signature),
+                    "encode": (encode, signature),
+                    "decoder_step": (decoder_step, step_signature),
+                },
+                track=[self.lookup],
+                verbose=verbose,
+            )
+        finally:
+            self.settings = settings
