@@ -472,6 +472,9 @@ def _shared_text(out, valid_lines=2000, seed=0):
     }
 
 
+SPLITS = ("train", "valid", "test")
+
+
 def ner_vectors(argv=None):
     parser = suite.parser("vectors_ner", __doc__)
     parser.add_argument("--output-dir", required=True)
@@ -503,6 +506,7 @@ def ner_vectors(argv=None):
         )  # fmt: skip
     config = str(pathlib.Path(__file__).resolve().parent.parent / "recipes" / "configs")
     tagger = {"epochs": args.tagger_epochs, "verbose": 2}
+    tagger.update({split: str(DATA / "conll2003" / f"{split}.txt.gz") for split in SPLITS})
     variants = {"tagger": {}, "tagger + LM vectors (fine-tuned)": {"embeddings": str(vectors)}}
     f1, coverage = {name: {} for name in variants}, None
     for name, extra in variants.items():
