@@ -411,9 +411,7 @@ class LanguageModelRecipe(common.Recipe):
 
     def extra_commands(self):
         def evaluate_arguments(parser):
-            parser.add_argument(
-                "--split", choices=["valid", "test"], help="only this split (default: both)"
-            )
+            parser.add_argument("--split", choices=["valid", "test"], help="default: both")
 
         def run_evaluate(config, args):
             config = self.stored(config, args)

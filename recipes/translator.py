@@ -315,9 +315,8 @@ class TranslatorRecipe(common.Recipe):
         for name, side in zip(("source", "target"), sides):
             side.vocabulary.save(os.path.join(config["output_dir"], f"{name}_vocab.txt"))
         data, used = pairs_dataset(config, sides, sources, targets, shuffle=True)
-        valid = None
-        if splits.get("valid"):
-            valid = pairs_dataset(config, sides, *splits["valid"], shuffle=False)[0]
+        valid = splits.get("valid")
+        valid = pairs_dataset(config, sides, *valid, shuffle=False)[0] if valid else None
         sizes = [len(side.vocabulary) for side in sides]
         return common.Prepared(
             data,
