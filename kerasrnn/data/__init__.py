@@ -72,6 +72,9 @@ _LAZY = {
     "translation_dataset": "text",
     "holdout": "specs",
     "TaggerInputs": "tagging",
+    "copy_vocabulary_map": "copying",
+    "copy_target_ids": "copying",
+    "copy_decode": "copying",
 }
 
 __all__ = [

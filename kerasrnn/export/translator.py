@@ -180,6 +180,12 @@ class TextTranslator:
                 "`replace_unk` needs `max_source_length` (the alignments "
                 "decoding collects need a static source width)."
             )
+        self.copies = model.copy_readout is not None
+        if self.copies and self.max_source_length is None:
+            raise ValueError(
+                "A model with a `copy_readout` needs `max_source_length` (its extended "
+                "vocabulary, target ids then one per source position, has a static width)."
+            )
         self.replace_unk = bool(replace_unk)
         self.settings = {"max_length": max_length, "readout_dtype": readout_dtype}
         with tf.init_scope():  # eagerly, even when first made inside a tf.function
@@ -225,13 +231,23 @@ class TextTranslator:
         strategy = decoding.GreedySearch() if strategy is None else decoding.get(strategy)
         alignments = self.replace_unk or return_alignments
         # The coverage penalty reads the alignments beam search collects: a static width.
-        static = alignments or strategy.needs_alignments
+        static = alignments or strategy.needs_alignments or self.copies
         ids, words, blank = self.encode(texts, static_width=static and not tf.executing_eagerly())
         result = self.model.generate(ids, strategy, return_alignments=alignments, **self.settings)
-        names = tf.gather(self._target_tokens, tf.convert_to_tensor(result.tokens))
+        names = self._names(tf.convert_to_tensor(result.tokens), words)
         if self.replace_unk:
             names = replace_unk(result, words, names, unk_id=UNK_ID)
         return result, names, words, blank
+
+    def _names(self, tokens, words):
+        """Output ids `(batch, n, length)` -> tokens: the target vocabulary's, and with
+        copy attention an id V + i past it is the source token at position i."""
+        size = len(self.target_vocabulary)
+        names = tf.gather(self._target_tokens, tf.minimum(tokens, size - 1))
+        if not self.copies:
+            return names
+        copied = tf.gather(words, tf.maximum(tokens - size, 0), batch_dims=1)
+        return tf.where(tokens >= size, copied, names)
 
     def decode(self, texts, strategy=None):
         """Strings `(batch,)` -> translations `(batch, n)` strings and their scores
@@ -302,22 +318,30 @@ class TextTranslator:
         input signature (shapes from encoding one source)."""
         import numpy as np
 
+        from kerasrnn.seq2seq.backbone import Encoded
+
         template = self.model.encode(np.ones((1, 1), "int32"))
         memory = keras.tree.flatten(template.memory)
         states = keras.tree.flatten(template.states)
 
+        copies = self.copies
+
         def encode(text):
-            ids, _, _ = self.encode(text)
+            ids, _, _ = self.encode(text, static_width=copies)
             encoded = self.model.encode(ids)
             return {
+                **({"source_ids": ids} if copies else {}),
                 **{f"memory_{i}": m for i, m in enumerate(keras.tree.flatten(encoded.memory))},
                 **{f"state_{i}": s for i, s in enumerate(keras.tree.flatten(encoded.states))},
                 "lengths": encoded.lengths,
             }
 
         def decoder_step(token, *flat):
+            source = flat[-1] if copies else None
+            flat = flat[:-1] if copies else flat
+            memory = keras.tree.pack_sequence_as(template.memory, list(flat[len(states) :]))
             step = self.model.step_fn(
-                keras.tree.pack_sequence_as(template.memory, list(flat[len(states) :])),
+                Encoded(memory, None, None, source) if copies else memory,
                 return_alignments=False,
             )
             logits, new = step(
@@ -334,10 +358,19 @@ class TextTranslator:
                 tf.TensorSpec([None, *s.shape[1:]], tf.as_dtype(s.dtype), name=f"state_{i}")
                 for i, s in enumerate(states)
             ]
-            + [  # the source length (axis 1) varies
-                tf.TensorSpec([None, None, *m.shape[2:]], tf.as_dtype(m.dtype), name=f"memory_{i}")
+            + [  # the source length (axis 1) varies (not with copy attention)
+                tf.TensorSpec(
+                    [None, self.max_source_length if copies else None, *m.shape[2:]],
+                    tf.as_dtype(m.dtype),
+                    name=f"memory_{i}",
+                )
                 for i, m in enumerate(memory)
             ]
+            + (
+                [tf.TensorSpec([None, self.max_source_length], tf.int32, name="source_ids")]
+                if copies
+                else []
+            )
         )
         return encode, decoder_step, signature
 
@@ -358,7 +391,10 @@ class TextTranslator:
           ``memory_<i>`` (the attention memory: keys, values, mask), ``state_<i>`` (the
           decoder's initial states) and ``lengths``; ``decoder_step``: ``token`` int32
           `(batch,)`, the ``state_<i>`` and the ``memory_<i>`` -> ``logits`` `(batch,
-          target vocabulary)` and the new ``state_<i>`` (start with [START], id 2).
+          target vocabulary)` and the new ``state_<i>`` (start with [START], id 2). With
+          copy attention (a `CopyReadout`) ``encode`` also returns ``source_ids`` (padded
+          to `max_source_length`), ``decoder_step`` takes them last and its ``logits``
+          are log-probabilities over the extended vocabulary.
 
         Args:
             path: the output folder.

@@ -7,6 +7,7 @@ backend).
 * `Seq2Seq` -- the task around a backbone: `fit` with teacher forcing (or a
   `ScheduledSampling` regime), `encode`, `step_fn` and `generate` (greedy, sampling,
   beam search) with alignments;
+* `CopyReadout` -- copy attention (a pointer-generator readout) for `Seq2Seq`;
 * `RNNEncoder` -- an embedding-free recurrent encoder returning the memory and the final
   states;
 * `ScheduledSampling`, `sampling_probability` -- scheduled sampling and its schedules,
@@ -17,6 +18,7 @@ from kerasrnn.layers.bridge import Bridge, CopyBridge, DenseBridge, NoBridge, Ze
 from kerasrnn.seq2seq.backbone import Encoded, Seq2SeqBackbone
 from kerasrnn.seq2seq.encoder import RNNEncoder
 from kerasrnn.seq2seq.model import Seq2Seq
+from kerasrnn.seq2seq.pointer import CopyReadout
 from kerasrnn.seq2seq.sampling import (
     SAMPLING_MODES,
     SCHEDULES,
@@ -28,6 +30,7 @@ from kerasrnn.seq2seq.sampling import (
 __all__ = [
     "Bridge",
     "CopyBridge",
+    "CopyReadout",
     "DenseBridge",
     "Encoded",
     "NoBridge",

@@ -21,7 +21,9 @@ from kerasrnn.validation import check_int, check_rate
 PAD_ID, START_ID, END_ID = 0, 2, 3
 
 
-class Encoded(collections.namedtuple("Encoded", ["memory", "states", "lengths"])):
+class Encoded(
+    collections.namedtuple("Encoded", ["memory", "states", "lengths", "source"], defaults=(None,))
+):
     """What `Seq2SeqBackbone.call_encoder` (and `Seq2Seq.encode`) returns for a batch of
     sources (a tuple of tensors, so it passes through `tf.function` and `jax.jit`).
 
@@ -30,6 +32,7 @@ class Encoded(collections.namedtuple("Encoded", ["memory", "states", "lengths"])
             values, and the source mask).
         states: the decoder's initial states (after the bridge).
         lengths: int32 `(batch,)` real source tokens per example.
+        source: the source ids `(batch, Tx)` (what a `CopyReadout` copies from).
     """
 
     def tile_memory(self, count):
@@ -37,7 +40,8 @@ class Encoded(collections.namedtuple("Encoded", ["memory", "states", "lengths"])
         b*count+count-1 are source b), as a step function called by beam search on
         `batch * beam_size` rows needs it. The states stay per source: beam search
         repeats them itself."""
-        return self._replace(memory=self.memory.repeat(count))
+        source = None if self.source is None else ops.repeat(self.source, count, axis=0)
+        return self._replace(memory=self.memory.repeat(count), source=source)
 
 
 def cell_state_sizes(cell):
@@ -235,7 +239,7 @@ class Seq2SeqBackbone(keras.layers.Layer):
         states = self.decoder.initial_state_from(
             states, batch_size=ops.shape(source_ids)[0], memory=prepared
         )
-        return Encoded(prepared, list(states), lengths_from_mask(mask))
+        return Encoded(prepared, list(states), lengths_from_mask(mask), source_ids)
 
     # ---- the decoder -------------------------------------------------------------
     def readout_logits(self, outputs):
@@ -267,12 +271,26 @@ class Seq2SeqBackbone(keras.layers.Layer):
         Returns:
             `(logits (rows, target_vocab_size), new states, alignments (rows, Tx))`.
         """
+        output, states, alignments, _ = self.decoder_step_outputs(tokens, states, memory, training)
+        return (readout or self.readout_logits)(output), states, alignments
+
+    def decoder_step_outputs(self, tokens, states, memory, training=False):
+        """`call_decoder_step` before the readout: `(decoder output, new states,
+        alignments, embedded tokens)` (what a `CopyReadout` reads besides the logits)."""
         y = self.target_embedding(ops.cast(tokens, "int32"))
         output, states, alignments = self.decoder.step(y, states, memory, training=training)
-        return (readout or self.readout_logits)(output), states, alignments
+        return output, states, alignments, y
 
     # ---- the teacher-forced pass ---------------------------------------------------
     def call(self, source_ids, target_in, training=False):
+        outputs, alignments, _ = self.decoder_outputs(source_ids, target_in, training)
+        return self.readout_logits(outputs["outputs"]), alignments
+
+    def decoder_outputs(self, source_ids, target_in, training=False):
+        """The teacher-forced pass before the readout: `(pieces, alignments (batch, Ty,
+        Tx), source mask)`, pieces a dict of the decoder "outputs" (after dropout),
+        the embedded decoder "inputs" and the encoder outputs "memory" (what a
+        `CopyReadout` reads besides the logits)."""
         source_ids = ops.cast(ops.convert_to_tensor(source_ids), "int32")
         target_in = ops.cast(ops.convert_to_tensor(target_in), "int32")
         memory, states, source_mask = self._encode(source_ids, training)
@@ -285,8 +303,8 @@ class Seq2SeqBackbone(keras.layers.Layer):
             memory_mask=source_mask,
             training=training,
         )
-        logits = self.readout_logits(self.output_dropout(outputs, training=training))
-        return logits, alignments
+        outputs = self.output_dropout(outputs, training=training)
+        return {"outputs": outputs, "inputs": y, "memory": memory}, alignments, source_mask
 
     def compute_output_shape(self, source_ids_shape, target_in_shape):
         return (

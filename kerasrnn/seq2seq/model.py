@@ -7,9 +7,10 @@ import numpy as np
 from keras import ops
 
 from kerasrnn.attention.layers import AttentionMemory
-from kerasrnn.ops import NEG_INF
+from kerasrnn.ops import NEG_INF, padding_mask
 from kerasrnn.seq2seq.backbone import END_ID, START_ID, Encoded, Seq2SeqBackbone
 from kerasrnn.seq2seq.generation import GenerationMixin, check_source_ids
+from kerasrnn.seq2seq.pointer import CopyReadout
 from kerasrnn.seq2seq.sampling import ScheduledSampling
 from kerasrnn.validation import check_int
 
@@ -58,6 +59,10 @@ class Seq2Seq(GenerationMixin, keras.Model):
             generation and export), so longer input is truncated, never an error.
         max_target_length: the default number of tokens `generate` produces at most.
         scheduled_sampling: None (teacher forcing) or a `ScheduledSampling`.
+        copy_readout: None (p = softmax(z)) or a `kerasrnn.seq2seq.CopyReadout`:
+            copy attention, `call` then returning log-probabilities over the
+            extended vocabulary (see there) and `generate` ids past the target
+            vocabulary for copied source words.
 
     Example:
 
@@ -82,6 +87,7 @@ class Seq2Seq(GenerationMixin, keras.Model):
         max_source_length=None,
         max_target_length=50,
         scheduled_sampling=None,
+        copy_readout=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -108,7 +114,24 @@ class Seq2Seq(GenerationMixin, keras.Model):
                 f"(e.g. ScheduledSampling('linear', 0.25, steps=5000)); got "
                 f"{scheduled_sampling!r}."
             )
+        copy_readout = _deserialize(copy_readout)
+        if copy_readout is not None and not isinstance(copy_readout, CopyReadout):
+            raise ValueError(
+                "`copy_readout` must be None or a kerasrnn.seq2seq.CopyReadout (e.g. "
+                f"CopyReadout(source_to_target)); got {copy_readout!r}."
+            )
+        if copy_readout is not None and scheduled_sampling is not None:
+            raise ValueError(
+                "`copy_readout` and `scheduled_sampling` do not combine: scheduled sampling "
+                "decodes with the plain readout; pass one of them."
+            )
+        if copy_readout is not None and len(backbone.decoder.cell.mechanisms) != 1:
+            raise ValueError(
+                "`copy_readout` copies through one attention; the backbone's decoder "
+                f"cell has {len(backbone.decoder.cell.mechanisms)} mechanisms."
+            )
         self.backbone = backbone
+        self.copy_readout = copy_readout
         self.start_id, self.end_id = start_id, end_id
         self.max_source_length = max_source_length
         self.max_target_length = max_target_length
@@ -151,6 +174,17 @@ class Seq2Seq(GenerationMixin, keras.Model):
     def build(self, input_shape=None):
         """Creates every weight; the input shape does not matter (ids of any length)."""
         self.backbone.build()
+        if self.copy_readout is not None:
+            backbone = self.backbone
+            embedded = (None, None, backbone.embedding_dim)
+            memory_shape, _ = backbone.encoder.compute_output_shape(embedded)
+            self.copy_readout.build_for(
+                self.source_vocab_size,
+                self.target_vocab_size,
+                int(memory_shape[-1]),
+                int(backbone.decoder.cell.output_size),
+                backbone.embedding_dim,
+            )
         if self.scheduled_sampling is not None:
             self.scheduled_sampling.build()
         self.built = True
@@ -202,7 +236,27 @@ class Seq2Seq(GenerationMixin, keras.Model):
             )
             self.scheduled_sampling.advance()
             return logits
+        if self.copy_readout is not None:
+            return self._copy_log_probs(source, target_in, training)
         return self.backbone(source, target_in, training=training)[0]
+
+    def _copy_log_probs(self, source, target_in, training):
+        """The teacher-forced log-probabilities of the `copy_readout`."""
+        if not self.built:
+            self.build()
+        pieces, alignments, source_mask = self.backbone.decoder_outputs(source, target_in, training)
+        logits = self.backbone.readout_logits(pieces["outputs"])
+        copying = self.copy_readout
+        if training:
+            copying.add_coverage_loss(alignments, padding_mask(target_in, self.pad_id))
+        return copying(
+            logits,
+            pieces["outputs"],
+            pieces["inputs"],
+            alignments,
+            pieces["memory"],
+            copying.extended_ids(source, source_mask),
+        )
 
     def alignments(self, inputs):
         """The teacher-forced attention weights `(batch, Ty, Tx)` for
@@ -240,7 +294,10 @@ class Seq2Seq(GenerationMixin, keras.Model):
                 "`step_fn` takes what `encode` returned (an Encoded); got "
                 f"{type(encoded).__name__}."
             )
-        return self._step_on(memory, return_alignments, self._decoding_readout(readout_dtype))
+        source = encoded.source if isinstance(encoded, Encoded) else None
+        return self._step_on(
+            memory, return_alignments, self._decoding_readout(readout_dtype), source
+        )
 
     # ---- GenerationMixin's hooks -------------------------------------------------------
     def _generation_inputs(self, source_ids):
@@ -252,7 +309,7 @@ class Seq2Seq(GenerationMixin, keras.Model):
         encoded = self.encode(source_ids)
         if rows > 1:
             encoded = encoded.tile_memory(rows)
-        step = self._step_on(encoded.memory, aligned, readout)
+        step = self._step_on(encoded.memory, aligned, readout, encoded.source)
         start = ops.full((ops.shape(source_ids)[0],), self.start_id, "int32")
         return step, start, encoded.states, ops.maximum(encoded.lengths, 1)
 
@@ -261,7 +318,9 @@ class Seq2Seq(GenerationMixin, keras.Model):
             return ops.transpose(self.target_embedding.embeddings), self.readout_bias
         return self.readout.kernel, self.readout.bias
 
-    def _step_on(self, memory, return_alignments, readout):
+    def _step_on(self, memory, return_alignments, readout, source=None):
+        if self.copy_readout is not None:
+            return self._copy_step_on(memory, return_alignments, readout, source)
         never = ops.arange(self.target_vocab_size) == self.pad_id
 
         def step(tokens, states):
@@ -277,6 +336,41 @@ class Seq2Seq(GenerationMixin, keras.Model):
 
         # beam search's drop_finished: the same step on a subset of the rows
         step.take_rows = lambda rows: self._step_on(memory.take(rows), return_alignments, readout)
+        return step
+
+    def _copy_step_on(self, memory, return_alignments, readout, source):
+        """`_step_on` with the `copy_readout`: log-probabilities over the extended
+        vocabulary, an extended id fed back as `unk_id`; [PAD] and the extended ids
+        of no source word are never generated."""
+        if source is None:
+            raise ValueError(
+                "A Seq2Seq with a `copy_readout` decodes against its source ids: pass "
+                "`step_fn` what `encode` returned (an Encoded with its source)."
+            )
+        copying = self.copy_readout
+        extended = copying.extended_ids(source, padding_mask(source, self.pad_id))
+        never = ops.arange(self.target_vocab_size) == self.pad_id
+        blocked = ops.concatenate(
+            [
+                ops.broadcast_to(never[None, :], (ops.shape(source)[0], self.target_vocab_size)),
+                ops.logical_not(extended[1]),
+            ],
+            axis=-1,
+        )
+
+        def step(tokens, states):
+            output, states, alignments, y = self.backbone.decoder_step_outputs(
+                copying.fed_back(ops.cast(tokens, "int32")), states, memory
+            )
+            log_p = copying(readout(output), output, y, alignments, memory.values, extended)
+            log_p = ops.where(blocked, NEG_INF, log_p)
+            if not return_alignments:
+                return log_p, states
+            return log_p, states, alignments
+
+        step.take_rows = lambda rows: self._copy_step_on(
+            memory.take(rows), return_alignments, readout, ops.take(source, rows, axis=0)
+        )
         return step
 
     # ---- training defaults -------------------------------------------------------------
@@ -301,7 +395,10 @@ class Seq2Seq(GenerationMixin, keras.Model):
                 if isinstance(x.get(name), (np.ndarray, list)):
                     _check_ids(name, np.asarray(x[name]), size)
         if isinstance(y, (np.ndarray, list)):
-            _check_ids("target_out", np.asarray(y), self.target_vocab_size)
+            size = self.target_vocab_size
+            if self.copy_readout is not None and isinstance(x, dict) and "source" in x:
+                size += np.shape(x["source"])[-1]  # the extended vocabulary's ids
+            _check_ids("target_out", np.asarray(y), size)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", *, sampler="greedy", **kwargs):
         """`keras.Model.compile` with the defaults of a sequence model: "auto" gives
@@ -335,12 +432,15 @@ class Seq2Seq(GenerationMixin, keras.Model):
             "scheduled_sampling": None
             if self.scheduled_sampling is None
             else keras.saving.serialize_keras_object(self.scheduled_sampling),
+            "copy_readout": None
+            if self.copy_readout is None
+            else keras.saving.serialize_keras_object(self.copy_readout),
         }
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        for key in ("backbone", "scheduled_sampling"):
+        for key in ("backbone", "scheduled_sampling", "copy_readout"):
             config[key] = _deserialize(config.get(key))
         return cls(**config)
 
