@@ -34,6 +34,7 @@ BENCHMARKS = {
         "time_budget",
         "char LM: budget schedules, range test, same minutes",
     ),
+    "copy_attention": ("quality", "copy_attention", "copy attention vs softmax, rare words"),
     "transfer": ("transfer", "mr", "MR with and without LM transfer (ULMFiT), bigram NB"),
     "bilm_upos": ("transfer", "upos", "EWT UPOS with and without a frozen biLM's features"),
     "vectors_ner": ("transfer", "ner_vectors", "CoNLL-2003 NER with and without LM word vectors"),

@@ -232,3 +232,36 @@ def test_bad_arguments_fail_in_one_line():
         CopyReadout([0, -3])
     with pytest.raises(ValueError, match="copy_readout"):
         Seq2Seq(backbone, copy_readout="yes")
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel: tensorflow")
+def test_exported_saved_model_writes_copied_source_words(tmp_path):
+    import tensorflow as tf
+
+    from kerasrnn.export import TextTranslator
+
+    source = Vocabulary(["anna", "sees", "bob", "carl"])
+    target = Vocabulary(["sieht", "anna"])
+    keras.utils.set_random_seed(5)
+    model = Seq2Seq(
+        Seq2SeqBackbone(len(source), len(target), embedding_dim=4, units=4),
+        max_source_length=4,
+        max_target_length=3,
+        copy_readout=CopyReadout(copy_vocabulary_map(source, target)),
+    )
+    model.build()
+    model.copy_readout.b.assign(np.array([-30.0], "float32"))  # p_gen ~ 0: copy only
+    texts = ["bob sees carl", "carl anna"]
+    translator = TextTranslator(model, source, target, max_length=3)
+    translator.export(tmp_path / "sm", translate_n_best=decoding.GreedySearch())
+    served = tf.saved_model.load(str(tmp_path / "sm")).signatures["translate"]
+    got = [t.decode() for t in served(text=tf.constant(texts))["translation"].numpy()]
+    ids = keras.utils.pad_sequences([source.encode(t.split()) for t in texts], 4, padding="post")
+    tokens = np_(model.generate(ids, "greedy", max_length=3, jit_compile=False).tokens)[:, 0]
+    expected = []
+    for words, row in zip(texts, tokens):
+        names = copy_decode([i for i in row if i > 3], words.split(), target)
+        expected.append(" ".join(names))
+    assert got == expected
+    # copied source words the target vocabulary lacks, not [UNK]
+    assert got[0] and set(got[0].split()) <= {"bob", "sees", "carl"}
