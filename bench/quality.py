@@ -1116,7 +1116,7 @@ def copy_task(pairs, seed, pool=2000):
     syllables = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "ni", "bru", "zem", "ola"]
     names = set()
     while len(names) < pool:
-        names.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 3))))
+        names.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
     names = sorted(names)
     out = []
     for _ in range(pairs):
@@ -1136,9 +1136,9 @@ def copy_attention(argv=None):
     the same model otherwise, on a generated template translation whose targets copy
     rare source words (names and numbers from large pools); greedy decoding."""
     parser = suite.parser("copy_attention", copy_attention.__doc__)
-    parser.add_argument("--train-pairs", type=int, default=6000)
+    parser.add_argument("--train-pairs", type=int, default=4000)
     parser.add_argument("--test-pairs", type=int, default=500)
-    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--min-count", type=int, default=5, help="target vocabulary threshold")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)

@@ -17,16 +17,14 @@ Command line::
         --output-dir runs/t
     python -m recipes.translator evaluate --output-dir runs/t --test '[a.de, a.en]'
     python -m recipes.translator translate --output-dir runs/t "ein Mann läuft ."
-    python -m recipes.translator heatmap --output-dir runs/t "ein Mann läuft ." \
-        [--input FILE]                                       # runs/t/heatmap_0.png ...
+    python -m recipes.translator heatmap --output-dir runs/t "ein Mann läuft ."  # heatmap_0.png
     python -m recipes.translator export --output-dir runs/t --export-dir runs/t/sm
 
-Data (`train`, `valid`, `test`): ``[SOURCE_FILE, TARGET_FILE]``, two files with one
-sentence per line (plain or gzip, aligned line by line), or ``tfds:NAME[:SPLIT]`` (e.g.
-``tfds:ted_hrlr_translate/pt_to_en``). Tokenisers: ``word`` (punctuation split off
-words, then whitespace), ``char`` (characters, the space as ``▁``) or ``wordpiece``
-(keras-hub WordPiece subwords, the vocabulary learned from the training side), chosen
-per side.
+Data (`train`, `valid`, `test`): ``[SOURCE_FILE, TARGET_FILE]``, two files with one sentence per
+line (plain or gzip, aligned line by line), or ``tfds:NAME[:SPLIT]`` (e.g.
+``tfds:ted_hrlr_translate/pt_to_en``). Tokenisers: ``word`` (punctuation split off words, then
+whitespace), ``char`` (characters, the space as ``▁``) or ``wordpiece`` (keras-hub WordPiece
+subwords, the vocabulary learned from the training side), chosen per side.
 """
 
 import os
@@ -40,6 +38,7 @@ from recipes import common, vectors
 from recipes.common import Option
 from recipes.translator_lm import FUSION_OPTIONS, fusion
 from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by their old names)
+    COPY_OPTIONS,
     DEMO_DEFAULTS,
     _demo_arguments,
     build_model,
@@ -53,7 +52,6 @@ from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by the
     write_heatmaps,
 )
 
-ATTENTIONS = ("bahdanau", "luong")
 OPTIONS = common.data_options(
     "runs/translator",
     "[SOURCE_FILE, TARGET_FILE] (aligned line by line, plain or gzip) or tfds:NAME[:SPLIT]",
@@ -90,7 +88,7 @@ OPTIONS = common.data_options(
     attention=Option(
         "bahdanau",
         "attention: Bahdanau (additive, s_{i-1}) or Luong (multiplicative, the current state)",
-        ATTENTIONS,
+        ("bahdanau", "luong"),
     ),
     attention_units=Option(256, "Bahdanau's W_a width"),
     luong_score=Option("general", "Luong's score function", ("dot", "general", "concat")),
@@ -146,6 +144,7 @@ OPTIONS = common.data_options(
     ),
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
     **FUSION_OPTIONS,
+    **COPY_OPTIONS,
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 

@@ -8,6 +8,20 @@ import os
 
 from kerasrnn.data.text import TextSide, translation_dataset
 from recipes import common, vectors
+from recipes.config import Option
+
+# --copy-attention: `kerasrnn.seq2seq.CopyReadout` (docs/seq2seq.md, copy attention)
+COPY_OPTIONS = dict(
+    copy_attention=Option(
+        False,
+        "copy attention (a pointer-generator readout): the decoder may copy a source word "
+        "its target vocabulary lacks (word tokenizers)",
+        group="model",
+    ),
+    coverage_weight=Option(
+        0.0, "with copy_attention: the weight of See et al.'s coverage loss", group="model"
+    ),
+)
 
 # The demo's generated dates: a small model and few epochs reach 100% exact match.
 DEMO_DEFAULTS = dict(
@@ -109,6 +123,8 @@ def load_pairs(config, spec, split):
 def pairs_dataset(config, sides, sources, targets, shuffle):
     """The teacher-forcing dataset of the pairs within the length limits
     (`kerasrnn.data.text.translation_dataset`) and the number of pairs kept."""
+    if config.get("copy_attention"):
+        return copy_pairs_dataset(config, sides, sources, targets, shuffle)
     try:
         return translation_dataset(
             *sides,
@@ -123,6 +139,50 @@ def pairs_dataset(config, sides, sources, targets, shuffle):
         )
     except ValueError as error:  # no pair within the limits
         raise common.RecipeError(str(error)) from None
+
+
+def copy_pairs_dataset(config, sides, sources, targets, shuffle):
+    """`pairs_dataset` for copy attention: the same pairs, each target word the target
+    vocabulary lacks but the source holds labelled with its extended id
+    (`kerasrnn.data.copy_target_ids`)."""
+    from kerasrnn.data import copy_target_ids
+    from kerasrnn.data.pipeline import sequence_dataset
+
+    source, target = sides
+    limits = config["max_source_length"], config["max_target_length"]
+    columns = ([], [], [])
+    for src, tgt in zip(source.tokenize(sources), target.tokenize(targets)):
+        if not src or len(src) > (limits[0] or len(src)) or len(tgt) > (limits[1] or len(tgt)):
+            continue
+        columns[0].append(source.vocabulary.encode(src))
+        columns[1].append(target.vocabulary.encode(tgt, add_start=True))
+        columns[2].append(copy_target_ids(src, tgt, source.vocabulary, target.vocabulary))
+    if not columns[0]:
+        raise common.RecipeError("no sentence pair is left after length filtering.")
+    dataset = sequence_dataset(
+        {"source": columns[0], "target_in": columns[1]},
+        columns[2],
+        batch_size=config["batch_size"],
+        shuffle=shuffle,
+        seed=config["seed"],
+        bucket_boundaries=config["bucket_boundaries"] or None,
+        length_key="source",
+        target_weights=False,
+    )
+    return dataset, len(columns[0])
+
+
+def copy_readout(config):
+    """The run's `CopyReadout` (None without copy_attention), its id map from the
+    run's saved vocabularies."""
+    if not config.get("copy_attention"):
+        return None
+    from kerasrnn.data import copy_vocabulary_map
+    from kerasrnn.seq2seq import CopyReadout
+
+    source, target = load_sides(config)
+    table = copy_vocabulary_map(source.vocabulary, target.vocabulary)
+    return CopyReadout(table, coverage_weight=config["coverage_weight"])
 
 
 # ----------------------------------------------------------------------------- model
@@ -183,6 +243,7 @@ def build_model(config, source_vocab_size, target_vocab_size, pretrained=None):
         backbone,
         max_target_length=config["max_decode_length"],
         scheduled_sampling=sampling,
+        copy_readout=copy_readout(config),
         name="translator",
     )
     model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)

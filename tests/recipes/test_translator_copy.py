@@ -1,0 +1,51 @@
+"""The translator recipe's `copy_attention` (`--copy-attention`): the run's datasets
+label copied words with extended ids and its model carries a `CopyReadout` mapping
+the run's vocabularies; one training step and a translation run end to end."""
+
+import numpy as np
+
+from kerasrnn.data import copy_vocabulary_map
+from kerasrnn.seq2seq import CopyReadout
+
+
+def test_copy_attention_trains_and_translates_through_the_recipe(tmp_path):
+    from recipes import common, translator
+
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            output_dir=str(tmp_path / "run"),
+            embedding_dim=5,
+            encoder_units=6,
+            decoder_units=7,
+            attention_units=4,
+            dropout=0.0,
+            min_freq=2,
+            batch_size=4,
+            bucket_boundaries=[],
+            max_decode_length=5,
+            copy_attention=True,
+            coverage_weight=0.5,
+        ),
+    )
+    (tmp_path / "run").mkdir()
+    # "dora" twice in a source, once in the targets: a source word only
+    sources = ["anna sieht bob", "bob sieht carl", "carl sieht anna", "dora dora sieht anna"]
+    targets = ["anna sees bob", "bob sees carl", "carl sees anna", "dora sees anna"]
+    prepared = translator.RECIPE.prepare(config, {"train": (sources, targets)})
+    source, target = translator.load_sides(config)
+    assert "dora" not in target.vocabulary  # seen once: outside the target vocabulary
+    x, y = next(iter(prepared.train.unbatch().batch(4)))
+    labels = {(int(s[0]), int(t[0])) for s, t in zip(np.asarray(x["source"]), np.asarray(y))}
+    dora = source.vocabulary.token_to_id("dora")
+    assert (dora, len(target.vocabulary)) in labels  # copied from source position 0
+    model = translator.RECIPE.build(config, prepared)
+    assert isinstance(model.copy_readout, CopyReadout)
+    assert model.copy_readout.source_to_target == copy_vocabulary_map(
+        source.vocabulary, target.vocabulary
+    )
+    assert model.copy_readout.coverage_weight == 0.5
+    model.fit(prepared.train, epochs=1, verbose=0, shuffle=False)
+    model.copy_readout.b.assign(np.array([-30.0], "float32"))  # copy only
+    texts = translator.Translator(model, source, target, config).translate(["dora sieht anna"], 1)
+    assert texts[0] and set(texts[0].split()) <= {"dora", "sieht", "anna", "sees"}
