@@ -179,6 +179,12 @@ class GenerationMixin:
                 "`fusion` must be a kerasrnn.decoding.ShallowFusion (an object with "
                 f"fuse(step_fn, start_tokens, states)) or None; got {fusion!r}."
             )
+        if fusion is not None and getattr(self, "copy_readout", None) is not None:
+            raise ValueError(
+                "`fusion` with a `copy_readout`: copy attention decodes over an extended "
+                "vocabulary (source positions past the target ids) that a language model "
+                "does not predict; decode without fusion."
+            )
         settings = dict(
             strategy=strategy,
             max_length=max_length,

@@ -232,6 +232,11 @@ def test_bad_arguments_fail_in_one_line():
         CopyReadout([0, -3])
     with pytest.raises(ValueError, match="copy_readout"):
         Seq2Seq(backbone, copy_readout="yes")
+    copying = Seq2Seq(backbone, copy_readout=CopyReadout(TABLE))
+    lm = (lambda tokens, states: (None, states), lambda batch_size: ())
+    fusion = decoding.ShallowFusion(lm, 0.3)
+    with pytest.raises(ValueError, match="fusion` with a `copy_readout"):
+        copying.generate(SOURCE, "greedy", fusion=fusion)
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel: tensorflow")
