@@ -50,6 +50,14 @@ def fused_kind(cell):
     dropout is applied to the whole sequence first, as keras.layers.LSTM does) and every
     other option off.
     """
+    kind = inference_kind(cell)
+    return None if kind is None or cell.recurrent_dropout else kind
+
+
+def inference_kind(cell):
+    """ "lstm" or "gru" when `cell` computes at inference exactly what keras.layers.LSTM /
+    GRU does (`fused_kind`'s conditions, recurrent dropout allowed: it acts in training
+    only), else None. The exporters write such cells as native recurrent operators."""
     if type(cell) is LSTMCell:
         if not cell.forget_gate or cell.peephole or cell.coupled:
             return None
@@ -57,8 +65,6 @@ def fused_kind(cell):
     elif type(cell) is GRUCell:
         kind = "gru"
     else:
-        return None
-    if cell.recurrent_dropout:
         return None
     if cell.activation is not keras.activations.tanh:
         return None

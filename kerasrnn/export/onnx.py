@@ -5,7 +5,9 @@ Two routes, the first that converts:
 1. **Keras' own exporter**, `model.export(path, format="onnx")` (on TensorFlow through
    `tf2onnx`): every recurrent layer of the package converts, the time loop becoming an
    ONNX `Loop` whose body holds the cell's matmuls and gates, and the file keeps the
-   model's dynamic batch and time dimensions.
+   model's dynamic batch and time dimensions. A standard LSTM or GRU layer becomes
+   ONNX's own `LSTM` / `GRU` operator instead (`native_recurrences`, on by default;
+   `kerasrnn.export.onnx_recurrent` says which layers and how).
 2. **Through the LiteRT graph** where tf2onnx cannot map a loop (it raises, or it writes
    a file onnxruntime refuses to load, which is checked): `keras.ops.scan` on
    TensorFlow keeps its carry in a one-element TensorArray, which tf2onnx's While
@@ -19,13 +21,16 @@ Quantisation (`quantization="dynamic_int8"`) runs onnxruntime's `quantize_dynami
 the written file. tf2onnx passes the cell's weights into the `Loop` as loop-carried
 values, which the quantiser does not see as weights (it quantises initializers only),
 so first each carried value that the body returns unchanged and that starts as an
-initializer becomes an initializer of the body itself.
+initializer becomes an initializer of the body itself. The quantiser writes a native
+`LSTM` operator as onnxruntime's `DynamicQuantizeLSTM` (int8 weights); it has no int8
+GRU, so a model to quantise keeps the `Loop` for its GRU layers.
 """
 
 import logging
 import os
 import tempfile
 import warnings
+from contextlib import nullcontext
 
 from kerasrnn.export._formats import (
     LOGGER,
@@ -36,6 +41,7 @@ from kerasrnn.export._formats import (
     output_names,
 )
 from kerasrnn.export.litert import check_quantization
+from kerasrnn.export.onnx_recurrent import native_recurrences as native_recurrences_of
 
 # onnxruntime's dynamic quantisation: int8 weights, activations quantised per call
 QUANTIZATIONS = (None, "dynamic_int8")
@@ -49,6 +55,7 @@ def export_onnx(
     batch_size=None,
     sequence_length=None,
     quantization=None,
+    native_recurrences=True,
 ):
     """Writes `model` as an ONNX file for onnxruntime (or any ONNX runtime).
 
@@ -74,6 +81,14 @@ def export_onnx(
             scale and zero point, W ~ s * (q - z): a quarter of the bytes) and each
             matmul's input quantised to uint8 at run time (`DynamicQuantizeLinear` +
             `MatMulInteger`, which onnxruntime's CPU kernels run).
+        native_recurrences: write each standard LSTM or GRU layer (`kerasrnn.RNN` or
+            `keras.layers.RNN` over a plain `LSTMCell` / `GRUCell`, `keras.layers.LSTM`
+            / `GRU`, in `Bidirectional` and `RNNStack` too) as ONNX's fused `LSTM` /
+            `GRU` operator (`direction="bidirectional"` for a `Bidirectional`), with
+            `sequence_lens` from the mask, read as right padding (a row's length is its
+            number of unmasked steps). False: every time loop a `Loop`, whose mask may
+            have any pattern. Other cells (peepholes, layer norm, attention, custom
+            cells) keep the `Loop` either way (`kerasrnn.export.onnx_recurrent`).
 
     Returns:
         `path`. Run it with ``onnxruntime.InferenceSession(path)``: the inputs are
@@ -102,24 +117,36 @@ def export_onnx(
     specs = model_input_specs(model, input_signature)
     folder = os.path.dirname(os.path.abspath(os.fspath(path)))
     os.makedirs(folder, exist_ok=True)
-    if quantization is not None:
-        with tempfile.TemporaryDirectory() as scratch:
-            float_path = os.path.join(scratch, "float32.onnx")
-            export_onnx(model, float_path, specs, opset_version, batch_size, sequence_length)
-            _quantize_dynamic(float_path, path)
+    # the native operators to write: onnxruntime's quantiser has an int8 LSTM, not a
+    # GRU, so a GRU to quantise keeps the Loop, whose matmuls it quantises
+    kinds = ("lstm", "gru") if quantization is None else ("lstm",)
+    kinds = kinds if native_recurrences else ()
+    if quantization is None:
+        _export_float(model, path, specs, opset_version, batch_size, sequence_length, kinds)
         return path
+    with tempfile.TemporaryDirectory() as scratch:
+        float_path = os.path.join(scratch, "float32.onnx")
+        _export_float(model, float_path, specs, opset_version, batch_size, sequence_length, kinds)
+        _quantize_dynamic(float_path, path)
+    return path
+
+
+def _export_float(model, path, specs, opset_version, batch_size, sequence_length, kinds):
+    """The float32 file by the first route that converts (module docstring), the
+    recurrent layers of `kinds` ("lstm", "gru") as native operators."""
     # the converters' messages are shown only if both routes fail (route 1's, of a
     # loop it cannot map, are expected when route 2 then converts)
     with converter_output():
         try:
-            model.export(
-                os.fspath(path),
-                format="onnx",
-                # one argument per model call: a multi-input model takes the list of inputs
-                input_signature=specs if len(specs) == 1 else [specs],
-                opset_version=opset_version,
-                verbose=False,
-            )
+            with native_recurrences_of(model, kinds) if kinds else nullcontext():
+                model.export(
+                    os.fspath(path),
+                    format="onnx",
+                    # one argument per model call: a multi-input model takes the list of inputs
+                    input_signature=specs if len(specs) == 1 else [specs],
+                    opset_version=opset_version,
+                    verbose=False,
+                )
             _check_loads(path)
             error = None
         except Exception as failure:  # tf2onnx's failure on a loop it cannot map
@@ -145,7 +172,6 @@ def export_onnx(
             os.fspath(path),
             what,
         )
-    return path
 
 
 def _check_loads(path):

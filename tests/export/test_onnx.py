@@ -11,6 +11,7 @@ from kerasrnn.export import export_onnx
 from tests.export.conftest import (
     BATCH,
     CASES,
+    CELLS,
     REFUSED,
     Viterbi,
     assert_outputs_equal,
@@ -63,3 +64,54 @@ def test_litert_route_needs_a_fixed_length(tmp_path):
     model = keras.Model(potentials, tags)
     with pytest.raises(ValueError, match=r"dynamic time dimension.*pass sequence_length=N"):
         export_onnx(model, tmp_path / "viterbi.onnx")
+
+
+def _operators(session_or_path):
+    import onnx
+
+    path = session_or_path if isinstance(session_or_path, str) else session_or_path._model_path
+    return [node for node in onnx.load(path).graph.node]
+
+
+def _counts(nodes):
+    counts = {}
+    for node in nodes:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return {op: counts.get(op, 0) for op in ("LSTM", "GRU", "Loop")}
+
+
+def test_standard_cells_become_native_operators(exported):
+    # the native model: 4 LSTM layers (one a Bidirectional) and 4 GRU layers (a
+    # Bidirectional and a 2-layer bidirectional stack), no Loop left
+    session = exported("masked_native_recurrences", _onnx_session)
+    nodes = _operators(session)
+    assert _counts(nodes) == {"LSTM": 4, "GRU": 4, "Loop": 0}
+    directions = sorted(
+        next(a.s.decode() for a in node.attribute if a.name == "direction")
+        for node in nodes
+        if node.op_type in ("LSTM", "GRU")
+    )
+    assert directions == ["bidirectional"] * 4 + ["forward"] * 3 + ["reverse"]
+    # of the cells, the standard LSTM and both GRUs; peepholes, coupling, no forget
+    # gate, layer norm, NAS, ESN and the simple RNN keep their Loop
+    cells = _counts(_operators(exported("cells", _onnx_session)))
+    assert cells == {"LSTM": 1, "GRU": 2, "Loop": len(CELLS) - 3}
+
+
+def test_native_operators_on_other_paddings(exported):
+    # the same file at another batch and length: a row of padding only, one step, full
+    model, _, _ = built("masked_native_recurrences")
+    session = exported("masked_native_recurrences", _onnx_session)
+    ids = np.array([[3, 1, 4, 1, 5, 9, 2], [6, 0, 0, 0, 0, 0, 0], [0] * 7, [2, 7, 1, 8, 0, 0, 0]])
+    ids = ids.astype("int32")
+    actual = session.run(None, {session.get_inputs()[0].name: ids})
+    expected = [np.asarray(e) for e in keras.tree.flatten(model.predict(ids, verbose=0))]
+    assert_outputs_equal(actual, expected)
+
+
+def test_loop_when_native_recurrences_off(tmp_path):
+    model, inputs, expected = built("kerasrnn_rnn_fast_lstm")
+    path = export_onnx(model, tmp_path / "loop.onnx", native_recurrences=False)
+    assert _counts(_operators(str(path))) == {"LSTM": 0, "GRU": 0, "Loop": 1}
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert_outputs_equal(session.run(None, {session.get_inputs()[0].name: inputs[0]}), expected)

@@ -55,7 +55,15 @@ def _litert(model, x, path, quantization):
 
 
 def _onnx(model, x, path, quantization):
-    export_onnx(model, path, quantization=quantization)
+    # the float32 file has the graph of the quantised one: the native LSTM operator
+    # (quantised as DynamicQuantizeLSTM), a GRU's Loop (onnxruntime has no int8 GRU)
+    gru = isinstance(model.layers[-1].cell, kerasrnn.GRUCell)
+    export_onnx(model, path, quantization=quantization, native_recurrences=not gru)
+    if quantization is not None:
+        import onnx
+
+        operators = {node.op_type for node in onnx.load(str(path)).graph.node}
+        assert ("DynamicQuantizeLSTM" in operators) is not gru
     session = onnxruntime.InferenceSession(str(path))
     return session.run(None, {session.get_inputs()[0].name: x})[0]
 
