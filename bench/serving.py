@@ -8,10 +8,15 @@ with the CRF, the Viterbi tags), every runtime gets the same padded id batches:
 - ``keras call``: ``model(x, training=False)``, the direct (eager) call;
 - ``saved_model``: ``tf.saved_model.load(path).signatures["serving_default"]`` of a
   SavedModel written by `kerasrnn.export.export_saved_model` (ids in, dynamic shapes);
-- ``onnxruntime``: `kerasrnn.export.export_onnx` (dynamic shapes from Keras' exporter;
-  the CRF model goes through the LiteRT graph at the fixed shape of each batch size);
+- ``onnxruntime``: `kerasrnn.export.export_onnx` (dynamic shapes from Keras' exporter,
+  standard LSTM / GRU layers as ONNX's `LSTM` / `GRU` operators; the CRF model goes
+  through the LiteRT graph at the fixed shape of each batch size);
+- ``onnxruntime_loop``: the same with ``native_recurrences=False``, every time loop an
+  ONNX `Loop`;
 - ``litert``: `kerasrnn.export.export_litert`, one file per batch size (fixed shapes),
-  run by ``ai_edge_litert``'s Interpreter without the Flex delegate.
+  run by ``ai_edge_litert``'s Interpreter without the Flex delegate;
+- ``litert_while``: the same with ``native_recurrences=False`` (the time loop a builtin
+  `WHILE`), where `export_litert` takes that argument (else a line says it is skipped).
 
 Before any timing each runtime's outputs on the first batches are checked against
 ``keras call`` (probabilities within ``--atol``, tags exactly); a runtime that differs
@@ -28,6 +33,13 @@ at <= 0.5x the SavedModel's batch-1 latency.
 
     python -m bench serving --tagger runs/ewt --tagger-crf runs/ewt-crf \\
         --classifier runs/polarity
+
+First, with no training needed, the masked BiLSTM tagger shape (``--bilstm-units``, by
+default 128, 256 and 512 units per direction): ids -> `Embedding(mask_zero=True)` ->
+`Bidirectional(kerasrnn.RNN(LSTMCell(H)))` -> `Dense` softmax, Keras' initial weights,
+``--sentences`` rows of random ids right-padded to ``--bilstm-length`` (30) steps,
+through the same runtimes; its figures include the batched ratio (``..._b64``).
+``--bilstm-units`` with no value skips it.
 
 The run folders come from the recipes' ``train`` commands (see docs/deploying.md).
 
@@ -56,7 +68,18 @@ import numpy as np  # noqa: E402
 
 from bench import suite, timing  # noqa: E402
 
-RUNTIMES = ("keras_predict", "keras_call", "saved_model", "onnxruntime", "litert")
+RUNTIMES = (
+    "keras_predict",
+    "keras_call",
+    "saved_model",
+    "onnxruntime",
+    "onnxruntime_loop",
+    "litert",
+    "litert_while",
+)
+# the runtimes whose file is written with native_recurrences=False (the time loop as
+# ONNX's Loop / LiteRT's WHILE), against the default export's native recurrent ops
+LOOP_RUNTIMES = {"onnxruntime_loop": "onnxruntime", "litert_while": "litert"}
 REFERENCE = "saved_model"
 # the order of the serving models' inputs (the recipes' input names)
 INPUT_ORDER = ["word_ids", "char_ids", "lm_ids", "token_ids"]
@@ -143,14 +166,15 @@ def max_difference(outputs, expected):
 FIGURES = {}
 
 
-def ratio_figure(key, values, reference):
-    """Records `key`'s median batch-1 ratio over rounds, with its min-max, in FIGURES."""
+def ratio_figure(key, values, reference, batch_size=1):
+    """Records `key`'s median batch-`batch_size` latency ratio over rounds, with its
+    min-max, in FIGURES."""
     ratios = timing.ratios(values, reference)
     if ratios:
         s = timing.summary(ratios)
         FIGURES[key] = suite.figure(
             s["median"],
-            key.replace("_", " ") + ": batch-1 latency / the SavedModel's",
+            key.replace("_", " ") + f": batch-{batch_size} latency / the SavedModel's",
             unit="x",
             spread={"kind": "min-max", "low": s["min"], "high": s["max"]},
         )
@@ -317,29 +341,76 @@ def litert_runner(path, threads, names):
     return run
 
 
-def export_onnx_file(model, path, crf, batch_size, length, width, quantization=None):
+def export_onnx_file(model, path, crf, batch_size, length, width, quantization=None, native=True):
     """`export_onnx` of the serving model: dynamic shapes, or (the CRF, which only the
-    LiteRT route converts) fixed at `batch_size` x `length` (x `width`)."""
+    LiteRT route converts) fixed at `batch_size` x `length` (x `width`); `native`:
+    standard LSTM / GRU layers as ONNX's own operators, else as a `Loop`."""
     from kerasrnn.export import export_onnx
 
     signature = input_specs(model, batch_size, length, width) if crf else None
     return export_onnx(
-        model, path, input_signature=signature, batch_size=batch_size, quantization=quantization
+        model,
+        path,
+        input_signature=signature,
+        batch_size=batch_size,
+        quantization=quantization,
+        native_recurrences=native,
     )
 
 
-def export_litert_file(model, path, batch_size, length, width, quantization=None):
+def litert_takes_native_recurrences():
+    """Whether `export_litert` can be asked for the `WHILE` loop instead of fused ops."""
+    import inspect
+
     from kerasrnn.export import export_litert
 
+    return "native_recurrences" in inspect.signature(export_litert).parameters
+
+
+def export_litert_file(model, path, batch_size, length, width, quantization=None, native=True):
+    from kerasrnn.export import export_litert
+
+    # `native_recurrences` only where asked against the default (an export_litert
+    # without the argument writes the WHILE loop)
+    native_argument = {} if native else {"native_recurrences": False}
     return export_litert(
         model,
         path,
         input_signature=input_specs(model, batch_size, length, width),
         quantization=quantization,
+        **native_argument,
     )
 
 
 # ------------------------------------------------------------------------ the data
+
+# The masked BiLSTM tagger shape (`--bilstm-units`): a vocabulary, embedding width and
+# tag set of a UD tagger's size
+BILSTM_VOCABULARY, BILSTM_EMBEDDING, BILSTM_TAGS = 20000, 128, 17
+
+
+def bilstm_tagger(units, seed=0):
+    """ids -> Embedding(mask_zero=True) -> Bidirectional(kerasrnn.RNN(LSTMCell(units)))
+    -> Dense softmax per token, with Keras' initial weights (the latency does not
+    depend on their values)."""
+    keras = _keras()
+    import kerasrnn
+
+    keras.utils.set_random_seed(seed)
+    ids = keras.Input((None,), dtype="int32", name="word_ids")
+    x = keras.layers.Embedding(BILSTM_VOCABULARY, BILSTM_EMBEDDING, mask_zero=True)(ids)
+    x = keras.layers.Bidirectional(kerasrnn.RNN(kerasrnn.LSTMCell(units), return_sequences=True))(x)
+    outputs = keras.layers.Dense(BILSTM_TAGS, activation="softmax")(x)
+    return keras.Model(ids, outputs, name=f"bilstm_h{units}")
+
+
+def bilstm_ids(count, length, seed=0):
+    """`count` rows of random ids right-padded to `length`, each of 1 to `length` real
+    steps (a sentence length spread like a test set's, padding masked)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, length + 1, size=count)
+    rows = [rng.integers(1, BILSTM_VOCABULARY, size=n) for n in lengths]
+    return pad_ids(rows, length)
 
 
 def import_schedules():
@@ -544,21 +615,26 @@ def build_runners(model, crf, inputs, batch_sizes, runtimes, threads, folder, lo
             elif runtime == "saved_model":
                 run, _ = saved_model_runner(model, folder)
                 runners.update({(runtime, b): run for b in batch_sizes})
-            elif runtime == "onnxruntime":
+            elif runtime in ("onnxruntime", "onnxruntime_loop"):
+                native = runtime == "onnxruntime"
                 if crf:
                     for b in batch_sizes:
-                        path = os.path.join(folder, f"model_b{b}.onnx")
-                        export_onnx_file(model, path, crf, b, length, width)
+                        path = os.path.join(folder, f"{runtime}_b{b}.onnx")
+                        export_onnx_file(model, path, crf, b, length, width, native=native)
                         runners[(runtime, b)] = onnx_session(path, threads)
                 else:
-                    path = os.path.join(folder, "model.onnx")
-                    export_onnx_file(model, path, crf, None, None, None)
+                    path = os.path.join(folder, f"{runtime}.onnx")
+                    export_onnx_file(model, path, crf, None, None, None, native=native)
                     run = onnx_session(path, threads)
                     runners.update({(runtime, b): run for b in batch_sizes})
-            elif runtime == "litert":
+            elif runtime in ("litert", "litert_while"):
+                native = runtime == "litert"
+                if not native and not litert_takes_native_recurrences():
+                    print(f"\n{runtime}: skipped (export_litert has no native_recurrences yet)")
+                    continue
                 for b in batch_sizes:
-                    path = os.path.join(folder, f"model_b{b}.tflite")
-                    export_litert_file(model, path, b, length, width)
+                    path = os.path.join(folder, f"{runtime}_b{b}.tflite")
+                    export_litert_file(model, path, b, length, width, native=native)
                     runners[(runtime, b)] = litert_runner(path, threads, names)
         except Exception as error:  # a runtime that does not build is reported, not fatal
             failed[runtime] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
@@ -602,6 +678,36 @@ def time_model(label, runners, inputs, batch_sizes, args, log):
     return results
 
 
+def time_serving_model(label, model, crf, inputs, batch_sizes, args, log):
+    """Builds every runtime of `model`, checks it against Keras, times the ones that
+    agree and prints the table."""
+    with tempfile.TemporaryDirectory() as folder:
+        runners, failed = build_runners(
+            model, crf, inputs, batch_sizes, args.runtimes, args.threads, folder, log
+        )
+        for runtime, reason in failed.items():
+            print(f"\n{label}: {runtime} left out, it does not build: {reason}")
+        if ("keras_call", 1) not in runners:
+            print(f"\n{label}: skipped (no keras_call reference)")
+            return
+        differences, mismatched = check_outputs(runners, inputs, batch_sizes, args.atol, crf)
+        for key in sorted(mismatched):
+            print(
+                f"\n{label}: {key[0]} at batch {key[1]} left out, outputs differ "
+                f"from keras by {differences[key]:.2e}"
+            )
+            runners.pop(key)
+        shape = " x ".join(str(d) for d in inputs[-1].shape[1:])
+        results = time_model(label, runners, inputs, batch_sizes, args, log)
+    report(
+        f"{label}: {len(inputs[0])} test sentences padded to {shape} "
+        f"({'tags: exactly equal' if crf else f'probabilities within {args.atol:g}'})",
+        results,
+        batch_sizes,
+        differences,
+    )
+
+
 def report(
     label, results, batch_sizes, differences, runtimes=RUNTIMES, check=("max diff vs keras", ".1e")
 ):
@@ -619,6 +725,8 @@ def report(
         if runtime != REFERENCE:
             model = label.split(" (")[0] + ("_crf" if "CRF" in label else "")
             ratio_figure(f"{model}_{runtime}", t1, reference_1)
+            if model.startswith("bilstm_"):  # the BiLSTM shape's batched ratio too
+                ratio_figure(f"{model}_{runtime}_b{bn}", tn, reference_n, bn)
         throughput = bn / timing.summary(tn)["median"] if tn else float("nan")
         rows.append(
             [
@@ -687,6 +795,16 @@ def main(argv=None):
         "--translator", default="", help="a translator run trained on Multi30k ('' skips)"
     )
     parser.add_argument("--multi30k", default=str(MULTI30K), help="the multi30k folder")
+    parser.add_argument(
+        "--bilstm-units",
+        type=int,
+        nargs="*",
+        default=[128, 256, 512],
+        help="the masked BiLSTM tagger shape at these units per direction (none: skip)",
+    )
+    parser.add_argument(
+        "--bilstm-length", type=int, default=30, help="the BiLSTM shape's padded steps"
+    )
     parser.add_argument("--sentences", type=int, default=256, help="test sentences cycled")
     parser.add_argument("--length", type=int, default=32, help="tokens each input is padded to")
     parser.add_argument(
@@ -717,6 +835,12 @@ def main(argv=None):
         ("tagger (UD EWT UPOS, CRF: Viterbi tags)", "tagger", args.tagger_crf),
         ("classifier (sentence polarity)", "classifier", args.classifier),
     ]
+    for units in args.bilstm_units:
+        label = f"bilstm_h{units} (masked BiLSTM tagger shape, random weights)"
+        log(f"{label}: {args.bilstm_length} steps")
+        model = bilstm_tagger(units)
+        inputs = (bilstm_ids(args.sentences, args.bilstm_length),)
+        time_serving_model(label, model, False, inputs, batch_sizes, args, log)
     for label, kind, run_dir in models:
         if not run_dir or not os.path.exists(os.path.join(run_dir, "best.keras")):
             print(f"\n{label}: skipped (no trained model at {run_dir!r})")
@@ -725,31 +849,7 @@ def main(argv=None):
         model, crf, inputs = load_serving_inputs(
             kind, run_dir, args.length, args.width, args.sentences
         )
-        with tempfile.TemporaryDirectory() as folder:
-            runners, failed = build_runners(
-                model, crf, inputs, batch_sizes, args.runtimes, args.threads, folder, log
-            )
-            for runtime, reason in failed.items():
-                print(f"\n{label}: {runtime} left out, it does not build: {reason}")
-            if ("keras_call", 1) not in runners:
-                print(f"\n{label}: skipped (no keras_call reference)")
-                continue
-            differences, mismatched = check_outputs(runners, inputs, batch_sizes, args.atol, crf)
-            for key in sorted(mismatched):
-                print(
-                    f"\n{label}: {key[0]} at batch {key[1]} left out, outputs differ "
-                    f"from keras by {differences[key]:.2e}"
-                )
-                runners.pop(key)
-            shape = " x ".join(str(d) for d in inputs[-1].shape[1:])
-            results = time_model(label, runners, inputs, batch_sizes, args, log)
-        report(
-            f"{label}: {len(inputs[0])} test sentences padded to {shape} "
-            f"({'tags: exactly equal' if crf else f'probabilities within {args.atol:g}'})",
-            results,
-            batch_sizes,
-            differences,
-        )
+        time_serving_model(label, model, crf, inputs, batch_sizes, args, log)
     if args.translator and os.path.exists(os.path.join(args.translator, "best.keras")):
         log(f"translator: {args.translator}")
         time_translator("translator (Multi30k de-en)", args.translator, args, log)

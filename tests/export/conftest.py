@@ -109,40 +109,6 @@ def _crf():
     return keras.Model(ids, [tags, score]), [_ids()]
 
 
-def _native_recurrences():
-    """The standard LSTM and GRU layers ONNX writes as its `LSTM` / `GRU` operators, over
-    one masked input: outputs carried over the padding (Keras' default) and zeroed
-    (`zero_output_for_mask`), `go_backwards`, states, Keras' and kerasrnn's cells, a
-    Bidirectional (one bidirectional operator) and a bidirectional residual stack."""
-    ids = keras.Input((None,), dtype="int32", name="ids")
-    x = keras.layers.Embedding(10, FEATURES, mask_zero=True)(ids)
-    bias = {"bias_initializer": "random_normal"}  # the gate blocks' order shows
-    outputs = [
-        kerasrnn.RNN(kerasrnn.LSTMCell(UNITS, **bias), return_sequences=True)(x),
-        kerasrnn.RNN(kerasrnn.LSTMCell(UNITS, **bias))(x),
-        *kerasrnn.RNN(
-            kerasrnn.GRUCell(UNITS, reset_after=False, **bias),
-            go_backwards=True,
-            return_sequences=True,
-            return_state=True,
-        )(x),
-        keras.layers.LSTM(UNITS, return_sequences=True, zero_output_for_mask=True, **bias)(x),
-        keras.layers.Bidirectional(
-            kerasrnn.RNN(kerasrnn.LSTMCell(UNITS, **bias), return_sequences=True)
-        )(x),
-        *keras.layers.Bidirectional(keras.layers.GRU(UNITS, return_state=True, **bias))(x),
-        *kerasrnn.RNNStack(
-            kerasrnn.GRUCell(UNITS, **bias),
-            num_layers=2,
-            bidirectional=True,
-            residual=True,
-            return_sequences=True,
-            return_state=True,
-        )(x),
-    ]
-    return keras.Model(ids, outputs), [_ids()]
-
-
 WRAPPERS = {
     "kerasrnn_rnn_fast_lstm": lambda: _wrapped(
         kerasrnn.RNN(kerasrnn.LSTMCell(UNITS), return_sequences=True)
@@ -181,7 +147,6 @@ WRAPPERS = {
             return_state=True,
         )
     ),
-    "masked_native_recurrences": _native_recurrences,
     "attentive_rnn": _attentive,
     "crf_viterbi": _crf,
 }

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 
+import kerasrnn
 from kerasrnn.export import export_onnx
 from tests.export.conftest import (
     BATCH,
@@ -66,52 +67,90 @@ def test_litert_route_needs_a_fixed_length(tmp_path):
         export_onnx(model, tmp_path / "viterbi.onnx")
 
 
-def _operators(session_or_path):
+def _native_model():
+    """The standard LSTM and GRU layers ONNX writes as its `LSTM` / `GRU` operators, over
+    one masked input: outputs carried over the padding (Keras' default) and zeroed
+    (`zero_output_for_mask`), `go_backwards`, states, Keras' and kerasrnn's cells, a
+    Bidirectional (one bidirectional operator) and a bidirectional residual stack."""
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    x = keras.layers.Embedding(10, 3, mask_zero=True)(ids)
+    bias = {"bias_initializer": "random_normal"}  # the gate blocks' order shows
+    outputs = [
+        *kerasrnn.RNN(kerasrnn.LSTMCell(4, **bias), return_sequences=True, return_state=True)(x),
+        *kerasrnn.RNN(
+            kerasrnn.GRUCell(4, reset_after=False, **bias),
+            go_backwards=True,
+            return_sequences=True,
+            return_state=True,
+        )(x),
+        keras.layers.LSTM(4, return_sequences=True, zero_output_for_mask=True, **bias)(x),
+        keras.layers.Bidirectional(
+            kerasrnn.RNN(kerasrnn.LSTMCell(4, **bias), return_sequences=True)
+        )(x),
+        *keras.layers.Bidirectional(keras.layers.GRU(4, return_state=True, **bias))(x),
+        *kerasrnn.RNNStack(
+            kerasrnn.GRUCell(4, **bias),
+            num_layers=2,
+            bidirectional=True,
+            residual=True,
+            return_state=True,
+        )(x),
+    ]
+    return keras.Model(ids, outputs)
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory):
+    """(the native model's ONNX nodes, onnxruntime's outputs, Keras' outputs) on
+    right-padded rows: full, one real step, padding only, four real steps."""
     import onnx
 
-    path = session_or_path if isinstance(session_or_path, str) else session_or_path._model_path
-    return [node for node in onnx.load(path).graph.node]
+    keras.utils.set_random_seed(3)
+    model = _native_model()
+    ids = np.array([[3, 1, 4, 1, 5, 9, 2], [6, 0, 0, 0, 0, 0, 0], [0] * 7, [2, 7, 1, 8, 0, 0, 0]])
+    ids = ids.astype("int32")
+    path = str(export_onnx(model, tmp_path_factory.mktemp("native") / "native.onnx"))
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    actual = session.run(None, {session.get_inputs()[0].name: ids})
+    expected = [np.asarray(e) for e in keras.tree.flatten(model.predict(ids, verbose=0))]
+    return list(onnx.load(path).graph.node), actual, expected
 
 
 def _counts(nodes):
-    counts = {}
-    for node in nodes:
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
-    return {op: counts.get(op, 0) for op in ("LSTM", "GRU", "Loop")}
+    types = [node.op_type for node in nodes]
+    return {op: types.count(op) for op in ("LSTM", "GRU", "Loop")}
 
 
-def test_standard_cells_become_native_operators(exported):
-    # the native model: 4 LSTM layers (one a Bidirectional) and 4 GRU layers (a
+def test_native_operators_equal_keras(native):
+    _, actual, expected = native
+    assert_outputs_equal(actual, expected)
+
+
+def test_standard_cells_become_native_operators(native, exported):
+    # the native model: 3 LSTM layers (one a Bidirectional) and 4 GRU layers (a
     # Bidirectional and a 2-layer bidirectional stack), no Loop left
-    session = exported("masked_native_recurrences", _onnx_session)
-    nodes = _operators(session)
-    assert _counts(nodes) == {"LSTM": 4, "GRU": 4, "Loop": 0}
+    nodes = native[0]
+    assert _counts(nodes) == {"LSTM": 3, "GRU": 4, "Loop": 0}
     directions = sorted(
         next(a.s.decode() for a in node.attribute if a.name == "direction")
         for node in nodes
         if node.op_type in ("LSTM", "GRU")
     )
-    assert directions == ["bidirectional"] * 4 + ["forward"] * 3 + ["reverse"]
+    assert directions == ["bidirectional"] * 4 + ["forward"] * 2 + ["reverse"]
     # of the cells, the standard LSTM and both GRUs; peepholes, coupling, no forget
     # gate, layer norm, NAS, ESN and the simple RNN keep their Loop
-    cells = _counts(_operators(exported("cells", _onnx_session)))
+    import onnx
+
+    session = exported("cells", _onnx_session)
+    cells = _counts(onnx.load(session._model_path).graph.node)
     assert cells == {"LSTM": 1, "GRU": 2, "Loop": len(CELLS) - 3}
 
 
-def test_native_operators_on_other_paddings(exported):
-    # the same file at another batch and length: a row of padding only, one step, full
-    model, _, _ = built("masked_native_recurrences")
-    session = exported("masked_native_recurrences", _onnx_session)
-    ids = np.array([[3, 1, 4, 1, 5, 9, 2], [6, 0, 0, 0, 0, 0, 0], [0] * 7, [2, 7, 1, 8, 0, 0, 0]])
-    ids = ids.astype("int32")
-    actual = session.run(None, {session.get_inputs()[0].name: ids})
-    expected = [np.asarray(e) for e in keras.tree.flatten(model.predict(ids, verbose=0))]
-    assert_outputs_equal(actual, expected)
-
-
 def test_loop_when_native_recurrences_off(tmp_path):
+    import onnx
+
     model, inputs, expected = built("kerasrnn_rnn_fast_lstm")
     path = export_onnx(model, tmp_path / "loop.onnx", native_recurrences=False)
-    assert _counts(_operators(str(path))) == {"LSTM": 0, "GRU": 0, "Loop": 1}
+    assert _counts(onnx.load(str(path)).graph.node) == {"LSTM": 0, "GRU": 0, "Loop": 1}
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     assert_outputs_equal(session.run(None, {session.get_inputs()[0].name: inputs[0]}), expected)
