@@ -77,6 +77,13 @@ def litert_ops(folder):
 FUSED_LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
 
+def operators(path):
+    """The op types of an ONNX file's main graph (a Loop's body not included)."""
+    import onnx
+
+    return [node.op_type for node in onnx.load(str(path)).graph.node]
+
+
 def test_the_blocker_blocks(tmp_path):
     (tmp_path / "client.py").write_text("import keras\n")
     argv = [sys.executable, "-c", BLOCKED_CLIENT, str(tmp_path), "[]"]
@@ -133,6 +140,9 @@ def test_classifier_client_reproduces_the_saved_model(classifier_run, format_nam
     if format_name == "litert":  # the BiLSTM on LiteRT's fused kernel, one per direction
         ops = litert_ops(folder)
         assert ops.count(FUSED_LSTM) == 2 and "WHILE" not in ops
+    if format_name == "onnx":  # the BiLSTM as one bidirectional LSTM operator
+        ops = operators(os.path.join(folder, "model.onnx"))
+        assert ops.count("LSTM") == 1 and "Loop" not in ops
     texts = ["Good film", "awful PLOT never-seen-word", "", "the  cat sat on a mat fine"]
     out = tf.saved_model.load(saved).signatures["serving_default"](text=tf.constant(texts))
     got = run_client(folder, texts)
@@ -263,6 +273,10 @@ def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, ch
         ops = litert_ops(folder)
         assert ops.count(FUSED_LSTM) == (4 if chars else 2)
         assert ("WHILE" in ops) == crf
+    if format_name == "onnx" and not crf:
+        # the sentence BiLSTM (and the characters' one) as LSTM operators, no Loop left
+        ops = operators(os.path.join(folder, "model.onnx"))
+        assert ops.count("LSTM") == (2 if chars else 1) and "Loop" not in ops
     if crf and format_name == "onnx":  # the Viterbi loop goes through the LiteRT graph
         # (one line on the logger "kerasrnn.export", which pytest captures)
         notes = [r.getMessage() for r in caplog.records if r.name == "kerasrnn.export"]
@@ -351,6 +365,9 @@ def test_translator_client_reproduces_the_saved_model(translator_run, format_nam
         ).export(saved)
     folder = _translator_folder(translator_run, format_name)
     extension = "onnx" if format_name == "onnx" else "tflite"
+    if format_name == "onnx":  # the bidirectional GRU encoder as one operator
+        for graph in ("beam", "greedy", "encoder"):
+            assert operators(os.path.join(folder, f"{graph}.onnx")).count("GRU") == 1, graph
     assert sorted(os.listdir(folder)) == [
         f"beam.{extension}",
         "client.py",
