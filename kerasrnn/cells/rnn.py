@@ -54,12 +54,13 @@ def fused_kind(cell):
     return None if kind is None or cell.recurrent_dropout else kind
 
 
-def inference_kind(cell):
+def inference_kind(cell, allow_peephole=False):
     """ "lstm" or "gru" when `cell` computes at inference exactly what keras.layers.LSTM /
     GRU does (`fused_kind`'s conditions, recurrent dropout allowed: it acts in training
-    only), else None. The exporters write such cells as native recurrent operators."""
+    only), else None; with `allow_peephole`, an LSTM with peepholes counts too (ONNX's
+    operator has them). The exporters write such cells as native recurrent operators."""
     if type(cell) is LSTMCell:
-        if not cell.forget_gate or cell.peephole or cell.coupled:
+        if not cell.forget_gate or cell.coupled or (cell.peephole and not allow_peephole):
             return None
         kind = "lstm"
     elif type(cell) is GRUCell:

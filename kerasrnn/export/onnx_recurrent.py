@@ -21,11 +21,13 @@ Keras' own code, traced as usual.
 
 Which layers (`native_kind`): `keras.layers.RNN` (`LSTM` / `GRU` included) and
 `kerasrnn.RNN`, not stateful, float32, whose cell is exactly a `keras.layers.LSTMCell`
-/ `GRUCell` or a kerasrnn `LSTMCell` (forget gate, no peepholes, no coupling) /
-`GRUCell` (either reset placement), with tanh and sigmoid activations. Dropout and
-recurrent dropout do not act at inference; `unit_forget_bias`, `forget_bias` and
-`chrono_init` only set the bias's initial value; a learned initial state enters as
-the operator's `initial_h` / `initial_c`. Every other cell keeps the `Loop`.
+/ `GRUCell`, a kerasrnn `LSTMCell` with a forget gate and no coupling (its peepholes,
+if any, are the operator's `P`: the input and forget gates see c_{t-1}, the output
+gate c_t, as in the cell) or a kerasrnn `GRUCell` (either reset placement), with tanh
+and sigmoid activations. Dropout and recurrent dropout do not act at inference;
+`unit_forget_bias`, `forget_bias` and `chrono_init` only set the bias's initial value;
+a learned initial state enters as the operator's `initial_h` / `initial_c`. Every
+other cell keeps the `Loop`.
 
 The two layers of a `keras.layers.Bidirectional` called without initial states (the
 layers of `kerasrnn.RNNStack(bidirectional=True)` too) become one operator with
@@ -63,7 +65,7 @@ def native_kind(layer):
         return None
     cell = layer.cell
     if type(cell) in (LSTMCell, GRUCell):
-        return inference_kind(cell)
+        return inference_kind(cell, allow_peephole=True)
     kinds = {keras.layers.LSTMCell: "lstm", keras.layers.GRUCell: "gru"}
     if type(cell) not in kinds:
         return None
@@ -100,6 +102,19 @@ def _onnx_weights(cell, kind):
         else:
             b = tf.concat([tf.reshape(reordered(bias[None]), [width]), zeros], 0)
     return w, r, b
+
+
+def _onnx_peepholes(cell):
+    """ONNX's `P` row of a kerasrnn LSTM cell: its peepholes p_i, p_o, p_f (the
+    operator's i and f gates see c_{t-1}, its o gate c_t, as the cell's), zeros for a
+    cell without them."""
+    import tensorflow as tf
+
+    if not getattr(cell, "peephole", False):
+        return tf.zeros([3 * cell.units])
+    return tf.concat(
+        [tf.convert_to_tensor(p) for p in (cell.peephole_i, cell.peephole_o, cell.peephole_f)], 0
+    )
 
 
 def _keras_results(y, finals, initial, lengths, mask, layer):
@@ -181,6 +196,8 @@ class _NativeRecurrences:
         inputs.append(lengths)
         for k in range(len(initial_states[0])):  # h (and c), one row per direction
             inputs.append(tf.stack([states[k] for states in initial_states]))
+        if any(getattr(layer.cell, "peephole", False) for layer in layers):
+            inputs.append(tf.stack([_onnx_peepholes(layer.cell) for layer in layers]))
         if kind == "gru":
             inputs.append(layers[0].cell.reset_after)
         if len(layers) == 2:
