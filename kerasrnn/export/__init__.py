@@ -37,7 +37,8 @@ For the runtimes beside TensorFlow: `export_onnx` writes an ONNX file for onnxru
 (Keras' exporter, dynamic batch and length; standard LSTM and GRU layers as ONNX's own
 `LSTM` / `GRU` operators, `kerasrnn.export.onnx_recurrent`) and `export_litert` a
 LiteRT flatbuffer of builtin ops only (the time loop as a builtin WHILE, at a fixed
-input shape); both take any model of the package's layers (`pip install kerasrnn[deploy]` for the runtimes).
+input shape); both take any model of the package's layers (`pip install
+kerasrnn[deploy]` for the runtimes).
 `kerasrnn.export.bundle.export_bundle` writes a recipe's ids-in / ids-out graphs with
 ``deploy.json`` (vocabularies, labels, tokenisation) and ``client.py``
 (`kerasrnn/export/client.py`: the reference client, numpy and the runtime only, copied
