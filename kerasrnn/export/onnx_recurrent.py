@@ -50,6 +50,8 @@ _GATES = {"lstm": [0, 3, 1, 2], "gru": [0, 1, 2]}
 _OPERATORS = {"lstm": "LSTM", "gru": "GRU"}
 # the marker's name: the index of its operator in `_NativeRecurrences.markers`
 _MARKER = "KerasrnnNativeRecurrence"
+# where a `GenerationMixin` keeps its compiled generate functions
+_COMPILED_GENERATE = "_compiled_generate"
 
 
 def native_kind(layer):
@@ -173,10 +175,11 @@ class _NativeRecurrences:
         )
         directions = 2 if direction == "bidirectional" else 1
         batch, time = sequences.shape[0], sequences.shape[1]
-        outputs[0].set_shape([time, directions, batch, units])
-        for state in outputs[1:]:
-            state.set_shape([directions, batch, units])
-        return outputs
+        # the shapes as ops (`set_shape` would not outlive tf2onnx's reload of the
+        # graph, where a PyFunc's outputs have none and its shape inference fails on
+        # a concatenation of them); tf2onnx writes EnsureShape as an Identity
+        shapes = [[time, directions, batch, units]] + [[directions, batch, units]] * (count - 1)
+        return [tf.ensure_shape(output, shape) for output, shape in zip(outputs, shapes)]
 
     def _run(self, layers, kind, sequences, initial_states, mask):
         """The operator over `layers` (one, or a Bidirectional's forward and backward)
@@ -292,6 +295,11 @@ class _NativeRecurrences:
             kind = self._kind(layer)
             if kind is not None and id(layer) not in handled:
                 swap(layer, "inner_loop", self._inner_loop(layer, kind))
+            if layer.__dict__.get(_COMPILED_GENERATE) is not None:
+                # a task's compiled `generate` (`kerasrnn.seq2seq.generation`) keeps the
+                # functions traced before, when the functional model around it was
+                # built, with their Loops: the trace starts an empty cache instead
+                swap(layer, _COMPILED_GENERATE, None)
         try:
             yield
         finally:
