@@ -77,9 +77,6 @@ RUNTIMES = (
     "litert",
     "litert_while",
 )
-# the runtimes whose file is written with native_recurrences=False (the time loop as
-# ONNX's Loop / LiteRT's WHILE), against the default export's native recurrent ops
-LOOP_RUNTIMES = {"onnxruntime_loop": "onnxruntime", "litert_while": "litert"}
 REFERENCE = "saved_model"
 # the order of the serving models' inputs (the recipes' input names)
 INPUT_ORDER = ["word_ids", "char_ids", "lm_ids", "token_ids"]
