@@ -106,6 +106,12 @@ def export_translator_runtime(
     default strategy (``beam`` when given)."""
     from kerasrnn.export.bundle import export_bundle
 
+    if translator.model.copy_readout is not None:
+        # (the runtimes' client maps output ids through the target vocabulary alone)
+        raise ValueError(
+            "The ONNX and LiteRT bundles do not decode a model with copy attention (a "
+            "`copy_readout`): export its SavedModel (TextTranslator.export) instead."
+        )
     models = {}
     for name, strategy in strategies.items():
         ids = keras.Input((translator.max_source_length,), dtype="int32", name="source_ids")

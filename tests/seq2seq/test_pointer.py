@@ -239,6 +239,19 @@ def test_bad_arguments_fail_in_one_line():
         copying.generate(SOURCE, "greedy", fusion=fusion)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="export: tensorflow")
+def test_runtime_bundles_refuse_copy_attention(model, tmp_path):
+    from kerasrnn.export import TextTranslator
+    from kerasrnn.export.translator_runtime import export_translator_runtime
+
+    words = [f"w{i}" for i in range(len(TABLE) - 4)]
+    texts = TextTranslator(
+        model, Vocabulary(words), Vocabulary(words[: V - 4]), max_source_length=6
+    )
+    with pytest.raises(ValueError, match="do not decode a model with copy attention"):
+        export_translator_runtime(texts, tmp_path, "onnx", {}, {})
+
+
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel: tensorflow")
 def test_exported_saved_model_writes_copied_source_words(tmp_path):
     import tensorflow as tf
