@@ -14,9 +14,11 @@ with the CRF, the Viterbi tags), every runtime gets the same padded id batches:
 - ``onnxruntime_loop``: the same with ``native_recurrences=False``, every time loop an
   ONNX `Loop`;
 - ``litert``: `kerasrnn.export.export_litert`, one file per batch size (fixed shapes),
-  run by ``ai_edge_litert``'s Interpreter without the Flex delegate;
-- ``litert_while``: the same with ``native_recurrences=False`` (the time loop a builtin
-  `WHILE`), where `export_litert` takes that argument (else a line says it is skipped).
+  run by ``ai_edge_litert``'s Interpreter without the Flex delegate: standard LSTM
+  layers on LiteRT's fused ``UNIDIRECTIONAL_SEQUENCE_LSTM`` kernel, the other loops a
+  builtin `WHILE`;
+- ``litert_while``: the same with ``native_recurrences=False`` (every time loop a
+  builtin `WHILE`).
 
 Before any timing each runtime's outputs on the first batches are checked against
 ``keras call`` (probabilities within ``--atol``, tags exactly); a runtime that differs
@@ -355,27 +357,15 @@ def export_onnx_file(model, path, crf, batch_size, length, width, quantization=N
     )
 
 
-def litert_takes_native_recurrences():
-    """Whether `export_litert` can be asked for the `WHILE` loop instead of fused ops."""
-    import inspect
-
-    from kerasrnn.export import export_litert
-
-    return "native_recurrences" in inspect.signature(export_litert).parameters
-
-
 def export_litert_file(model, path, batch_size, length, width, quantization=None, native=True):
     from kerasrnn.export import export_litert
 
-    # `native_recurrences` only where asked against the default (an export_litert
-    # without the argument writes the WHILE loop)
-    native_argument = {} if native else {"native_recurrences": False}
     return export_litert(
         model,
         path,
         input_signature=input_specs(model, batch_size, length, width),
         quantization=quantization,
-        **native_argument,
+        native_recurrences=native,
     )
 
 
@@ -626,9 +616,6 @@ def build_runners(model, crf, inputs, batch_sizes, runtimes, threads, folder, lo
                     runners.update({(runtime, b): run for b in batch_sizes})
             elif runtime in ("litert", "litert_while"):
                 native = runtime == "litert"
-                if not native and not litert_takes_native_recurrences():
-                    print(f"\n{runtime}: skipped (export_litert has no native_recurrences yet)")
-                    continue
                 for b in batch_sizes:
                     path = os.path.join(folder, f"{runtime}_b{b}.tflite")
                     export_litert_file(model, path, b, length, width, native=native)

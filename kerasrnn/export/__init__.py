@@ -36,8 +36,9 @@ tokenized sentences in, tags, probabilities and (for entity tags) entity spans o
 For the runtimes beside TensorFlow: `export_onnx` writes an ONNX file for onnxruntime
 (Keras' exporter, dynamic batch and length; standard LSTM and GRU layers as ONNX's own
 `LSTM` / `GRU` operators, `kerasrnn.export.onnx_recurrent`) and `export_litert` a
-LiteRT flatbuffer of builtin ops only (the time loop as a builtin WHILE, at a fixed
-input shape); both take any model of the package's layers (`pip install
+LiteRT flatbuffer of builtin ops only (at a fixed input shape; standard LSTM layers as
+LiteRT's fused LSTM kernel, `kerasrnn.export.litert_lstm`, other time loops as a builtin
+WHILE); both take any model of the package's layers (`pip install
 kerasrnn[deploy]` for the runtimes).
 `kerasrnn.export.bundle.export_bundle` writes a recipe's ids-in / ids-out graphs with
 ``deploy.json`` (vocabularies, labels, tokenisation) and ``client.py``
