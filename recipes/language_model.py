@@ -424,7 +424,7 @@ class LanguageModelRecipe(common.Recipe):
                 run_evaluate,
                 self.options_of("evaluate"),
             ),
-            **lm_training.export_embeddings_command(self),
+            **lm_training.export_embeddings_command(self, LanguageModel.from_run),
         }
 
 

@@ -438,30 +438,32 @@ def first_token(config):
 # ------------------------------------------------------------------ embedding export
 
 
-def export_embeddings(config, path):
+def export_embeddings(config, path, load):
     """Writes the trained input embedding of the word-level LM run in
     ``config["output_dir"]`` as a word2vec / fastText ``.vec`` text file
     (`kerasrnn.data.vectors.write_vectors`): a ``count dim`` header, then one line per
     regular word of its vocabulary, most frequent first (the special tokens are left
-    out), which every recipe's ``--embeddings`` reads."""
+    out), which every recipe's ``--embeddings`` reads. ``load(config)`` reads the run
+    (the recipe's ``LanguageModel.from_run``, passed in: this module does not import
+    the recipe)."""
     from kerasrnn.data.vectors import write_vectors
     from kerasrnn.data.vocabulary import SPECIAL_TOKENS
-    from recipes.language_model import LanguageModel
 
     if config["level"] != "word":
         raise ConfigError(
             f"export-embeddings needs a word-level LM; the run in {config['output_dir']} "
             f"is {config['level']}-level (its tokens are not words)."
         )
-    trained = LanguageModel.from_run(config)
+    trained = load(config)
     matrix = keras.ops.convert_to_numpy(trained.model.get_layer("embedding").embeddings)
     words = trained.vocabulary.tokens[len(SPECIAL_TOKENS) :]
     write_vectors(path, words, matrix[len(SPECIAL_TOKENS) :])
     return {"vectors": os.fspath(path), "words": len(words), "dim": int(matrix.shape[1])}
 
 
-def export_embeddings_command(recipe):
-    """The ``export-embeddings [RUN] OUT.vec`` command of the LM recipe (`extra_commands`)."""
+def export_embeddings_command(recipe, load):
+    """The ``export-embeddings [RUN] OUT.vec`` command of the LM recipe (`extra_commands`);
+    ``load(config)`` reads a run's trained model."""
 
     def arguments(parser):
         parser.add_argument(
@@ -472,7 +474,7 @@ def export_embeddings_command(recipe):
     def run(config, args):
         if args.run:
             config = dict(config, output_dir=args.run)
-        return export_embeddings(recipe.stored(config, args), args.out)
+        return export_embeddings(recipe.stored(config, args), args.out, load)
 
     return {
         "export-embeddings": (
