@@ -30,9 +30,10 @@ def run(tmp_path, *args, python=sys.executable):
 
 @pytest.mark.skipif(not BACKENDS, reason="neither jax nor torch is installed")
 def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
-    # float32 only: the mixed_bfloat16 rows run the same code under another policy and
-    # doubled this test's time (190 s of CI); test_a_failed_row_... covers a failed row
-    result = run(tmp_path, "--cpu", "--precisions", "float32", "--only", "LSTMCell, fast", "beam")
+    # float32 and the LSTM rows only: the mixed_bfloat16 rows run the same code under
+    # another policy, the beam-search row the same table code after a long compile (each
+    # doubled this test's time); test_a_failed_row_... covers a failed row
+    result = run(tmp_path, "--cpu", "--precisions", "float32", "--only", "LSTMCell, fast")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     header = next(line for line in lines if not line.startswith("#"))
@@ -41,7 +42,7 @@ def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
         table = json.load(f)
     assert sorted(run["backend"] for run in table["runs"]) == sorted(BACKENDS)
     rows = table["rows"]
-    expected = {"kerasrnn LSTMCell, fast path", "kerasrnn beam search (beam 5, 20 tokens)"}
+    expected = {"kerasrnn LSTMCell, fast path"}
     if "torch" in BACKENDS:
         expected.add("torch.nn.LSTM")
     for backend in BACKENDS:
@@ -52,7 +53,7 @@ def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
             assert row["precision"] == "float32"
             assert (row["batch"], row["time"], row["units"]) == (4, 6, 8)
             assert row["ms"] > 0 and row["finite"] is True and len(row["round_ms"]) == 1
-            if row["workload"] == "decode" or "torch" not in BACKENDS:
+            if "torch" not in BACKENDS:
                 assert row["ratio"] is None
             else:
                 assert row["ratio"] > 0 and row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
