@@ -157,6 +157,8 @@ CHECKS = {
     "init_scale": non_negative("0: Keras' initializers"),
     "naive_bayes_scale": non_negative(),
     "max_length_ratio": non_negative("0: off"),
+    "lm_weight": non_negative("0: the translator alone"),
+    "coverage_weight": non_negative("0: no coverage loss"),
     "ar_alpha": non_negative("0: off"),
     "tar_beta": non_negative("0: off"),
     "time_budget": non_negative("minutes; 0: off"),

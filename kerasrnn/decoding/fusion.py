@@ -45,14 +45,14 @@ class ShallowFusion:
 
     >>> import numpy as np, keras, kerasrnn
     >>> table = lambda p: keras.ops.convert_to_tensor(np.log([p] * 4).astype("float32"))
-    >>> tm, lm = table([.1, .5, .4, 0.]), table([.1, .1, .8, 0.])
+    >>> tm, lm = table([.1, .5, .3, .1]), table([.1, .1, .7, .1])
     >>> translator = lambda tokens, states: (keras.ops.take(tm, tokens, axis=0), states)
     >>> language = (lambda tokens, states: (keras.ops.take(lm, tokens, axis=0), states),
     ...             lambda batch_size: ())
     >>> fusion = kerasrnn.decoding.ShallowFusion(language, weight=0.5)
     >>> step, states = fusion.fuse(translator, [0], ())
     >>> out = kerasrnn.decoding.greedy_search(step, [0], states, max_length=1)
-    >>> int(out.tokens[0, 0, 0])  # .5 * .1^.5 < .4 * .8^.5
+    >>> int(out.tokens[0, 0, 0])  # .5 * .1^.5 < .3 * .7^.5
     2
     """
 
