@@ -141,8 +141,12 @@ def test_through_seq2seq_generate():
     keras.utils.set_random_seed(3)
     model = Seq2Seq(Seq2SeqBackbone(20, 12, embedding_dim=6, units=8), max_target_length=5)
     ids = np.random.default_rng(0).integers(4, 20, (3, 4)).astype("int32")
-    twins = model.generate(ids, decoding.DiverseBeamSearch(4, groups=2, diversity=0.0))
-    beam = model.generate(ids, decoding.BeamSearch(2))
+    # uncompiled: the twins check is about the strategy, not the compiler (two XLA
+    # compiles of a beam search cost half a minute of CI)
+    twins = model.generate(
+        ids, decoding.DiverseBeamSearch(4, groups=2, diversity=0.0), jit_compile=False
+    )
+    beam = model.generate(ids, decoding.BeamSearch(2), jit_compile=False)
     np.testing.assert_array_equal(np_(twins.tokens)[:, ::2], np_(beam.tokens))
     np.testing.assert_array_equal(np_(twins.tokens)[:, 1::2], np_(beam.tokens))
     np.testing.assert_allclose(np_(twins.scores)[:, ::2], np_(beam.scores), rtol=1e-5)
