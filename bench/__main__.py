@@ -29,12 +29,18 @@ BENCHMARKS = {
     "language_model": ("quality", "language_model", "Penn Treebank perplexity (Zaremba)"),
     "translator": ("quality", "translator", "Multi30k De-En BLEU and decoding speed"),
     "translator_lm": ("quality", "translator_lm", "Multi30k De-En BLEU with LM shallow fusion"),
+    "translator_subwords": (
+        "quality",
+        "translator_subwords",
+        "Multi30k De-En BLEU with subwords vs words",
+    ),
     "time_budget": (
         "quality",
         "time_budget",
         "char LM: budget schedules, range test, same minutes",
     ),
     "copy_attention": ("quality", "copy_attention", "copy attention vs softmax, rare words"),
+    "search_error": ("quality", "search_error", "greedy and beam vs exhaustive search, dates"),
     "transfer": ("transfer", "mr", "MR with and without LM transfer (ULMFiT), bigram NB"),
     "bilm_upos": ("transfer", "upos", "EWT UPOS with and without a frozen biLM's features"),
     "vectors_ner": ("transfer", "ner_vectors", "CoNLL-2003 NER with and without LM word vectors"),

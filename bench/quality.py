@@ -1093,6 +1093,172 @@ def translator_lm(argv=None):
     return {"valid": valid, "test": test, "lambda": best}
 
 
+def translator_subwords(argv=None):
+    """Multi30k De->En with subword tokenizers against words: the shipped translation
+    config (its time budget) trained per seed with `--tokenizer` on both sides, test BLEU
+    (beam 5) beside the config's word-level results file."""
+    parser = suite.parser("translator_subwords", __doc__)
+    parser.add_argument("--config", default="recipes/configs/translation_de_en.yaml")
+    parser.add_argument("--tokenizer", default="sentencepiece", choices=("sentencepiece", "bpe"))
+    parser.add_argument("--vocab-size", type=int, default=8000, help="pieces per side")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1234, 2])
+    parser.add_argument("--output-dir", default="runs/translation_de_en_subwords")
+    args = parser.parse_args(argv)
+    from recipes import translator as recipe
+
+    scores = {}
+    for seed in args.seeds:
+        out = f"{args.output_dir}-seed{seed}"
+        done = os.path.join(out, "results.json")
+        if not os.path.exists(done):  # a finished seed is read back, not retrained
+            flags = ["--config", args.config, "--output-dir", out, "--seed", str(seed)]
+            for side in ("source", "target"):
+                flags += [f"--{side}-tokenizer", args.tokenizer]
+            code = recipe.main(["train", *flags, "--subword-vocab-size", str(args.vocab_size)])
+            if code:
+                sys.exit(code)
+        with open(done) as f:
+            results = json.load(f)
+        with open(os.path.join(out, "config.json")) as f:
+            test, beam = results["test"], f"beam{json.load(f)['beam_size']}"
+        scores[seed] = (test[beam]["bleu"], test["greedy"]["bleu"], results["history"])
+        print(f"seed {seed}: BLEU {scores[seed][0]:.2f} (greedy {scores[seed][1]:.2f})")
+    words = json.loads((suite.RESULTS / "translation_de_en.json").read_text())["figures"]["bleu"]
+    bleu = [s[0] for s in scores.values()]
+    mean = sum(bleu) / len(bleu)
+    print(f"{args.tokenizer} ({args.vocab_size} pieces a side): test BLEU {mean:.2f} "
+          f"[{min(bleu):.2f}-{max(bleu):.2f}]; words {words['value']:.2f}")  # fmt: skip
+    suite.write_result(
+        args,
+        "translation_de_en_subwords",
+        f"Multi30k German -> English, test_2016_flickr, {args.tokenizer} subwords",
+        {
+            "bleu": suite.figure(
+                mean,
+                f"BLEU (cased), beam 5, {args.tokenizer} {args.vocab_size} pieces a side, "
+                f"mean of {len(bleu)} seeds",
+                spread={"kind": "min-max", "low": min(bleu), "high": max(bleu)},
+                runs=bleu,
+            ),
+            "greedy_bleu": suite.figure(
+                sum(s[1] for s in scores.values()) / len(bleu), "BLEU (cased), greedy, mean"
+            ),
+        },
+        baseline=suite.figure(words["value"], f"words, the same config: {words['label']}"),
+        train="\n".join(
+            f"python -m recipes.translator train --config {args.config} --seed {seed} "
+            f"--output-dir {args.output_dir}-seed{seed} --source-tokenizer {args.tokenizer} "
+            f"--target-tokenizer {args.tokenizer} --subword-vocab-size {args.vocab_size}"
+            for seed in args.seeds
+        ),
+        notes=(
+            f"{args.config} with --source-tokenizer {args.tokenizer} --target-tokenizer "
+            f"{args.tokenizer} --subword-vocab-size {args.vocab_size} (the same model and time "
+            f"budget as the word baseline), seeds {args.seeds}; epochs run: "
+            f"{[s[2]['epochs_run'] for s in scores.values()]}."
+        ),
+    )
+    return scores
+
+
+# ---- the search error of greedy and beam search (exhaustive search the reference) -----
+def search_error(argv=None):
+    """A date translator whose output is short enough to enumerate (the month and day of
+    a written date as four digits, "12 march 2014" -> "0312": V = 14 target ids, L = 4,
+    38,416 sequences): how often greedy search and small beams return a hypothesis less
+    probable than exhaustive search's, and the exact match of each, all ranked by
+    log p(y | x) itself."""
+    parser = suite.parser("search_error", __doc__)
+    parser.add_argument("--train-pairs", type=int, default=3000)
+    parser.add_argument("--test-sentences", type=int, default=300)
+    parser.add_argument("--epochs", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 2, 3, 5])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    import keras
+    import numpy as np
+
+    from kerasrnn import decoding
+    from kerasrnn.tasks import date_translation_task
+    from recipes import common
+    from recipes import translator as recipe
+
+    sources, dates = date_translation_task(args.train_pairs + args.test_sentences, args.seed)
+    targets = [d[5:7] + d[8:10] for d in dates]  # "2014-03-12" -> "0312"
+    split = args.train_pairs
+    exact = decoding.Scorer(None)  # every search ranks by log p(y | x) itself
+    rows = []
+    for epochs in args.epochs:
+        config = common.load_config(
+            recipe.DEFAULTS,
+            overrides=dict(
+                output_dir=tempfile.mkdtemp(), source_tokenizer="word", target_tokenizer="char",
+                lowercase=True, embedding_dim=32, encoder_units=32, decoder_units=64,
+                attention_units=32, dropout=0.0, batch_size=64, epochs=epochs, patience=0,
+                bucket_boundaries=[], beam_size=1, max_source_length=12, max_decode_length=4,
+                heatmaps=0, verbose=0, seed=args.seed,
+            ),
+        )  # fmt: skip
+        recipe.train(config, {"train": (sources[:split], targets[:split]), "valid": None})
+        trained = recipe.Translator.from_run(config)
+        vocab = len(trained.target_vocabulary)
+        searches = {f"beam {k}" if k > 1 else "greedy": decoding.BeamSearch(k, scorer=exact)
+                    for k in args.beams}  # fmt: skip
+        searches["exhaustive"] = decoding.ExhaustiveSearch(vocab, 4, scorer=exact)
+        found = {name: ([], []) for name in searches}
+        for start in range(split, len(sources), 8):  # 8 x 38,416 rows a call
+            ids = trained.encode(sources[start : start + 8])[0]
+            for name, search in searches.items():
+                out = trained.model.generate(ids, search, 4, return_alignments=False)
+                tokens = keras.ops.convert_to_numpy(out.tokens)[:, 0]
+                found[name][0].extend(keras.ops.convert_to_numpy(out.log_probs)[:, 0])
+                found[name][1].extend(
+                    "".join(trained.target_vocabulary.tokens[t] for t in row if t > 3)
+                    for row in tokens
+                )
+        best = np.asarray(found["exhaustive"][0])
+        truth = targets[split:]
+        for name, (log_probs, texts) in found.items():
+            rows.append(
+                {
+                    "epochs": epochs,
+                    "search": name,
+                    "search_error": 100 * float(np.mean(np.asarray(log_probs) < best - 1e-4)),
+                    "exact": 100 * float(np.mean([a == b for a, b in zip(texts, truth)])),
+                    "mean_log_p": float(np.mean(log_probs)),
+                }
+            )
+    print("| epochs | search | search error % | exact match % | mean log p |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['epochs']} | {r['search']} | {r['search_error']:.1f} | {r['exact']:.1f} "
+              f"| {r['mean_log_p']:.3f} |")  # fmt: skip
+    short = [r for r in rows if r["epochs"] == args.epochs[0]]
+    suite.write_result(
+        args,
+        "search_error",
+        "search error against exhaustive search on a date translator (month and day)",
+        {
+            "greedy": suite.figure(
+                short[0]["search_error"], f"{short[0]['search']}: search error %", 1
+            ),
+            "beam": suite.figure(
+                short[-2]["search_error"], f"{short[-2]['search']}: search error %", 1
+            ),
+        },
+        baseline=suite.figure(short[-1]["exact"], "exhaustive search: exact match %", 1),
+        notes=(
+            f"{args.train_pairs} training pairs of kerasrnn.tasks.date_translation_task "
+            f"(seed {args.seed}), targets the month and day as four digits; "
+            f"{args.test_sentences} test sentences; the models trained for {args.epochs} "
+            "epochs; a search error is a hypothesis less probable than exhaustive search's."
+        ),
+        details={"rows": rows},
+        readme=False,
+    )
+    return rows
+
+
 # ---- copy attention on a task whose outputs copy rare source words -------------------
 COPY_TEMPLATES = (  # (source, target): a made-up source language, English targets
     ("{a} kauft {n} äpfel", "{a} buys {n} apples"),

@@ -192,7 +192,7 @@ CHECKS = {
             "naive_bayes_buckets",
             "steps",
             "sampling_steps",
-            "wordpiece_vocab_size",
+            "subword_vocab_size",
         )
     },
     **{

@@ -78,6 +78,10 @@ def read_json(path, keys=(), kind=(dict, list)):
     return data
 
 
+# Options stored under an earlier name in the config.json of older runs: old -> new.
+RENAMED_OPTIONS = {"wordpiece_vocab_size": "subword_vocab_size"}
+
+
 def saved_config(defaults, output_dir, overrides=None):
     """The config a `train` run stored in `output_dir`, with `overrides` on top (used by
     evaluate / predict / export, which must rebuild exactly the trained pipeline)."""
@@ -85,6 +89,9 @@ def saved_config(defaults, output_dir, overrides=None):
     stored = read_json(path, kind=dict)
     known = getattr(defaults, "options", defaults)
     plain = defaults_of(known)
+    for old, new in RENAMED_OPTIONS.items():  # a run trained before the rename
+        if old in stored and new in known:
+            stored[new] = stored.pop(old)
     for key, value in stored.items():  # a damaged file is the file's error, not a flag's
         if key not in known:
             raise RecipeError(f"{path} is damaged or from another version: unknown option {key!r}.")
@@ -197,8 +204,8 @@ def _digest(path):
 
 def write_manifest(config):
     """Writes ``manifest.json``: the size and SHA-256 of each file that `prepare` left
-    in the run folder (the vocabularies, labels, tag lists), so that a reader tells a
-    truncated or edited one (`check_manifest`) from a good one."""
+    in the run folder (the vocabularies, subword models, labels, tag lists), so that a
+    reader tells a truncated or edited one (`check_manifest`) from a good one."""
     out = config["output_dir"]
     files = {}
     for name in sorted(os.listdir(out)):
@@ -207,7 +214,7 @@ def write_manifest(config):
             name in _CHANGING
             or name.startswith(".")
             or ".partial" in name  # a checkpoint write a kill cut short
-            or not name.endswith((".txt", ".json"))
+            or not name.endswith((".txt", ".json", ".model"))
             or not os.path.isfile(path)
         ):
             continue

@@ -27,7 +27,7 @@ GROUP_OF = {
             "train valid test encoding tfds_data_dir format valid_fraction test_fraction column "
             "token_column tag_column tfds_tags_key tag_scheme train_file valid_file test_file "
             "level unk_token batching steps max_sentence_length source_tokenizer target_tokenizer "
-            "max_source_length max_target_length wordpiece_vocab_size lowercase max_vocab "
+            "max_source_length max_target_length subword_vocab_size lowercase max_vocab "
             "min_freq max_chars max_length bucket_boundaries task"
         ).split(),
         "data",

@@ -23,8 +23,9 @@ Command line::
 Data (`train`, `valid`, `test`): ``[SOURCE_FILE, TARGET_FILE]``, two files with one sentence per
 line (plain or gzip, aligned line by line), or ``tfds:NAME[:SPLIT]`` (e.g.
 ``tfds:ted_hrlr_translate/pt_to_en``). Tokenisers: ``word`` (punctuation split off words, then
-whitespace), ``char`` (characters, the space as ``▁``) or ``wordpiece`` (keras-hub WordPiece
-subwords, the vocabulary learned from the training side), chosen per side.
+whitespace), ``char`` (characters, the space as ``▁``), or subwords learned from the training
+side: ``wordpiece`` (keras-hub WordPiece), ``sentencepiece`` (SentencePiece's unigram model) or
+``bpe`` (SentencePiece's byte-pair encoding), chosen per side.
 """
 
 import os
@@ -47,6 +48,8 @@ from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by the
     load_pairs,
     load_sides,
     pairs_dataset,
+    runtime_subwords,
+    save_sides,
     side_vectors,
     translation_scores,
     write_heatmaps,
@@ -61,7 +64,8 @@ OPTIONS = common.data_options(
     ),
     source_tokenizer=Option(
         "word",
-        "source tokens: words (punctuation split off), characters, or learned WordPiece subwords",
+        "source tokens: words (punctuation split off), characters, or subwords learned "
+        "from the training side (WordPiece, SentencePiece's unigram model, BPE)",
         TOKENIZERS,
     ),
     target_tokenizer=Option("word", "target tokens, as `source_tokenizer`", TOKENIZERS),
@@ -71,14 +75,14 @@ OPTIONS = common.data_options(
         lowercase=False,
         notes={
             "lowercase": "both sides (scores are then case-insensitive)",
-            "max_vocab": "per side, of words or characters (wordpiece: `wordpiece_vocab_size`)",
+            "max_vocab": "per side, of words or characters (subwords: `subword_vocab_size`)",
             "embedding_dim": "each side's",
         },
     ),
     max_source_length=Option(50, "training pairs with a longer source (tokens) are dropped"),
     max_target_length=Option(50, "training pairs with a longer target (tokens) are dropped"),
-    wordpiece_vocab_size=Option(
-        8000, "wordpiece: learned pieces per side, special tokens included"
+    subword_vocab_size=Option(
+        8000, "subword tokenizers: learned pieces per side, special tokens included"
     ),
     **common.cell_options(
         "gru", num_layers=1, notes={"num_layers": "of the bidirectional encoder"}
@@ -255,15 +259,9 @@ class Translator(TextTranslator):
         config = self.config
         for option, bad, fix in (
             ("replace_unk", config["replace_unk"], "pass --replace-unk false"),
-            (
-                "source_tokenizer",
-                config["source_tokenizer"] == "wordpiece",
-                "train with the word or char tokenizer",
-            ),
-            (
-                "target_tokenizer",
-                config["target_tokenizer"] == "wordpiece",
-                "train with the word or char tokenizer",
+            *(
+                (name, config[name] == "wordpiece", "train with another tokenizer")
+                for name in ("source_tokenizer", "target_tokenizer")
             ),
         ):
             if bad:
@@ -277,6 +275,7 @@ class Translator(TextTranslator):
             "source_tokenizer": config["source_tokenizer"],
             "target_tokenizer": config["target_tokenizer"],
         }
+        metadata["subword_models"] = runtime_subwords(config, path)
         runtime = self.runtime_strategies()
         return export_translator_runtime(self, path, format_name, runtime, metadata, quantization)
 
@@ -311,8 +310,7 @@ class TranslatorRecipe(common.Recipe):
         """The vocabularies (source_vocab.txt, target_vocab.txt) and the datasets."""
         sources, targets = splits["train"]
         sides, pretrained = side_vectors(config, build_sides(config, sources, targets))
-        for name, side in zip(("source", "target"), sides):
-            side.vocabulary.save(os.path.join(config["output_dir"], f"{name}_vocab.txt"))
+        save_sides(config, sides)
         data, used = pairs_dataset(config, sides, sources, targets, shuffle=True)
         valid = splits.get("valid")
         valid = pairs_dataset(config, sides, *valid, shuffle=False)[0] if valid else None

@@ -6,7 +6,7 @@ arguments."""
 
 import os
 
-from kerasrnn.data.text import TextSide, translation_dataset
+from kerasrnn.data.text import SENTENCEPIECE_KINDS, TextSide, translation_dataset
 from recipes import common, vectors
 from recipes.config import Option
 
@@ -61,7 +61,7 @@ def build_sides(config, sources, targets):
                     config["lowercase"],
                     config["max_vocab"],
                     config["min_freq"],
-                    config["wordpiece_vocab_size"],
+                    config["subword_vocab_size"],
                 )
             )
         except ValueError as error:
@@ -89,20 +89,58 @@ def side_vectors(config, sides):
             config["lowercase"],
         )
         if loaded is not None and loaded.added:
-            sides[i] = TextSide(loaded.vocabulary, text_side.kind, text_side.lowercase)
+            sides[i] = TextSide(
+                loaded.vocabulary, text_side.kind, text_side.lowercase, text_side.subword_model
+            )
     return sides, found
+
+
+def save_sides(config, sides):
+    """Writes each side's vocabulary (``source_vocab.txt``, ``target_vocab.txt``) and
+    learned SentencePiece model (``source_subwords.model``, ...) into the run."""
+    for name, side in zip(("source", "target"), sides):
+        side.vocabulary.save(os.path.join(config["output_dir"], f"{name}_vocab.txt"))
+        if side.subword_model is not None:
+            with open(os.path.join(config["output_dir"], f"{name}_subwords.model"), "wb") as f:
+                f.write(side.subword_model)
 
 
 def load_sides(config):
     """The (source, target) `TextSide` of a trained run."""
-    return [
-        TextSide(
-            common.load_vocabulary(config, f"{side}_vocab.txt"),
-            config[f"{side}_tokenizer"],
-            config["lowercase"],
-        )
-        for side in ("source", "target")
-    ]
+    sides = []
+    for side in ("source", "target"):
+        model = None
+        if config[f"{side}_tokenizer"] in SENTENCEPIECE_KINDS:
+            path = os.path.join(config["output_dir"], f"{side}_subwords.model")
+            if not os.path.exists(path):
+                raise common.RecipeError(
+                    f"{path} is missing: the run's {side} SentencePiece model; train the run again."
+                )
+            with open(path, "rb") as f:
+                model = f.read()
+        vocabulary = common.load_vocabulary(config, f"{side}_vocab.txt")
+        try:
+            kind = config[f"{side}_tokenizer"]
+            sides.append(TextSide(vocabulary, kind, config["lowercase"], model))
+        except (ValueError, RuntimeError) as error:  # a damaged model file
+            raise common.RecipeError(f"{config['output_dir']}: the {side} side: {error}") from None
+    return sides
+
+
+def runtime_subwords(config, folder):
+    """Copies the run's SentencePiece models into an ONNX / LiteRT `folder`, where its
+    client tokenises with them: ``{side: file name}``."""
+    import shutil
+
+    os.makedirs(folder, exist_ok=True)
+    names = {}
+    for side in ("source", "target"):
+        if config[f"{side}_tokenizer"] in SENTENCEPIECE_KINDS:
+            names[side] = f"{side}_subwords.model"
+            shutil.copyfile(
+                os.path.join(config["output_dir"], names[side]), os.path.join(folder, names[side])
+            )
+    return names
 
 
 def load_pairs(config, spec, split):

@@ -3,9 +3,11 @@
 * `Vocabulary` -- tokens <-> ids with fixed special ids ([PAD]=0, [UNK]=1, [START]=2,
   [END]=3), built from training data with size and frequency limits;
 * `tokenizers` -- word / character splitting as TensorFlow ops (`split_words`,
-  `split_chars`, `encode_tokens`, `encode_chars`) and learned WordPiece subwords
-  (`learn_wordpiece_vocabulary`, `wordpiece_tokenizer`, `split_wordpieces`,
-  `join_wordpieces`);
+  `split_chars`, `encode_tokens`, `encode_chars`) and learned subwords: WordPiece
+  (`learn_wordpiece_vocabulary`, `wordpiece_tokenizer`, `join_wordpieces`) and
+  SentencePiece's unigram or BPE models (`learn_sentencepiece`,
+  `sentencepiece_tokenizer`, `sentencepiece_vocabulary`, `join_sentencepieces`), split
+  by `split_subwords`;
 * `pipeline` -- `sequence_dataset`: shuffled, padded, masked, length-bucketed batches;
 * `loaders` -- TSV, one file per class, CoNLL-U, CoNLL-2003 columns, SICK sentence
   pairs, tensorflow-datasets; gzip is read transparently;
@@ -49,6 +51,11 @@ _LAZY = {
     "wordpiece_tokenizer": "tokenizers",
     "split_wordpieces": "tokenizers",
     "join_wordpieces": "tokenizers",
+    "split_subwords": "tokenizers",
+    "learn_sentencepiece": "tokenizers",
+    "sentencepiece_tokenizer": "tokenizers",
+    "sentencepiece_vocabulary": "tokenizers",
+    "join_sentencepieces": "tokenizers",
     "sequence_dataset": "pipeline",
     "ragged_constant": "pipeline",
     "DataFormatError": "loaders",

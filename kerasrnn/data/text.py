@@ -6,11 +6,17 @@ SavedModel (`tokenize_graph`, `detokenize_graph`), so served and trained tokens 
 `kerasrnn.seq2seq.Seq2Seq` trains on.
 
 Kinds (`TOKENIZERS`): ``word`` (punctuation split off words, then whitespace), ``char``
-(characters, the space as ``▁``, `SPACE`) and ``wordpiece`` (keras-hub WordPiece
-subwords, see `kerasrnn.data.tokenizers`).
+(characters, the space as ``▁``, `SPACE`), and subwords learned from the training text
+(`SUBWORDS`, see `kerasrnn.data.tokenizers`): ``wordpiece`` (keras-hub WordPiece),
+``sentencepiece`` (SentencePiece's unigram language model) and ``bpe`` (SentencePiece's
+byte-pair encoding).
 """
 
-TOKENIZERS = ("word", "char", "wordpiece")
+TOKENIZERS = ("word", "char", "wordpiece", "sentencepiece", "bpe")
+SUBWORDS = ("wordpiece", "sentencepiece", "bpe")
+# The kinds whose tokenizer is a learned SentencePiece model (not just a vocabulary),
+# with the model type each learns.
+SENTENCEPIECE_KINDS = {"sentencepiece": "unigram", "bpe": "bpe"}
 SPACE = "\u2581"  # the space, as a character token
 # Detokenisation of the "word" (and WordPiece) tokens, in this order: hyphens and
 # apostrophes between two letters or digits are rejoined ("t - shirt" -> "t-shirt",
@@ -30,22 +36,24 @@ _OPENING = r"([(\[{]) "
 _QUOTED = r'" ([^"]*) "'
 
 
-def tokenize_graph(texts, kind, lowercase=False, wordpiece=None):
+def tokenize_graph(texts, kind, lowercase=False, subwords=None):
     """Strings (batch,) -> a ragged string tensor of tokens, as TensorFlow ops (the
-    same function runs in the data pipeline and inside the SavedModel). "wordpiece"
-    needs the side's `wordpiece` tokenizer
-    (`kerasrnn.data.tokenizers.wordpiece_tokenizer`), which lower-cases itself."""
+    same function runs in the data pipeline and inside the SavedModel). A subword kind
+    needs the side's `subwords` tokenizer (`kerasrnn.data.tokenizers`'
+    `wordpiece_tokenizer`, which lower-cases itself, or `sentencepiece_tokenizer`)."""
     import tensorflow as tf
 
-    from kerasrnn.data.tokenizers import split_wordpieces
+    from kerasrnn.data.tokenizers import split_subwords
 
     texts = tf.convert_to_tensor(texts, tf.string)
+    if kind in SUBWORDS and subwords is None:
+        raise ValueError(f"the {kind} tokenizer needs its learned `subwords` tokenizer.")
     if kind == "wordpiece":
-        if wordpiece is None:
-            raise ValueError("the wordpiece tokenizer needs its `wordpiece` tokenizer.")
-        return split_wordpieces(texts, wordpiece)
+        return split_subwords(texts, subwords)
     if lowercase:
         texts = lower_graph(texts)
+    if kind in SENTENCEPIECE_KINDS:
+        return split_subwords(texts, subwords)
     if kind == "word":
         return tf.strings.split(tf.strings.regex_replace(texts, r"(\pP)", r" \1 "))
     if kind == "char":
@@ -71,8 +79,10 @@ def detokenize_graph(tokens, kind):
     """A ragged string tensor of tokens -> strings (batch,)."""
     import tensorflow as tf
 
-    from kerasrnn.data.tokenizers import join_wordpieces
+    from kerasrnn.data.tokenizers import join_sentencepieces, join_wordpieces
 
+    if kind in SENTENCEPIECE_KINDS:  # the spaces are pieces: nothing to guess
+        return join_sentencepieces(tokens)
     if kind == "char":
         joined = tf.strings.reduce_join(tokens, axis=-1)
         return tf.strings.regex_replace(joined, SPACE, " ")
@@ -88,11 +98,11 @@ def detokenize_graph(tokens, kind):
     return tf.strings.regex_replace(text, _QUOTED, r'"\1"')
 
 
-def tokenize_texts(texts, kind, lowercase=False, wordpiece=None, batch=4096):
+def tokenize_texts(texts, kind, lowercase=False, subwords=None, batch=4096):
     """Python lists: strings -> token lists, with exactly `tokenize_graph`."""
     rows = []
     for start in range(0, len(texts), batch):
-        ragged = tokenize_graph(list(texts[start : start + batch]), kind, lowercase, wordpiece)
+        ragged = tokenize_graph(list(texts[start : start + batch]), kind, lowercase, subwords)
         rows += [[t.decode("utf-8") for t in row] for row in ragged.to_list()]
     return rows
 
@@ -104,10 +114,13 @@ class TextSide:
     SavedModel.
 
     Args:
-        vocabulary: a `kerasrnn.data.Vocabulary` (for "wordpiece": the WordPiece
-            vocabulary, e.g. from `build`).
-        kind: "word", "char" or "wordpiece".
+        vocabulary: a `kerasrnn.data.Vocabulary` (for a subword kind: its pieces, e.g.
+            from `build`).
+        kind: "word", "char", "wordpiece", "sentencepiece" or "bpe" (`TOKENIZERS`).
         lowercase: lower-case the text first (WordPiece case-folds itself).
+        subword_model: for "sentencepiece" and "bpe": the learned model
+            (`kerasrnn.data.tokenizers.learn_sentencepiece`, as `build` makes it and
+            `subword_model` keeps it).
 
     Example:
 
@@ -118,15 +131,29 @@ class TextSide:
     True
     """
 
-    def __init__(self, vocabulary, kind="word", lowercase=False):
+    def __init__(self, vocabulary, kind="word", lowercase=False, subword_model=None):
+        from kerasrnn.data import tokenizers
+
         if kind not in TOKENIZERS:
             raise ValueError(f"`kind` must be one of {TOKENIZERS}, got {kind!r}.")
+        if (subword_model is None) == (kind in SENTENCEPIECE_KINDS):
+            raise ValueError(
+                f"`subword_model` is the learned model of the sentencepiece and bpe "
+                f"kinds, and of no other: got kind={kind!r} "
+                f"{'without' if subword_model is None else 'with'} one."
+            )
         self.vocabulary, self.kind, self.lowercase = vocabulary, kind, lowercase
-        self.wordpiece = None
+        self.subword_model, self.subwords = subword_model, None
         if kind == "wordpiece":
-            from kerasrnn.data.tokenizers import wordpiece_tokenizer
-
-            self.wordpiece = wordpiece_tokenizer(vocabulary, lowercase)
+            self.subwords = tokenizers.wordpiece_tokenizer(vocabulary, lowercase)
+        elif subword_model is not None:
+            pieces = tokenizers.sentencepiece_vocabulary(subword_model).tokens
+            if vocabulary.tokens[: len(pieces)] != pieces:
+                raise ValueError(
+                    "`vocabulary` does not start with the pieces of `subword_model` "
+                    "(their ids must agree): give the vocabulary made with the model."
+                )
+            self.subwords = tokenizers.sentencepiece_tokenizer(subword_model)
         self._lookup = self._names = None
 
     @classmethod
@@ -137,16 +164,22 @@ class TextSide:
         lowercase=False,
         max_vocab=30000,
         min_freq=1,
-        wordpiece_vocab_size=8000,
+        subword_vocab_size=8000,
     ):
         """The side of training sentences `texts`: counted word / char tokens
-        (`max_vocab`, `min_freq`, the 4 special tokens included) or a learned
-        WordPiece vocabulary of `wordpiece_vocab_size` pieces."""
-        from kerasrnn.data import Vocabulary
-        from kerasrnn.data.tokenizers import learn_wordpiece_vocabulary
+        (`max_vocab`, `min_freq`, the 4 special tokens included) or a learned subword
+        vocabulary of `subword_vocab_size` pieces."""
+        from kerasrnn.data import Vocabulary, tokenizers
 
         if kind == "wordpiece":
-            vocabulary = learn_wordpiece_vocabulary(texts, wordpiece_vocab_size, lowercase)
+            vocabulary = tokenizers.learn_wordpiece_vocabulary(texts, subword_vocab_size, lowercase)
+        elif kind in SENTENCEPIECE_KINDS:
+            if lowercase:
+                texts = [t.decode("utf-8") for t in lower_graph(list(texts)).numpy()]
+            model = tokenizers.learn_sentencepiece(
+                texts, subword_vocab_size, SENTENCEPIECE_KINDS[kind]
+            )
+            return cls(tokenizers.sentencepiece_vocabulary(model), kind, lowercase, model)
         else:
             tokens = tokenize_texts(texts, kind, lowercase)
             vocabulary = Vocabulary.build(tokens, max_vocab, min_freq)
@@ -164,7 +197,7 @@ class TextSide:
 
     def tokenize(self, texts):
         """Python strings -> token lists."""
-        return tokenize_texts(texts, self.kind, self.lowercase, self.wordpiece)
+        return tokenize_texts(texts, self.kind, self.lowercase, self.subwords)
 
     def encode(self, texts):
         """Python strings -> id lists ([UNK] for unknown tokens; an empty text is
@@ -175,7 +208,7 @@ class TextSide:
         """Strings (batch,) -> int32 ids (batch, length), padded with 0 (TF ops)."""
         from kerasrnn.data.tokenizers import encode_tokens
 
-        tokens = tokenize_graph(texts, self.kind, self.lowercase, self.wordpiece)
+        tokens = tokenize_graph(texts, self.kind, self.lowercase, self.subwords)
         return encode_tokens(tokens, self.lookup)
 
     def decode_graph(self, ids):

@@ -1,4 +1,5 @@
-"""Word-, character- and subword-level (WordPiece) tokenization as TensorFlow ops.
+"""Word-, character- and subword-level (WordPiece, SentencePiece) tokenization as
+TensorFlow ops.
 
 Tokenization runs inside TensorFlow (`tf.strings`) so that the very same function turns
 text into ids in the training pipeline and inside an exported SavedModel: a model never
@@ -15,10 +16,15 @@ Subwords come from keras-hub: `learn_wordpiece_vocabulary` runs its
 `compute_word_piece_vocabulary` (the BERT vocabulary learner of tensorflow-text) with the
 four special tokens reserved at their contract ids, and `wordpiece_tokenizer` wraps the
 result in its `WordPieceTokenizer`, which outputs the piece strings (``"play", "##ing"``)
-for the same `Vocabulary.lookup()`. Its ops are tensorflow-text kernels: a process that
-loads a SavedModel using them must ``import tensorflow_text`` first.
+for the same `Vocabulary.lookup()`. SentencePiece models (the unigram language model or
+byte-pair encoding) are learned by the `sentencepiece` library itself
+(`learn_sentencepiece`; keras-hub's `compute_sentence_piece_proto` cannot reserve the
+special tokens at their ids) and run through keras-hub's `SentencePieceTokenizer`. Both
+tokenizers' ops are tensorflow-text kernels: a process that loads a SavedModel using them
+must ``import tensorflow_text`` first.
 """
 
+import io
 import weakref
 
 import tensorflow as tf
@@ -35,6 +41,12 @@ __all__ = [
     "wordpiece_tokenizer",
     "split_wordpieces",
     "join_wordpieces",
+    "SENTENCEPIECE_MODELS",
+    "learn_sentencepiece",
+    "sentencepiece_tokenizer",
+    "sentencepiece_vocabulary",
+    "split_subwords",
+    "join_sentencepieces",
 ]
 SUFFIX_INDICATOR = "##"  # marks a WordPiece that continues the previous one
 
@@ -166,19 +178,23 @@ def wordpiece_tokenizer(vocabulary, lowercase=False):
     )
 
 
-def split_wordpieces(texts, tokenizer):
-    """Strings (batch,) -> a `tf.RaggedTensor` (batch, None) of piece strings, in a
+def split_subwords(texts, tokenizer):
+    """Strings (batch,) -> a `tf.RaggedTensor` (batch, None) of piece strings by a
+    keras-hub subword `tokenizer` (`wordpiece_tokenizer`, `sentencepiece_tokenizer`), in a
     graph or eagerly (eagerly keras-hub hands string outputs back as Python lists, so
     the call is traced)."""
-    texts = tf.convert_to_tensor(texts, tf.string)
+    texts = tf.reshape(tf.convert_to_tensor(texts, tf.string), [-1])
     if not tf.executing_eagerly():
         return tokenizer.tokenize(texts)
     traced = _TRACED.get(tokenizer)
     if traced is None:
         traced = _TRACED[tokenizer] = tf.function(
-            tokenizer.tokenize, input_signature=[tf.TensorSpec(None, tf.string)]
+            tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
         )
     return traced(texts)
+
+
+split_wordpieces = split_subwords  # the WordPiece name it had first
 
 
 _TRACED: weakref.WeakKeyDictionary = (
@@ -191,3 +207,105 @@ def join_wordpieces(pieces):
     spaces, a ``##`` piece glued to the one before it (``play ##ing`` -> ``playing``)."""
     joined = tf.strings.reduce_join(pieces, axis=-1, separator=" ")
     return tf.strings.regex_replace(joined, f"(^| ){SUFFIX_INDICATOR}", "")
+
+
+# ------------------------------------------------------------------ SentencePiece
+
+SENTENCEPIECE_MODELS = ("unigram", "bpe")  # the unigram language model, byte-pair encoding
+
+
+def learn_sentencepiece(texts, vocabulary_size, model_type="unigram"):
+    """Learns a SentencePiece model from training sentences with the `sentencepiece`
+    trainer: the unigram language model (Kudo 2018) or byte-pair encoding (Sennrich et
+    al. 2016: the most frequent adjacent pair of symbols merged, repeatedly), over raw
+    text with the space as ``▁``, every character of the text kept.
+
+    Args:
+        texts: the training sentences (list of str; lower-case them first to learn
+            lower-case pieces).
+        vocabulary_size: the most pieces, the four special tokens included (a small
+            text gives fewer).
+        model_type: "unigram" or "bpe".
+
+    Returns:
+        The model (serialized `ModelProto` bytes): ``[PAD]``=0, ``[UNK]``=1,
+        ``[START]``=2, ``[END]``=3, then the learned pieces (`sentencepiece_vocabulary`).
+
+    Example:
+
+    >>> model = learn_sentencepiece(["playing played plays", "the player plays"] * 5, 30, "bpe")
+    >>> sentencepiece_vocabulary(model).tokens[:4]
+    ['[PAD]', '[UNK]', '[START]', '[END]']
+    >>> pieces = split_subwords(["the players played"], sentencepiece_tokenizer(model))
+    >>> [p.decode() for p in pieces[0].numpy()]
+    ['▁the', '▁playe', 'r', 's', '▁played']
+    >>> join_sentencepieces(pieces).numpy()
+    array([b'the players played'], dtype=object)
+    """
+    import sentencepiece
+
+    if model_type not in SENTENCEPIECE_MODELS:
+        raise ValueError(f"`model_type` must be one of {SENTENCEPIECE_MODELS}, got {model_type!r}.")
+    if int(vocabulary_size) != vocabulary_size or vocabulary_size <= len(SPECIAL_TOKENS):
+        raise ValueError(
+            f"`vocabulary_size` must be an integer > {len(SPECIAL_TOKENS)} (the special "
+            f"tokens count towards it), got {vocabulary_size!r}."
+        )
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise ValueError("`texts` has no non-blank sentence to learn a vocabulary from.")
+    model = io.BytesIO()
+    pad, unk, start, end = SPECIAL_TOKENS
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts),
+            model_writer=model,
+            vocab_size=int(vocabulary_size),
+            model_type=model_type,
+            character_coverage=1.0,
+            hard_vocab_limit=False,  # at most `vocabulary_size`: a small text gives fewer
+            pad_id=0,
+            unk_id=1,
+            bos_id=2,
+            eos_id=3,
+            pad_piece=pad,
+            unk_piece=unk,
+            bos_piece=start,
+            eos_piece=end,
+            minloglevel=2,
+            num_threads=1,  # a deterministic result (the multi-threaded trainer is not)
+        )
+    except RuntimeError as error:  # e.g. "Vocabulary size too high (20000). Please set..."
+        raise ValueError(f"sentencepiece could not learn the model: {error}") from None
+    return model.getvalue()
+
+
+def sentencepiece_tokenizer(model):
+    """keras-hub's `SentencePieceTokenizer` over a `learn_sentencepiece` model: strings
+    (batch,) -> a ragged tensor of piece strings (a character the model lacks comes out
+    as itself, which the vocabulary maps to ``[UNK]``)."""
+    from keras_hub.tokenizers import SentencePieceTokenizer
+
+    return SentencePieceTokenizer(proto=model, dtype="string")
+
+
+def sentencepiece_vocabulary(model):
+    """The pieces of a `learn_sentencepiece` model as a `Vocabulary` (its ids are the
+    model's)."""
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    if pieces[: len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS):
+        raise ValueError(
+            f"the SentencePiece model's first pieces are {pieces[:4]}, not the special "
+            f"tokens {list(SPECIAL_TOKENS)}: learn it with `learn_sentencepiece`."
+        )
+    return Vocabulary(pieces)
+
+
+def join_sentencepieces(pieces):
+    """SentencePiece strings (ragged (batch, None)) -> text (batch,): the pieces
+    concatenated, each ``▁`` a space (``▁play ing ▁well`` -> ``playing well``)."""
+    joined = tf.strings.reduce_join(pieces, axis=-1)
+    return tf.strings.strip(tf.strings.regex_replace(joined, "\u2581", " "))

@@ -56,11 +56,19 @@ _DETOKENIZE = (
 )
 
 
-def tokenize(text, kind, lowercase=False):
+# The subword kinds whose pieces a SentencePiece model spells (kerasrnn.data.text's).
+SENTENCEPIECE_KINDS = ("sentencepiece", "bpe")
+
+
+def tokenize(text, kind, lowercase=False, subwords=None):
     """A translator side's tokens: ``word`` (punctuation split off words, then
-    whitespace) or ``char`` (characters, each run of spaces one `SPACE`)."""
+    whitespace), ``char`` (characters, each run of spaces one `SPACE`), or the pieces
+    of ``sentencepiece`` / ``bpe``, spelled by the side's model (`subwords`, a
+    `sentencepiece.SentencePieceProcessor`: the library the SavedModel's kernel runs)."""
     if lowercase:
         text = text.lower()
+    if kind in SENTENCEPIECE_KINDS:
+        return subwords.encode(text, out_type=str)
     if kind == "word":
         spaced = "".join(f" {c} " if unicodedata.category(c)[0] == "P" else c for c in text)
         return split_words(spaced)
@@ -69,6 +77,8 @@ def tokenize(text, kind, lowercase=False):
 
 def detokenize(tokens, kind):
     """Tokens -> text, as kerasrnn.data.text's `detokenize_graph`."""
+    if kind in SENTENCEPIECE_KINDS:
+        return "".join(tokens).replace(SPACE, " ").strip(" \t\n\r\f\v")
     if kind == "char":
         return "".join(tokens).replace(SPACE, " ")
     text = " ".join(tokens)
@@ -128,6 +138,17 @@ _TASK_KEYS = {
 _ENTRY_KEYS = {"file": str, "shapes": list, "inputs": list, "outputs": int}
 
 
+def _sentencepiece(path):
+    """The `sentencepiece` processor of a subword model file of the folder."""
+    try:
+        import sentencepiece
+    except ImportError:
+        raise ImportError(
+            "this translator's tokenizer is a SentencePiece model: pip install sentencepiece"
+        ) from None
+    return sentencepiece.SentencePieceProcessor(model_file=path)
+
+
 class DeployFileError(ValueError):
     """A damaged ``deploy.json``: the message names the file and what is wrong."""
 
@@ -178,6 +199,12 @@ def read_deploy(path):
     for name, tokens in tables.items():
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             raise damaged(f"vocabularies[{name!r}] must be a list of strings")
+    models = config.setdefault("subword_models", {})
+    for side in ("source", "target"):
+        if config.get(f"{side}_tokenizer") in SENTENCEPIECE_KINDS and not isinstance(
+            models.get(side), str
+        ):
+            raise damaged(f"the {side} side's SentencePiece model is not named in 'subword_models'")
     for key in ("labels", "tags"):
         value = config.get(key)
         if value is not None and (
@@ -218,6 +245,10 @@ class Client:
         self.ids = {
             key: {token: i for i, token in enumerate(tokens)}
             for key, tokens in self.config.get("vocabularies", {}).items()
+        }
+        self.subwords = {
+            side: _sentencepiece(os.path.join(folder, name))
+            for side, name in self.config.get("subword_models", {}).items()
         }
 
     def lookup(self, vocabulary, tokens):
@@ -298,7 +329,7 @@ class Client:
         config = self.config
         results = []
         for text in texts:
-            tokens = tokenize(text, config["source_tokenizer"], config["lowercase"])
+            tokens = self._source_tokens(text)
             ids = self.lookup("source", tokens)[: config["max_source_length"]]
             if not text.strip(" \t\n\r\f\v") or not ids:
                 results.append({"translation": "", "score": 0.0})
@@ -329,8 +360,7 @@ class Client:
         """The greedy target ids of `text` ([END] included where reached) and their
         log-probability, by the streaming graphs (`stream_translate`)."""
         config = self.config
-        tokens = tokenize(text, config["source_tokenizer"], config["lowercase"])
-        ids = self.lookup("source", tokens)[: config["max_source_length"]]
+        ids = self.lookup("source", self._source_tokens(text))[: config["max_source_length"]]
         if not text.strip(" \t\n\r\f\v") or not ids:
             return [], 0.0
         encoder, step = self.models["encoder"], self.models["decoder_step"]
@@ -352,6 +382,12 @@ class Client:
             if token == END_ID:
                 break
         return out, score
+
+    def _source_tokens(self, text):
+        config = self.config
+        return tokenize(
+            text, config["source_tokenizer"], config["lowercase"], self.subwords.get("source")
+        )
 
     def _detokenize(self, ids):
         target = self.config["vocabularies"]["target"]

@@ -4,12 +4,13 @@ decoding and detokenising as TensorFlow ops) and its SavedModel."""
 import keras
 import tensorflow as tf
 
+from kerasrnn.data.text import SUBWORDS as _SUBWORDS
 from kerasrnn.data.text import TOKENIZERS as _KINDS
 from kerasrnn.export.savedmodel import export_saved_model
 
-# The kinds a vocabulary side takes by name: those of kerasrnn.data.text but wordpiece,
-# whose learned pieces only a TextSide holds.
-TOKENIZERS = tuple(kind for kind in _KINDS if kind != "wordpiece")
+# The kinds a vocabulary side takes by name: those of kerasrnn.data.text but the
+# subwords, whose learned model only a TextSide holds.
+TOKENIZERS = tuple(kind for kind in _KINDS if kind not in _SUBWORDS)
 
 
 def _tokenizer(tokenize, lowercase):
@@ -23,7 +24,7 @@ def _tokenizer(tokenize, lowercase):
     if tokenize not in TOKENIZERS:
         raise ValueError(
             f"`tokenize` must be one of {TOKENIZERS} or a function (strings -> ragged "
-            f"tokens); got tokenize={tokenize!r} (wordpiece: give a "
+            f"tokens); got tokenize={tokenize!r} (subwords: give a "
             "kerasrnn.data.text.TextSide, which holds the learned pieces)."
         )
     return lambda texts: tokenize_graph(texts, tokenize, lowercase)
@@ -67,7 +68,7 @@ def _side(side, name, tokenize, detokenize, lowercase):
     if isinstance(side, TextSide):
         return (
             side.vocabulary,
-            lambda texts: tokenize_graph(texts, side.kind, side.lowercase, side.wordpiece),
+            lambda texts: tokenize_graph(texts, side.kind, side.lowercase, side.subwords),
             lambda tokens: detokenize_graph(tokens, side.kind),
         )
     return (
@@ -154,6 +155,11 @@ class TextTranslator:
         self.target_vocabulary, _, self._join = _side(
             target, "target_vocabulary", tokenize, detokenize, lowercase
         )
+        # the sides' subword tokenizers (a SentencePiece model is a resource the
+        # SavedModel must track)
+        self._subwords = [
+            side.subwords for side in (source, target) if getattr(side, "subwords", None)
+        ]
         for name, vocab, size in (
             ("source_vocabulary", self.source_vocabulary, model.source_vocab_size),
             ("target_vocabulary", self.target_vocabulary, model.target_vocab_size),
@@ -433,7 +439,7 @@ class TextTranslator:
                     "encode": (encode, signature),
                     "decoder_step": (decoder_step, step_signature),
                 },
-                track=[self.lookup],
+                track=[self.lookup, *self._subwords],
                 verbose=verbose,
             )
         finally:

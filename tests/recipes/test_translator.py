@@ -468,7 +468,7 @@ def wordpiece_run(tmp_path_factory):
         "wordpiece",
         "--target-tokenizer",
         "wordpiece",
-        "--wordpiece-vocab-size",
+        "--subword-vocab-size",
         "60",
         "--scheduled-sampling",
         "linear",
