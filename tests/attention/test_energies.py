@@ -8,7 +8,7 @@ from keras import ops
 import kerasrnn
 from kerasrnn.attention import scores
 from kerasrnn.attention.energies import additive_energies
-from tests.attention.test_scores import gradients
+from tests.autodiff import gradients
 
 B, TQ, TK, U = 2, 3, 4, 5
 

@@ -6,6 +6,7 @@ import pytest
 
 import kerasrnn
 from kerasrnn.attention import AttentionMemory, scores
+from tests.autodiff import gradient, gradients
 
 B, TQ, TK, DQ, DK = 3, 4, 6, 5, 5
 
@@ -262,31 +263,6 @@ def test_weight_key_and_value_gradients_match_finite_differences(case, float64):
         )
     assert np.all(analytic[n][2] == 0.0) and np.all(analytic[n + 1][2] == 0.0)
     assert np.all(analytic[n + 1][1, 2] == 0.0)  # a masked value never reaches the context
-
-
-def gradient(fn, x):
-    """d fn / d x with the active backend's autodiff."""
-    return gradients(lambda xs: fn(xs[0]), [x])[0]
-
-
-def gradients(fn, xs):
-    """[d fn / d x for x in xs] with the active backend's autodiff."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        xs = [tf.Variable(x) for x in xs]
-        with tf.GradientTape() as tape:
-            y = fn(xs)
-        return [g.numpy() for g in tape.gradient(y, xs)]
-    if keras.backend.backend() == "jax":
-        import jax
-
-        return [np.asarray(g) for g in jax.grad(fn)(list(xs))]
-    import torch
-
-    xs = [torch.tensor(x, requires_grad=True) for x in xs]
-    fn(xs).backward()
-    return [x.grad.numpy() for x in xs]
 
 
 @pytest.fixture(params=["float32", "mixed_float16", "mixed_bfloat16"])

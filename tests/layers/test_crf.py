@@ -17,6 +17,7 @@ from kerasrnn.layers import (
     crf_marginals,
     crf_sequence_score,
 )
+from tests.autodiff import gradients
 
 B, T, D, K = 3, 5, 4, 3
 # Detaches on torch, where np.asarray refuses a tensor that requires grad.
@@ -233,24 +234,6 @@ def test_gradients_match_finite_differences(float64):
             numeric[index] = (float(loss(plus)) - float(loss(minus))) / (2 * eps)
         np.testing.assert_allclose(analytic[i], numeric, rtol=rtol, atol=rtol)
     assert np.all(analytic[n][~MASK] == 0)  # padded inputs get no gradient
-
-
-def gradients(fn, xs):
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        xs = [tf.Variable(x) for x in xs]
-        with tf.GradientTape() as tape:
-            y = fn(xs)
-        return [g.numpy() for g in tape.gradient(y, xs)]
-    if keras.backend.backend() == "torch":
-        import torch
-
-        xs = [torch.tensor(x, requires_grad=True) for x in xs]
-        return [g.numpy() for g in torch.autograd.grad(fn(xs), xs)]
-    import jax
-
-    return [numpy(g) for g in jax.grad(fn)(list(xs))]
 
 
 def tagger(num_words=12):

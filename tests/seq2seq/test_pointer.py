@@ -10,6 +10,7 @@ from kerasrnn import decoding
 from kerasrnn.data import Vocabulary, copy_decode, copy_target_ids, copy_vocabulary_map
 from kerasrnn.ops import padding_mask
 from kerasrnn.seq2seq import CopyReadout, Seq2Seq, Seq2SeqBackbone
+from tests.autodiff import gradients
 
 V = 10  # target ids; source ids 0..13 map through TABLE (-1: not a target word)
 TABLE = [0, 1, 2, 3, 7, 5, -1, 4, 9, -1, 6, 8, -1, -1]
@@ -102,7 +103,7 @@ def test_gradients_match_finite_differences(model):
         return -keras.ops.sum(picked)
 
     xs = [x.astype("float32") for x in xs]
-    analytic = _gradients(loss, xs)
+    analytic = gradients(loss, xs)
     for index in range(len(xs)):
         for _ in range(3):
             spot = tuple(rng.integers(0, n) for n in xs[index].shape)
@@ -112,24 +113,6 @@ def test_gradients_match_finite_differences(model):
             minus[index][spot] -= 1e-2
             numeric = (float(np_(loss(plus))) - float(np_(loss(minus)))) / 2e-2
             np.testing.assert_allclose(analytic[index][spot], numeric, rtol=3e-2, atol=3e-3)
-
-
-def _gradients(fn, xs):
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        xs = [tf.Variable(x) for x in xs]
-        with tf.GradientTape() as tape:
-            y = fn(xs)
-        return [g.numpy() for g in tape.gradient(y, xs)]
-    if keras.backend.backend() == "torch":
-        import torch
-
-        xs = [torch.tensor(x, requires_grad=True) for x in xs]
-        return [g.numpy() for g in torch.autograd.grad(fn(xs), xs)]
-    import jax
-
-    return [np.asarray(g) for g in jax.grad(fn)(list(xs))]
 
 
 def test_decoder_step_matches_teacher_forcing(model):
