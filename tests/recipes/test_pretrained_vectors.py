@@ -22,6 +22,17 @@ def _rows(model, name):
     return keras.ops.convert_to_numpy(find_layer(model, name).embeddings)
 
 
+def _prepared(module, tmp_path, splits, **overrides):
+    """A recipe's config (the defaults with `overrides`, its run folder under `tmp_path`),
+    its prepared data and its built (untrained) model: what the run reads of the vectors."""
+    config = common.load_config(
+        module.DEFAULTS, overrides=dict(output_dir=str(tmp_path / "run"), **overrides)
+    )
+    os.makedirs(config["output_dir"])
+    prepared = module.RECIPE.prepare(config, splits)
+    return config, prepared, module.RECIPE.build(config, prepared)
+
+
 @pytest.fixture(scope="module")
 def lm_vectors(tmp_path_factory):
     """A tiny word LM trained one epoch and its embedding exported by the command line."""
@@ -87,14 +98,7 @@ def test_pair_classifier_starts_from_the_files_rows(tmp_path):
     b = ["a person plays music", "nobody cuts anything"] * 4
     splits = {"train": (a, b, [4.5, 1.5] * 4, ["ENTAILMENT", "NEUTRAL"] * 4)}
     vec = write_vectors(tmp_path / "v.vec", ["A", "man", "guitar"], np.eye(3, 5) + 1)
-    config = common.load_config(
-        pair_classifier.DEFAULTS,
-        overrides=dict(output_dir=str(tmp_path / "run"), embeddings=vec, units=4),
-    )
-    os.makedirs(config["output_dir"])
-    recipe = pair_classifier.RECIPE
-    prepared = recipe.prepare(config, splits)
-    model = recipe.build(config, prepared)
+    config, prepared, model = _prepared(pair_classifier, tmp_path, splits, embeddings=vec, units=4)
     vocab = Vocabulary.load(os.path.join(config["output_dir"], "vocab.txt"))
     rows = _rows(model, "embedding")
     assert rows.shape == (len(vocab), 5)  # the file's width, not embedding_dim
@@ -109,23 +113,19 @@ def test_translator_source_and_target_vectors(tmp_path):
     sources, targets = ["ein Hund", "eine Katze"] * 4, ["a dog", "a cat"] * 4
     src = write_vectors(tmp_path / "de.vec", ["Hund", "Katze", "Maus"], np.ones((3, 6)))
     tgt = write_vectors(tmp_path / "en.vec", ["dog", "cat"], 2 * np.ones((2, 6)))
-    config = common.load_config(
-        translator.DEFAULTS,
-        overrides=dict(
-            output_dir=str(tmp_path / "run"),
-            source_embeddings=src,
-            target_embeddings=tgt,
-            freeze_embeddings=True,
-            embeddings_extend=1,
-            encoder_units=4,
-            decoder_units=4,
-            attention_units=4,
-        ),
+    config, prepared, model = _prepared(
+        translator,
+        tmp_path,
+        {"train": (sources, targets)},
+        source_embeddings=src,
+        target_embeddings=tgt,
+        freeze_embeddings=True,
+        embeddings_extend=1,
+        encoder_units=4,
+        decoder_units=4,
+        attention_units=4,
     )
-    os.makedirs(config["output_dir"])
     recipe = translator.RECIPE
-    prepared = recipe.prepare(config, {"train": (sources, targets)})
-    model = recipe.build(config, prepared)
     source_vocab = Vocabulary.load(os.path.join(config["output_dir"], "source_vocab.txt"))
     assert "Maus" in source_vocab  # the source side extended from its file
     for name, vocab_file, token, value in (
