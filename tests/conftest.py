@@ -79,3 +79,57 @@ def float64():
     keras.config.set_dtype_policy("float32")
     if jax is not None:
         jax.config.update("jax_enable_x64", False)
+
+
+def main_json(module, *args):
+    """`module.main(args)` (a recipe's command line), which must exit 0, and the JSON it
+    printed on stdout."""
+    import contextlib
+    import io
+    import json
+
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert module.main(list(args)) == 0
+    return json.loads(stdout.getvalue())
+
+
+# The tiny translator run's n-best width and source length (what the tests that use it check).
+TINY_TRANSLATOR_N_BEST = 3
+TINY_TRANSLATOR_MAX_SOURCE = 6
+
+
+@pytest.fixture(scope="session")
+def tiny_translator(tmp_path_factory):
+    """A tiny translator run (words -> characters, beam size 2, n-best 3) trained one epoch
+    on 160 generated dates, once per session: the serving and runtime-export tests read it
+    (they export from it and translate with it, and never train it further)."""
+    from kerasrnn.tasks import date_translation_task
+    from recipes import common, translator
+
+    out = tmp_path_factory.mktemp("tiny_translator") / "run"
+    config = common.load_config(
+        translator.DEFAULTS,
+        overrides=dict(
+            output_dir=str(out),
+            target_tokenizer="char",
+            lowercase=True,
+            embedding_dim=8,
+            encoder_units=8,
+            decoder_units=16,
+            attention_units=8,
+            dropout=0.0,
+            batch_size=32,
+            epochs=1,
+            bucket_boundaries=[],
+            beam_size=2,
+            n_best=TINY_TRANSLATOR_N_BEST,
+            max_source_length=TINY_TRANSLATOR_MAX_SOURCE,
+            max_target_length=12,
+            max_decode_length=8,
+            heatmaps=0,
+            verbose=0,
+        ),
+    )
+    translator.train(config, {"train": date_translation_task(160, seed=0), "valid": None})
+    return out

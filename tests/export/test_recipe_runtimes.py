@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from recipes import classifier, common, tagger
+from tests.conftest import main_json
 
 FORMATS = ("onnx", "litert")
 
@@ -292,37 +293,10 @@ def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, ch
 
 
 @pytest.fixture(scope="module")
-def translator_run(tmp_path_factory):
-    """A tiny translator (words -> characters, beam size 2) trained one epoch on
-    generated dates, and its SavedModel."""
-    from kerasrnn.tasks import date_translation_task
-    from recipes import translator
-
-    out = tmp_path_factory.mktemp("translator") / "run"
-    config = common.load_config(
-        translator.DEFAULTS,
-        overrides=dict(
-            output_dir=str(out),
-            target_tokenizer="char",
-            lowercase=True,
-            embedding_dim=8,
-            encoder_units=8,
-            decoder_units=16,
-            attention_units=8,
-            dropout=0.0,
-            batch_size=32,
-            epochs=1,
-            bucket_boundaries=[],
-            beam_size=2,
-            max_source_length=6,
-            max_target_length=12,
-            max_decode_length=8,
-            heatmaps=0,
-            verbose=0,
-        ),
-    )
-    translator.train(config, {"train": date_translation_task(160, seed=0), "valid": None})
-    return out
+def translator_run(tiny_translator):
+    """The session's tiny translator run (words -> characters, beam size 2, trained one
+    epoch on generated dates; tests/conftest.py)."""
+    return tiny_translator
 
 
 TRANSLATOR_INPUTS = ["3rd of May 1999", "12 march, 2014", "", "zzzz qqqq", "5 june 1987 a b c d"]
@@ -334,18 +308,14 @@ _EXPORTED: dict = {}
 def _translator_folder(run, format_name):
     """``translator export --format FORMAT`` of the run through the command line, once
     per format (the ONNX export of the decoding loops takes the longest)."""
-    import contextlib
-    import io
-
     from recipes import translator
 
     key = (str(run), format_name)
     if key not in _EXPORTED:
-        stdout = io.StringIO()
-        with contextlib.redirect_stdout(stdout):
-            code = translator.main(["export", "--output-dir", str(run), "--format", format_name])
-        assert code == 0
-        _EXPORTED[key] = json.loads(stdout.getvalue())[format_name]
+        exported = main_json(
+            translator, "export", "--output-dir", str(run), "--format", format_name
+        )
+        _EXPORTED[key] = exported[format_name]
     return _EXPORTED[key]
 
 

@@ -5,21 +5,13 @@ the LM alone would write.
 
 TensorFlow-specific (the recipes): not run on JAX."""
 
-import contextlib
-import io
 import json
 
 import numpy as np
 import pytest
 
+from tests.conftest import main_json as _main
 from tests.recipes.test_translator import _date_corpus
-
-
-def _main(module, *args):
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        assert module.main(list(args)) == 0
-    return json.loads(stdout.getvalue())
 
 
 @pytest.fixture(scope="module")

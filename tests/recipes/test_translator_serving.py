@@ -5,8 +5,6 @@ the exported SavedModel loaded in a process that cannot import kerasrnn.
 TensorFlow-specific (tf.strings, SavedModel): not run on JAX.
 """
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -15,14 +13,17 @@ import sys
 import numpy as np
 import pytest
 
+from tests.conftest import TINY_TRANSLATOR_MAX_SOURCE, TINY_TRANSLATOR_N_BEST
+from tests.conftest import main_json as _main
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 ENV["TF_CPP_MIN_LOG_LEVEL"] = "3"
 LONG = ("12 march 2014 " * 800)[:10_000]  # 10,000 characters, 2,143 words
-MAX_SOURCE = 6
+MAX_SOURCE = TINY_TRANSLATOR_MAX_SOURCE
 CUT = " ".join(LONG.split()[:MAX_SOURCE])  # what the model may read of it
 TEXTS = ["", "   \t ", LONG, CUT, "3rd of may 1999", "zzzz qqqq"]
-K = 3
+K = TINY_TRANSLATOR_N_BEST
 
 SERVE = r"""
 import json, sys
@@ -41,46 +42,10 @@ print(json.dumps({
 """
 
 
-def _main(module, *args):
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        assert module.main(list(args)) == 0
-    return json.loads(stdout.getvalue())
-
-
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A tiny translator trained one epoch on generated dates (words -> characters)."""
-    from kerasrnn.tasks import date_translation_task
-    from recipes import common, translator
-
-    out = tmp_path_factory.mktemp("serving") / "run"
-    config = common.load_config(
-        translator.DEFAULTS,
-        overrides=dict(
-            output_dir=str(out),
-            target_tokenizer="char",
-            lowercase=True,
-            embedding_dim=8,
-            encoder_units=8,
-            decoder_units=16,
-            attention_units=8,
-            dropout=0.0,
-            batch_size=32,
-            epochs=1,
-            bucket_boundaries=[],
-            beam_size=2,
-            n_best=K,
-            max_source_length=MAX_SOURCE,
-            max_target_length=12,
-            max_decode_length=8,
-            heatmaps=0,
-            verbose=0,
-        ),
-    )
-    pairs = date_translation_task(160, seed=0)
-    translator.train(config, {"train": pairs, "valid": None, "test": None})
-    return out
+def run(tiny_translator):
+    """The session's tiny translator run (tests/conftest.py)."""
+    return tiny_translator
 
 
 def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
