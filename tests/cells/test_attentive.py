@@ -375,7 +375,9 @@ def test_attention_learns_to_reverse_digit_strings():
     for attention in ("additive", None):
         keras.utils.set_random_seed(0)
         model = build_reverser(attention, units=32)
-        model.fit([train[0], train[1]], train[2], batch_size=32, epochs=8, verbose=0)
+        # 6 epochs: with attention 0.998 / 0.994 / 1.0 exact match, without 0.42 / 0.52 /
+        # 0.54 (data and weights seeded 0 / 1 / 2)
+        model.fit([train[0], train[1]], train[2], batch_size=32, epochs=6, verbose=0)
         scores_by_model[attention] = exact_match(model, held_out)
     print(
         f"reverse 3-8 digits, exact match: with attention {scores_by_model['additive']:.3f}, "
