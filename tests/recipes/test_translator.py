@@ -4,9 +4,7 @@ TensorFlow-specific (tf.data, tf.strings, SavedModel): not run on JAX.
 """
 
 import ast
-import contextlib
 import gzip
-import io
 import json
 import math
 import os
@@ -16,6 +14,8 @@ import sys
 
 import numpy as np
 import pytest
+
+from tests.conftest import main_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
@@ -35,10 +35,7 @@ def _main(*args):
     """The command line in this process (no interpreter start-up): its JSON output."""
     from recipes import translator
 
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        assert translator.main(list(args)) == 0
-    return json.loads(stdout.getvalue())
+    return main_json(translator, *args)
 
 
 def _date_corpus(folder, splits):
