@@ -41,6 +41,7 @@ BENCHMARKS = {
     ),
     "copy_attention": ("quality", "copy_attention", "copy attention vs softmax, rare words"),
     "search_error": ("quality", "search_error", "greedy and beam vs exhaustive search, dates"),
+    "diverse_n_best": ("quality", "diverse_n_best", "Multi30k n-best diversity, diverse vs beam"),
     "transfer": ("transfer", "mr", "MR with and without LM transfer (ULMFiT), bigram NB"),
     "bilm_upos": ("transfer", "upos", "EWT UPOS with and without a frozen biLM's features"),
     "vectors_ner": ("transfer", "ner_vectors", "CoNLL-2003 NER with and without LM word vectors"),

@@ -1161,6 +1161,106 @@ def translator_subwords(argv=None):
     return scores
 
 
+# ---- the diversity of the n best: diverse beam search against beam search ------------
+def distinct_ngrams(hypotheses, n):
+    """Distinct-n of one input's n-best list: the distinct word n-grams over all its
+    hypotheses / all its n-grams (1.0: no n-gram repeated across the list)."""
+    grams = [
+        tuple(words[i : i + n])
+        for words in (h.split() for h in hypotheses)
+        for i in range(len(words) - n + 1)
+    ]
+    return len(set(grams)) / max(len(grams), 1)
+
+
+def diverse_n_best(argv=None):
+    """Multi30k De->En: how different the n best of a trained translator run are with
+    diverse beam search (Vijayakumar et al. 2018) and with beam search of the same
+    width: distinct n-grams across each input's n best, distinct hypotheses, and the
+    test BLEU of the best and of the oracle (the n-best entry closest to the reference)."""
+    parser = suite.parser("diverse_n_best", __doc__)
+    parser.add_argument("--data", default=str(DATA / "multi30k"), help="the multi30k folder")
+    parser.add_argument("--run-dir", required=True, help="a translator run (translate_de_en)")
+    parser.add_argument("--beam-size", type=int, default=6)
+    parser.add_argument("--groups", type=int, default=3)
+    parser.add_argument("--diversity", type=float, nargs="+", default=[0.5, 1.0])
+    parser.add_argument("--sentences", type=int, default=0, help="first N test pairs (0: all)")
+    args = parser.parse_args(argv)
+    import numpy as np
+    import sacrebleu
+
+    from kerasrnn import decoding
+    from kerasrnn.data import load_parallel_text
+    from kerasrnn.metrics import corpus_bleu
+    from recipes import common
+    from recipes import translator as recipe
+
+    trained = recipe.Translator.from_run(common.saved_config(recipe.DEFAULTS, args.run_dir))
+    data = pathlib.Path(args.data)
+    sources, references = load_parallel_text(
+        data / "test_2016_flickr.de.gz", data / "test_2016_flickr.en.gz"
+    )
+    n = args.sentences or len(sources)
+    sources, references = sources[:n], references[:n]
+    k = args.beam_size
+    searches = {f"beam {k}": decoding.BeamSearch(k, n_best=k)}
+    for strength in args.diversity:
+        searches[f"diverse {args.groups}x{k // args.groups}, lambda {strength}"] = (
+            decoding.DiverseBeamSearch(k, args.groups, strength, n_best=k)
+        )
+    rows = []
+    for name, search in searches.items():
+        began = time.time()
+        found = trained.translate(sources, search, return_scores=True)
+        lists = [[h["translation"] for h in row] for row in found]
+        oracle = [
+            max(hyps, key=lambda h: sacrebleu.sentence_bleu(h, [ref]).score)
+            for hyps, ref in zip(lists, references)
+        ]
+        rows.append(
+            {
+                "search": name,
+                "distinct_1": 100 * float(np.mean([distinct_ngrams(h, 1) for h in lists])),
+                "distinct_2": 100 * float(np.mean([distinct_ngrams(h, 2) for h in lists])),
+                "unique": float(np.mean([len(set(h)) for h in lists])),
+                "bleu": corpus_bleu([h[0] for h in lists], references),
+                "oracle_bleu": corpus_bleu(oracle, references),
+                "seconds": time.time() - began,
+            }
+        )
+        print(rows[-1], file=sys.stderr, flush=True)
+    print(
+        "| search | distinct-1 % | distinct-2 % | distinct hypotheses | BLEU (best) | "
+        "oracle BLEU |\n|---|---|---|---|---|---|"
+    )
+    for r in rows:
+        print(
+            f"| {r['search']} | {r['distinct_1']:.1f} | {r['distinct_2']:.1f} | "
+            f"{r['unique']:.2f} | {r['bleu']:.2f} | {r['oracle_bleu']:.2f} |"
+        )
+    suite.write_result(
+        args,
+        "diverse_n_best",
+        f"Multi30k German -> English, test_2016_flickr: the {k} best, diverse against beam",
+        {
+            key: suite.figure(rows[-1][key], f"{rows[-1]['search']}: {label}", digits)
+            for key, label, digits in (
+                ("distinct_2", "distinct-2 %", 1),
+                ("oracle_bleu", "oracle BLEU", 2),
+                ("bleu", "BLEU of the best", 2),
+            )
+        },
+        baseline=suite.figure(rows[0]["distinct_2"], f"{rows[0]['search']}: distinct-2 %", 1),
+        notes=(
+            f"Translator run {args.run_dir}; {n} test sentences; distinct-n: the distinct "
+            "word n-grams of an input's n best over all their n-grams, averaged over inputs."
+        ),
+        details={"rows": rows},
+        readme=False,
+    )
+    return rows
+
+
 # ---- the search error of greedy and beam search (exhaustive search the reference) -----
 def search_error(argv=None):
     """A date translator whose output is short enough to enumerate (the month and day of
