@@ -1223,8 +1223,8 @@ def diverse_n_best(argv=None):
                 "distinct_1": 100 * float(np.mean([distinct_ngrams(h, 1) for h in lists])),
                 "distinct_2": 100 * float(np.mean([distinct_ngrams(h, 2) for h in lists])),
                 "unique": float(np.mean([len(set(h)) for h in lists])),
-                "bleu": corpus_bleu([h[0] for h in lists], references),
-                "oracle_bleu": corpus_bleu(oracle, references),
+                "bleu": corpus_bleu([h[0] for h in lists], references).score,
+                "oracle_bleu": corpus_bleu(oracle, references).score,
                 "seconds": time.time() - began,
             }
         )

@@ -45,6 +45,7 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 # the order of the tasks in the tables (a results file not named here comes last)
 ORDER = [
     "translation_de_en",
+    "translation_de_en_subwords",
     "ptb_awd",
     "ptb_small",
     "ewt_upos",

@@ -41,6 +41,7 @@ from recipes.translator_lm import FUSION_OPTIONS, fusion
 from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by their old names)
     COPY_OPTIONS,
     DEMO_DEFAULTS,
+    DIVERSE_OPTIONS,
     _demo_arguments,
     build_model,
     build_sides,
@@ -50,6 +51,7 @@ from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by the
     pairs_dataset,
     runtime_subwords,
     save_sides,
+    search_strategy,
     side_vectors,
     translation_scores,
     write_heatmaps,
@@ -149,6 +151,7 @@ OPTIONS = common.data_options(
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
     **FUSION_OPTIONS,
     **COPY_OPTIONS,
+    **DIVERSE_OPTIONS,
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 
@@ -187,16 +190,11 @@ class Translator(TextTranslator):
 
     def strategy(self, beam_size=None, n_best=1):
         """The run's decoding strategy: greedy search for a beam size of 1, else beam
-        search (widened to `n_best` beams) with the run's length normalisation; both
-        with its `max_length_ratio`. `beam_size` None: the run's."""
-        from kerasrnn import decoding
-
+        search (widened to `n_best` beams; diverse with `beam_groups` > 1) with the run's
+        length normalisation; both with its `max_length_ratio`. `beam_size` None: the
+        run's (`translator_parts.search_strategy`)."""
         beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        constraints = decoding.Constraints(max_length_ratio=self.config["max_length_ratio"] or None)
-        if max(beam_size, n_best) <= 1:
-            return decoding.GreedySearch(constraints)
-        scorer = decoding.Scorer(self.config["length_normalization"])
-        return decoding.BeamSearch(max(beam_size, n_best), n_best, scorer, constraints)
+        return search_strategy(self.config, beam_size, n_best)
 
     def translate(self, texts, strategy=None, return_scores=False, batch_size=64):
         """`TextTranslator.translate`; `strategy` may also be a beam size (the run's
@@ -259,6 +257,7 @@ class Translator(TextTranslator):
         config = self.config
         for option, bad, fix in (
             ("replace_unk", config["replace_unk"], "pass --replace-unk false"),
+            ("beam_groups", config["beam_groups"] > 1, "pass --beam-groups 1"),
             *(
                 (name, config[name] == "wordpiece", "train with another tokenizer")
                 for name in ("source_tokenizer", "target_tokenizer")
@@ -293,15 +292,19 @@ class TranslatorRecipe(common.Recipe):
     test_help = "[SOURCE_FILE, TARGET_FILE]"
     predict_command = "translate"
     run_options = (
-        "beam_size",
-        "length_normalization",
-        "max_decode_length",
-        "max_length_ratio",
-        "readout_dtype",
-        "n_best",
-        "replace_unk",
-        "heatmaps",
-    ) + tuple(FUSION_OPTIONS)
+        (
+            "beam_size",
+            "length_normalization",
+            "max_decode_length",
+            "max_length_ratio",
+            "readout_dtype",
+            "n_best",
+            "replace_unk",
+            "heatmaps",
+        )
+        + tuple(FUSION_OPTIONS)
+        + tuple(DIVERSE_OPTIONS)
+    )
 
     def load_examples(self, config, spec, split):
         return load_pairs(config, spec, split)

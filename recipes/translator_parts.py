@@ -8,7 +8,7 @@ import os
 
 from kerasrnn.data.text import SENTENCEPIECE_KINDS, TextSide, translation_dataset
 from recipes import common, vectors
-from recipes.config import Option
+from recipes.config import Option, count, non_negative
 
 # --copy-attention: `kerasrnn.seq2seq.CopyReadout` (docs/seq2seq.md, copy attention)
 COPY_OPTIONS = dict(
@@ -20,6 +20,25 @@ COPY_OPTIONS = dict(
     ),
     coverage_weight=Option(
         0.0, "with copy_attention: the weight of See et al.'s coverage loss", group="model"
+    ),
+)
+
+# --beam-groups: `kerasrnn.decoding.DiverseBeamSearch` (docs/decoding.md)
+DIVERSE_OPTIONS = dict(
+    beam_groups=Option(
+        1,
+        "diverse beam search (Vijayakumar et al. 2018): the beam in this many groups, each "
+        "penalised for the tokens the groups before it chose; beam_size a multiple of it; "
+        "1: beam search",
+        check=count(),
+        group="decoding",
+    ),
+    beam_diversity=Option(
+        0.5,
+        "diverse beam search: the penalty lambda per earlier group's hypothesis ending in "
+        "the same token",
+        check=non_negative("0: independent groups"),
+        group="decoding",
     ),
 )
 
@@ -141,6 +160,30 @@ def runtime_subwords(config, folder):
                 os.path.join(config["output_dir"], names[side]), os.path.join(folder, names[side])
             )
     return names
+
+
+def search_strategy(config, beam_size, n_best):
+    """The run's strategy of width `beam_size` returning `n_best` hypotheses (both > 1
+    or `n_best` 1): beam search, or diverse beam search with `beam_groups` > 1, with
+    the run's length normalisation and `max_length_ratio`."""
+    from kerasrnn import decoding
+
+    constraints = decoding.Constraints(max_length_ratio=config["max_length_ratio"] or None)
+    if max(beam_size, n_best) <= 1:
+        return decoding.GreedySearch(constraints)
+    width, groups = max(beam_size, n_best), config["beam_groups"]
+    scorer = decoding.Scorer(config["length_normalization"])
+    if groups == 1:
+        return decoding.BeamSearch(width, n_best, scorer, constraints)
+    if width % groups:
+        raise common.ConfigError(
+            f"diverse beam search splits the beam into `beam_groups` ({groups}) of equal "
+            f"size: give a beam size (or n_best) that is a multiple of it, not {width}."
+        )
+    return decoding.DiverseBeamSearch(
+        width, groups, config["beam_diversity"], n_best=n_best, scorer=scorer,
+        constraints=constraints,
+    )  # fmt: skip
 
 
 def load_pairs(config, spec, split):

@@ -99,3 +99,28 @@ def test_saved_model_and_onnx_client_translate_raw_strings_as_the_recipe(subword
     assert {"source_subwords.model", "target_subwords.model"} <= set(os.listdir(folder))
     client = run_client(folder, TEXTS, "translate_greedy")  # TensorFlow blocked
     assert [row["translation"] for row in client] == recipe
+
+
+def test_diverse_beam_search_through_the_recipe(subword_run):
+    """``translate --beam-groups 2`` is the library's `DiverseBeamSearch` with the run's
+    length normalisation; a beam that the groups cannot split is refused."""
+    from kerasrnn import decoding
+    from kerasrnn.export import TextTranslator
+    from recipes import common, translator
+
+    out, _ = subword_run
+    flags = ["--beam-size", "4", "--beam-groups", "2", "--beam-diversity", "2.0"]
+    rows = _main("translate", "--output-dir", str(out), *flags, "--n-best", "4", *TEXTS)
+    trained = translator.Translator.from_run(common.saved_config(translator.DEFAULTS, str(out)))
+    search = decoding.DiverseBeamSearch(4, 2, 2.0, n_best=4, scorer=decoding.Scorer("average"))
+    expected = TextTranslator.translate(trained, TEXTS, search, return_scores=True)
+    got = [row["hypotheses"] for row in rows]
+    assert [[h["translation"] for h in row] for row in got] == [
+        [h["translation"] for h in row] for row in expected
+    ]
+    assert [h["score"] for row in got for h in row] == pytest.approx(
+        [h["score"] for row in expected for h in row], abs=1e-6
+    )
+    assert all(len(row["hypotheses"]) == 4 for row in rows)
+    assert translator.main(["translate", "--output-dir", str(out), "--beam-size", "3",
+                            "--beam-groups", "2", "a"]) == 2  # fmt: skip
