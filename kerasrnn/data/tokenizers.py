@@ -122,6 +122,19 @@ def encode_chars(tokens, lookup, min_length=1):
     return tf.pad(ids, [[0, 0], [0, pad_t], [0, pad_c]])
 
 
+def _learning_texts(texts, vocabulary_size):
+    """The non-blank `texts` a subword learner reads, after checking its arguments."""
+    if int(vocabulary_size) != vocabulary_size or vocabulary_size <= len(SPECIAL_TOKENS):
+        raise ValueError(
+            f"`vocabulary_size` must be an integer > {len(SPECIAL_TOKENS)} (the special "
+            f"tokens count towards it), got {vocabulary_size!r}."
+        )
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise ValueError("`texts` has no non-blank sentence to learn a vocabulary from.")
+    return texts
+
+
 def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=False):
     """Learns a WordPiece vocabulary from training sentences (keras-hub's
     `compute_word_piece_vocabulary`: whitespace and punctuation split, then pieces
@@ -144,14 +157,7 @@ def learn_wordpiece_vocabulary(texts, vocabulary_size, lowercase=False):
     """
     from keras_hub.tokenizers import compute_word_piece_vocabulary
 
-    if int(vocabulary_size) != vocabulary_size or vocabulary_size <= len(SPECIAL_TOKENS):
-        raise ValueError(
-            f"`vocabulary_size` must be an integer > {len(SPECIAL_TOKENS)} (the special "
-            f"tokens count towards it), got {vocabulary_size!r}."
-        )
-    texts = [t for t in texts if t.strip()]
-    if not texts:
-        raise ValueError("`texts` has no non-blank sentence to learn a vocabulary from.")
+    texts = _learning_texts(texts, vocabulary_size)
     data = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string))
     tokens = compute_word_piece_vocabulary(
         data.batch(1024),
@@ -246,14 +252,7 @@ def learn_sentencepiece(texts, vocabulary_size, model_type="unigram"):
 
     if model_type not in SENTENCEPIECE_MODELS:
         raise ValueError(f"`model_type` must be one of {SENTENCEPIECE_MODELS}, got {model_type!r}.")
-    if int(vocabulary_size) != vocabulary_size or vocabulary_size <= len(SPECIAL_TOKENS):
-        raise ValueError(
-            f"`vocabulary_size` must be an integer > {len(SPECIAL_TOKENS)} (the special "
-            f"tokens count towards it), got {vocabulary_size!r}."
-        )
-    texts = [t for t in texts if t.strip()]
-    if not texts:
-        raise ValueError("`texts` has no non-blank sentence to learn a vocabulary from.")
+    texts = _learning_texts(texts, vocabulary_size)
     model = io.BytesIO()
     pad, unk, start, end = SPECIAL_TOKENS
     try:
