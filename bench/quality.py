@@ -15,9 +15,9 @@ split, beside a strong simple baseline on the same split and the published figur
   correct entities); baseline: the best path's F1; published: NCRF++ 97.47 at n = 10.
 * ``language_model``: Penn Treebank perplexity, Zaremba et al.'s "small" (2 x 200,
   13 epochs, no dropout; paper 114.5) or "medium"; baseline: none (the paper).
-* ``time_budget``: a character LM on tiny Shakespeare given the same minutes under
-  each budget schedule, at the hand-set peak or the range test's (``--find-lr``),
-  beside the constant hand-set rate; test bits per character.
+* ``time_budget``: a task (character LM, PTB, Multi30k, CoNLL-2003) given the same
+  minutes under each budget schedule, at the configured peak or the range test's
+  (``--find-lr``), beside the constant configured rate; its test score.
 * ``translator``: Multi30k German -> English, sacreBLEU on test_2016_flickr, greedy and
   beam search, and the decoding speed; published: the PyTorch notebooks' 512-unit GRU
   28.3 greedy.
@@ -34,7 +34,7 @@ beside the checkout); each run writes bench/results/NAME.json.
     python -m bench ner_n_best [--run-dir runs/ner-n-best] [--n-best 1 5 10]
     python -m bench language_model --cell lstm [--size small]
     python -m bench translator [--train-pairs 2000 --test-sentences 100 --set epochs=1]
-    python -m bench time_budget [--minutes 3] [--variants constant wsd+find]
+    python -m bench time_budget [--task ptb] [--minutes 3] [--variants constant cosine+find]
     python -m bench translator_lm --run-dir RUN --lm-dir LM_RUN [--weights 0.1 0.2 0.3]
 """
 
@@ -805,12 +805,13 @@ def language_model(argv=None):
     return summary
 
 
-# ------------------------------------------------ time budgets (character LM, Shakespeare)
-# A one-layer character LSTM on the tiny Shakespeare text (first 90% train, then 5%
-# valid, 5% test), Adam at the hand-set 2e-3 of char-rnn. Each variant gets the same
-# minutes: `constant` is the fixed schedule (the hand-set rate, training stopped when the
-# minutes are spent); the others stretch a schedule over them, at the hand-set peak or
-# at the peak the range test picks (`+find`, its time inside the minutes).
+# ------------------------------------------------------------------ time budgets
+# Each variant gets the same minutes: `constant` is the fixed schedule (the configured
+# rate, training stopped when the minutes are spent); the others stretch a schedule over
+# them, at the configured peak or at the peak the range test picks (`+find`, its time
+# inside the minutes). `cosine+find` is what `--time-budget` does by default.
+# The character LM: one layer of 128 units on tiny Shakespeare (first 90% train, then 5%
+# valid, 5% test), Adam at the hand-set 2e-3 of char-rnn.
 BUDGET_LM_CONFIG = {
     "level": "char",
     "batching": "stream",
@@ -825,9 +826,6 @@ BUDGET_LM_CONFIG = {
     "clipnorm": 1.0,
     "batch_size": 32,
     "steps": 64,
-    "epochs": 1000,  # a cap: the budget ends training
-    "patience": 0,
-    "verbose": 0,
 }
 BUDGET_VARIANTS = {
     "constant": {"budget_schedule": "constant", "find_lr": False},
@@ -836,6 +834,30 @@ BUDGET_VARIANTS = {
     "cosine+find": {"budget_schedule": "cosine", "find_lr": True},
     "wsd+find": {"budget_schedule": "wsd", "find_lr": True},
 }
+# task: (recipe, shipped config or None, settings over it, where results.json holds the
+# score, the score's name, whether lower is better). The shipped configs at the recipe's
+# own rates: Zaremba's SGD 1 (its epoch decay is off under a budget), the translator's
+# default Adam 1e-3 (its config's 2e-3 was raised by hand), the tagger's Adam 1e-3.
+BUDGET_TASKS = {
+    "char": (
+        "language_model", None, BUDGET_LM_CONFIG,
+        ("test", "bits_per_character"), "test bits per character", True,
+    ),
+    "ptb": (
+        "language_model", "recipes/configs/zaremba_small.yaml",
+        {"evaluate_test_each_epoch": False},
+        ("test", "perplexity"), "test perplexity", True,
+    ),
+    "multi30k": (
+        "translator", "recipes/configs/translation_de_en.yaml",
+        {"learning_rate": 0.001, "heatmaps": 0},
+        ("test", "beam5", "bleu"), "test BLEU, beam 5", False,
+    ),
+    "conll2003": (
+        "tagger", "recipes/configs/conll2003_ner.yaml", {},
+        ("test", "entities", "f1"), "test entity F1", False,
+    ),
+}  # fmt: skip
 
 
 def budget_text(out):
@@ -850,10 +872,11 @@ def budget_text(out):
 
 
 def time_budget(argv=None):
-    """Each variant of `BUDGET_VARIANTS` trained for the same minutes, side by side (one
-    process each, started together, so a busy machine slows them alike); the test bits
-    per character of each, with the range test's pick."""
+    """Each variant of `BUDGET_VARIANTS` trained on a task of `BUDGET_TASKS` for the same
+    minutes, side by side (one process each, started together, so a busy machine slows
+    them alike); each one's test score, steps and the range test's pick."""
     parser = suite.parser("time_budget", __doc__)
+    parser.add_argument("--task", choices=sorted(BUDGET_TASKS), default="char")
     parser.add_argument("--minutes", type=float, default=3.0, help="each variant's budget")
     parser.add_argument(
         "--variants", nargs="+", choices=sorted(BUDGET_VARIANTS), default=list(BUDGET_VARIANTS)
@@ -862,14 +885,20 @@ def time_budget(argv=None):
     parser.add_argument("--output-dir", default="runs/bench_time_budget")
     parser.add_argument("--set", nargs="*", default=[], help="key=value config overrides")
     args = parser.parse_args(argv)
-    out = pathlib.Path(args.output_dir).resolve()
+    recipe, shipped, settings, where, score_name, lower = BUDGET_TASKS[args.task]
+    out = pathlib.Path(args.output_dir).resolve() / args.task
     out.mkdir(parents=True, exist_ok=True)
-    text = budget_text(out)
-    config = overrides(BUDGET_LM_CONFIG, args.set)
-    config.update(time_budget=args.minutes, seed=args.seed)
-    command = [sys.executable, "-m", "recipes.language_model", "train", "--overwrite"]
-    command += ["--train-file", str(text["train"]), "--valid-file", str(text["valid"])]
-    command += ["--test-file", str(text["test"])]
+    config = overrides(settings, args.set)
+    # the epochs are only a cap and the whole budget is spent (no early stop)
+    config.update(time_budget=args.minutes, seed=args.seed, epochs=1000, patience=0, verbose=0)
+    command = [sys.executable, "-m", f"recipes.{recipe}", "train", "--overwrite"]
+    if shipped:
+        command += ["--config", str(ROOT / shipped)]
+    else:
+        text = budget_text(out)
+        command += ["--train-file", str(text["train"]), "--valid-file", str(text["valid"])]
+        command += ["--test-file", str(text["test"])]
+    rate = float(config.get("learning_rate") or read_config_rate(ROOT / shipped))
     runs = {}
     for name in args.variants:
         folder = out / name.replace("+", "_")
@@ -885,39 +914,47 @@ def time_budget(argv=None):
         if code:
             raise SystemExit(f"{name} failed (exit {code}); see {out / folder.name}.log")
         results = json.loads((folder / "results.json").read_text())
+        score = results
+        for key in where:
+            score = score[key]
         search = results.get("find_lr") or {}
         rows[name] = {
-            "test_bits_per_character": results["test"]["bits_per_character"],
-            "valid_bits_per_character": results["valid"]["bits_per_character"],
-            "peak": search.get("pick", config["learning_rate"]),
+            "score": float(score),
+            "peak": search.get("pick", rate),
+            "rule": search.get("rule", "the configured rate"),
             "find_lr_seconds": search.get("seconds", 0.0),
             "steps": results["time_budget"]["steps"],
             "seconds_used": results["time_budget"]["seconds_used"],
         }
         row = rows[name]
         print(
-            f"{name:12s} test {row['test_bits_per_character']:.3f} bpc, peak "
-            f"{row['peak']:.3g}, {row['steps']} steps in {row['seconds_used']:.0f} s "
+            f"{name:12s} {score_name} {row['score']:.3f}, peak {row['peak']:.3g} "
+            f"({row['rule']}), {row['steps']} steps in {row['seconds_used']:.0f} s "
             f"(range test {row['find_lr_seconds']:.0f} s)",
             flush=True,
         )
     figures = {
-        name.replace("+", "_"): suite.figure(
-            row["test_bits_per_character"], f"{name}: test bits per character", 3
-        )
+        name.replace("+", "_"): suite.figure(row["score"], f"{name}: {score_name}", 3)
         for name, row in rows.items()
     }
     budgeted = [name for name in figures if name != "constant"]
     suite.write_result(
         args,
-        "time_budget",
-        f"character LM on tiny Shakespeare, {args.minutes:g} minutes each: budgeted "
-        "schedules beside the constant rate",
+        f"time_budget_{args.task}",
+        f"{args.task}, {args.minutes:g} minutes each: budgeted schedules beside the constant "
+        f"rate ({'lower' if lower else 'higher'} is better)",
         figures,
         headline=budgeted[-1] if budgeted else None,
-        details={"config": config, "variants": BUDGET_VARIANTS, "rows": rows},
+        details={"config": config, "rate": rate, "variants": BUDGET_VARIANTS, "rows": rows},
     )
     return rows
+
+
+def read_config_rate(path):
+    """The `learning_rate` of a shipped config, or the recipes' default (1e-3)."""
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8")).get("learning_rate", 1e-3)
 
 
 # ------------------------------------------------------------------ translator (Multi30k)

@@ -111,6 +111,9 @@ FIND_LR_STEPS = 100
 # and the peak stays the configured rate.
 FIND_LR_SHARE = 0.1
 FIND_LR_MIN_STEPS = 20
+# A lowest loss in the sweep's first tenth says the loss fell nowhere in the range
+# (noise decided, or every rate was too high): a tenth of its bottom rate is no pick.
+FIND_LR_EDGE = 0.1
 
 
 def find_peak(model, config, train_data, continue_run=False):
@@ -146,11 +149,18 @@ def find_peak(model, config, train_data, continue_run=False):
         search = finder.find(model, *train_data, batch_size=config["batch_size"])
     else:
         search = finder.find(model, train_data)
+    lowest = search.rates.index(search.minimum_rate)
     if search.planned_steps < FIND_LR_MIN_STEPS:
         search.update(
             pick=rate,
             rule=f"the configured rate: {FIND_LR_SHARE:.0%} of the budget held "
             f"{search.planned_steps} steps, under {FIND_LR_MIN_STEPS}",
+        )
+    elif lowest < FIND_LR_EDGE * search.planned_steps:
+        search.update(
+            pick=rate,
+            rule=f"the configured rate: the lowest loss came at step {lowest + 1} of "
+            f"{search.planned_steps}, so the loss fell nowhere in the sweep",
         )
     set_peak(search.pick)
     print(search.line(), file=sys.stderr, flush=True)

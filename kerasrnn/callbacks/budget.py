@@ -29,8 +29,8 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """A learning-rate schedule over `total_steps` steps, held in a variable so that
     `set_total_steps` (e.g. `TimeBudget`) can change the length during training.
 
-    Subclasses define `rate(step, total_steps)` with `keras.ops` (both float32
-    tensors); steps past the end keep the final rate.
+    Subclasses define `shape(step, total_steps)`, the rate for a peak of 1, with
+    `keras.ops` (both float32 tensors); steps past the end keep the final rate.
 
     Args:
         peak: the highest learning rate.
@@ -40,30 +40,52 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak, total_steps, warmup):
-        self.peak = _check_positive("peak", peak)
         self.warmup = _check_fraction("warmup", warmup)
         total_steps = check_int("total_steps", total_steps)
         # float32 holds every integer up to 2**24 steps exactly
         self.total_steps = keras.Variable(
             float(total_steps), dtype="float32", trainable=False, name="total_steps"
         )
+        # the peak and a held rate are variables too, so that a compiled train step
+        # follows `set_peak` and `hold` (on TensorFlow and PyTorch; JAX's holds their
+        # values when traced)
+        self._peak = keras.Variable(0.0, dtype="float32", trainable=False, name="peak")
+        self._held = keras.Variable(0.0, dtype="float32", trainable=False, name="held_rate")
+        self.set_peak(peak)
+
+    @property
+    def peak(self):
+        """η_max, the highest learning rate."""
+        return self._peak_value
 
     def set_total_steps(self, total_steps):
         """Sets the schedule's length (an integer >= 1)."""
         self.total_steps.assign(float(check_int("total_steps", total_steps)))
 
     def set_peak(self, peak):
-        """Sets the highest rate (e.g. a `LearningRateFinder`'s pick). A compiled train
-        step holds the peak it was traced with: set it before training, or call
+        """Sets the highest rate (e.g. a `LearningRateFinder`'s pick). On JAX a compiled
+        train step holds the peak it was traced with: set it before training, or call
         ``model.make_train_function(force=True)`` after."""
-        self.peak = _check_positive("peak", peak)
+        self._peak_value = _check_positive("peak", peak)
+        self._peak.assign(self._peak_value)
 
-    def rate(self, step, total_steps):
+    def hold(self, rate=None):
+        """Holds the learning rate at `rate` whatever the step; None follows the
+        schedule again. `LearningRateFinder` sweeps the model's own optimizer this
+        way, in the train step the run then uses."""
+        self._held.assign(0.0 if rate is None else _check_positive("rate", rate))
+
+    def shape(self, step, total_steps):
+        """The rate for a peak of 1 at `step` of `total_steps` (float32 tensors)."""
         raise NotImplementedError
 
     def __call__(self, step):
-        total = ops.convert_to_tensor(self.total_steps, dtype="float32")
-        return self.rate(ops.cast(step, "float32"), total)
+        total, peak, held = (
+            ops.convert_to_tensor(v, dtype="float32")
+            for v in (self.total_steps, self._peak, self._held)
+        )
+        scheduled = peak * self.shape(ops.cast(step, "float32"), total)
+        return ops.where(held > 0.0, held, scheduled)
 
     def get_config(self):
         return {
@@ -106,12 +128,12 @@ class WarmupCosineDecay(BudgetSchedule):
         super().__init__(peak, total_steps, warmup)
         self.alpha = _check_fraction("alpha", alpha) if alpha != 1 else 1.0
 
-    def rate(self, step, total):
+    def shape(self, step, total):
         warmup = self.warmup * total
-        rising = self.peak * step / ops.maximum(warmup, 1e-9)
+        rising = step / ops.maximum(warmup, 1e-9)
         progress = ops.clip((step - warmup) / ops.maximum(total - warmup, 1e-9), 0.0, 1.0)
         cosine = 0.5 * (1.0 + ops.cos(math.pi * progress))
-        falling = self.peak * (self.alpha + (1.0 - self.alpha) * cosine)
+        falling = self.alpha + (1.0 - self.alpha) * cosine
         return ops.where(step < warmup, rising, falling)
 
     def get_config(self):
@@ -163,12 +185,12 @@ class WarmupStableDecay(BudgetSchedule):
             )
         self.alpha = _check_fraction("alpha", alpha)
 
-    def rate(self, step, total):
+    def shape(self, step, total):
         step = ops.minimum(step, total)
         warmup = self.warmup * total
-        rising = self.peak * step / ops.maximum(warmup, 1e-9)
+        rising = step / ops.maximum(warmup, 1e-9)
         left = (total - step) / ops.maximum(self.decay * total, 1e-9)  # 1 -> 0 in the decay
-        falling = self.peak * (self.alpha + (1.0 - self.alpha) * ops.clip(left, 0.0, 1.0))
+        falling = self.alpha + (1.0 - self.alpha) * ops.clip(left, 0.0, 1.0)
         return ops.where(step < warmup, rising, falling)
 
     def get_config(self):
@@ -212,8 +234,8 @@ class OneCycle(BudgetSchedule):
         self.div = _check_positive("div", div)
         self.final_div = _check_positive("final_div", final_div)
 
-    def rate(self, step, total):
-        peak = self.peak
+    def shape(self, step, total):
+        peak = 1.0
         start, end = peak / self.div, peak / (self.div * self.final_div)
         up = ops.maximum(self.warmup * total - 1.0, 1e-9)  # U, PyTorch's first end step
         step = ops.minimum(step, total - 1.0)

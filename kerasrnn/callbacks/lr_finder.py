@@ -2,17 +2,19 @@
 Neural Networks", section 3.3): train a few steps with a rate that grows exponentially,
 watch the loss, and take the peak rate from where it stops falling.
 
-`LearningRateFinder.find(model, x, y)` runs the test on the model's own compiled loss,
-with a fresh copy of its optimizer (same class and options, the rate swept), and puts
-the weights back afterwards, so the model and its optimizer's state are as before.
+`LearningRateFinder.find(model, x, y)` runs the test on the model's own compiled loss
+and optimizer, and puts the weights and the optimizer's state back afterwards, so the
+model is as before and the run goes on with the train step the sweep compiled.
 """
 
+import contextlib
 import math
 import time
 
 import keras
 import numpy as np
 
+from kerasrnn.callbacks.budget import budget_schedule
 from kerasrnn.validation import check_int, check_number
 
 
@@ -71,9 +73,13 @@ class LearningRateFinder:
     divergence point 2 / L of the largest curvature L); a tenth of it keeps a margin
     below that edge for a whole run, not a single step.
 
-    The test runs on a copy of the model's optimizer (same class and options, a fresh
-    state, the rate swept), so the model's optimizer is untouched; the weights (and
-    non-trainable state) are restored exactly afterwards.
+    The sweep trains with the model's own optimizer, its rate held at η_k (a constant
+    rate assigned, a `BudgetSchedule` through `hold`), so the train step it compiles
+    is the one training then uses; the weights (and non-trainable state) and the
+    optimizer's variables (its step count and moments) are restored exactly
+    afterwards. On JAX, whose compiled step holds the rate it was traced with, and for
+    other schedules, it trains a copy of the optimizer instead (same class and
+    options, a fresh state), which compiles a train step of its own.
 
     Args:
         min_rate: η_lo, the first rate.
@@ -150,15 +156,20 @@ class LearningRateFinder:
             raise ValueError("with arrays, give `batch_size`.")
         began = time.monotonic()
         saved = [np.array(v) for v in model.get_weights()]
-        # a copy of the optimizer (its options, a fresh state) whose rate is the ramp:
-        # the model's own optimizer, and a schedule it may hold, are not touched
-        ramp = _ExponentialRamp(self.min_rate, self.max_rate, self.steps)
-        sweep = type(optimizer).from_config({**optimizer.get_config(), "learning_rate": ramp})
-        record = _Record(self, ramp)
         if hasattr(x, "repeat") and hasattr(x, "element_spec"):  # a tf.data.Dataset
             x = x.repeat()
-        model.optimizer = sweep
-        model.make_train_function(force=True)
+        hold = _rate_holder(model)
+        record = _Record(self, hold)
+        if hold is None:
+            # a copy of the optimizer (its options, a fresh state) whose rate is the
+            # ramp: the model's own optimizer, and a schedule it may hold, are not touched
+            sweep = type(optimizer).from_config(
+                {**optimizer.get_config(), "learning_rate": record.ramp}
+            )
+            model.optimizer = sweep
+            model.make_train_function(force=True)
+        else:
+            state = [np.array(keras.ops.convert_to_numpy(v)) for v in optimizer.variables]
         try:
             # one step per epoch: each epoch's logged loss is that step's alone (Keras
             # logs the mean since the epoch began)
@@ -173,8 +184,13 @@ class LearningRateFinder:
                 callbacks=[record],
             )
         finally:
-            model.optimizer = optimizer
-            model.make_train_function(force=True)
+            if hold is None:
+                model.optimizer = optimizer
+                model.make_train_function(force=True)
+            else:
+                hold(None)
+                for variable, value in zip(optimizer.variables, state):
+                    variable.assign(value)
             model.set_weights(saved)
         if not record.smoothed:
             raise ValueError(
@@ -194,6 +210,34 @@ class LearningRateFinder:
             diverged=record.diverged,
             seconds=time.monotonic() - began,
         )
+
+
+def _rate_holder(model):
+    """``hold(rate)``, which sets the rate of the model's own optimizer inside its
+    compiled train step (None: back to its own), or None where the sweep needs a copy
+    of the optimizer: on JAX, for a schedule other than a `BudgetSchedule`, and for an
+    optimizer not built yet on a model not built (its state could not be put back)."""
+    optimizer = model.optimizer
+    schedule = budget_schedule(optimizer)
+    constant = optimizer.learning_rate if schedule is None else None
+    if keras.backend.backend() == "jax" or not (
+        schedule is not None or isinstance(constant, keras.Variable)
+    ):
+        return None
+    if not optimizer.built:
+        if not (model.built and model.trainable_variables):
+            return None
+        strategy = getattr(model, "distribute_strategy", None)  # TensorFlow's
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            optimizer.build(model.trainable_variables)
+    if schedule is not None:
+        return schedule.hold
+    configured = float(keras.ops.convert_to_numpy(constant))
+
+    def hold(rate):
+        optimizer.learning_rate = configured if rate is None else rate
+
+    return hold
 
 
 class _ExponentialRamp(keras.optimizers.schedules.LearningRateSchedule):
@@ -219,10 +263,12 @@ class _Record(keras.callbacks.Callback):
     """Each step's rate and loss, their smoothed curve, the divergence stop and the
     time limit."""
 
-    def __init__(self, finder, ramp):
+    def __init__(self, finder, hold):
         super().__init__()
-        self.finder, self.ramp = finder, ramp
+        self.finder, self.hold = finder, hold
         self.length = finder.steps
+        # the copy of the optimizer takes its rate from the ramp; the own one is held
+        self.ramp = _ExponentialRamp(finder.min_rate, finder.max_rate, finder.steps)
         self.rates, self.losses, self.smoothed = [], [], []
         self.average, self.diverged = 0.0, False
 
@@ -231,6 +277,8 @@ class _Record(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.rates.append(self.finder.rate(epoch, self.length))
+        if self.hold is not None:
+            self.hold(self.rates[-1])
 
     def _cut(self, k):
         now = time.monotonic()
@@ -245,7 +293,8 @@ class _Record(keras.callbacks.Callback):
         if length < self.length:
             self.length = length
             self.ramp.length.assign(float(length))
-            if keras.backend.backend() == "jax":  # its compiled step holds the old length
+            if self.hold is None and keras.backend.backend() == "jax":
+                # its compiled step holds the old length
                 self.model.make_train_function(force=True)
 
     def on_epoch_end(self, epoch, logs=None):

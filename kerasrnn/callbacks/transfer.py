@@ -64,12 +64,12 @@ class SlantedTriangular(BudgetSchedule):
     def cut_frac(self):
         return self.warmup
 
-    def rate(self, step, total):
+    def shape(self, step, total):
         cut = ops.maximum(ops.floor(total * self.warmup), 1.0)
         rising = step / cut
         falling = 1.0 - (step - cut) / ops.maximum(cut * (1.0 / self.warmup - 1.0), 1e-9)
         p = ops.clip(ops.where(step < cut, rising, falling), 0.0, 1.0)
-        return self.peak * (1.0 + p * (self.ratio - 1.0)) / self.ratio
+        return (1.0 + p * (self.ratio - 1.0)) / self.ratio
 
     def get_config(self):
         config = super().get_config()

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from kerasrnn.callbacks import LearningRateFinder, LearningRateSearch
+from kerasrnn.callbacks import LearningRateFinder, LearningRateSearch, WarmupStableDecay
 
 
 def least_squares(seed=0, n=1024):
@@ -70,6 +70,24 @@ def test_weights_and_optimizer_state_are_restored_exactly_and_datasets_work(prob
     # training goes on with the model's own optimizer, from its own step count
     model.fit(x[:16], y[:16], batch_size=16, epochs=1, verbose=0)
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 5
+
+
+def test_a_budget_schedule_is_swept_in_the_train_step_the_run_then_uses(problem):
+    x, y, divergence = problem
+    keras.utils.set_random_seed(1)
+    schedule = WarmupStableDecay(0.01, total_steps=100)  # its rate at step 0 is 0
+    model = dense_model(keras.optimizers.SGD(schedule))
+    search = LearningRateFinder(1e-5, 10.0, steps=80).find(model, x, y, batch_size=32)
+    # the held rates made SGD diverge past 2 / L, as with a constant rate
+    assert search.diverged and 1e-3 < search.pick < divergence
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 0
+    step = model.train_function
+    schedule.set_peak(search.pick)
+    model.fit(x[:64], y[:64], batch_size=32, epochs=1, verbose=0)
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2
+    assert float(schedule(50)) == pytest.approx(search.pick, rel=1e-6)  # no rate held
+    if keras.backend.backend() != "jax":  # JAX sweeps a copy, with its own train step
+        assert step is not None and model.train_function is step
 
 
 @pytest.mark.parametrize(

@@ -241,12 +241,12 @@ def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_load
             common.load_config(language_model.DEFAULTS, overrides={**overrides, **bad})
 
 
-def _budget_model(peak):
+def _budget_model(peak, optimizer=keras.optimizers.Adam):
     from kerasrnn.callbacks import WarmupStableDecay
 
     schedule = WarmupStableDecay(peak, total_steps=100)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    model.compile(keras.optimizers.Adam(schedule), "mse")
+    model.compile(optimizer(schedule), "mse")
     return model, schedule
 
 
@@ -266,3 +266,16 @@ def test_find_peak_keeps_the_configured_rate_when_too_few_steps_fit_and_a_contin
     again = find_peak(model, config, data, continue_run=True)  # no new sweep
     assert schedule.peak == again["pick"] == 0.02 and again["seconds"] == 0.0
     assert find_peak(model, {**config, "find_lr": False}, data) is None
+
+
+def test_find_peak_keeps_the_configured_rate_when_the_loss_falls_nowhere_in_the_sweep(tmp_path):
+    from recipes.training import find_peak
+
+    config = {"output_dir": str(tmp_path), "time_budget": 10.0, "find_lr": True}
+    # SGD from 1 to 1e5 on (w1 + w2 + b)^2, which diverges above 1/3: every rate too high
+    config.update(learning_rate=1000.0, batch_size=8)
+    model, schedule = _budget_model(1000.0, keras.optimizers.SGD)
+    data = (np.ones((32, 2), "float32"), np.zeros((32, 1), "float32"))
+    search = find_peak(model, config, data)
+    assert search["planned_steps"] == 100 and search["minimum_rate"] == search["rates"][0]
+    assert search["pick"] == schedule.peak == 1000.0 and "fell nowhere" in search["rule"]
