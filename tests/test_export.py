@@ -336,3 +336,46 @@ def test_text_translator_translate_batches_by_length_but_keeps_order():
         atol=1e-5,
     )
     assert batched[2] == [{"translation": "", "score": 0.0}] * 2
+
+
+def test_text_translator_follows_a_change_of_its_settings():
+    """`translate` keys its traced functions by the settings too: a new max_length or
+    fusion is decoded with, not the first call's."""
+    import kerasrnn
+    from kerasrnn.data import END_ID, Vocabulary
+    from kerasrnn.decoding import ShallowFusion
+    from kerasrnn.export import TextTranslator
+    from kerasrnn.models import LanguageModel, LanguageModelBackbone
+
+    keras.utils.set_random_seed(3)
+    source_vocab = Vocabulary.build([["the", "cat", "sat"], ["a", "dog", "ran"]])
+    target_vocab = Vocabulary.build([list("le chat"), list("un chien")])
+    model = kerasrnn.seq2seq.Seq2Seq(
+        kerasrnn.seq2seq.Seq2SeqBackbone(
+            len(source_vocab), len(target_vocab), embedding_dim=6, units=8
+        ),
+        max_source_length=4,
+        max_target_length=7,
+    )
+    model.build()
+    # no early end: every output runs to max_length, so its value shows
+    readout = next(w for w in model.weights if w.path.endswith("readout/bias"))
+    readout.assign(keras.ops.convert_to_numpy(readout) - 10.0 * np.eye(len(target_vocab))[END_ID])
+    texts = ["the cat sat", "a dog ran", "dog"]
+    ids = keras.utils.pad_sequences([source_vocab.encode(t.split()) for t in texts], padding="post")
+
+    def expected(**settings):
+        tokens = keras.ops.convert_to_numpy(model.generate(ids, "greedy", **settings).tokens)
+        return ["".join(target_vocab.decode(row[0], skip_special=True)) for row in tokens]
+
+    translator = TextTranslator(
+        model, source_vocab, target_vocab, tokenize="word", detokenize="char"
+    )
+    assert translator.translate(texts) == expected(max_length=7)
+    translator.settings["max_length"] = 2
+    assert translator.translate(texts) == expected(max_length=2) != expected(max_length=7)
+    lm = LanguageModel(LanguageModelBackbone(len(target_vocab), 4))
+    fusion = ShallowFusion(lm, 5.0)
+    translator.settings["fusion"] = fusion
+    fused = expected(max_length=2, fusion=fusion)
+    assert translator.translate(texts) == fused != expected(max_length=2)

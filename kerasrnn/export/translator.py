@@ -78,6 +78,20 @@ def _side(side, name, tokenize, detokenize, lowercase):
     )
 
 
+def _cache_key(strategy, settings):
+    """What a traced `TextTranslator.translate` function depends on: the strategy and
+    the decoding `settings` (a fusion by its own ``cache_key``); None where one of
+    them cannot key a cache (the call then traces a function of its own)."""
+    keys = [strategy.cache_key()]
+    for name, value in sorted(settings.items()):
+        if name == "fusion" and value is not None:
+            value = getattr(value, "cache_key", lambda: None)()
+            keys.append(None if value is None else (name, value))
+        else:
+            keys.append((name, value))
+    return None if None in keys else tuple(keys)
+
+
 class TextTranslator:
     """A `kerasrnn.seq2seq.Seq2Seq` between strings: tokenising, `Seq2Seq.generate` and
     detokenising as TensorFlow ops (`decode`, the graph a SavedModel serves), batched
@@ -280,11 +294,12 @@ class TextTranslator:
         ``[{"translation", "score"}, ...]``, best first. Runs `decode` as one traced
         function per strategy, `batch_size` texts at a time, the texts taken in order
         of length: a batch decodes until its longest output ends, so batching similar
-        lengths wastes fewer steps."""
+        lengths wastes fewer steps. A change of `settings` (``max_length``,
+        ``readout_dtype``, ``fusion``) traces a new function."""
         from kerasrnn import decoding
 
         strategy = decoding.GreedySearch() if strategy is None else decoding.get(strategy)
-        key = strategy.cache_key()
+        key = _cache_key(strategy, self.settings)
         function = self._functions.get(key) if key is not None else None
         if function is None:
             function = tf.function(
