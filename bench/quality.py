@@ -834,28 +834,29 @@ BUDGET_VARIANTS = {
     "cosine+find": {"budget_schedule": "cosine", "find_lr": True},
     "wsd+find": {"budget_schedule": "wsd", "find_lr": True},
 }
-# task: (recipe, shipped config or None, settings over it, where results.json holds the
-# score, the score's name, whether lower is better). The shipped configs at the recipe's
-# own rates: Zaremba's SGD 1 (its epoch decay is off under a budget), the translator's
-# default Adam 1e-3 (its config's 2e-3 was raised by hand), the tagger's Adam 1e-3.
+# task: (title, recipe, shipped config or None, settings over it, where results.json
+# holds the score, the score's name, its scale, whether lower is better). The shipped
+# configs at the recipe's own rates: Zaremba's SGD 1 (its epoch decay is off under a
+# budget), the translator's default Adam 1e-3 (its config's 2e-3 was raised by hand),
+# the tagger's Adam 1e-3.
 BUDGET_TASKS = {
     "char": (
-        "language_model", None, BUDGET_LM_CONFIG,
-        ("test", "bits_per_character"), "test bits per character", True,
+        "character LM on tiny Shakespeare", "language_model", None, BUDGET_LM_CONFIG,
+        ("test", "bits_per_character"), "test bits per character", 1, True,
     ),
     "ptb": (
-        "language_model", "recipes/configs/zaremba_small.yaml",
-        {"evaluate_test_each_epoch": False},
-        ("test", "perplexity"), "test perplexity", True,
+        "word LM on PTB (Zaremba et al.'s small)", "language_model",
+        "recipes/configs/zaremba_small.yaml", {"evaluate_test_each_epoch": False},
+        ("test", "perplexity"), "test perplexity", 1, True,
     ),
     "multi30k": (
-        "translator", "recipes/configs/translation_de_en.yaml",
-        {"learning_rate": 0.001, "heatmaps": 0},
-        ("test", "beam5", "bleu"), "test BLEU, beam 5", False,
+        "Multi30k German -> English translator", "translator",
+        "recipes/configs/translation_de_en.yaml", {"learning_rate": 0.001, "heatmaps": 0},
+        ("test", "beam5", "bleu"), "test BLEU, beam 5", 1, False,
     ),
     "conll2003": (
-        "tagger", "recipes/configs/conll2003_ner.yaml", {},
-        ("test", "entities", "f1"), "test entity F1", False,
+        "CoNLL-2003 NER tagger", "tagger", "recipes/configs/conll2003_ner.yaml", {},
+        ("test", "entities", "f1"), "test entity F1", 100, False,
     ),
 }  # fmt: skip
 
@@ -885,7 +886,7 @@ def time_budget(argv=None):
     parser.add_argument("--output-dir", default="runs/bench_time_budget")
     parser.add_argument("--set", nargs="*", default=[], help="key=value config overrides")
     args = parser.parse_args(argv)
-    recipe, shipped, settings, where, score_name, lower = BUDGET_TASKS[args.task]
+    title, recipe, shipped, settings, where, score_name, scale, lower = BUDGET_TASKS[args.task]
     out = pathlib.Path(args.output_dir).resolve() / args.task
     out.mkdir(parents=True, exist_ok=True)
     config = overrides(settings, args.set)
@@ -919,7 +920,7 @@ def time_budget(argv=None):
             score = score[key]
         search = results.get("find_lr") or {}
         rows[name] = {
-            "score": float(score),
+            "score": scale * float(score),
             "peak": search.get("pick", rate),
             "rule": search.get("rule", "the configured rate"),
             "find_lr_seconds": search.get("seconds", 0.0),
@@ -941,10 +942,11 @@ def time_budget(argv=None):
     suite.write_result(
         args,
         f"time_budget_{args.task}",
-        f"{args.task}, {args.minutes:g} minutes each: budgeted schedules beside the constant "
+        f"{title}, {args.minutes:g} minutes each: budgeted schedules beside the constant "
         f"rate ({'lower' if lower else 'higher'} is better)",
         figures,
-        headline=budgeted[-1] if budgeted else None,
+        # `--time-budget`'s default, else the last budgeted variant
+        headline="cosine_find" if "cosine_find" in figures else (budgeted or [None])[-1],
         details={"config": config, "rate": rate, "variants": BUDGET_VARIANTS, "rows": rows},
     )
     return rows
@@ -1103,13 +1105,19 @@ def translator_lm(argv=None):
 
     valid = {w: bleu("valid", w) for w in sorted({0.0, *args.weights})}
     best = max(valid, key=lambda w: (valid[w], -w))
+    # the LM's own best weight too, when no weight beats lambda = 0 on valid
+    fused = max((w for w in valid if w > 0), key=lambda w: (valid[w], -w), default=best)
     test = {0.0: bleu("test", 0.0)}
-    test[best] = test[0.0] if best == 0.0 else bleu("test", best)
+    for weight in {best, fused} - {0.0}:
+        test[weight] = bleu("test", weight)
     print(
         "| lambda | valid BLEU |\n|---|---|\n"
         + "\n".join(f"| {w} | {b:.2f} |" for w, b in valid.items())
     )
-    print(f"test BLEU, {beam}: without the LM {test[0.0]:.2f}, lambda={best} {test[best]:.2f}")
+    print(
+        f"test BLEU, {beam}: without the LM {test[0.0]:.2f}, lambda={best} {test[best]:.2f}"
+        f" (best on valid), lambda={fused} {test[fused]:.2f} (the best LM weight on valid)"
+    )
     suite.write_result(
         args,
         "translation_de_en_fusion",
@@ -1117,6 +1125,7 @@ def translator_lm(argv=None):
         {
             "bleu": suite.figure(test[best], f"BLEU, {beam}, LM lambda={best} (best on valid)"),
             "change": suite.figure(test[best] - test[0.0], "BLEU change from the LM", signed=True),
+            "fused": suite.figure(test[fused], f"BLEU, {beam}, LM lambda={fused} (best LM weight)"),
         },
         baseline=suite.figure(test[0.0], f"BLEU, {beam}, no LM"),
         notes=(
@@ -1125,7 +1134,11 @@ def translator_lm(argv=None):
             f"{sorted(valid)} by validation BLEU; "
             f"{len(splits['test'][0])} test / {len(splits['valid'][0])} validation sentences."
         ),
-        details={"valid_bleu": {str(w): b for w, b in valid.items()}, "lambda": best},
+        details={
+            "valid_bleu": {str(w): b for w, b in valid.items()},
+            "test_bleu": {str(w): b for w, b in test.items()},
+            "lambda": best,
+        },
     )
     return {"valid": valid, "test": test, "lambda": best}
 

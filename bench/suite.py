@@ -46,6 +46,7 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 ORDER = [
     "translation_de_en",
     "translation_de_en_subwords",
+    "translation_de_en_fusion",
     "ptb_awd",
     "ptb_small",
     "ewt_upos",
@@ -56,6 +57,10 @@ ORDER = [
     "sick_relatedness",
     "conll2003_ner",
     "conll2003_ner_n_best",
+    "time_budget_char",
+    "time_budget_ptb",
+    "time_budget_multi30k",
+    "time_budget_conll2003",
     "cells",
     "cells_masked",
     "recipes_torch",

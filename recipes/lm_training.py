@@ -127,12 +127,13 @@ def training_data(config, per_direction):
 
 
 def make_loss(config):
-    """The training loss: the token cross-entropy, which Keras averages over the real
-    (unmasked) tokens; with `loss_reduction="sum_over_time"` multiplied by the window
+    """The training loss: the token cross-entropy averaged over the real (not padding)
+    targets of the batch; with `loss_reduction="sum_over_time"` multiplied by the window
     length, the paper's loss (summed over the unrolled steps, averaged over the batch)
     whose gradient scale lr=1 SGD and clipping at 5 assume."""
     from keras import ops
 
+    from kerasrnn.data import PAD_ID
     from kerasrnn.models.language_model import token_nll
 
     if config["loss_reduction"] not in ("sum_over_time", "mean"):
@@ -142,7 +143,11 @@ def make_loss(config):
     sum_over_time = config["loss_reduction"] == "sum_over_time"
 
     def token_crossentropy_loss(y_true, logits):
-        loss = token_nll(y_true, logits)
+        loss = token_nll(y_true, logits)  # 0 on padding
+        # Keras averages over every position: weigh the real ones so that the mean is
+        # theirs, whatever a batch of sentences holds of padding
+        real = ops.cast(ops.not_equal(y_true, PAD_ID), loss.dtype)
+        loss = loss * ops.cast(ops.size(real), loss.dtype) / ops.maximum(ops.sum(real), 1.0)
         return loss * ops.cast(ops.shape(loss)[1], loss.dtype) if sum_over_time else loss
 
     return token_crossentropy_loss

@@ -88,10 +88,12 @@ class LearningRateFinder:
         smoothing: β, in [0, 1).
         divergence: the factor over the lowest smoothed loss that stops the sweep, > 1.
         fraction: f, the pick as a fraction of the loss-minimising rate, in (0, 1].
-        max_seconds: a time limit (None: none). After the first (compiling) step and
-            `TIMED_STEPS` more, N is cut to the steps that fit in it at their speed (at
-            least `TIMED_STEPS` + 2), so the sweep still ends at η_hi; the rates of the
-            steps already taken stay as they were.
+        max_seconds: a time limit on the steps after the first (None: none); the
+            first step's compile is not counted, as training then runs the train
+            step it compiled. After the first step and `TIMED_STEPS` more, N is cut
+            to the steps that fit in it at their speed (at least `TIMED_STEPS` + 2),
+            so the sweep still ends at η_hi; the rates of the steps already taken
+            stay as they were.
 
     Example:
 
@@ -273,7 +275,7 @@ class _Record(keras.callbacks.Callback):
         self.average, self.diverged = 0.0, False
 
     def on_train_begin(self, logs=None):
-        self.began, self.first_done = time.monotonic(), None
+        self.first_done = None
 
     def on_epoch_begin(self, epoch, logs=None):
         self.rates.append(self.finder.rate(epoch, self.length))
@@ -287,7 +289,7 @@ class _Record(keras.callbacks.Callback):
         if self.finder.max_seconds is None or k != TIMED_STEPS:
             return
         per_step = (now - self.first_done) / TIMED_STEPS
-        left = self.finder.max_seconds - (now - self.began)
+        left = self.finder.max_seconds - (now - self.first_done)
         fit = k + 1 + int(max(left, 0.0) / max(per_step, 1e-9))
         length = max(min(fit, self.finder.steps), TIMED_STEPS + 2)
         if length < self.length:

@@ -158,6 +158,9 @@ def test_perplexity_is_exp_mean_nll_and_padding_counts_nothing(tmp_path):
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(loss(y, logits)), keras.ops.convert_to_numpy(loss(y, changed))
     )
+    # and Keras' mean over the positions is the mean over the real targets
+    real = -log_softmax(logits[0, :2])[np.arange(2), [5, 6]]
+    assert keras.ops.convert_to_numpy(loss(y, logits)).mean() == pytest.approx(real.mean(), 1e-5)
 
 
 def test_sentence_mode_learns_and_sampling_is_seeded(tmp_path):
