@@ -119,9 +119,11 @@ FIND_LR_EDGE = 0.1
 def find_peak(model, config, train_data, continue_run=False):
     """With a `time_budget` and `find_lr`: runs a `kerasrnn.callbacks.LearningRateFinder`
     on the compiled `model` (the weights put back) and sets its pick as the peak of the
-    optimizer's budget schedule (its rate, for ``budget_schedule: constant``); returns
-    the `LearningRateSearch` (None when off). A continued run keeps the peak its first
-    run picked (results.json's ``find_lr``)."""
+    optimizer's budget schedule (its rate, for ``budget_schedule: constant``), but never
+    below the floor ``learning_rate / schedule.mean_fraction()``, whose schedule takes
+    the configured rate on average (the floor also stands where the test cannot pick);
+    returns the `LearningRateSearch` (None when off). A continued run keeps the peak
+    its first run picked (results.json's ``find_lr``)."""
     from kerasrnn.callbacks import LearningRateFinder, LearningRateSearch, budget_schedule
 
     schedule = budget_schedule(model.optimizer)
@@ -149,19 +151,26 @@ def find_peak(model, config, train_data, continue_run=False):
         search = finder.find(model, *train_data, batch_size=config["batch_size"])
     else:
         search = finder.find(model, train_data)
+    # The floor: the peak whose schedule takes, on average, the fixed schedule's rate
+    # (a cosine's mean is half its peak), so the budget never learns with less.
+    floor = rate / (schedule.mean_fraction() if schedule is not None else 1.0)
     lowest = search.rates.index(search.minimum_rate)
     if search.planned_steps < FIND_LR_MIN_STEPS:
-        search.update(
-            pick=rate,
-            rule=f"the configured rate: {FIND_LR_SHARE:.0%} of the budget held "
-            f"{search.planned_steps} steps, under {FIND_LR_MIN_STEPS}",
+        why = (
+            f"{FIND_LR_SHARE:.0%} of the budget held {search.planned_steps} steps, "
+            f"under {FIND_LR_MIN_STEPS}"
         )
     elif lowest < FIND_LR_EDGE * search.planned_steps:
-        search.update(
-            pick=rate,
-            rule=f"the configured rate: the lowest loss came at step {lowest + 1} of "
-            f"{search.planned_steps}, so the loss fell nowhere in the sweep",
+        why = (
+            f"the lowest loss came at step {lowest + 1} of {search.planned_steps}, so "
+            "the loss fell nowhere in the sweep"
         )
+    elif search.pick < floor:
+        why = f"the test's {search.pick:.3g} ({search.rule}) is below it"
+    else:
+        why = None
+    if why is not None:
+        search.update(pick=floor, rule=f"the floor, learning_rate / mean fraction: {why}")
     set_peak(search.pick)
     print(search.line(), file=sys.stderr, flush=True)
     return search

@@ -79,6 +79,16 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
         """The rate for a peak of 1 at `step` of `total_steps` (float32 tensors)."""
         raise NotImplementedError
 
+    def mean_fraction(self, steps=1000):
+        """The mean rate over the schedule as a fraction of its peak, the mean of
+        `shape` over `steps` steps: 0.5 for a cosine to 0, 0.875 for the trapezoid's
+        defaults; a constant rate of ``mean_fraction() * peak`` takes as large a step
+        in total."""
+        steps = check_int("steps", steps)
+        total = ops.convert_to_tensor(float(steps), dtype="float32")
+        fractions = self.shape(ops.arange(steps, dtype="float32"), total)
+        return float(ops.convert_to_numpy(ops.mean(fractions)))
+
     def __call__(self, step):
         total, peak, held = (
             ops.convert_to_tensor(v, dtype="float32")

@@ -223,3 +223,12 @@ def test_a_model_saved_with_a_schedule_loads_after_import_kerasrnn_alone(tmp_pat
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "WarmupCosineDecay"
+
+
+def test_mean_fraction_is_the_mean_rate_over_the_peak():
+    assert WarmupCosineDecay(3.0, 10, warmup=0.05).mean_fraction() == pytest.approx(0.5, abs=2e-3)
+    trapezoid = WarmupStableDecay(3.0, 10, warmup=0.05, decay=0.2)
+    assert trapezoid.mean_fraction() == pytest.approx(1 - 0.05 / 2 - 0.2 / 2, abs=2e-3)
+    steps = np.arange(1000, dtype="float32")
+    one_cycle = OneCycle(2.0, 1000)
+    assert one_cycle.mean_fraction() == pytest.approx(np.mean(values(one_cycle, steps)) / 2.0)

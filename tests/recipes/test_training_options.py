@@ -261,7 +261,9 @@ def test_find_peak_keeps_the_configured_rate_when_too_few_steps_fit_and_a_contin
     data = (np.ones((32, 2), "float32"), np.zeros((32, 1), "float32"))
     search = find_peak(model, config, data)  # 6e-5 seconds: the sweep is cut to 5 steps
     assert search["planned_steps"] == 5 < FIND_LR_MIN_STEPS
-    assert search["pick"] == schedule.peak == 0.003 and "configured rate" in search["rule"]
+    floor = 0.003 / schedule.mean_fraction()  # the trapezoid's mean rate is 0.003
+    assert search["pick"] == schedule.peak == pytest.approx(floor) > 0.003
+    assert "the floor" in search["rule"] and "under 20" in search["rule"]
     (tmp_path / "results.json").write_text(json.dumps({"find_lr": {**search, "pick": 0.02}}))
     again = find_peak(model, config, data, continue_run=True)  # no new sweep
     assert schedule.peak == again["pick"] == 0.02 and again["seconds"] == 0.0
@@ -278,4 +280,21 @@ def test_find_peak_keeps_the_configured_rate_when_the_loss_falls_nowhere_in_the_
     data = (np.ones((32, 2), "float32"), np.zeros((32, 1), "float32"))
     search = find_peak(model, config, data)
     assert search["planned_steps"] == 100 and search["minimum_rate"] == search["rates"][0]
-    assert search["pick"] == schedule.peak == 1000.0 and "fell nowhere" in search["rule"]
+    assert search["pick"] == schedule.peak == pytest.approx(1000.0 / schedule.mean_fraction())
+    assert "fell nowhere" in search["rule"]
+
+
+def test_find_peak_raises_a_pick_below_the_floor_to_it(tmp_path):
+    from recipes.training import find_peak
+
+    # SGD on least squares, configured at half its divergence point 2 / L: the test
+    # picks a tenth of where the loss stops falling, below the configured rate
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 2)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0]], "float32")
+    config = {"output_dir": str(tmp_path), "time_budget": 10.0, "find_lr": True}
+    config.update(learning_rate=0.4, batch_size=32)
+    model, schedule = _budget_model(0.4, keras.optimizers.SGD)
+    search = find_peak(model, config, (x, y))
+    assert search["pick"] == schedule.peak == pytest.approx(0.4 / schedule.mean_fraction())
+    assert "is below it" in search["rule"], search["rule"]
