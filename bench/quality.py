@@ -935,7 +935,10 @@ def time_budget(argv=None):
             flush=True,
         )
     figures = {
-        name.replace("+", "_"): suite.figure(row["score"], f"{name}: {score_name}", 3)
+        # bits per character to 3 decimals, perplexity, BLEU and F1 to 2
+        name.replace("+", "_"): suite.figure(
+            row["score"], f"{name}: {score_name}", 3 if row["score"] < 10 else 2
+        )
         for name, row in rows.items()
     }
     budgeted = [name for name in figures if name != "constant"]

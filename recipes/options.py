@@ -145,10 +145,11 @@ _TRAINING = {
         "(kerasrnn.callbacks.LearningRateFinder: up to 100 steps from `learning_rate` / "
         "1000 to `learning_rate` x 100 in the run's own train step, the weights and "
         "optimizer state restored; the peak is a tenth of the rate of the lowest smoothed "
-        "loss) in at most a tenth of the budget after its first (compiling) step (the "
-        "peak stays `learning_rate` if that holds under 20 steps or the lowest loss is in "
-        "the sweep's first tenth); "
-        "results.json gets its curve and pick",
+        "loss) in at most a tenth of the budget after its first (compiling) step; the "
+        "peak is never below the floor `learning_rate` / the schedule's mean fraction "
+        "of its peak (2x for the cosine: the fixed schedule's mean rate), which also "
+        "stands when the sweep holds under 20 steps or its lowest loss is in its first "
+        "tenth; results.json gets its curve and pick",
     ),
     "averaging": Option(
         "none",

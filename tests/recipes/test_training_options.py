@@ -250,7 +250,7 @@ def _budget_model(peak, optimizer=keras.optimizers.Adam):
     return model, schedule
 
 
-def test_find_peak_keeps_the_configured_rate_when_too_few_steps_fit_and_a_continue_keeps_its_pick(
+def test_find_peak_takes_the_floor_when_too_few_steps_fit_and_a_continue_keeps_its_pick(
     tmp_path,
 ):
     from recipes.training import FIND_LR_MIN_STEPS, find_peak
@@ -262,7 +262,7 @@ def test_find_peak_keeps_the_configured_rate_when_too_few_steps_fit_and_a_contin
     search = find_peak(model, config, data)  # 6e-5 seconds: the sweep is cut to 5 steps
     assert search["planned_steps"] == 5 < FIND_LR_MIN_STEPS
     floor = 0.003 / schedule.mean_fraction()  # the trapezoid's mean rate is 0.003
-    assert search["pick"] == schedule.peak == pytest.approx(floor) > 0.003
+    assert search["pick"] == schedule.peak == pytest.approx(floor) and floor > 0.003
     assert "the floor" in search["rule"] and "under 20" in search["rule"]
     (tmp_path / "results.json").write_text(json.dumps({"find_lr": {**search, "pick": 0.02}}))
     again = find_peak(model, config, data, continue_run=True)  # no new sweep
@@ -270,7 +270,7 @@ def test_find_peak_keeps_the_configured_rate_when_too_few_steps_fit_and_a_contin
     assert find_peak(model, {**config, "find_lr": False}, data) is None
 
 
-def test_find_peak_keeps_the_configured_rate_when_the_loss_falls_nowhere_in_the_sweep(tmp_path):
+def test_find_peak_takes_the_floor_when_the_loss_falls_nowhere_in_the_sweep(tmp_path):
     from recipes.training import find_peak
 
     config = {"output_dir": str(tmp_path), "time_budget": 10.0, "find_lr": True}
