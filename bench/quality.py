@@ -874,24 +874,29 @@ def budget_text(out):
 
 def time_budget(argv=None):
     """Each variant of `BUDGET_VARIANTS` trained on a task of `BUDGET_TASKS` for the same
-    minutes, side by side (one process each, started together, so a busy machine slows
-    them alike); each one's test score, steps and the range test's pick."""
+    minutes per seed, one after another with the machine to itself (`--together` starts
+    a seed's variants at once, quicker but with each slowing the others unevenly); each
+    one's test score (the mean over the seeds), steps and the range test's pick. A
+    finished run (its folder holds results.json) is read back, not retrained."""
     parser = suite.parser("time_budget", __doc__)
     parser.add_argument("--task", choices=sorted(BUDGET_TASKS), default="char")
     parser.add_argument("--minutes", type=float, default=3.0, help="each variant's budget")
     parser.add_argument(
         "--variants", nargs="+", choices=sorted(BUDGET_VARIANTS), default=list(BUDGET_VARIANTS)
     )
-    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1234, 2])
     parser.add_argument("--output-dir", default="runs/bench_time_budget")
     parser.add_argument("--set", nargs="*", default=[], help="key=value config overrides")
+    parser.add_argument(
+        "--together", action="store_true", help="train a seed's variants at once, not in turn"
+    )
     args = parser.parse_args(argv)
     title, recipe, shipped, settings, where, score_name, scale, lower = BUDGET_TASKS[args.task]
     out = pathlib.Path(args.output_dir).resolve() / args.task
     out.mkdir(parents=True, exist_ok=True)
     config = overrides(settings, args.set)
     # the epochs are only a cap and the whole budget is spent (no early stop)
-    config.update(time_budget=args.minutes, seed=args.seed, epochs=1000, patience=0, verbose=0)
+    config.update(time_budget=args.minutes, epochs=1000, patience=0, verbose=0)
     command = [sys.executable, "-m", f"recipes.{recipe}", "train", "--overwrite"]
     if shipped:
         command += ["--config", str(ROOT / shipped)]
@@ -900,47 +905,73 @@ def time_budget(argv=None):
         command += ["--train-file", str(text["train"]), "--valid-file", str(text["valid"])]
         command += ["--test-file", str(text["test"])]
     rate = float(config.get("learning_rate") or read_config_rate(ROOT / shipped))
-    runs = {}
-    for name in args.variants:
-        folder = out / name.replace("+", "_")
-        argv_ = command + flags({**config, **BUDGET_VARIANTS[name]})
-        argv_ += ["--output-dir", str(folder)]
-        print("$ " + " ".join(shlex.quote(c) for c in argv_), flush=True)
-        log = open(out / f"{folder.name}.log", "w", encoding="utf-8")  # noqa: SIM115
-        runs[name] = (folder, subprocess.Popen(argv_, stdout=log, stderr=log, cwd=ROOT), log)
+    folders = {
+        (name, seed): out / f"{name.replace('+', '_')}-seed{seed}"
+        for seed in args.seeds
+        for name in args.variants
+    }
+    for seed in args.seeds:
+        started = []
+        for name in args.variants:
+            folder = folders[name, seed]
+            if (folder / "results.json").exists():
+                continue
+            argv_ = command + flags({**config, **BUDGET_VARIANTS[name], "seed": seed})
+            argv_ += ["--output-dir", str(folder)]
+            print("$ " + " ".join(shlex.quote(c) for c in argv_), flush=True)
+            log = open(f"{folder}.log", "w", encoding="utf-8")  # noqa: SIM115
+            started.append((name, subprocess.Popen(argv_, stdout=log, stderr=log, cwd=ROOT), log))
+            if not args.together:
+                started[-1][1].wait()
+        for name, process, log in started:
+            code = process.wait()
+            log.close()
+            if code:
+                raise SystemExit(f"{name} failed (exit {code}); see {folders[name, seed]}.log")
     rows = {}
-    for name, (folder, process, log) in runs.items():
-        code = process.wait()
-        log.close()
-        if code:
-            raise SystemExit(f"{name} failed (exit {code}); see {out / folder.name}.log")
+    for (name, seed), folder in folders.items():
         results = json.loads((folder / "results.json").read_text())
-        score = results
-        for key in where:
-            score = score[key]
+        if results["time_budget"]["minutes"] != args.minutes:
+            raise SystemExit(
+                f"{folder} was trained for {results['time_budget']['minutes']:g} minutes, not "
+                f"{args.minutes:g}: pass another --output-dir or remove the folder."
+            )
+        score = dig(results, where)
+        # the same score on the validation split, where the recipe reports it
+        valid = dig(results, ("valid", *where[1:])) if where[0] == "test" else None
         search = results.get("find_lr") or {}
-        rows[name] = {
+        row = rows.setdefault(name, {"runs": {}})["runs"][seed] = {
             "score": scale * float(score),
+            "valid": None if valid is None else scale * float(valid),
             "peak": search.get("pick", rate),
             "rule": search.get("rule", "the configured rate"),
             "find_lr_seconds": search.get("seconds", 0.0),
             "steps": results["time_budget"]["steps"],
             "seconds_used": results["time_budget"]["seconds_used"],
         }
-        row = rows[name]
+        on_valid = "" if valid is None else f" (valid {row['valid']:.3f})"
         print(
-            f"{name:12s} {score_name} {row['score']:.3f}, peak {row['peak']:.3g} "
+            f"{name:12s} seed {seed}: {score_name} {row['score']:.3f}{on_valid}, "
+            f"peak {row['peak']:.3g} "
             f"({row['rule']}), {row['steps']} steps in {row['seconds_used']:.0f} s "
             f"(range test {row['find_lr_seconds']:.0f} s)",
             flush=True,
         )
-    figures = {
-        # bits per character to 3 decimals, perplexity, BLEU and F1 to 2
-        name.replace("+", "_"): suite.figure(
-            row["score"], f"{name}: {score_name}", 3 if row["score"] < 10 else 2
+    figures = {}
+    for name, row in rows.items():
+        scores = [run["score"] for run in row["runs"].values()]
+        row["score"] = sum(scores) / len(scores)
+        valid = [run["valid"] for run in row["runs"].values()]
+        row["valid"] = None if None in valid else sum(valid) / len(valid)
+        print(f"{name:12s} {score_name}, mean of {len(scores)} seeds: {row['score']:.3f}")
+        figures[name.replace("+", "_")] = suite.figure(
+            row["score"],
+            f"{name}: {score_name}, mean of {len(scores)} seeds",
+            # bits per character to 3 decimals, perplexity, BLEU and F1 to 2
+            3 if row["score"] < 10 else 2,
+            spread={"kind": "min-max", "low": min(scores), "high": max(scores)},
+            runs=scores,
         )
-        for name, row in rows.items()
-    }
     budgeted = [name for name in figures if name != "constant"]
     suite.write_result(
         args,
@@ -953,6 +984,15 @@ def time_budget(argv=None):
         details={"config": config, "rate": rate, "variants": BUDGET_VARIANTS, "rows": rows},
     )
     return rows
+
+
+def dig(results, path):
+    """``results[path[0]][path[1]]...``, or None where a key is missing."""
+    for key in path:
+        if not isinstance(results, dict) or key not in results:
+            return None
+        results = results[key]
+    return results
 
 
 def read_config_rate(path):
