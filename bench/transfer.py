@@ -506,7 +506,8 @@ def ner_vectors(argv=None):
         )  # fmt: skip
     config = str(pathlib.Path(__file__).resolve().parent.parent / "recipes" / "configs")
     tagger = {"epochs": args.tagger_epochs, "verbose": 2}
-    tagger.update({split: str(DATA / "conll2003" / f"{split}.txt.gz") for split in SPLITS})
+    # corpus: names, which the recipe resolves (KERASRNN_DATA), keep the record portable
+    tagger.update({split: f"corpus:conll2003/{split}.txt" for split in SPLITS})
     variants = {"tagger": {}, "tagger + LM vectors (fine-tuned)": {"embeddings": str(vectors)}}
     f1, coverage = {name: {} for name in variants}, None
     for name, extra in variants.items():
@@ -522,6 +523,8 @@ def ner_vectors(argv=None):
             results = json.loads((run_dir / "results.json").read_text())
             f1[name][seed] = results["test"]["entities"]["f1"]
             coverage = results.get("pretrained_vectors", {}).get("embeddings", coverage)
+    if coverage:
+        coverage = dict(coverage, file=os.path.relpath(coverage["file"]))
     print()
     print("| model | " + " | ".join(f"seed {s}" for s in args.seeds) + " | mean |")
     print("|---|" + "---|" * (len(args.seeds) + 1))
@@ -541,11 +544,17 @@ def ner_vectors(argv=None):
         f"CoNLL-2003 NER test entity F1 with word vectors from an LM (reduced: an LM of "
         f"{args.lm_minutes:g} minutes, {args.tagger_epochs} tagger epochs)",
         {
-            "vectors": suite.figure(
-                means["tagger + LM vectors (fine-tuned)"],
-                f"test F1 with the LM's vectors, mean of {len(args.seeds)} seed(s)",
-            ),
-            "plain": suite.figure(means["tagger"], "the same tagger without"),
+            key: suite.figure(
+                means[name],
+                label + f", mean of {len(args.seeds)} seed(s)",
+                spread={"kind": "min-max", "low": min(runs), "high": max(runs)},
+                runs=runs,
+            )
+            for key, name, label in (
+                ("vectors", "tagger + LM vectors (fine-tuned)", "test F1 with the LM's vectors"),
+                ("plain", "tagger", "the same tagger without"),
+            )
+            for runs in [[100 * f1[name][s] for s in args.seeds]]
         },
         published=suite.figure(90.94, "Lample et al. 2016 with pretrained embeddings", 2),
         details={
