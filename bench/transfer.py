@@ -538,24 +538,24 @@ def ner_vectors(argv=None):
     print("LM valid perplexity:", round(lm_results["valid"]["perplexity"], 2))
     print("wall times (s):", json.dumps({k: round(v) for k, v in walls.items()}))
     print(f"total wall time: {(time.time() - began) / 60:.1f} min ({os.cpu_count()} cores)")
+    figures = {}
+    for key, name, label in (
+        ("vectors", "tagger + LM vectors (fine-tuned)", "test F1 with the LM's vectors"),
+        ("plain", "tagger", "the same tagger without"),
+    ):
+        runs = [100 * f1[name][s] for s in args.seeds]
+        figures[key] = suite.figure(
+            means[name],
+            f"{label}, mean of {len(args.seeds)} seed(s)",
+            spread={"kind": "min-max", "low": min(runs), "high": max(runs)},
+            runs=runs,
+        )
     suite.write_result(
         args,
         "ner_lm_vectors",
         f"CoNLL-2003 NER test entity F1 with word vectors from an LM (reduced: an LM of "
         f"{args.lm_minutes:g} minutes, {args.tagger_epochs} tagger epochs)",
-        {
-            key: suite.figure(
-                means[name],
-                label + f", mean of {len(args.seeds)} seed(s)",
-                spread={"kind": "min-max", "low": min(runs), "high": max(runs)},
-                runs=runs,
-            )
-            for key, name, label in (
-                ("vectors", "tagger + LM vectors (fine-tuned)", "test F1 with the LM's vectors"),
-                ("plain", "tagger", "the same tagger without"),
-            )
-            for runs in [[100 * f1[name][s] for s in args.seeds]]
-        },
+        figures,
         published=suite.figure(90.94, "Lample et al. 2016 with pretrained embeddings", 2),
         details={
             "f1": f1,
