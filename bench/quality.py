@@ -849,7 +849,7 @@ BUDGET_TASKS = {
         "recipes/configs/zaremba_small.yaml", {"evaluate_test_each_epoch": False},
         ("test", "perplexity"), "test perplexity", 1, True,
     ),
-    "multi30k": (
+    "translation_de_en": (
         "Multi30k German -> English translator", "translator",
         "recipes/configs/translation_de_en.yaml", {"learning_rate": 0.001, "heatmaps": 0},
         ("test", "beam5", "bleu"), "test BLEU, beam 5", 1, False,

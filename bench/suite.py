@@ -59,7 +59,7 @@ ORDER = [
     "conll2003_ner_n_best",
     "time_budget_char",
     "time_budget_ptb",
-    "time_budget_multi30k",
+    "time_budget_translation_de_en",
     "time_budget_conll2003",
     "cells",
     "cells_masked",
