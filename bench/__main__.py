@@ -21,6 +21,7 @@ BENCHMARKS = {
     "classifier": ("quality", "classifier", "MR sentence polarity, 10-fold CV, NB baseline"),
     "tagger": ("quality", "tagger", "UD English EWT UPOS accuracy, most-frequent-tag baseline"),
     "ner": ("quality", "ner", "CoNLL-2003 NER entity F1, dictionary baseline"),
+    "ner_best": ("quality", "ner_best", "CoNLL-2003 NER with biLM, vectors and a budget"),
     "ner_n_best": (
         "quality",
         "ner_n_best",

@@ -10,6 +10,9 @@ split, beside a strong simple baseline on the same split and the published figur
   layers (softmax, CRF, the CRF constrained to the BIO scheme, BIOES, no characters,
   a frozen biLM's features); baseline: a dictionary of the training entities;
   published: Lample et al. 2016 with random embeddings 83.63 (pretrained: 90.94).
+* ``ner_best``: CoNLL-2003 with all of the tagger's options at once (constrained CRF, a
+  frozen biLM's features, LM word vectors, the budget schedule), mean of two seeds;
+  baseline: the dictionary; published: Lample et al. 2016 with pretrained embeddings 90.94.
 * ``ner_n_best``: CoNLL-2003 test, the oracle entity F1 of the n best tag sequences of
   the constrained BiLSTM-CRF (list Viterbi: per sentence the candidate with the most
   correct entities); baseline: the best path's F1; published: NCRF++ 97.47 at n = 10.
@@ -31,6 +34,7 @@ beside the checkout); each run writes bench/results/NAME.json.
     python -m bench classifier [--folds 10] [--only-folds 3] [--set key=value ...]
     python -m bench tagger [--set key=value ...]
     python -m bench ner [--rows dictionary softmax crf-constrained] [--table]
+    python -m bench ner_best [--bilm-minutes 45] [--vectors LM.vec] [--minutes 20]
     python -m bench ner_n_best [--run-dir runs/ner-n-best] [--n-best 1 5 10]
     python -m bench language_model --cell lstm [--size small]
     python -m bench translator [--train-pairs 2000 --test-sentences 100 --set epochs=1]
@@ -481,7 +485,9 @@ def train_bilm(data, folder, minutes):
     return folder
 
 
-def run_row(name, data, out, epochs, seed, bilm=None):
+def run_row(name, data, out, epochs, seed, bilm=None, extra=None):
+    """Trains and scores the row `name` of `NER_ROWS` in ``out/name`` (recipe options
+    `extra` on top of the row's), or reads it back when it is finished."""
     folder = out / name
     done = folder / "row.json"
     if done.exists():
@@ -506,6 +512,7 @@ def run_row(name, data, out, epochs, seed, bilm=None):
             "seed": seed,
             "output_dir": str(folder / "run"),
             **{s: str(data / f"{s}.txt.gz") for s in ("train", "valid", "test")},
+            **(extra or {}),
         }
         config = common.load_config(tagger.DEFAULTS, overrides=overrides)
         run = folder / "run"
@@ -619,6 +626,66 @@ def ner(argv=None):
             published=suite.figure(83.63, "Lample et al. 2016 BiLSTM-CRF, random embeddings"),
             details={"rows": rows},
         )
+    return rows
+
+
+def ner_best(argv=None):
+    """CoNLL-2003 with what the tagger offers at once: the constrained CRF, the features of
+    a frozen biLM trained here for ``--bilm-minutes``, word vectors from a language model
+    (``--vectors``, e.g. the ``lm.vec`` that ``vectors_ner`` writes), and the budget
+    schedule with the range test for ``--minutes`` per seed; the test entity F1's mean over
+    ``--seeds`` beside the dictionary baseline."""
+    parser = suite.parser("ner_best", __doc__)
+    parser.add_argument("--data", default=str(DATA / "conll2003"), help="the conll2003 folder")
+    parser.add_argument("--output-dir", default="runs/ner-best", help="one folder per seed")
+    parser.add_argument("--bilm-dir", default=None, help="default: OUTPUT_DIR/bilm")
+    parser.add_argument("--bilm-minutes", type=float, default=45, help="the biLM's budget")
+    parser.add_argument("--vectors", default=None, help="a .vec file for --embeddings")
+    parser.add_argument("--minutes", type=float, default=20, help="each tagger's budget")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1234, 2])
+    args = parser.parse_args(argv)
+    data, out = pathlib.Path(args.data), pathlib.Path(args.output_dir).resolve()
+    bilm = train_bilm(data, args.bilm_dir or out / "bilm", args.bilm_minutes)
+    # the budget sets the schedule; the epochs are only a cap, and no early stop
+    extra = {"time_budget": args.minutes, "patience": 0}
+    if args.vectors:
+        extra["embeddings"] = str(pathlib.Path(args.vectors).resolve())
+    rows = {}
+    for seed in args.seeds:
+        rows[seed] = run_row("crf-constrained-bilm", data, out / f"seed{seed}", 1000, seed,
+                             bilm, extra)  # fmt: skip
+        print(f"seed {seed}: test entity F1 {100 * rows[seed]['test']['f1']:.2f}", flush=True)
+    dictionary = run_row("dictionary", data, out, 0, 0)
+    for row in rows.values():  # the results file names the runs, not this machine's folders
+        for key in ("contextual_lm", "embeddings"):
+            if key in row["config"]:
+                row["config"][key] = os.path.relpath(row["config"][key], ROOT)
+    scores = [100 * row["test"]["f1"] for row in rows.values()]
+    mean = sum(scores) / len(scores)
+    lm = json.loads((bilm / "results.json").read_text())
+    print(f"test entity F1, mean of {len(scores)} seeds: {mean:.2f}; dictionary "
+          f"{100 * dictionary['test']['f1']:.2f}")  # fmt: skip
+    suite.write_result(
+        args,
+        "conll2003_ner_best",
+        "CoNLL-2003 English named entities: constrained CRF, biLM features, LM vectors, "
+        "budget schedule",
+        {
+            "f1": suite.figure(
+                mean,
+                f"test entity F1, mean of {len(scores)} seeds",
+                spread={"kind": "min-max", "low": min(scores), "high": max(scores)},
+                runs=scores,
+            )
+        },
+        baseline=suite.figure(100 * dictionary["test"]["f1"], "dictionary"),
+        published=suite.figure(90.94, "Lample et al. 2016 BiLSTM-CRF, pretrained embeddings"),
+        details={
+            "rows": rows,
+            "bilm": {k: lm.get(k) for k in ("time_budget", "epochs", "valid_perplexity")},
+            "vectors": args.vectors and pathlib.Path(args.vectors).name,
+        },
+    )
     return rows
 
 

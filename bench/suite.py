@@ -56,6 +56,7 @@ ORDER = [
     "sick_entailment",
     "sick_relatedness",
     "conll2003_ner",
+    "conll2003_ner_best",
     "conll2003_ner_n_best",
     "time_budget_char",
     "time_budget_ptb",
