@@ -684,8 +684,12 @@ def ner_best(argv=None):
         published=suite.figure(90.94, "Lample et al. 2016 BiLSTM-CRF, pretrained embeddings"),
         details={
             "rows": rows,
-            "bilm": {k: lm.get(k) for k in ("time_budget", "epochs", "valid_perplexity")},
-            "vectors": args.vectors and pathlib.Path(args.vectors).name,
+            # the biLM's results.json has its validation perplexity per epoch only
+            "bilm": {
+                "time_budget": lm["time_budget"],
+                "epochs": lm["epochs"],
+                "valid_perplexity": lm["epochs"][-1]["valid_perplexity"],
+            },
         },
     )
     return rows
