@@ -117,6 +117,19 @@ class BeamSearch(DecodingStrategy):
     `(batch, n_best, max_length, source_length)` when the step function returns them.
     With `beam_size=1, n_best=1` it is exactly greedy search.
 
+    With `groups=G` the beam is G groups of m = k / G hypotheses (rows g*m .. g*m+m-1
+    of an example's k), each its own set-aside search: at every step the groups take
+    the step in turn, group g ranking its extensions by
+
+        log p(y_<=t | x) - penalty_g(y_<t, y_t)
+
+    where penalty_g is `group_penalty`, which sees what the earlier groups chose at this
+    step (none by default: G independent beam searches of k / G). Each group sets
+    min(n_best, m) complete hypotheses aside and stops when it has them; the result is
+    the `n_best` best of all groups, by the scorer. The kept log-probabilities and the
+    scores are the model's, without the penalty. A diversity term is a subclass that
+    overrides `group_penalty` (`DiverseBeamSearch`).
+
     Args:
         beam_size: k, the number of live hypotheses per example.
         n_best: how many hypotheses to return (1 <= n_best <= k; default k).
@@ -131,6 +144,8 @@ class BeamSearch(DecodingStrategy):
             returns the step function for those rows only (`Seq2Seq.step_fn` has one)
             and shapes that may change at run time (TensorFlow outside XLA, PyTorch;
             not JAX). "auto" (default): where both hold.
+        groups: G, the number of groups the beam is searched in (`beam_size` a multiple
+            of it; default 1, the whole beam).
 
     Example:
 
@@ -146,10 +161,6 @@ class BeamSearch(DecodingStrategy):
     [2, 0, 0, 0]
     """
 
-    # Groups of hypotheses searched in turn, each with beam_size / groups live ones
-    # and its own complete ones (min(n_best, beam_size / groups)); the best n_best of
-    # all groups are returned. One group: the whole beam (diverse beam search has more).
-    groups = 1
     stops_at_n_best = True
 
     def __init__(
@@ -159,16 +170,24 @@ class BeamSearch(DecodingStrategy):
         scorer=None,
         constraints=None,
         drop_finished="auto",
+        groups=1,
         **unknown,
     ):
         if unknown:
             raise unexpected_argument(
                 type(self).__name__,
                 unknown,
-                "beam_size, n_best, scorer, constraints and drop_finished",
+                "beam_size, n_best, scorer, constraints, drop_finished and groups",
             )
         super().__init__(constraints)
         beam_size = check_int("beam_size", beam_size)
+        groups = check_int("groups", groups)
+        if beam_size % groups:
+            raise ValueError(
+                f"`beam_size` ({beam_size}) must be a multiple of `groups` ({groups}), "
+                f"each group holding beam_size / groups hypotheses: pass beam_size="
+                f"{(beam_size // groups + 1) * groups} or a `groups` that divides {beam_size}."
+            )
         if n_best is not None and not (is_int(n_best) and 1 <= n_best <= beam_size):
             raise ValueError(
                 f"`n_best` must be an integer in [1, beam_size={beam_size}] or None, got "
@@ -180,6 +199,7 @@ class BeamSearch(DecodingStrategy):
                 f"`drop_finished` must be 'auto', True or False, got {drop_finished!r}."
             )
         self.beam_size = beam_size
+        self.groups = groups
         self._n_best = n_best
         self.scorer = get_scorer(scorer)
         self.drop_finished = drop_finished
@@ -207,6 +227,7 @@ class BeamSearch(DecodingStrategy):
                 else keras.saving.serialize_keras_object(self.scorer)
             ),
             "drop_finished": self.drop_finished,
+            "groups": self.groups,
             **super().get_config(),
         }
 
@@ -250,19 +271,9 @@ class BeamSearch(DecodingStrategy):
         return bool(drop)
 
     # ---- the loop's hooks: the lecture notes' rule, finished hypotheses set aside -----
-    def _group_sizes(self):
-        """Live hypotheses per group, and complete ones each group sets aside."""
-        groups = check_int("groups", self.groups)
-        if self.beam_size % groups:
-            raise ValueError(
-                f"`beam_size` ({self.beam_size}) must be a multiple of `groups` ({groups}): "
-                "every group holds beam_size / groups hypotheses."
-            )
-        size = self.beam_size // groups
-        return size, self.n_best if groups == 1 else min(self.n_best, size)
-
     def initialize(self, search):
-        size, pool_size = self._group_sizes()
+        size = self.beam_size // self.groups
+        pool_size = min(self.n_best, size)
         groups = []
         for _ in range(self.groups):
             pool_seqs, pool_align = _empty(search, pool_size)
@@ -293,22 +304,59 @@ class BeamSearch(DecodingStrategy):
         return done
 
     def step(self, search, t, log_p, logits, alignments, carry):
-        """Every group of hypotheses in turn takes one step (`advance`); one group (the
-        default) is the whole beam."""
+        """The groups of hypotheses take the step in turn (`advance`), group g's
+        extensions ranked with its `group_penalty`, which sees the tokens of the
+        earlier groups' beams at this step; one group (the default) is the whole beam."""
         del logits  # beam search ranks log-probabilities
-        if len(carry) == 1:
-            tokens, parents, group, _ = self.advance(search, t, log_p, alignments, carry[0])
-            return tokens, parents, (group,)
         size = self.beam_size // len(carry)
-        tokens, parents, groups = [], [], []
+        whole = len(carry) == 1
+        tokens, parents, groups, beams = [], [], [], []
         for g, group in enumerate(carry):
             rows = slice(g * size, (g + 1) * size)
-            aligned = None if alignments is None else alignments[:, rows]
-            token, parent, group, _ = self.advance(search, t, log_p[:, rows], aligned, group)
+            group_log_p = log_p if whole else log_p[:, rows]
+            aligned = alignments if whole or alignments is None else alignments[:, rows]
+            # the earlier groups' beams at this step, (batch, g * size); (batch, 0) first
+            earlier = ops.concatenate(beams, 1) if beams else _no_tokens(log_p)
+            penalty = self.group_penalty(g, group_log_p, earlier)
+            token, parent, group, beam = self.advance(
+                search, t, group_log_p, aligned, group, penalty
+            )
             tokens.append(token)
-            parents.append(parent + g * size)
+            parents.append(parent + g * size if g else parent)
             groups.append(group)
+            beams.append(beam)
+        if whole:
+            return tokens[0], parents[0], tuple(groups)
         return ops.concatenate(tokens, 1), ops.concatenate(parents, 1), tuple(groups)
+
+    def group_penalty(self, group, log_p, earlier_tokens):
+        """The penalty group `group` subtracts from its extensions' log-probabilities to
+        rank them at this step: the hook a diversity term overrides.
+
+        Group g extends each of its m live hypotheses y_<t by every token y and ranks
+        the extensions by
+
+            log p(y_<t, y | x) - penalty[b, i, y]
+
+        (b the example, i the hypothesis); the log-probabilities kept, and the scores,
+        are the model's. The groups take each step in turn, so group g sees the tokens
+        groups 0 .. g-1 chose at this step. `DiverseBeamSearch`'s is Hamming diversity,
+        lambda times the number of those tokens equal to y.
+
+        Args:
+            group: g, the group's index (a Python int in [0, groups)).
+            log_p: float32 `(batch, m, vocab)`, the next-token log-probabilities of the
+                group's m live hypotheses (after the constraints).
+            earlier_tokens: int32 `(batch, g * m)`, the last tokens of each earlier
+                group's beam at this step (its m best extensions, those that end
+                included), group by group; `(batch, 0)` for the first group.
+
+        Returns:
+            None (the default: no penalty, and no op), or a float tensor that
+            broadcasts to `(batch, m, vocab)`.
+        """
+        del group, log_p, earlier_tokens
+        return None
 
     def advance(self, search, t, log_p, alignments, group, penalty=None):
         """One step of one group of m hypotheses: log_p `(batch, m, vocab)`, the step's
@@ -426,7 +474,7 @@ class CompetingBeamSearch(BeamSearch):
 
     With `TFAScorer` it is TFA's beam search exactly
     (`kerasrnn.compat.tfa.beam_search_decoder` builds the pair). Arguments as
-    `BeamSearch`.
+    `BeamSearch`, without `groups` (the beam is one).
 
     Example:
 
@@ -436,6 +484,28 @@ class CompetingBeamSearch(BeamSearch):
     >>> tfa_like.scorer
     TFAScorer(length_penalty_weight=0.6, coverage_penalty_weight=0.0)
     """
+
+    def __init__(
+        self,
+        beam_size=4,
+        n_best=None,
+        scorer=None,
+        constraints=None,
+        drop_finished="auto",
+        **unknown,
+    ):
+        if unknown:
+            raise unexpected_argument(
+                type(self).__name__,
+                unknown,
+                "beam_size, n_best, scorer, constraints and drop_finished",
+            )
+        super().__init__(beam_size, n_best, scorer, constraints, drop_finished)
+
+    def get_config(self):
+        config = super().get_config()
+        del config["groups"]  # always one
+        return config
 
     def initialize(self, search):
         k, batch_size = self.beam_size, search.batch_size
@@ -547,6 +617,11 @@ def _check_repeated_rows(first_logits, k):
             f"kerasrnn.decoding.repeat_beams(memory, {k}) (or np.repeat(memory, {k}, "
             "axis=0); Seq2Seq: encoded.tile_memory(k))."
         )
+
+
+def _no_tokens(log_p):
+    """int32 `(batch, 0)`: the earlier groups' tokens the first group sees."""
+    return ops.cast(log_p[:, 0, :0], "int32")
 
 
 def _pick(values, indices):

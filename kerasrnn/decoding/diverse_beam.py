@@ -5,24 +5,24 @@ import keras
 from keras import ops
 
 from kerasrnn.decoding.beam_search import BeamSearch
-from kerasrnn.validation import check_int, check_number
+from kerasrnn.validation import check_number
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
 class DiverseBeamSearch(BeamSearch):
     """Diverse beam search: the beam of k hypotheses in G groups of k / G, searched in
-    turn at every step; group g ranks its extensions by
+    turn at every step (`BeamSearch` with `groups`); group g ranks its extensions by
 
         log p(y_<=t | x) - lambda * sum_{h < g} count_h(y_t)
 
     where count_h(y) is how many of group h's k / G best extensions at this step (its
     beam, those that end included) end in token y (Vijayakumar et al. 2018's Hamming
-    diversity, with strength lambda = `diversity`). The kept log-probabilities and the
-    scores are the model's, without the penalty. Each group is `BeamSearch`'s set-aside
-    search of k / G hypotheses: it sets its complete hypotheses aside (min(n_best,
-    k / G) of them) and stops when it has them; the result is the `n_best` best of all
-    groups, by the scorer. With `diversity=0` it is G independent beam searches of k / G
-    (one group: `BeamSearch`).
+    diversity, with strength lambda = `diversity`): its `group_penalty`. The kept
+    log-probabilities and the scores are the model's, without the penalty. Each group is
+    `BeamSearch`'s set-aside search of k / G hypotheses: it sets its complete hypotheses
+    aside (min(n_best, k / G) of them) and stops when it has them; the result is the
+    `n_best` best of all groups, by the scorer. With `diversity=0` it is G independent
+    beam searches of k / G (one group: `BeamSearch`).
 
     The step function is called on `batch * beam_size` rows, as `BeamSearch`'s.
 
@@ -45,31 +45,16 @@ class DiverseBeamSearch(BeamSearch):
     """
 
     def __init__(self, beam_size=4, groups=2, diversity=0.5, **options):
-        super().__init__(beam_size, **options)
-        groups = check_int("groups", groups)
-        if beam_size % groups:
-            raise ValueError(
-                f"`beam_size` ({beam_size}) must be a multiple of `groups` ({groups}): every "
-                "group holds beam_size / groups hypotheses."
-            )
-        self.groups, self.diversity = groups, check_number("diversity", diversity)
+        super().__init__(beam_size, groups=groups, **options)
+        self.diversity = check_number("diversity", diversity)
 
-    def step(self, search, t, log_p, logits, alignments, carry):
-        del logits
-        size = self.beam_size // self.groups
-        taken = ops.zeros_like(log_p[:, 0])  # (batch, vocab): the tokens earlier groups took
-        tokens, parents, groups = [], [], []
-        for g, group in enumerate(carry):
-            rows = slice(g * size, (g + 1) * size)
-            aligned = None if alignments is None else alignments[:, rows]
-            penalty = self.diversity * taken[:, None, :]
-            moved = self.advance(search, t, log_p[:, rows], aligned, group, penalty)
-            token, parent, group, beam = moved
-            taken = taken + ops.sum(ops.one_hot(beam, log_p.shape[-1]), axis=1)
-            tokens.append(token)
-            parents.append(parent + g * size)
-            groups.append(group)
-        return ops.concatenate(tokens, 1), ops.concatenate(parents, 1), tuple(groups)
+    def group_penalty(self, group, log_p, earlier_tokens):
+        """lambda * count(y): the number of the earlier groups' beams' tokens equal to
+        y at this step, times `diversity` (None for the first group, or lambda = 0)."""
+        if group == 0 or not self.diversity:
+            return None
+        counts = ops.sum(ops.one_hot(earlier_tokens, log_p.shape[-1]), axis=1)
+        return self.diversity * counts[:, None, :]
 
     def get_config(self):
-        return {**super().get_config(), "groups": self.groups, "diversity": self.diversity}
+        return {**super().get_config(), "diversity": self.diversity}

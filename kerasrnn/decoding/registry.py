@@ -20,7 +20,7 @@ def get(identifier: "str | dict | DecodingStrategy") -> DecodingStrategy:
 
     >>> import kerasrnn
     >>> kerasrnn.decoding.get("beam")
-    BeamSearch(beam_size=4, n_best=None, scorer=None, drop_finished='auto')
+    BeamSearch(beam_size=4, n_best=None, scorer=None, drop_finished='auto', groups=1)
     >>> kerasrnn.decoding.get(kerasrnn.decoding.serialize(
     ...     kerasrnn.decoding.RandomSampling(top_k=5)))
     RandomSampling(temperature=1.0, top_k=5, top_p=None, seed=None)

@@ -177,7 +177,7 @@ class DecodingStrategy:
 
         >>> import kerasrnn
         >>> kerasrnn.decoding.BeamSearch(5, n_best=2).with_options(n_best=None)
-        BeamSearch(beam_size=5, n_best=None, scorer=None, drop_finished='auto')
+        BeamSearch(beam_size=5, n_best=None, scorer=None, drop_finished='auto', groups=1)
         """
         config = self.get_config()
         names = set(config) | {"constraints"}

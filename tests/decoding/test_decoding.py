@@ -372,6 +372,8 @@ def test_tfa_argument_names_get_kerasrnn_equivalents():
         decoding.RandomSampling(temperature=0.5, top_k=3, top_p=0.9, seed=1),
         decoding.BeamSearch(beam_size=3, n_best=2, scorer=decoding.Scorer("gnmt", 0.8)),
         decoding.CompetingBeamSearch(beam_size=2, scorer=decoding.TFAScorer(0.6)),
+        decoding.BeamSearch(beam_size=4, groups=2, n_best=3),
+        decoding.DiverseBeamSearch(4, groups=2, diversity=0.5, scorer=decoding.Scorer(None)),
     ],
 )
 def test_strategies_round_trip_through_config_and_give_the_same_output(strategy):

@@ -1,7 +1,8 @@
 """Diverse beam search (Vijayakumar et al. 2018) against a NumPy transcription, on a
 table model (the next token's log-probabilities looked up by the previous token): the
-library's `DiverseBeamSearch` and the subclass docs/decoding.md writes over the loop's
-step hook ("Writing your own strategy")."""
+library's `DiverseBeamSearch` and the subclass docs/decoding.md writes over
+`BeamSearch`'s `group_penalty` hook ("Writing your own strategy"); `BeamSearch`'s
+groups and the hook's arguments."""
 
 import keras
 import numpy as np
@@ -130,6 +131,67 @@ def test_serializes_and_takes_options():
         decoding.DiverseBeamSearch(5, groups=2)
     with pytest.raises(ValueError, match="has no option 'beam'"):
         strategy.with_options(beam=3)
+
+
+def test_groups_without_a_penalty_are_independent_beam_searches():
+    """`BeamSearch(k, groups=G)` with the default hook (no penalty): G beam searches of
+    k / G side by side, so with every group alike each hypothesis comes G times."""
+    log_p = table(seed=7)
+    step, states = table_step(log_p), np.zeros(2, "int32")
+    single = decoding.BeamSearch(2)(step, [1, 4], states, MAX_LENGTH, END)
+    for strategy in [
+        decoding.BeamSearch(6, groups=3),
+        decoding.DiverseBeamSearch(6, groups=3, diversity=0.0),
+    ]:
+        out = strategy(step, [1, 4], states, MAX_LENGTH, END)
+        for copy in range(3):
+            np.testing.assert_array_equal(np_(out.tokens)[:, copy::3], np_(single.tokens))
+            np.testing.assert_allclose(np_(out.scores)[:, copy::3], np_(single.scores))
+
+
+def test_group_penalty_gets_the_group_its_log_probs_and_the_earlier_tokens():
+    """The hook's arguments as documented: group g, the group's `(batch, m, vocab)`
+    log-probabilities and the `(batch, g * m)` tokens of the earlier groups' beams at
+    this step; a penalty on the first group applies too (a token penalised out of
+    every group's reach is never generated), and the scores stay the model's."""
+    seen = []
+
+    class Recording(decoding.BeamSearch):
+        def group_penalty(self, group, log_p, earlier_tokens):
+            seen.append((group, tuple(log_p.shape), tuple(earlier_tokens.shape)))
+            return keras.ops.where(keras.ops.arange(VOCAB) == 3, 1e4, 0.0)
+
+    log_p = table(seed=2)
+    step = table_step(log_p)
+    out = Recording(6, groups=3)(step, [1, 2], np.zeros(2, "int32"), MAX_LENGTH, END)
+    assert seen[:3] == [
+        (0, (2, 2, VOCAB), (2, 0)),
+        (1, (2, 2, VOCAB), (2, 2)),
+        (2, (2, 2, VOCAB), (2, 4)),
+    ]
+    tokens, lengths = np_(out.tokens), np_(out.lengths)
+    assert 3 not in tokens
+    for b, start in enumerate([1, 2]):  # the log-probabilities of the tokens chosen
+        for i in range(6):
+            previous, total = start, 0.0
+            for t in range(lengths[b, i]):
+                total += log_p[t, previous, tokens[b, i, t]]
+                previous = tokens[b, i, t]
+            np.testing.assert_allclose(np_(out.log_probs)[b, i], total, rtol=1e-5, atol=1e-5)
+
+
+def test_beam_size_must_be_a_multiple_of_groups():
+    """One rule in one place: `BeamSearch`'s constructor, for every strategy with groups;
+    one line naming both arguments and a fix."""
+    for strategy in (decoding.BeamSearch, decoding.DiverseBeamSearch):
+        with pytest.raises(ValueError) as error:
+            strategy(5, groups=2)
+        message = str(error.value)
+        assert "\n" not in message
+        assert message.startswith("`beam_size` (5) must be a multiple of `groups` (2)")
+        assert "pass beam_size=6 or a `groups` that divides 5" in message
+    with pytest.raises(ValueError, match="`groups` must be an integer >= 1, got groups=0"):
+        decoding.BeamSearch(4, groups=0)
 
 
 def test_through_seq2seq_generate():
