@@ -398,10 +398,29 @@ _DECODER_ONLY = {
     "output_time_major": "nothing: DecodeResult is batch-major; transpose it",
     "impute_finished": "nothing: finished hypotheses are padded with pad_token",
 }
+# The beam-search options TFA-era code spells otherwise (TFA's names given to a kerasrnn
+# strategy, seq2seq toolkits' keyword options), and kerasrnn's spelling. The core
+# strategies know none of these: their unknown-argument error points here.
+_TFA_NAMES = {
+    "beam_size": "TFA's name is beam_width=; kerasrnn.decoding.BeamSearch(beam_size=...) is "
+    "kerasrnn's own rule",
+    "scorer": "it ranks with TFAScorer(length_penalty_weight, coverage_penalty_weight); for "
+    "another scorer use kerasrnn.decoding.CompetingBeamSearch(beam_width, scorer=...)",
+    "alpha": "TFA's GNMT alpha is length_penalty_weight=",
+    "length_normalization": "TFA's length penalty is length_penalty_weight= (GNMT's); "
+    "kerasrnn's own ranking is kerasrnn.decoding.BeamSearch(scorer=kerasrnn.decoding.Scorer("
+    "length_normalization=...))",
+    "min_length": "pass constraints=kerasrnn.decoding.Constraints(min_length=...)",
+    "block_ngram_repeat": "pass constraints=kerasrnn.decoding.Constraints(block_ngram_repeat=...)",
+    "max_length_ratio": "pass constraints=kerasrnn.decoding.Constraints(max_length_ratio=...)",
+    "stop_rule": "it is TFA's rule (finished hypotheses stay in the beam and compete); "
+    "kerasrnn.decoding.BeamSearch sets them aside",
+}
 
 
-def _refuse_tfa_only(function, given, hints):
-    """A one-line TypeError naming the argument and where its job went."""
+def _refuse_tfa_only(function, given, hints, spellings=None):
+    """A one-line TypeError naming the argument and where its job went: `hints` for
+    TF Addons' own arguments, `spellings` for options spelled otherwise here."""
     if not given:
         return
     name = next(iter(given))
@@ -409,6 +428,8 @@ def _refuse_tfa_only(function, given, hints):
         raise TypeError(
             f"{function} does not take TF Addons' `{name}`: in kerasrnn, {hints[name]}."
         )
+    if spellings and name in spellings:
+        raise TypeError(f"{function} does not take `{name}`: {spellings[name]}.")
     raise TypeError(f"{function} got an unexpected argument {name}={given[name]!r}.")
 
 
@@ -510,7 +531,14 @@ def beam_search_decoder(
     The strategy is called on a step function, `strategy(step_fn, start_tokens,
     initial_states, max_length, end_token)`: the TFA decoder's other arguments
     (`cell`, `embedding_fn`, `output_layer`, `maximum_iterations`, ...) have their
-    place there, and passing one here raises a `TypeError` that says where.
+    place there, and passing one here raises a `TypeError` that says where; so does
+    an option spelled otherwise here (`alpha`, `min_length`, `beam_size`, ...).
+
+    TFA's names on kerasrnn's own strategies: `beam_width` is `beam_size`,
+    `length_penalty_weight` is `scorer=kerasrnn.decoding.Scorer("gnmt",
+    alpha=length_penalty_weight)` (kerasrnn counts the end token and sets finished
+    hypotheses aside; `TFAScorer` and `CompetingBeamSearch` are TFA's rules) and
+    `coverage_penalty_weight` is the scorer's `coverage_penalty_weight`.
 
     Example:
 
@@ -518,7 +546,7 @@ def beam_search_decoder(
     >>> tfa.beam_search_decoder(5, length_penalty_weight=0.6).scorer.alpha
     0.6
     """
-    _refuse_tfa_only("beam_search_decoder", tfa_only, _DECODER_ONLY)
+    _refuse_tfa_only("beam_search_decoder", tfa_only, _DECODER_ONLY, _TFA_NAMES)
     from kerasrnn import decoding
 
     return decoding.CompetingBeamSearch(

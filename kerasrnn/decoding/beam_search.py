@@ -14,7 +14,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasrnn.decoding.common import DecodeResult, write_step
+from kerasrnn.decoding.common import DecodeResult, unexpected_argument, write_step
 from kerasrnn.decoding.scorer import Scorer, get_scorer
 from kerasrnn.decoding.strategy import DecodingStrategy
 from kerasrnn.ops import NEG_INF
@@ -33,31 +33,6 @@ _Pool = collections.namedtuple(
 _Compete = collections.namedtuple(
     "_Compete", ["seqs", "log_probs", "lengths", "finished", "scores", "settled", "alignments"]
 )
-
-# TensorFlow Addons' names, and what kerasrnn calls them.
-_TFA_NAMES = {
-    "beam_width": "beam_size=",
-    "length_penalty_weight": "scorer=kerasrnn.decoding.Scorer('gnmt', alpha=...) (or "
-    "kerasrnn.compat.tfa.beam_search_decoder(...) for TFA's rules)",
-    "coverage_penalty_weight": "scorer=kerasrnn.decoding.Scorer(coverage_penalty_weight=...)",
-    "length_normalization": "scorer=kerasrnn.decoding.Scorer(length_normalization=...)",
-    "alpha": "scorer=kerasrnn.decoding.Scorer(..., alpha=...)",
-    "min_length": "constraints=kerasrnn.decoding.Constraints(min_length=...)",
-    "block_ngram_repeat": "constraints=kerasrnn.decoding.Constraints(block_ngram_repeat=...)",
-    "max_length_ratio": "constraints=kerasrnn.decoding.Constraints(max_length_ratio=...)",
-    "stop_rule": "kerasrnn.decoding.CompetingBeamSearch(...) for TFA's 'compete' rule",
-}
-
-
-def unexpected_argument(caller, unknown, accepted):
-    """The one-line TypeError for arguments `caller` does not take, naming kerasrnn's
-    equivalent of a TensorFlow Addons name (`length_penalty_weight=` ...)."""
-    name = next(iter(unknown))
-    hint = _TFA_NAMES.get(name)
-    return TypeError(
-        f"{caller} got an unexpected argument {name}={unknown[name]!r}"
-        + (f"; kerasrnn's equivalent: {hint}." if hint else f": it takes {accepted}.")
-    )
 
 
 def repeat_beams(structure, beam_size):

@@ -52,6 +52,19 @@ def check_step_inputs(start_tokens, max_length, end_token):
     return start_tokens
 
 
+def unexpected_argument(caller, unknown, accepted):
+    """The one-line TypeError for the arguments `unknown` (a dict) that `caller` does
+    not take: it names the first, what `caller` takes (`accepted`), and where
+    TensorFlow Addons' argument names are taken (the core knows none of them)."""
+    name = next(iter(unknown))
+    return TypeError(
+        f"{caller} got an unexpected argument {name}={unknown[name]!r}: it takes "
+        f"{accepted} (for TensorFlow Addons' argument names, use "
+        "kerasrnn.compat.tfa.beam_search_decoder, which takes them and names kerasrnn's "
+        "equivalent of the others)."
+    )
+
+
 def check_count(name, value, minimum=0):
     """A Python int >= minimum (None allowed for 'off')."""
     return check_int(name, value, minimum=minimum, allow_none=True)

@@ -3,8 +3,8 @@ that decodes once; keep the object to decode again with the same options)."""
 
 from typing import Any
 
-from kerasrnn.decoding.beam_search import BeamSearch, unexpected_argument
-from kerasrnn.decoding.common import DecodeResult, StepFn
+from kerasrnn.decoding.beam_search import BeamSearch
+from kerasrnn.decoding.common import DecodeResult, StepFn, unexpected_argument
 from kerasrnn.decoding.constraints import Constraints
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
 from kerasrnn.decoding.scorer import Scorer

@@ -68,9 +68,64 @@ def test_unknown_arguments_are_named():
         tfa.AttentionWrapper(keras.layers.LSTMCell(4), kerasrnn.LuongAttention(), units=4)
 
 
-def test_beam_search_maps_tfa_names_with_a_message():
-    # the core strategy does not take TFA's names but says what replaces them
-    with pytest.raises(TypeError, match=r"length_penalty_weight=0.6.*beam_search_decoder"):
-        kerasrnn.decoding.BeamSearch(beam_size=3, length_penalty_weight=0.6)
-    with pytest.raises(TypeError, match=r"beam_width=3.*beam_size="):
-        kerasrnn.decoding.BeamSearch(beam_width=3)
+def test_core_strategies_point_tfa_names_here():
+    # the core strategy knows no TFA name: it names what it takes and this module
+    for name, value in [("length_penalty_weight", 0.6), ("beam_width", 3)]:
+        with pytest.raises(TypeError) as error:
+            kerasrnn.decoding.BeamSearch(beam_size=3, **{name: value})
+        message = str(error.value)
+        assert "\n" not in message
+        assert f"unexpected argument {name}={value}" in message
+        assert "kerasrnn.compat.tfa.beam_search_decoder" in message
+    # ... which takes them
+    strategy = tfa.beam_search_decoder(beam_width=3, length_penalty_weight=0.6)
+    assert (strategy.beam_size, strategy.scorer.alpha) == (3, 0.6)
+
+
+@pytest.mark.parametrize(
+    "name, value, where, equivalent",
+    [
+        ("alpha", 0.6, "length_penalty_weight=", lambda: tfa.beam_search_decoder(3, 0.6)),
+        (
+            "length_normalization",
+            "gnmt",
+            "Scorer(length_normalization=...)",
+            lambda: kerasrnn.decoding.BeamSearch(3, scorer=kerasrnn.decoding.Scorer("gnmt")),
+        ),
+        (
+            "min_length",
+            2,
+            "constraints=kerasrnn.decoding.Constraints(min_length=...)",
+            lambda: tfa.beam_search_decoder(3, constraints=kerasrnn.decoding.Constraints(2)),
+        ),
+        (
+            "block_ngram_repeat",
+            2,
+            "Constraints(block_ngram_repeat=...)",
+            lambda: kerasrnn.decoding.Constraints(block_ngram_repeat=2),
+        ),
+        (
+            "max_length_ratio",
+            1.5,
+            "Constraints(max_length_ratio=...)",
+            lambda: kerasrnn.decoding.Constraints(max_length_ratio=1.5),
+        ),
+        ("stop_rule", "compete", "BeamSearch sets them aside", lambda: None),
+        ("beam_size", 3, "beam_width=", lambda: tfa.beam_search_decoder(beam_width=3)),
+        (
+            "scorer",
+            None,
+            "CompetingBeamSearch(beam_width, scorer=...)",
+            lambda: kerasrnn.decoding.CompetingBeamSearch(3, scorer=kerasrnn.decoding.Scorer()),
+        ),
+    ],
+)
+def test_beam_search_decoder_names_kerasrnns_spelling(name, value, where, equivalent):
+    """An option spelled otherwise here gets one line with kerasrnn's spelling (which
+    is then built, so a hint cannot name what does not exist)."""
+    with pytest.raises(TypeError) as error:
+        tfa.beam_search_decoder(3, **{name: value})
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"beam_search_decoder does not take `{name}`" in message and where in message
+    equivalent()

@@ -348,20 +348,25 @@ def test_inside_tf_function_and_xla(jit_compile):
     assert set(np_(graph[2].tokens).ravel().tolist()) <= {0, 1, 2, 3}
 
 
-def test_tfa_argument_names_get_kerasrnn_equivalents():
-    """TFA's `length_penalty_weight` (and the options that became objects) name the
-    kerasrnn spelling in one line instead of a bare TypeError."""
-    with pytest.raises(TypeError, match=r"length_penalty_weight=0\.6.*Scorer\('gnmt'"):
-        decoding.BeamSearch(beam_size=3, length_penalty_weight=0.6)
-    with pytest.raises(TypeError, match="beam_width=5.*beam_size="):
-        decoding.BeamSearch(beam_width=5)
-    with pytest.raises(TypeError, match="min_length=2.*Constraints"):
-        decoding.BeamSearch(min_length=2)
-    with pytest.raises(TypeError, match="colour=1: it takes beam_size"):
-        decoding.BeamSearch(colour=1)
+def test_unknown_arguments_name_what_is_taken_and_where_tfa_names_go():
+    """An argument a strategy does not take gets one line naming it, the arguments it
+    takes and kerasrnn.compat.tfa (which knows TF Addons' names; the core knows none)."""
+    for strategy, name, value in [
+        (decoding.BeamSearch, "length_penalty_weight", 0.6),
+        (decoding.BeamSearch, "beam_width", 5),
+        (decoding.BeamSearch, "colour", 1),
+        (decoding.CompetingBeamSearch, "groups", 2),  # one beam
+    ]:
+        with pytest.raises(TypeError) as error:
+            strategy(**{name: value})
+        message = str(error.value)
+        assert "\n" not in message
+        assert message.startswith(f"{strategy.__name__} got an unexpected argument {name}=")
+        assert "it takes beam_size, n_best, scorer, constraints" in message
+        assert "kerasrnn.compat.tfa.beam_search_decoder" in message
     # the function names itself, before any op runs
     step = lambda tokens, states: (ops.zeros((3, 4)), states)  # noqa: E731
-    with pytest.raises(TypeError, match=r"^beam_search got .*length_penalty_weight=0\.6.*Scorer"):
+    with pytest.raises(TypeError, match=r"^beam_search got .*length_penalty_weight=0\.6.*compat"):
         decoding.beam_search(step, [0], (), 4, end_token=0, length_penalty_weight=0.6)
 
 
