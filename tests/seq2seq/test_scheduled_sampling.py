@@ -122,6 +122,12 @@ def test_probability_zero_in_training_is_the_teacher_forced_pass(dropout):
     logits: the same embedding dropout, the same decoder-cell masks fixed across time
     steps and the same output dropout (with the random generators started alike, the
     very same masks)."""
+    if dropout and keras.backend.backend() == "torch":
+        pytest.skip(
+            "torch's unseeded dropout draws from its global generator and lays the mask "
+            "out in the input's memory order (time-major for the decoder's outputs): "
+            "the same masks in distribution, not element for element"
+        )
     cell = kerasrnn.AttentionCell(
         kerasrnn.GRUCell(6, dropout=dropout, recurrent_dropout=dropout, seed=2),
         kerasrnn.BahdanauAttention(6),
