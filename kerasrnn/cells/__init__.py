@@ -1,11 +1,9 @@
 """Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
 
-from kerasrnn.cells.attentive import (
-    AttentionCell,
-    AttentiveRNN,
-    BoundAttentionCell,
-    merge_bidirectional_states,
-)
+from kerasrnn.cells.attention_cell import AttentionCell
+from kerasrnn.cells.attentive import AttentiveRNN
+from kerasrnn.cells.bidirectional_states import merge_bidirectional_states
+from kerasrnn.cells.bound_cell import BoundAttentionCell
 from kerasrnn.cells.esn import ESNCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell

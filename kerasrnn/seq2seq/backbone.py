@@ -257,7 +257,9 @@ class Seq2SeqBackbone(keras.layers.Layer):
             return ops.transpose(self.target_embedding.embeddings), self.readout_bias
         return self.readout.kernel, self.readout.bias
 
-    def call_decoder_step(self, tokens, states, memory, readout=None, training=False):
+    def call_decoder_step(
+        self, tokens, states, memory, readout=None, training=False, embedding_mask=None
+    ):
         """One decoder step: the previous tokens in, the next logits out.
 
         Args:
@@ -267,17 +269,24 @@ class Seq2SeqBackbone(keras.layers.Layer):
                 on `batch * k` rows).
             readout: decoder outputs -> logits (default `readout_logits`).
             training: dropout on or off.
+            embedding_mask: a dropout mask `(rows, embedding_dim)` multiplied into the
+                embedded tokens: the embedding dropout of a step-by-step training
+                loop, drawn before the loop (default: none).
 
         Returns:
             `(logits (rows, target_vocab_size), new states, alignments (rows, Tx))`.
         """
-        output, states, alignments, _ = self.decoder_step_outputs(tokens, states, memory, training)
+        output, states, alignments, _ = self.decoder_step_outputs(
+            tokens, states, memory, training, embedding_mask=embedding_mask
+        )
         return (readout or self.readout_logits)(output), states, alignments
 
-    def decoder_step_outputs(self, tokens, states, memory, training=False):
+    def decoder_step_outputs(self, tokens, states, memory, training=False, embedding_mask=None):
         """`call_decoder_step` before the readout: `(decoder output, new states,
         alignments, embedded tokens)` (what a `CopyReadout` reads besides the logits)."""
         y = self.target_embedding(ops.cast(tokens, "int32"))
+        if embedding_mask is not None:
+            y = y * ops.cast(embedding_mask, y.dtype)
         output, states, alignments = self.decoder.step(y, states, memory, training=training)
         return output, states, alignments, y
 

@@ -179,7 +179,10 @@ class ScheduledSampling(keras.layers.Layer):
         return coin, uniform
 
     def decode(self, backbone, source_ids, target_in, probability=None, noise=None, training=False):
-        """The backbone's decoder run step by step with scheduled sampling.
+        """The backbone's decoder run step by step with scheduled sampling: each step
+        is the backbone's own `call_decoder_step`, with the dropout of its
+        teacher-forced pass in training (the embedding and output dropout, the decoder
+        cell's masks fixed across time steps), drawn before the loop.
 
         At step t the decoder is fed x_t = own_t if t > 0, coin_t < p and y_in_t is not
         padding, else the gold input y_in_t; own_t is drawn from the model's
@@ -212,8 +215,9 @@ class ScheduledSampling(keras.layers.Layer):
         encoded = backbone.call_encoder(source_ids, training=training)
         batch_size = ops.shape(source_ids)[0]
         cell = backbone.decoder.cell
-        # Random masks are drawn before the loop (as keras.layers.RNN fixes its dropout
-        # masks): a seed generator must not advance inside a traced loop body (JAX).
+        # Random masks are drawn before the loop, as the teacher-forced pass fixes its
+        # dropout masks: a seed generator must not advance inside a traced loop body
+        # (JAX). The embedding and output dropout draw one mask per step.
         steps = ops.shape(target_in)[1]
         embedding_masks = backbone.embedding_dropout(
             ops.ones((batch_size, steps, backbone.embedding_dim)), training=training
@@ -222,9 +226,7 @@ class ScheduledSampling(keras.layers.Layer):
             ops.ones((batch_size, steps, cell.output_size)), training=training
         )
         if training:
-            first = backbone.target_embedding(target_in[:, 0])
-            cell.get_dropout_mask(first)
-            cell.get_recurrent_dropout_mask(first)
+            cell.draw_dropout_masks(backbone.target_embedding(target_in[:, 0]), encoded.states)
         # (the noise first: `scan` packs all five into one tensor of its dtype)
         time_major = [
             ops.moveaxis(x, 1, 0) for x in (coin, uniform, target_in, embedding_masks, output_masks)
@@ -235,17 +237,24 @@ class ScheduledSampling(keras.layers.Layer):
             coin_t, uniform_t, gold, embedding_mask, output_mask = xs
             own = own_tokens(previous_logits, uniform_t, self.mode, pad_id)
             fed = fed_tokens(gold, own, coin_t, probability, t, pad_id)
-            y = backbone.target_embedding(fed) * ops.cast(embedding_mask, "float32")
-            output, new_states, alignments = backbone.decoder.step(
-                y, states, encoded.memory, training=training
-            )
             real = ops.not_equal(gold, pad_id)[:, None]
+
+            def readout(output):  # zeros at padded steps (as teacher forcing), dropout
+                output = ops.where(real, output, ops.zeros_like(output))
+                return backbone.readout_logits(output * ops.cast(output_mask, output.dtype))
+
+            logits, new_states, alignments = backbone.call_decoder_step(
+                fed,
+                states,
+                encoded.memory,
+                readout=readout,
+                training=training,
+                embedding_mask=embedding_mask,
+            )
             new_states = [ops.where(real, n, s) for n, s in zip(new_states, states)]
-            output = ops.where(real, output, ops.zeros_like(output))
             alignments = ops.where(
                 real, ops.cast(alignments, "float32"), ops.zeros_like(alignments, "float32")
             )
-            logits = backbone.readout_logits(output * ops.cast(output_mask, output.dtype))
             carry = (t + 1, ops.cast(logits, "float32"), new_states, fed, alignments)
             # Keras' TensorFlow scan needs the per-step outputs shaped as the carry
             return carry, carry
@@ -261,8 +270,7 @@ class ScheduledSampling(keras.layers.Layer):
         # number of steps is unknown at trace time (fit on padded_batch batches).
         _, (_, logits, _, fed, alignments) = scan(step, initial, time_major)
         if training:
-            cell.reset_dropout_mask()
-            cell.reset_recurrent_dropout_mask()
+            cell.reset_dropout_masks()
         return (ops.moveaxis(logits, 0, 1), ops.moveaxis(fed, 0, 1), ops.moveaxis(alignments, 0, 1))
 
     def get_config(self):

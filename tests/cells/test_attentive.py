@@ -248,6 +248,27 @@ def test_plain_keras_rnn_with_bound_memory():
         keras.layers.RNN(cell, return_sequences=True)(x)
 
 
+def test_the_cell_draws_and_resets_the_masks_of_a_loop():
+    """`draw_dropout_masks` draws the wrapped cell's masks once (the input mask as wide
+    as what the wrapped cell reads, the recurrent mask as its state); each step of a
+    loop then uses the same; `reset_dropout_masks` forgets them."""
+    x, memory, _, _ = _data()
+    inner = kerasrnn.GRUCell(UNITS, dropout=0.5, recurrent_dropout=0.5, seed=3)
+    cell = _cell("bahdanau", inner=inner)
+    prepared = cell.prepare_memory(memory)
+    states = cell.get_initial_state(batch_size=B)
+    cell.draw_dropout_masks(x[:, 0], states)
+    mask, recurrent = numpy(inner._dropout_mask), numpy(inner._recurrent_dropout_mask)
+    assert mask.shape == (B, DIN + DM) and recurrent.shape == (B, UNITS)
+    assert set(np.unique(mask)) == {0.0, 2.0} and set(np.unique(recurrent)) == {0.0, 2.0}
+    for t in range(2):
+        _, states, _ = cell.step(x[:, t], states, prepared, training=True)
+        np.testing.assert_array_equal(numpy(inner._dropout_mask), mask)
+        np.testing.assert_array_equal(numpy(inner._recurrent_dropout_mask), recurrent)
+    cell.reset_dropout_masks()
+    assert inner._dropout_mask is None and inner._recurrent_dropout_mask is None
+
+
 def test_dropout_masks_are_fixed_and_only_in_training():
     x, memory, _, _ = _data()
     inner = kerasrnn.GRUCell(UNITS, dropout=0.5, recurrent_dropout=0.5, seed=3)
@@ -297,6 +318,55 @@ def test_keras_file_round_trip(tmp_path, mode, bridge):
     assert np.all(alignments[1, :, 4:] == 0) and np.all(alignments[2, 3:] == 0)
     model.save(tmp_path / "model.keras")
     loaded = keras.models.load_model(tmp_path / "model.keras")
+    again, again_alignments = loaded.predict([source, target], verbose=0)
+    np.testing.assert_array_equal(again, logits)
+    np.testing.assert_array_equal(again_alignments, alignments)
+
+
+def test_serialised_names_and_import_paths_are_kept():
+    """The attentive cell's modules are split by concept; the names a `.keras` file
+    records, and the imports from `kerasrnn.cells.attentive`, stay what they were."""
+    from kerasrnn.cells import attentive
+
+    names = {
+        kerasrnn.AttentionCell: "kerasrnn>AttentionCell",
+        kerasrnn.AttentiveRNN: "kerasrnn>AttentiveRNN",
+        kerasrnn.AttendThenRun: "kerasrnn>AttendThenRun",
+        kerasrnn.RunThenAttend: "kerasrnn>RunThenAttend",
+        kerasrnn.ConcatProjection: "kerasrnn>ConcatProjection",
+        kerasrnn.LuongProjection: "kerasrnn>LuongProjection",
+    }
+    for cls, name in names.items():
+        assert keras.saving.get_registered_name(cls) == name
+        assert keras.saving.get_registered_object(name) is cls
+    for name in ("AttentionCell", "AttentiveRNN", "BoundAttentionCell"):
+        assert getattr(attentive, name) is getattr(kerasrnn, name)
+    assert attentive.merge_bidirectional_states is kerasrnn.merge_bidirectional_states
+
+
+def test_keras_file_naming_the_former_module_loads(tmp_path):
+    """A `.keras` file whose config names `kerasrnn.cells.attentive` as the module of
+    every attentive class (as files written before the split do) loads to the same
+    outputs."""
+    import json
+    import zipfile
+
+    model = _translator("luong", bridge=True)
+    source, target = _token_batch()
+    logits, alignments = model.predict([source, target], verbose=0)
+    model.save(tmp_path / "model.keras")
+    with zipfile.ZipFile(tmp_path / "model.keras") as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    text = files["config.json"].decode("utf-8")
+    moved = [f'"module": "kerasrnn.cells.{m}"' for m in ("attention_cell", "attentive")]
+    assert moved[0] in text  # the cell's config names its module
+    files["config.json"] = text.replace(moved[0], moved[1]).encode("utf-8")
+    assert moved[0] not in files["config.json"].decode("utf-8")
+    json.loads(files["config.json"])
+    with zipfile.ZipFile(tmp_path / "former.keras", "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    loaded = keras.models.load_model(tmp_path / "former.keras")
     again, again_alignments = loaded.predict([source, target], verbose=0)
     np.testing.assert_array_equal(again, logits)
     np.testing.assert_array_equal(again_alignments, alignments)

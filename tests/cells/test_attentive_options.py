@@ -176,6 +176,40 @@ def test_sigmoid_noise_trains_inside_the_decoder():
     assert np.isfinite(history.history["loss"]).all()
 
 
+def test_noise_drawn_before_the_loop_is_the_noise_each_step_uses():
+    """`AttentiveRNN` in training draws every step's sigmoid noise before its loop
+    (`AttentionCell.draw_noise`) and hands each step its own (`split_noise`): the
+    teacher-forced pass equals the steps run by hand with the same draws. Two
+    mechanisms, the noisy one second: each gets its own memory's columns."""
+    memories, masks = _memories()
+    noisy = BahdanauMonotonicAttention(4, sigmoid_noise=1.0, sigmoid_noise_seed=5)
+    mechanisms = [kerasrnn.BahdanauAttention(5), noisy]
+    cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), mechanisms, kerasrnn.RunThenAttend())
+    decoder = kerasrnn.AttentiveRNN(cell, return_alignments=True)
+    x = np.random.default_rng(3).normal(size=(B, TQ, DIN)).astype("float32")
+    decoder(x, memories, memory_mask=masks)  # built
+    start = _np(noisy.seed_generator.state)
+    outputs, alignments = decoder(x, memories, memory_mask=masks, training=True)
+    noisy.seed_generator.state.assign(start.astype(noisy.seed_generator.state.dtype))
+    prepared = cell.prepare_memory(memories, mask=masks)
+    columns = cell.draw_noise(prepared, B, TQ)
+    assert tuple(columns.shape) == (B, TQ, 7)  # the second memory's Tk only
+    states = cell.get_initial_state(batch_size=B, memory=prepared)
+    for t in range(TQ):
+        noise = cell.split_noise(columns[:, t], prepared)
+        assert noise[0] is None and tuple(noise[1].shape) == (B, 7)
+        output, states, step_alignments = cell.step(
+            x[:, t], states, prepared, training=True, noise=noise
+        )
+        np.testing.assert_allclose(_np(outputs[:, t]), _np(output), atol=1e-5)
+        for got, want in zip(alignments, step_alignments):
+            np.testing.assert_allclose(_np(got[:, t]), _np(want), atol=1e-5)
+    clean = _np(decoder(x, memories, memory_mask=masks, training=False)[0])
+    assert np.abs(_np(outputs) - clean).max() > 1e-4  # the noise was used
+    plain = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5))
+    assert plain.draw_noise(plain.prepare_memory(memories[0]), B, TQ) is None
+
+
 # ---- the usual mistakes: one clear line each ----------------------------------------
 def test_memory_batch_differs_from_the_states_names_the_tiling():
     cell = kerasrnn.AttentionCell(kerasrnn.GRUCell(UNITS), kerasrnn.BahdanauAttention(5))

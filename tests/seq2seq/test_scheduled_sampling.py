@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+import kerasrnn
 from kerasrnn.seq2seq import ScheduledSampling, Seq2Seq, Seq2SeqBackbone, sampling_probability
 
 SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 5, 6, 7, 8], [3, 3, 0, 0, 0]], "int32")
@@ -113,6 +114,62 @@ def test_probability_zero_is_teacher_forcing_and_one_feeds_own_tokens():
     np.testing.assert_array_equal(fed[:, 0], TARGET_IN[:, 0])
     np.testing.assert_array_equal(fed[:, 1:][real[:, 1:]], own[real[:, 1:]])
     np.testing.assert_array_equal(fed[~real], 0)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_probability_zero_in_training_is_the_teacher_forced_pass(dropout):
+    """In training, the step-by-step loop at p = 0 computes the backbone's teacher-forced
+    logits: the same embedding dropout, the same decoder-cell masks fixed across time
+    steps and the same output dropout (with the random generators started alike, the
+    very same masks)."""
+    if dropout and keras.backend.backend() == "torch":
+        pytest.skip(
+            "torch's unseeded dropout draws from its global generator and lays the mask "
+            "out in the input's memory order (time-major for the decoder's outputs): "
+            "the same masks in distribution, not element for element"
+        )
+    cell = kerasrnn.AttentionCell(
+        kerasrnn.GRUCell(6, dropout=dropout, recurrent_dropout=dropout, seed=2),
+        kerasrnn.BahdanauAttention(6),
+    )
+    backbone = Seq2SeqBackbone(12, 10, decoder_cell=cell, embedding_dim=6, units=6, dropout=dropout)
+    backbone.build()
+    start = [np_(v) for v in backbone.non_trainable_variables]  # the seed generators
+    teacher_forced, alignments = backbone(SOURCE, TARGET_IN, training=True)
+    for variable, value in zip(backbone.non_trainable_variables, start):
+        variable.assign(value)
+    sampling = ScheduledSampling("constant", 0.5, mode="argmax")
+    logits, fed, sampled_alignments = sampling.decode(
+        backbone, SOURCE, TARGET_IN, probability=0.0, training=True
+    )
+    np.testing.assert_array_equal(np_(fed), TARGET_IN)
+    np.testing.assert_allclose(np_(logits), np_(teacher_forced), atol=1e-5)
+    np.testing.assert_allclose(np_(sampled_alignments), np_(alignments), atol=1e-6)
+    if dropout:  # (the dropout was on: not the inference pass)
+        inference = np_(backbone(SOURCE, TARGET_IN, training=False)[0])
+        assert np.abs(np_(logits) - inference).max() > 1e-3
+
+
+def test_the_loop_runs_the_backbone_decoder_step():
+    """Each step goes through the backbone's own `call_decoder_step`: a subclass that
+    counts its calls and shifts its logits is seen in the scheduled-sampling pass."""
+    calls = []
+
+    class ShiftedBackbone(Seq2SeqBackbone):
+        def call_decoder_step(self, *args, **kwargs):
+            calls.append(1)
+            logits, states, alignments = super().call_decoder_step(*args, **kwargs)
+            return logits + 1.0, states, alignments
+
+    base = Seq2SeqBackbone(12, 10, embedding_dim=5, units=6)
+    shifted = ShiftedBackbone(12, 10, embedding_dim=5, units=6)
+    base.build()
+    shifted.build()
+    shifted.set_weights(base.get_weights())
+    sampling = ScheduledSampling("constant", 0.5)
+    logits, _, _ = sampling.decode(shifted, SOURCE, TARGET_IN, probability=0.0)
+    assert calls, "the loop did not call the backbone's decoder step"
+    np.testing.assert_allclose(np_(logits), np_(base(SOURCE, TARGET_IN)[0]) + 1.0, atol=1e-5)
 
 
 def test_sampled_tokens_follow_the_model_distribution():
