@@ -19,6 +19,7 @@ from kerasrnn.cells.projection import (
     LinearProjection,
     LuongProjection,
 )
+from kerasrnn.cells.recurrence import RecurrenceSpec, recurrence_spec
 from kerasrnn.cells.rnn import RNN
 from kerasrnn.cells.simple import SimpleRNNCell
 from kerasrnn.cells.stack import RNNStack
@@ -34,6 +35,8 @@ __all__ = [
     "ESNCell",
     "RNN",
     "RNNStack",
+    "RecurrenceSpec",
+    "recurrence_spec",
     "AttentionCell",
     "AttentiveRNN",
     "BoundAttentionCell",

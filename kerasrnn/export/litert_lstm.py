@@ -13,11 +13,12 @@ Keras 2's LSTM layer): it replaces the function's body by the fused op, provided
 
 `fused_lstm_loops` routes the layers whose loop the kernel computes exactly
 (`fusable_lstm_cell`: a `keras.layers.LSTM`, or `keras.layers.RNN` / `kerasrnn.RNN` over
-a standard LSTM cell, float32, whose states nobody reads) through such a function while
-the export traces the model. The kernel takes no mask; the route here keeps Keras' masked
-results exactly, for any mask (right padding, left padding, holes): each row's unmasked
-steps are gathered to the front in order, the kernel runs on them, and each position t
-reads back the output after its row's n_t = sum_{s<=t} m_s real steps,
+a standard LSTM cell, `kerasrnn.cells.recurrence_spec`, float32, whose states nobody
+reads) through such a function while the export traces the model. The kernel takes no
+mask; the route here keeps Keras' masked results exactly, for any mask (right padding,
+left padding, holes): each row's unmasked steps are gathered to the front in order, the
+kernel runs on them, and each position t reads back the output after its row's
+n_t = sum_{s<=t} m_s real steps,
 
 .. math::  y_t = \\begin{cases} \\tilde h_{n_t - 1} & m_t = 1 \\text{ or }
            (n_t > 0 \\text{ and not zero\\_output\\_for\\_mask}) \\\\ 0 & \\text{otherwise}
@@ -38,8 +39,8 @@ import uuid
 
 import keras
 
-from kerasrnn.cells.lstm import LSTMCell
-from kerasrnn.cells.rnn import RNN, fused_kind
+from kerasrnn.cells.recurrence import recurrence_spec
+from kerasrnn.cells.rnn import RNN
 from kerasrnn.export._formats import LOGGER, sublayers
 
 FUSED_LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
@@ -52,24 +53,20 @@ _RNN_LAYERS = (keras.layers.RNN, keras.layers.LSTM, RNN)
 def fusable_lstm_cell(layer):
     """The LSTM cell of `layer` if LiteRT's fused kernel computes the layer's loop
     exactly at inference, else None: `layer` is a `keras.layers.LSTM`, or a
-    `keras.layers.RNN` / `kerasrnn.RNN` over a `keras.layers.LSTMCell` or a standard
-    `kerasrnn.LSTMCell` (tanh and sigmoid, a forget gate, no peepholes or coupling:
-    `kerasrnn.cells.rnn.fused_kind`), in float32, and neither `return_state` nor
-    `stateful` (the kernel returns the output sequence, not c_T)."""
+    `keras.layers.RNN` / `kerasrnn.RNN` over a standard LSTM cell
+    (`kerasrnn.cells.recurrence_spec`: Keras' `LSTMCell`, or a `kerasrnn.LSTMCell` with
+    tanh and sigmoid, a forget gate, no coupling) held directly, without peepholes (the
+    kernel the converter writes has none), in float32, and neither `return_state` nor
+    `stateful` (the kernel returns the output sequence, not c_T). Dropout acts in
+    training only."""
     if type(layer) not in _RNN_LAYERS:
         return None
-    if layer.return_state or layer.stateful or layer.compute_dtype != "float32":
+    spec = recurrence_spec(layer)
+    if spec is None or spec.kind != "lstm" or spec.peephole or spec.wrapped:
         return None
-    cell = layer.cell
-    if type(cell) is keras.layers.LSTMCell:
-        standard = (
-            cell.activation is keras.activations.tanh
-            and cell.recurrent_activation is keras.activations.sigmoid
-        )
-        return cell if standard else None
-    if type(cell) is LSTMCell and fused_kind(cell) == "lstm":
-        return cell
-    return None
+    if spec.return_state or spec.stateful or spec.dtype != "float32":
+        return None
+    return layer.cell
 
 
 @contextlib.contextmanager
