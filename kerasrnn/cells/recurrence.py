@@ -28,7 +28,8 @@ where `reset_after` (cuDNN's form), before it otherwise:
 `recurrence_spec(layer)` says whether a layer's time loop is one of these and describes
 it; each reader adds, in its own module, only what its kernel cannot hold (the fast path:
 peepholes, recurrent dropout, Keras' own cells; ONNX: stateful layers, other dtypes;
-LiteRT: the GRU, `return_state`, ...).
+LiteRT: the GRU, `return_state`, ...). The right padding a length-based kernel reads from
+a mask is `kerasrnn.ops.right_padding`.
 """
 
 import dataclasses

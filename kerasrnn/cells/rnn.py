@@ -16,6 +16,7 @@ from kerasrnn._private import (
 from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.lstm_sequence import lstm_sequence
 from kerasrnn.cells.recurrence import fused_cell, recurrence_spec
+from kerasrnn.ops import right_padding
 
 
 def fused_kind(layer):
@@ -54,11 +55,14 @@ def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, op
     return_sequences, input_gradient, zero_output_for_mask)`."""
     go_backwards, return_sequences, input_gradient, zero_output_for_mask = options
     sequences = ops.transpose(sequences, (1, 0, 2))
-    if mask is not None:
-        mask = ops.transpose(mask)
     if go_backwards:
         sequences = ops.flip(sequences, axis=0)
-        mask = None if mask is None else ops.flip(mask, axis=0)
+        mask = None if mask is None else ops.flip(mask, axis=1)
+    if mask is not None:
+        # keras.layers.RNN's outputs at a masked step: zeros with zero_output_for_mask,
+        # else the last real step's output (zeros before the first one: n_t = 0)
+        shown = mask if zero_output_for_mask else right_padding(mask).steps > 0
+        shown, mask = ops.transpose(shown), ops.transpose(mask)
     outputs, h, c = lstm_sequence(
         sequences,
         kernel,
@@ -70,10 +74,7 @@ def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, op
         mask=mask,
     )
     if mask is not None:
-        # keras.layers.RNN's outputs at a masked step: zeros with zero_output_for_mask,
-        # else the last unmasked step's output (zeros before the first one)
-        mask = ops.cast(mask, outputs.dtype)[..., None]
-        outputs = outputs * (mask if zero_output_for_mask else ops.minimum(ops.cumsum(mask, 0), 1))
+        outputs = outputs * ops.cast(shown, outputs.dtype)[..., None]
     last_output = outputs[-1]
     outputs = ops.transpose(outputs, (1, 0, 2)) if return_sequences else last_output[:, None]
     return last_output, outputs, h, c

@@ -16,9 +16,9 @@ Keras 2's LSTM layer): it replaces the function's body by the fused op, provided
 a standard LSTM cell, `kerasrnn.cells.recurrence_spec`, float32, whose states nobody
 reads) through such a function while the export traces the model. The kernel takes no
 mask; the route here keeps Keras' masked results exactly, for any mask (right padding,
-left padding, holes): each row's unmasked steps are gathered to the front in order, the
-kernel runs on them, and each position t reads back the output after its row's
-n_t = sum_{s<=t} m_s real steps,
+left padding, holes): each row's unmasked steps are gathered to the front in order (the
+row right padded, `kerasrnn.ops.right_padding`), the kernel runs on them, and each
+position t reads back the output after its row's n_t = sum_{s<=t} m_s real steps,
 
 .. math::  y_t = \\begin{cases} \\tilde h_{n_t - 1} & m_t = 1 \\text{ or }
            (n_t > 0 \\text{ and not zero\\_output\\_for\\_mask}) \\\\ 0 & \\text{otherwise}
@@ -42,6 +42,7 @@ import keras
 from kerasrnn.cells.recurrence import recurrence_spec
 from kerasrnn.cells.rnn import RNN
 from kerasrnn.export._formats import LOGGER, sublayers
+from kerasrnn.ops import right_padding
 
 FUSED_LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
@@ -128,7 +129,7 @@ def _fused_inner_loop(layer, traced, sequences, initial_state, mask=None, traini
     if mask is not None:
         # n_t: real steps up to t; the j-th real step of a row sits at the number of
         # positions t with n_t <= j (positions past the row's last one: any step)
-        counts = tf.cumsum(mask, axis=1)
+        counts = right_padding(mask).steps
         steps = tf.range(time, dtype=tf.int32)
         order = tf.reduce_sum(tf.cast(counts[:, None, :] <= steps[None, :, None], tf.int32), axis=2)
         x = tf.gather(x, tf.minimum(order, time - 1), batch_dims=1)

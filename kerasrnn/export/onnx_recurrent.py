@@ -33,8 +33,9 @@ The two layers of a `keras.layers.Bidirectional` called without initial states (
 layers of `kerasrnn.RNNStack(bidirectional=True)` too) become one operator with
 ``direction="bidirectional"``.
 
-Masks are read as right padding: each row's `sequence_lens` is its number of unmasked
-steps, and the operator reads the first that many. That is what `Embedding(mask_zero=
+Masks are read as right padding (`kerasrnn.ops.right_padding`): each row's
+`sequence_lens` is its number of unmasked steps, and the operator reads the first that
+many. That is what `Embedding(mask_zero=
 True)` gives for right-padded ids; a mask with holes or left padding would need the
 `Loop` (`native_recurrences=False`).
 """
@@ -45,6 +46,7 @@ import re
 import keras
 
 from kerasrnn.cells.recurrence import recurrence_spec
+from kerasrnn.ops import right_padding
 
 # ONNX's gate order from Keras' (LSTM: Keras i, f, c, o -> ONNX i, o, f, c; GRU: both
 # z, r, h)
@@ -181,10 +183,7 @@ class _NativeRecurrences:
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
         batch, time = tf.shape(sequences)[0], tf.shape(sequences)[1]
-        if mask is None:
-            lengths = tf.fill([batch], time)
-        else:
-            lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        lengths = tf.fill([batch], time) if mask is None else right_padding(mask).lengths
         kind = specs[0].kind
         weights = [_onnx_weights(layer.cell, spec) for layer, spec in zip(layers, specs)]
         inputs = [tf.transpose(sequences, [1, 0, 2])]

@@ -1,15 +1,18 @@
 """`kerasrnn.cells.recurrence_spec`: which layers compute a standard LSTM / GRU, every
-field of the description, every exclusion."""
+field of the description, every exclusion; and `kerasrnn.ops.right_padding`, the mask
+read as right padding that the fused kernels take, against a NumPy reference."""
 
 import dataclasses
 
 import keras
+import numpy as np
 import pytest
 
 import kerasrnn
 from kerasrnn.cells import RecurrenceSpec, recurrence_spec
 from kerasrnn.cells.rnn import fused_kind
 from kerasrnn.layers import WeightDrop
+from kerasrnn.ops import right_padding
 
 U = 4
 
@@ -222,3 +225,68 @@ def test_the_fast_path_takes_the_spec_without_peepholes_recurrent_dropout_or_ker
     make_layer, kind
 ):
     assert fused_kind(make_layer()) == kind
+
+
+# ---- right padding ----------------------------------------------------------------------
+def _numpy_right_padding(mask):
+    steps = np.cumsum(mask, axis=1)
+    lengths = mask.sum(axis=1)
+    right_padded = (mask == (np.arange(mask.shape[1]) < lengths[:, None])).all(axis=1)
+    return steps, lengths, right_padded
+
+
+MASKS = np.array(
+    [
+        [1, 1, 1, 1, 1],  # full
+        [1, 1, 1, 0, 0],  # right padding
+        [0, 0, 1, 1, 1],  # left padding
+        [1, 0, 1, 0, 0],  # a hole
+        [0, 0, 0, 0, 0],  # padding only
+        [0, 1, 1, 1, 0],  # both sides
+    ],
+    bool,
+)
+
+
+def test_right_padding_against_numpy():
+    random = np.random.default_rng(0).random((7, 9)) < 0.6
+    for mask in (MASKS, random, MASKS.astype("int32"), MASKS.astype("float32")):
+        padding = right_padding(mask)
+        want = _numpy_right_padding(np.asarray(mask, bool))
+        for got, expected in zip(padding, want):
+            got = keras.ops.convert_to_numpy(got)
+            np.testing.assert_array_equal(got, expected)
+        assert keras.backend.standardize_dtype(padding.steps.dtype) == "int32"
+        assert keras.backend.standardize_dtype(padding.lengths.dtype) == "int32"
+    assert keras.ops.convert_to_numpy(right_padding(MASKS).right_padded).tolist() == [
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
+
+
+def test_right_padding_traced_with_an_unknown_length():
+    """As the exporters trace it: a `tf.function` over batches of any length (TensorFlow),
+    `jax.jit` (JAX); eagerly on torch."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        run = tf.function(
+            lambda m: tuple(right_padding(m)),
+            input_signature=[tf.TensorSpec((None, None), tf.bool)],
+        )
+    elif backend == "jax":
+        import jax
+
+        run = jax.jit(lambda m: tuple(right_padding(m)))
+    else:
+
+        def run(m):
+            return tuple(right_padding(keras.ops.convert_to_tensor(m)))
+
+    for got, expected in zip(run(MASKS), _numpy_right_padding(MASKS)):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(got), expected)
