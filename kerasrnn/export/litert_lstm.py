@@ -231,11 +231,11 @@ def finished_fused_lstms(flatbuffer, layers):
             table = op.BuiltinOptions()
             options = schema.UnidirectionalSequenceLSTMOptions()
             options.Init(table.Bytes, table.Pos)
-            # cell_clip is the table's second field (vtable slot 6); the generated
-            # reader exposes the table it reads as `_tab`
-            field = options._tab.Offset(6)
+            # cell_clip is the options table's second field (vtable slot 6), read and
+            # written through the flatbuffers `Table` the operator returns
+            field = table.Offset(6)
             if field and options.CellClip() != 0.0:
-                struct.pack_into("<f", data, options._tab.Pos + field, 0.0)
+                struct.pack_into("<f", data, table.Pos + field, 0.0)
         if len(set(states)) < len(states) or not computed.issuperset(states):
             raise FusionError("a fused LSTM's state operand is a constant or shared")
     if fused < len(layers):

@@ -195,3 +195,19 @@ def test_which_layers_become_native_operators(name):
     make_layer, kind = NATIVE[name]
     spec = native_spec(make_layer())
     assert (None if spec is None else spec.kind) == kind
+
+
+def test_a_converter_error_names_the_innermost_loop_layer():
+    """The last layer named on the op's path, depth first in Keras' order of the layers
+    (a Bidirectional's backward layer before its forward one)."""
+    from kerasrnn.export._formats import loop_layer_named
+
+    x = keras.Input((None, 3))
+    layer = keras.layers.Bidirectional(kerasrnn.RNN(kerasrnn.LSTMCell(4), name="words"))
+    model = keras.Model(x, layer(x))
+    path = f"model/{layer.name}/forward_words/while/MatMul"
+    assert loop_layer_named(model, f"failed at '{path}': no map") is layer.forward_layer
+    both = f"{path} and model/{layer.name}/backward_words/while/MatMul"
+    assert loop_layer_named(model, both) is layer.forward_layer
+    assert loop_layer_named(model, f"'{layer.name}_1/while': no map") is layer
+    assert loop_layer_named(model, "nothing named") is None
