@@ -112,6 +112,17 @@ def backup_files_and_position(callback):
     return callback._weights_path, callback._training_metadata_path, position
 
 
+def keras_nested_layers(layer):
+    """Every layer inside `layer` (itself excluded), depth first in the order Keras
+    tracks them, as `Layer._flatten_layers` walks them. The exporters name the
+    innermost layer on a converter's failing op path with it, the last match in this
+    order. The walk of the attributes (`kerasrnn.export._formats.sublayers`) reaches the
+    same layers in another order (a `Bidirectional`'s forward layer before its backward
+    one, an `RNNStack`'s template cell first). Waits for: a public recursive traversal
+    of a layer's sublayers in Keras 3."""
+    return list(layer._flatten_layers(include_self=False, recursive=True))
+
+
 __all__ = [
     "backup_files_and_position",
     "DropoutRNNCell",
@@ -119,6 +130,7 @@ __all__ = [
     "backend_lstm",
     "backend_rnn",
     "in_multi_worker_mode",
+    "keras_nested_layers",
     "patch_keras_multi_worker_fit",
     "tensorflow_graph_in_xla_context",
     "tensorflow_records_gradient",

@@ -3,8 +3,11 @@
 * `NEG_INF` -- the finite "minus infinity" of masked logits and scores;
 * `scan` -- `ops.scan` over several time-major sequences at once (the CRF's forward
   algorithm and Viterbi, scheduled sampling's step-wise decoder);
-* `padding_mask`, `lengths_from_mask` -- ids -> the mask of real tokens -> lengths.
+* `padding_mask`, `lengths_from_mask` -- ids -> the mask of real tokens -> lengths;
+* `right_padding` -- a mask read as right padding, as the fused recurrent kernels read it.
 """
+
+from typing import Any, NamedTuple
 
 import numpy as np
 from keras import ops
@@ -92,3 +95,49 @@ def lengths_from_mask(mask):
     [2, 1]
     """
     return ops.sum(ops.cast(ops.convert_to_tensor(mask), "int32"), axis=-1)
+
+
+class RightPadding(NamedTuple):
+    """A `(batch, time)` mask read as right padding (`right_padding`)."""
+
+    steps: Any  # n_t: the real steps up to and including t, int32 (batch, time)
+    lengths: Any  # L = n_T: the real steps of each row, int32 (batch,)
+    right_padded: Any  # whether each row's real steps come first, bool (batch,)
+
+
+def right_padding(mask):
+    """A `(batch, time)` mask m read as right padding, the layout of the kernels that
+    take one length per row (cuDNN's `sequence_lengths`, ONNX's `sequence_lens`):
+
+    .. math::  n_t = \\sum_{s \\le t} m_s, \\qquad L = n_T, \\qquad
+               \\text{right padded} \\iff m_t = [t < L] \\ \\text{for every } t
+
+    n_t counts a row's real steps up to and including t: at step t `keras.layers.RNN`
+    outputs what it output after the row's n_t-th real step (zeros while n_t = 0, or at
+    every masked step with `zero_output_for_mask`). L is the row's length
+    (`lengths_from_mask`). A length-based kernel reads a right-padded row exactly and
+    any other row (left padding, holes) wrongly; gathering each row's real steps to the
+    front, in order, makes any mask right padded.
+
+    Returns:
+        `RightPadding(steps, lengths, right_padded)`: n_t int32 `(batch, time)`, L int32
+        `(batch,)`, and bool `(batch,)`.
+
+    Example:
+
+    >>> import keras
+    >>> from kerasrnn.ops import right_padding
+    >>> padding = right_padding([[True, True, False], [False, True, True]])
+    >>> keras.ops.convert_to_numpy(padding.steps).tolist()
+    [[1, 2, 2], [0, 1, 2]]
+    >>> keras.ops.convert_to_numpy(padding.lengths).tolist()
+    [2, 2]
+    >>> keras.ops.convert_to_numpy(padding.right_padded).tolist()
+    [True, False]
+    """
+    mask = ops.cast(ops.convert_to_tensor(mask), "int32")
+    steps = ops.cast(ops.cumsum(mask, axis=-1), "int32")
+    lengths = lengths_from_mask(mask)
+    positions = ops.arange(ops.shape(mask)[-1], dtype="int32")
+    prefix = ops.cast(ops.less(positions, lengths[..., None]), "int32")
+    return RightPadding(steps, lengths, ops.all(ops.equal(mask, prefix), axis=-1))

@@ -17,6 +17,7 @@ from kerasrnn.cells.projection import (
     LinearProjection,
     LuongProjection,
 )
+from kerasrnn.cells.recurrence import RecurrenceSpec, recurrence_spec
 from kerasrnn.cells.rnn import RNN
 from kerasrnn.cells.simple import SimpleRNNCell
 from kerasrnn.cells.stack import RNNStack
@@ -32,6 +33,8 @@ __all__ = [
     "ESNCell",
     "RNN",
     "RNNStack",
+    "RecurrenceSpec",
+    "recurrence_spec",
     "AttentionCell",
     "AttentiveRNN",
     "BoundAttentionCell",

@@ -13,68 +13,24 @@ from kerasrnn._private import (
     tensorflow_graph_in_xla_context,
     tensorflow_records_gradient,
 )
-from kerasrnn.cells.base import RecurrentCell, config_keys
-from kerasrnn.cells.gru import GRUCell
-from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.lstm_sequence import lstm_sequence
-
-# The config entries of LSTMCell / GRUCell that the fused kernels reproduce whatever their
-# value: every option of the base cell (initializers, regularizers and constraints act on
-# the variables, not the step; input dropout is applied to the whole sequence first; a
-# learned h_0 / c_0 enters the loop as its initial state; the activations and recurrent
-# dropout are checked in `fused_kind`), plus these of LSTMCell / GRUCell (the first four
-# only choose the bias initializer, the others are checked in `fused_kind`).
-# Any other option (an option added later) must be at its "off" value for the fast path.
-_LSTM_GRU_OPTIONS = {
-    "unit_forget_bias",
-    "peephole_initializer",
-    "forget_bias",
-    "chrono_init",
-    "reset_after",
-    "forget_gate",
-    "peephole",
-    "coupled",
-}
+from kerasrnn.cells.recurrence import fused_cell, recurrence_spec
+from kerasrnn.ops import right_padding
 
 
-def _neutral_options():
-    return set(config_keys(RecurrentCell)) | _LSTM_GRU_OPTIONS
+def fused_kind(layer):
+    """ "lstm" or "gru" when `kerasrnn.RNN` `layer` runs its loop on Keras' fused LSTM /
+    GRU kernels (way 1 of `RNN`; the LSTM's written-out pass, way 2, too), else None.
 
-
-def fused_kind(cell):
-    """ "lstm" or "gru" when `cell` computes exactly what keras.layers.LSTM / GRU does, else None.
-
-    That is a kerasrnn `LSTMCell` (not a subclass such as the layer-normalised cell) with a
-    forget gate, no peepholes, no coupling; or a kerasrnn `GRUCell` (either reset-gate
-    placement); in both cases tanh / sigmoid activations, no recurrent dropout (input
-    dropout is applied to the whole sequence first, as keras.layers.LSTM does) and every
-    other option off.
-    """
-    kind = inference_kind(cell)
-    return None if kind is None or cell.recurrent_dropout else kind
-
-
-def inference_kind(cell, allow_peephole=False):
-    """ "lstm" or "gru" when `cell` computes at inference exactly what keras.layers.LSTM /
-    GRU does (`fused_kind`'s conditions, recurrent dropout allowed: it acts in training
-    only), else None; with `allow_peephole`, an LSTM with peepholes counts too (ONNX's
-    operator has them). The exporters write such cells as native recurrent operators."""
-    if type(cell) is LSTMCell:
-        if not cell.forget_gate or cell.coupled or (cell.peephole and not allow_peephole):
-            return None
-        kind = "lstm"
-    elif type(cell) is GRUCell:
-        kind = "gru"
-    else:
+    That is a layer `recurrence_spec` describes, whose cell is kerasrnn's (Keras' own
+    cells are `keras.layers.LSTM` / `GRU`'s job), without peepholes (the kernels have
+    none) and without recurrent dropout (it acts inside the loop; input dropout is
+    applied to the whole sequence first, as `keras.layers.LSTM` does)."""
+    spec = recurrence_spec(layer)
+    if spec is None or spec.keras_cell or spec.peephole or spec.recurrent_dropout:
         return None
-    if cell.activation is not keras.activations.tanh:
-        return None
-    if cell.recurrent_activation is not keras.activations.sigmoid:
-        return None
-    for key, value in cell.get_config().items():
-        if key not in _neutral_options() and value not in (None, False, 0, 0.0):
-            return None  # an option this module does not know is switched on
-    return kind
+    return spec.kind
 
 
 def compiled_with_xla():
@@ -99,11 +55,14 @@ def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, op
     return_sequences, input_gradient, zero_output_for_mask)`."""
     go_backwards, return_sequences, input_gradient, zero_output_for_mask = options
     sequences = ops.transpose(sequences, (1, 0, 2))
-    if mask is not None:
-        mask = ops.transpose(mask)
     if go_backwards:
         sequences = ops.flip(sequences, axis=0)
-        mask = None if mask is None else ops.flip(mask, axis=0)
+        mask = None if mask is None else ops.flip(mask, axis=1)
+    if mask is not None:
+        # keras.layers.RNN's outputs at a masked step: zeros with zero_output_for_mask,
+        # else the last real step's output (zeros before the first one: n_t = 0)
+        shown = mask if zero_output_for_mask else right_padding(mask).steps > 0
+        shown, mask = ops.transpose(shown), ops.transpose(mask)
     outputs, h, c = lstm_sequence(
         sequences,
         kernel,
@@ -115,10 +74,7 @@ def written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask, op
         mask=mask,
     )
     if mask is not None:
-        # keras.layers.RNN's outputs at a masked step: zeros with zero_output_for_mask,
-        # else the last unmasked step's output (zeros before the first one)
-        mask = ops.cast(mask, outputs.dtype)[..., None]
-        outputs = outputs * (mask if zero_output_for_mask else ops.minimum(ops.cumsum(mask, 0), 1))
+        outputs = outputs * ops.cast(shown, outputs.dtype)[..., None]
     last_output = outputs[-1]
     outputs = ops.transpose(outputs, (1, 0, 2)) if return_sequences else last_output[:, None]
     return last_output, outputs, h, c
@@ -204,7 +160,8 @@ class RNN(keras.layers.RNN):
 
     1. **Fused** (`fast_path=True`, the cell is a kerasrnn `LSTMCell` / `GRUCell` in the
        configuration `keras.layers.LSTM` / `GRU` compute: tanh and sigmoid, a forget gate,
-       no peepholes or coupling, no recurrent dropout): the cell's own weights go to
+       no peepholes or coupling, no recurrent dropout; `kerasrnn.cells.rnn.fused_kind`
+       over `kerasrnn.cells.recurrence_spec`): the cell's own weights go to
        Keras' fused LSTM/GRU implementation, the one `keras.layers.LSTM` / `GRU` use:
        cuDNN on a GPU with TensorFlow, JAX or PyTorch; on PyTorch's CPU a loop with the
        input projection hoisted. Where that implementation declines (a CPU with
@@ -296,7 +253,7 @@ class RNN(keras.layers.RNN):
 
     def path_conditions(self, sequences, mask, training):
         """The `PathConditions` of a call with these inputs."""
-        kind = fused_kind(self._fused_cell) if self.fast_path else None
+        kind = fused_kind(self) if self.fast_path else None
         lstm = kind == "lstm" and not self.unroll
         # On JAX an unmasked LSTM takes the written-out loop before Keras' fused kernel
         # (cuDNN on a GPU; on a CPU JAX has none): on an H100 a training step took 0.87x
@@ -345,9 +302,9 @@ class RNN(keras.layers.RNN):
 
     @property
     def _fused_cell(self):
-        """The cell whose configuration and weights the fused kernels take: the cell, or
-        the one a weight-only wrapper exposes as `fused_cell`."""
-        return getattr(self.cell, "fused_cell", self.cell)
+        """The cell whose configuration and weights the fused kernels take
+        (`kerasrnn.cells.recurrence.fused_cell`)."""
+        return fused_cell(self)
 
     def _dropped(self, sequences, training):
         cell = self._fused_cell
@@ -359,7 +316,7 @@ class RNN(keras.layers.RNN):
     def _fused_loop(self, sequences, initial_state, mask, training):
         """Keras' fused LSTM/GRU on the cell's weights; None where the backend declines."""
         cell = self._fused_cell
-        kind = fused_kind(cell)
+        kind = fused_kind(self)
         states = cell.check_states(initial_state)
         arguments = dict(
             kernel=cell.kernel,

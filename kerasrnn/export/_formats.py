@@ -8,6 +8,8 @@ import re
 
 import keras
 
+from kerasrnn._private import keras_nested_layers
+
 FORMAT_NAMES = {"onnx": "ONNX", "litert": "LiteRT"}
 
 # Layers that cannot work in a runtime that holds no state between calls and no string
@@ -137,7 +139,7 @@ def loop_layer_named(model, text):
     """The layer of `model` (searched depth first) whose name appears in a converter's
     error `text` as a path component, for a one-line reason; None if none does."""
     found = None
-    for layer in model._flatten_layers(include_self=False, recursive=True):
+    for layer in keras_nested_layers(model):
         if re.search(rf"(^|[/'\s]){re.escape(layer.name)}(_\d+)?/", text):
             found = layer  # the innermost (last) match names the loop best
     return found

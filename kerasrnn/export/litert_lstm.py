@@ -13,11 +13,12 @@ Keras 2's LSTM layer): it replaces the function's body by the fused op, provided
 
 `fused_lstm_loops` routes the layers whose loop the kernel computes exactly
 (`fusable_lstm_cell`: a `keras.layers.LSTM`, or `keras.layers.RNN` / `kerasrnn.RNN` over
-a standard LSTM cell, float32, whose states nobody reads) through such a function while
-the export traces the model. The kernel takes no mask; the route here keeps Keras' masked
-results exactly, for any mask (right padding, left padding, holes): each row's unmasked
-steps are gathered to the front in order, the kernel runs on them, and each position t
-reads back the output after its row's n_t = sum_{s<=t} m_s real steps,
+a standard LSTM cell, `kerasrnn.cells.recurrence_spec`, float32, whose states nobody
+reads) through such a function while the export traces the model. The kernel takes no
+mask; the route here keeps Keras' masked results exactly, for any mask (right padding,
+left padding, holes): each row's unmasked steps are gathered to the front in order (the
+row right padded, `kerasrnn.ops.right_padding`), the kernel runs on them, and each
+position t reads back the output after its row's n_t = sum_{s<=t} m_s real steps,
 
 .. math::  y_t = \\begin{cases} \\tilde h_{n_t - 1} & m_t = 1 \\text{ or }
            (n_t > 0 \\text{ and not zero\\_output\\_for\\_mask}) \\\\ 0 & \\text{otherwise}
@@ -38,9 +39,10 @@ import uuid
 
 import keras
 
-from kerasrnn.cells.lstm import LSTMCell
-from kerasrnn.cells.rnn import RNN, fused_kind
+from kerasrnn.cells.recurrence import recurrence_spec
+from kerasrnn.cells.rnn import RNN
 from kerasrnn.export._formats import LOGGER, sublayers
+from kerasrnn.ops import right_padding
 
 FUSED_LSTM = "UNIDIRECTIONAL_SEQUENCE_LSTM"
 
@@ -52,24 +54,20 @@ _RNN_LAYERS = (keras.layers.RNN, keras.layers.LSTM, RNN)
 def fusable_lstm_cell(layer):
     """The LSTM cell of `layer` if LiteRT's fused kernel computes the layer's loop
     exactly at inference, else None: `layer` is a `keras.layers.LSTM`, or a
-    `keras.layers.RNN` / `kerasrnn.RNN` over a `keras.layers.LSTMCell` or a standard
-    `kerasrnn.LSTMCell` (tanh and sigmoid, a forget gate, no peepholes or coupling:
-    `kerasrnn.cells.rnn.fused_kind`), in float32, and neither `return_state` nor
-    `stateful` (the kernel returns the output sequence, not c_T)."""
+    `keras.layers.RNN` / `kerasrnn.RNN` over a standard LSTM cell
+    (`kerasrnn.cells.recurrence_spec`: Keras' `LSTMCell`, or a `kerasrnn.LSTMCell` with
+    tanh and sigmoid, a forget gate, no coupling) held directly, without peepholes (the
+    kernel the converter writes has none), in float32, and neither `return_state` nor
+    `stateful` (the kernel returns the output sequence, not c_T). Dropout acts in
+    training only."""
     if type(layer) not in _RNN_LAYERS:
         return None
-    if layer.return_state or layer.stateful or layer.compute_dtype != "float32":
+    spec = recurrence_spec(layer)
+    if spec is None or spec.kind != "lstm" or spec.peephole or spec.wrapped:
         return None
-    cell = layer.cell
-    if type(cell) is keras.layers.LSTMCell:
-        standard = (
-            cell.activation is keras.activations.tanh
-            and cell.recurrent_activation is keras.activations.sigmoid
-        )
-        return cell if standard else None
-    if type(cell) is LSTMCell and fused_kind(cell) == "lstm":
-        return cell
-    return None
+    if spec.return_state or spec.stateful or spec.dtype != "float32":
+        return None
+    return layer.cell
 
 
 @contextlib.contextmanager
@@ -131,7 +129,7 @@ def _fused_inner_loop(layer, traced, sequences, initial_state, mask=None, traini
     if mask is not None:
         # n_t: real steps up to t; the j-th real step of a row sits at the number of
         # positions t with n_t <= j (positions past the row's last one: any step)
-        counts = tf.cumsum(mask, axis=1)
+        counts = right_padding(mask).steps
         steps = tf.range(time, dtype=tf.int32)
         order = tf.reduce_sum(tf.cast(counts[:, None, :] <= steps[None, :, None], tf.int32), axis=2)
         x = tf.gather(x, tf.minimum(order, time - 1), batch_dims=1)
@@ -233,11 +231,11 @@ def finished_fused_lstms(flatbuffer, layers):
             table = op.BuiltinOptions()
             options = schema.UnidirectionalSequenceLSTMOptions()
             options.Init(table.Bytes, table.Pos)
-            # cell_clip is the table's second field (vtable slot 6); the generated
-            # reader exposes the table it reads as `_tab`
-            field = options._tab.Offset(6)
+            # cell_clip is the options table's second field (vtable slot 6), read and
+            # written through the flatbuffers `Table` the operator returns
+            field = table.Offset(6)
             if field and options.CellClip() != 0.0:
-                struct.pack_into("<f", data, options._tab.Pos + field, 0.0)
+                struct.pack_into("<f", data, table.Pos + field, 0.0)
         if len(set(states)) < len(states) or not computed.issuperset(states):
             raise FusionError("a fused LSTM's state operand is a constant or shared")
     if fused < len(layers):

@@ -19,22 +19,23 @@ while the marker carries the operator's inputs and nothing else. Everything arou
 loop (the mask, `return_sequences`, `return_state`, `Bidirectional`'s merge) stays
 Keras' own code, traced as usual.
 
-Which layers (`native_kind`): `keras.layers.RNN` (`LSTM` / `GRU` included) and
-`kerasrnn.RNN`, not stateful, float32, whose cell is exactly a `keras.layers.LSTMCell`
-/ `GRUCell`, a kerasrnn `LSTMCell` with a forget gate and no coupling (its peepholes,
-if any, are the operator's `P`: the input and forget gates see c_{t-1}, the output
-gate c_t, as in the cell) or a kerasrnn `GRUCell` (either reset placement), with tanh
-and sigmoid activations. Dropout and recurrent dropout do not act at inference;
-`unit_forget_bias`, `forget_bias` and `chrono_init` only set the bias's initial value;
-a learned initial state enters as the operator's `initial_h` / `initial_c`. Every
-other cell keeps the `Loop`.
+Which layers (`native_spec`): those `kerasrnn.cells.recurrence_spec` describes, not
+stateful, float32: a `keras.layers.RNN` (`LSTM` / `GRU` included) or `kerasrnn.RNN`
+whose cell is exactly a `keras.layers.LSTMCell` / `GRUCell`, a kerasrnn `LSTMCell`
+with a forget gate and no coupling (its peepholes, if any, are the operator's `P`: the
+input and forget gates see c_{t-1}, the output gate c_t, as in the cell) or a kerasrnn
+`GRUCell` (either reset placement), with tanh and sigmoid activations. Dropout and
+recurrent dropout do not act at inference; `unit_forget_bias`, `forget_bias` and
+`chrono_init` only set the bias's initial value; a learned initial state enters as the
+operator's `initial_h` / `initial_c`. Every other cell keeps the `Loop`.
 
 The two layers of a `keras.layers.Bidirectional` called without initial states (the
 layers of `kerasrnn.RNNStack(bidirectional=True)` too) become one operator with
 ``direction="bidirectional"``.
 
-Masks are read as right padding: each row's `sequence_lens` is its number of unmasked
-steps, and the operator reads the first that many. That is what `Embedding(mask_zero=
+Masks are read as right padding (`kerasrnn.ops.right_padding`): each row's
+`sequence_lens` is its number of unmasked steps, and the operator reads the first that
+many. That is what `Embedding(mask_zero=
 True)` gives for right-padded ids; a mask with holes or left padding would need the
 `Loop` (`native_recurrences=False`).
 """
@@ -43,6 +44,9 @@ import contextlib
 import re
 
 import keras
+
+from kerasrnn.cells.recurrence import recurrence_spec
+from kerasrnn.ops import right_padding
 
 # ONNX's gate order from Keras' (LSTM: Keras i, f, c, o -> ONNX i, o, f, c; GRU: both
 # z, r, h)
@@ -54,36 +58,25 @@ _MARKER = "KerasrnnNativeRecurrence"
 _COMPILED_GENERATE = "_compiled_generate"
 
 
-def native_kind(layer):
-    """ "lstm" or "gru" where ONNX's operator computes exactly what `layer`'s time loop
-    does at inference, else None (the module docstring lists the conditions)."""
-    from kerasrnn.cells.gru import GRUCell
-    from kerasrnn.cells.lstm import LSTMCell
-    from kerasrnn.cells.rnn import inference_kind
-
-    if not isinstance(layer, keras.layers.RNN) or layer.stateful:
+def native_spec(layer):
+    """`layer`'s `kerasrnn.cells.recurrence_spec` where ONNX's operator computes exactly
+    what its time loop does at inference, else None (the module docstring lists the
+    conditions): any standard recurrence (peepholes are the operator's `P`; dropout acts
+    in training only), not stateful, in float32, its cell held directly (the operator's
+    weights are read from `layer.cell`)."""
+    spec = recurrence_spec(layer)
+    if spec is None or spec.stateful or spec.dtype != "float32" or spec.wrapped:
         return None
-    if keras.backend.standardize_dtype(layer.compute_dtype) != "float32":
-        return None
-    cell = layer.cell
-    if type(cell) in (LSTMCell, GRUCell):
-        return inference_kind(cell, allow_peephole=True)
-    kinds = {keras.layers.LSTMCell: "lstm", keras.layers.GRUCell: "gru"}
-    if type(cell) not in kinds:
-        return None
-    if cell.activation is not keras.activations.tanh:
-        return None
-    if cell.recurrent_activation is not keras.activations.sigmoid:
-        return None
-    return kinds[type(cell)]
+    return spec
 
 
-def _onnx_weights(cell, kind):
-    """The cell's weights as ONNX's `W` [4H or 3H, input], `R` [.., H] and `B` [2 x ..]
-    (input then recurrent bias), gate blocks in ONNX's order."""
+def _onnx_weights(cell, spec):
+    """The weights of `cell` (of the recurrence `spec`) as ONNX's `W` [4H or 3H, input],
+    `R` [.., H] and `B` [2 x ..] (input then recurrent bias), gate blocks in ONNX's
+    order."""
     import tensorflow as tf
 
-    units, gates = cell.units, _GATES[kind]
+    units, gates = spec.units, _GATES[spec.kind]
 
     def reordered(matrix):  # (rows, G*H) -> (G*H, rows), gate blocks re-ordered
         rows = tf.shape(matrix)[0]
@@ -95,25 +88,25 @@ def _onnx_weights(cell, kind):
     r = reordered(tf.convert_to_tensor(cell.recurrent_kernel))
     width = len(gates) * units
     zeros = tf.zeros([width], kernel.dtype)
-    if not cell.use_bias:
+    if not spec.use_bias:
         b = tf.concat([zeros, zeros], 0)
     else:
         bias = tf.convert_to_tensor(cell.bias)
-        if kind == "gru" and cell.reset_after:  # (2, 3H): input bias, recurrent bias
+        if spec.reset_after:  # the GRU's (2, 3H): input bias, recurrent bias
             b = tf.reshape(bias, [2 * width])
         else:
             b = tf.concat([tf.reshape(reordered(bias[None]), [width]), zeros], 0)
     return w, r, b
 
 
-def _onnx_peepholes(cell):
-    """ONNX's `P` row of a kerasrnn LSTM cell: its peepholes p_i, p_o, p_f (the
-    operator's i and f gates see c_{t-1}, its o gate c_t, as the cell's), zeros for a
-    cell without them."""
+def _onnx_peepholes(cell, spec):
+    """ONNX's `P` row of an LSTM cell (of the recurrence `spec`): its peepholes p_i,
+    p_o, p_f (the operator's i and f gates see c_{t-1}, its o gate c_t, as the cell's),
+    zeros for a cell without them."""
     import tensorflow as tf
 
-    if not getattr(cell, "peephole", False):
-        return tf.zeros([3 * cell.units])
+    if not spec.peephole:
+        return tf.zeros([3 * spec.units])
     return tf.concat(
         [tf.convert_to_tensor(p) for p in (cell.peephole_i, cell.peephole_o, cell.peephole_f)], 0
     )
@@ -151,9 +144,10 @@ class _NativeRecurrences:
         self.pending = {}  # id(backward layer) -> its results, computed with the forward
         self.paired = set()  # id(forward layer) of the Bidirectionals called without initial states
 
-    def _kind(self, layer):
-        kind = native_kind(layer)
-        return kind if kind in self.kinds else None
+    def _spec(self, layer):
+        """`layer`'s `native_spec` where it becomes an operator of `kinds`, else None."""
+        spec = native_spec(layer)
+        return spec if spec is not None and spec.kind in self.kinds else None
 
     def _marker(self, kind, units, direction, inputs, sequences):
         """The operator's outputs `Y` (time, directions, batch, units) and its final
@@ -181,33 +175,32 @@ class _NativeRecurrences:
         shapes = [[time, directions, batch, units]] + [[directions, batch, units]] * (count - 1)
         return [tf.ensure_shape(output, shape) for output, shape in zip(outputs, shapes)]
 
-    def _run(self, layers, kind, sequences, initial_states, mask):
+    def _run(self, layers, specs, sequences, initial_states, mask):
         """The operator over `layers` (one, or a Bidirectional's forward and backward)
-        -> each layer's `(last_output, outputs, states)`."""
+        of the recurrences `specs` -> each layer's `(last_output, outputs, states)`."""
         import tensorflow as tf
 
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
         batch, time = tf.shape(sequences)[0], tf.shape(sequences)[1]
-        if mask is None:
-            lengths = tf.fill([batch], time)
-        else:
-            lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
-        weights = [_onnx_weights(layer.cell, kind) for layer in layers]
+        lengths = tf.fill([batch], time) if mask is None else right_padding(mask).lengths
+        kind = specs[0].kind
+        weights = [_onnx_weights(layer.cell, spec) for layer, spec in zip(layers, specs)]
         inputs = [tf.transpose(sequences, [1, 0, 2])]
         inputs += [tf.stack([w[k] for w in weights]) for k in range(3)]
         inputs.append(lengths)
         for k in range(len(initial_states[0])):  # h (and c), one row per direction
             inputs.append(tf.stack([states[k] for states in initial_states]))
-        if any(getattr(layer.cell, "peephole", False) for layer in layers):
-            inputs.append(tf.stack([_onnx_peepholes(layer.cell) for layer in layers]))
+        if any(spec.peephole for spec in specs):
+            peepholes = [_onnx_peepholes(layer.cell, spec) for layer, spec in zip(layers, specs)]
+            inputs.append(tf.stack(peepholes))
         if kind == "gru":
-            inputs.append(layers[0].cell.reset_after)
+            inputs.append(specs[0].reset_after)
         if len(layers) == 2:
             direction = "bidirectional"
         else:
-            direction = "reverse" if layers[0].go_backwards else "forward"
-        y, *finals = self._marker(kind, layers[0].cell.units, direction, inputs, sequences)
+            direction = "reverse" if specs[0].go_backwards else "forward"
+        y, *finals = self._marker(kind, specs[0].units, direction, inputs, sequences)
         results = []
         for d, layer in enumerate(layers):
             results.append(
@@ -222,7 +215,7 @@ class _NativeRecurrences:
             )
         return results
 
-    def _inner_loop(self, layer, kind, partner=None):
+    def _inner_loop(self, layer, spec, partner=None):
         """`layer`'s replacement `inner_loop`; with `partner` (the backward layer of its
         Bidirectional) one bidirectional operator for both when the wrapper is called
         without initial states."""
@@ -235,13 +228,17 @@ class _NativeRecurrences:
             if not states:
                 states = [initial_state]
             if partner is None or id(layer) not in self.paired:
-                return self._run([layer], kind, sequences, [states], mask)[0]
+                return self._run([layer], [spec], sequences, [states], mask)[0]
             partner_states = partner.get_initial_state(batch_size=tf.shape(sequences)[0])
             if not isinstance(partner_states, (list, tuple)):
                 partner_states = [partner_states]
             partner_states = [tf.cast(s, sequences.dtype) for s in partner_states]
             forward, backward = self._run(
-                [layer, partner], kind, sequences, [states, partner_states], mask
+                [layer, partner],
+                [spec, self._spec(partner)],
+                sequences,
+                [states, partner_states],
+                mask,
             )
             self.pending[id(partner)] = backward
             return forward
@@ -278,23 +275,23 @@ class _NativeRecurrences:
             if not isinstance(layer, keras.layers.Bidirectional):
                 continue
             forward, backward = layer.forward_layer, layer.backward_layer
-            kind = self._kind(forward)
+            spec, partner = self._spec(forward), self._spec(backward)
             if (
-                kind is not None
-                and self._kind(backward) == kind
-                and forward.cell.units == backward.cell.units
-                and not forward.go_backwards
-                and backward.go_backwards
-                and (kind == "lstm" or forward.cell.reset_after == backward.cell.reset_after)
+                spec is not None
+                and partner is not None
+                and (spec.kind, spec.units, spec.reset_after)
+                == (partner.kind, partner.units, partner.reset_after)
+                and not spec.go_backwards
+                and partner.go_backwards
             ):
-                swap(forward, "inner_loop", self._inner_loop(forward, kind, partner=backward))
-                swap(backward, "inner_loop", self._inner_loop(backward, kind))
+                swap(forward, "inner_loop", self._inner_loop(forward, spec, partner=backward))
+                swap(backward, "inner_loop", self._inner_loop(backward, partner))
                 swap(layer, "call", self._paired_call(layer, layer.call))
                 handled.update((id(forward), id(backward)))
         for layer in layers:
-            kind = self._kind(layer)
-            if kind is not None and id(layer) not in handled:
-                swap(layer, "inner_loop", self._inner_loop(layer, kind))
+            spec = self._spec(layer)
+            if spec is not None and id(layer) not in handled:
+                swap(layer, "inner_loop", self._inner_loop(layer, spec))
             if layer.__dict__.get(_COMPILED_GENERATE) is not None:
                 # a task's compiled `generate` (`kerasrnn.seq2seq.generation`) keeps the
                 # functions traced before, when the functional model around it was

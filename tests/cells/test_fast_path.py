@@ -81,17 +81,18 @@ KERAS_LAYERS = {
     ],
 )
 def test_fused_kind(make_cell, kind):
-    assert fused_kind(make_cell()) == kind
+    assert fused_kind(kerasrnn.RNN(make_cell())) == kind
 
 
 def test_an_unknown_option_switched_on_leaves_the_fast_path():
     """A cell option added later (say zoneout) must opt in explicitly."""
     cell = kerasrnn.LSTMCell(U)
+    layer = kerasrnn.RNN(cell)
     config = cell.get_config()
     cell.get_config = lambda: {**config, "zoneout": 0.1}
-    assert fused_kind(cell) is None
+    assert fused_kind(layer) is None
     cell.get_config = lambda: {**config, "zoneout": 0.0}
-    assert fused_kind(cell) == "lstm"
+    assert fused_kind(layer) == "lstm"
 
 
 @pytest.mark.parametrize(
@@ -101,8 +102,8 @@ def test_an_unknown_option_switched_on_leaves_the_fast_path():
 )
 def test_initialisation_options_keep_the_fast_path(options):
     """They choose initial values (biases, h_0 / c_0), not the step the kernel computes."""
-    assert fused_kind(kerasrnn.LSTMCell(U, **options)) == "lstm"
-    assert fused_kind(kerasrnn.GRUCell(U, **options)) == "gru"
+    assert fused_kind(kerasrnn.RNN(kerasrnn.LSTMCell(U, **options))) == "lstm"
+    assert fused_kind(kerasrnn.RNN(kerasrnn.GRUCell(U, **options))) == "gru"
 
 
 class Spy:

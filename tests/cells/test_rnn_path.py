@@ -158,3 +158,28 @@ def test_lstm_in_its_own_xla_cluster_in_training():
 
 def _gpu():
     return any("gpu" in str(d).lower() for d in keras.distribution.list_devices())
+
+
+@pytest.mark.parametrize(
+    "go_backwards, zero_output_for_mask", [(False, False), (True, False), (False, True)]
+)
+def test_written_out_lstm_with_a_mask_equals_keras_loop(go_backwards, zero_output_for_mask):
+    """The written-out pass on this backend with a mask (as TensorFlow's own XLA
+    cluster runs it): keras.layers.RNN's outputs at masked steps (the last real step's
+    output, zeros before the first, or zeros with `zero_output_for_mask`) and final
+    states, for left padding, holes and a row of padding only."""
+    cell = kerasrnn.LSTMCell(U)
+    options = dict(go_backwards=go_backwards, zero_output_for_mask=zero_output_for_mask)
+    reference = keras.layers.RNN(cell, return_sequences=True, return_state=True, **options)
+    x = inputs(3)
+    mask = np.array([[0, 0, 1, 1, 1, 1], [1, 0, 0, 1, 0, 1], [0, 0, 0, 0, 0, 0]], bool)
+    want = reference(x, mask=mask)
+    h0 = c0 = np.zeros((B, U), "float32")
+    weights = (cell.kernel, cell.recurrent_kernel, cell.bias)
+    last, outputs, h, c = rnn_module.written_out_lstm(
+        x, *weights, h0, c0, mask, (go_backwards, True, True, zero_output_for_mask)
+    )
+    for got, expected in zip([last, outputs, h, c], [want[0][:, -1], *want]):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(got), keras.ops.convert_to_numpy(expected), atol=2e-5
+        )

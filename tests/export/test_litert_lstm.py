@@ -104,6 +104,45 @@ def test_native_recurrences_false_keeps_the_while_loop(tmp_path):
     assert_outputs_equal(calls[1], expected)
 
 
+class _OwnRNN(keras.layers.RNN):
+    """A subclass of keras.layers.RNN: it may run its own step, so it keeps its loop."""
+
+
+# Which layers become the fused kernel (`fusable_lstm_cell`: the standard LSTMs of
+# `kerasrnn.cells.recurrence_spec` in keras.layers.RNN / LSTM / kerasrnn.RNN, without
+# peepholes, held directly, float32, neither return_state nor stateful).
+FUSABLE = {
+    "lstm": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(UNITS), go_backwards=True), True),
+    "lstm-unrolled": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(UNITS), unroll=True), True),
+    "lstm-recurrent-dropout": (  # it acts in training only
+        lambda: kerasrnn.RNN(kerasrnn.LSTMCell(UNITS, recurrent_dropout=0.3)),
+        True,
+    ),
+    "keras-lstm": (lambda: keras.layers.LSTM(UNITS), True),
+    "keras-lstm-cell": (lambda: keras.layers.RNN(keras.layers.LSTMCell(UNITS)), True),
+    "gru": (lambda: kerasrnn.RNN(kerasrnn.GRUCell(UNITS)), False),
+    "keras-gru": (lambda: keras.layers.GRU(UNITS), False),
+    "peephole": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(UNITS, peephole=True)), False),
+    "return-state": (lambda: keras.layers.LSTM(UNITS, return_state=True), False),
+    "stateful": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(UNITS), stateful=True), False),
+    "mixed-precision": (lambda: keras.layers.LSTM(UNITS, dtype="mixed_bfloat16"), False),
+    "weight-drop": (
+        lambda: kerasrnn.RNN(kerasrnn.layers.WeightDrop(kerasrnn.LSTMCell(UNITS), rate=0.5)),
+        False,
+    ),
+    "rnn-subclass": (lambda: _OwnRNN(kerasrnn.LSTMCell(UNITS)), False),
+    "coupled": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(UNITS, coupled=True)), False),
+}
+
+
+@pytest.mark.parametrize("name", list(FUSABLE))
+def test_which_layers_become_fused_kernels(name):
+    make_layer, fused = FUSABLE[name]
+    layer = make_layer()
+    cell = litert_lstm.fusable_lstm_cell(layer)
+    assert cell is (layer.cell if fused else None)
+
+
 def test_cell_state_is_not_clipped(tmp_path):
     """The converter writes the kernel with a cell clip of 10; Keras has none. Thirty
     saturated steps take c_t to ~30, then a half-open forget gate halves it: clipped,

@@ -154,3 +154,60 @@ def test_loop_when_native_recurrences_off(tmp_path):
     assert _counts(onnx.load(str(path)).graph.node) == {"LSTM": 0, "GRU": 0, "Loop": 1}
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     assert_outputs_equal(session.run(None, {session.get_inputs()[0].name: inputs[0]}), expected)
+
+
+class _OwnRNN(keras.layers.RNN):
+    """A subclass of keras.layers.RNN over a standard cell: its loop is Keras'."""
+
+
+# Which layers become ONNX's operators (`native_spec`: the standard recurrences of
+# `kerasrnn.cells.recurrence_spec`, not stateful, float32, the cell held directly).
+NATIVE = {
+    "lstm": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(4)), "lstm"),
+    "lstm-peephole": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(4, peephole=True)), "lstm"),
+    "lstm-recurrent-dropout": (
+        lambda: keras.layers.RNN(kerasrnn.LSTMCell(4, recurrent_dropout=0.3)),
+        "lstm",
+    ),
+    "gru-reset-before": (
+        lambda: kerasrnn.RNN(kerasrnn.GRUCell(4, reset_after=False), fast_path=False),
+        "gru",
+    ),
+    "keras-lstm-state": (lambda: keras.layers.LSTM(4, return_state=True), "lstm"),
+    "keras-gru": (lambda: keras.layers.GRU(4, go_backwards=True), "gru"),
+    "rnn-subclass": (lambda: _OwnRNN(keras.layers.GRUCell(4)), "gru"),
+    "stateful": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(4), stateful=True), None),
+    "mixed-precision": (lambda: keras.layers.LSTM(4, dtype="mixed_bfloat16"), None),
+    "float64": (lambda: keras.layers.GRU(4, dtype="float64"), None),
+    "weight-drop": (
+        lambda: kerasrnn.RNN(kerasrnn.layers.WeightDrop(kerasrnn.LSTMCell(4), rate=0.5)),
+        None,
+    ),
+    "coupled": (lambda: kerasrnn.RNN(kerasrnn.LSTMCell(4, coupled=True)), None),
+    "layer-norm": (lambda: kerasrnn.RNN(kerasrnn.LayerNormLSTMCell(4)), None),
+}
+
+
+@pytest.mark.parametrize("name", list(NATIVE))
+def test_which_layers_become_native_operators(name):
+    from kerasrnn.export.onnx_recurrent import native_spec
+
+    make_layer, kind = NATIVE[name]
+    spec = native_spec(make_layer())
+    assert (None if spec is None else spec.kind) == kind
+
+
+def test_a_converter_error_names_the_innermost_loop_layer():
+    """The last layer named on the op's path, depth first in Keras' order of the layers
+    (a Bidirectional's backward layer before its forward one)."""
+    from kerasrnn.export._formats import loop_layer_named
+
+    x = keras.Input((None, 3))
+    layer = keras.layers.Bidirectional(kerasrnn.RNN(kerasrnn.LSTMCell(4), name="words"))
+    model = keras.Model(x, layer(x))
+    path = f"model/{layer.name}/forward_words/while/MatMul"
+    assert loop_layer_named(model, f"failed at '{path}': no map") is layer.forward_layer
+    both = f"{path} and model/{layer.name}/backward_words/while/MatMul"
+    assert loop_layer_named(model, both) is layer.forward_layer
+    assert loop_layer_named(model, f"'{layer.name}_1/while': no map") is layer
+    assert loop_layer_named(model, "nothing named") is None
