@@ -15,9 +15,11 @@ Every maintained benchmark (`python -m bench list`) parses its options through
 A file transcribed from a run made before the suite's entry point keeps that run's
 command verbatim in ``command``, the same options on today's entry point in ``rerun``
 (the one the docs print) and where the run is described in ``provenance``. ``train``
-holds the recipe command with the shipped configuration (`recipes/configs/`) that trains
-the headline model on your machine; a rerun keeps it. ``"readme":
-false`` keeps a secondary task out of the README's table (docs/results.md lists all).
+holds the recipe command with the shipped configuration (`--config NAME`, from any folder)
+that trains the headline model on your machine; a rerun keeps it. The benchmark commands
+need a checkout (`bench/` is not in the installed package), and the docs say so beside
+them. ``"readme": false`` keeps a secondary task out of the README's table
+(docs/results.md lists all).
 
 `render` writes docs/results.md, README.md's and bench/README.md's results blocks
 (between ``<!-- results:begin -->`` and ``<!-- results:end -->``) from those files, so a
@@ -326,7 +328,15 @@ def render_page(records):
             out += ["Train it with the shipped configuration:", "", "```sh", r["train"], "```", ""]
         command = r.get("rerun") or r.get("command")
         if command:
-            out += ["The benchmark that measured it:", "", "```sh", command, "```", ""]
+            out += [
+                "The benchmark that measured it (from a checkout: `bench/` is not part of "
+                "the installed package):",
+                "",
+                "```sh",
+                command,
+                "```",
+                "",
+            ]
         else:
             out += ["No recorded command.", ""]
         cores = f"{m['cpu_count']} CPU cores" if m.get("cpu_count") else None

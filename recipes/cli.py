@@ -250,7 +250,10 @@ def build_parser(prog, description, options, commands, examples=None):
             epilog=examples_epilog(prog, name, examples.get(name)),
         )
         p.add_argument(
-            "--config", metavar="FILE", help="YAML or JSON file of options (flags override it)"
+            "--config",
+            metavar="FILE|NAME",
+            help="YAML or JSON file of options, or a shipped config's name (`kerasrnn "
+            "configs` lists them); flags override it",
         )
         if add_arguments:
             add_arguments(p)

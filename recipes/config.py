@@ -269,12 +269,86 @@ def _one_line(error):
     return text.splitlines()[0] if text else type(error).__name__
 
 
+# The configurations shipped with the recipes (package data, `recipes/configs/NAME.yaml`),
+# which ``--config NAME`` finds from any folder. Each starts with header comments that
+# `shipped_configs` reads: ``# recipe: NAME``, ``# figure: ...`` (what it reproduces)
+# and ``# results: NAME ...`` (its sections of docs/results.md, if any).
+_HEADER_FIELDS = ("recipe", "figure", "results")
+
+
+def _shipped_files():
+    """``{name: file}`` (importlib.resources traversables) of the shipped configs."""
+    from importlib import resources
+
+    folder = resources.files("recipes").joinpath("configs")
+    return {
+        entry.name.rsplit(".", 1)[0]: entry
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".yaml")
+    }
+
+
+def _header(text):
+    """The ``# field: value`` lines of a config's leading comments (`_HEADER_FIELDS`)."""
+    fields = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        key, sep, value = line[1:].strip().partition(":")
+        if sep and key in _HEADER_FIELDS:
+            fields[key] = value.strip()
+    return fields
+
+
+def shipped_configs():
+    """Every shipped configuration: ``{name: {"recipe", "figure", "results", "command"}}``
+    (`results`: the names of its sections of docs/results.md; `command`: how to train
+    it), read from the header comments of ``recipes/configs/NAME.yaml``."""
+    listing = {}
+    for name, entry in _shipped_files().items():
+        fields = _header(entry.read_text(encoding="utf-8"))
+        recipe = fields.get("recipe", "")
+        listing[name] = {
+            "recipe": recipe,
+            "figure": fields.get("figure", ""),
+            "results": fields.get("results", "").split(),
+            "command": f"kerasrnn {recipe} train --config {name}",
+        }
+    return listing
+
+
+def _shipped_name(spec):
+    """The shipped config's name a ``--config`` value that is no file stands for: a bare
+    name, with or without ``.yaml`` (``sentence_polarity``); None for a path."""
+    if os.sep in spec or "/" in spec:
+        return None
+    return spec[: -len(".yaml")] if spec.endswith(".yaml") else spec
+
+
+def _config_text(spec):
+    """``(where, text)`` of a ``--config`` value: an existing file, else the shipped
+    config of that name (`shipped_configs`); else a one-line FileNotFoundError that
+    lists the shipped names."""
+    if os.path.isfile(spec):
+        with open(spec, encoding="utf-8") as f:
+            return spec, f.read()
+    shipped = _shipped_files()
+    name = _shipped_name(spec)
+    if name in shipped:
+        return str(shipped[name]), shipped[name].read_text(encoding="utf-8")
+    if name is not None:
+        raise FileNotFoundError(
+            f"config {spec!r} is neither a file nor a shipped config (shipped: "
+            f"{', '.join(shipped)}; `kerasrnn configs` lists them with the figure each "
+            "reproduces)"
+        )
+    stem = os.path.basename(spec).rsplit(".", 1)[0]
+    hint = f" (the shipped {stem!r} is `--config {stem}`)" if stem in shipped else ""
+    raise FileNotFoundError(f"config file not found: {spec}{hint}")
+
+
 def _read_config_file(path):
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"config file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    path, text = _config_text(os.fspath(path))
     try:
         if path.endswith(".json"):
             data = json.loads(text)
@@ -349,7 +423,8 @@ def load_config(defaults, path=None, overrides=None):
             values). Every key of the file and of `overrides` must be one of them;
             values must have the default's type (an int is accepted for a float; a
             default of None accepts anything) and be one of the option's `choices`.
-        path: a ``.json`` file, or YAML for any other extension; None for none.
+        path: a ``.json`` file, or YAML for any other extension; or the name of a
+            shipped config (``sentence_polarity``: `shipped_configs`); None for none.
         overrides: a dict of options that win over the file.
 
     Returns:

@@ -1,7 +1,8 @@
 """The ``kerasrnn`` command: ``kerasrnn RECIPE COMMAND [options]`` runs a recipe's
 command line as ``python -m recipes.RECIPE COMMAND [options]`` does (pyproject.toml's
 console script; ``python -m recipes`` is the same). ``kerasrnn --help`` lists the
-recipes; `recipe_parser` builds a recipe's whole parser without running anything.
+recipes, ``kerasrnn configs`` the shipped configurations (``--config NAME``);
+`recipe_parser` builds a recipe's whole parser without running anything.
 
 Imports no recipe (so no TensorFlow) before it knows which one is asked for: ``--help``
 reads the recipes' descriptions from their source.
@@ -10,10 +11,12 @@ reads the recipes' descriptions from their source.
 import ast
 import importlib
 import importlib.util
+import json
 import sys
 import textwrap
 
 from recipes.cli import Parser, version
+from recipes.config import shipped_configs
 
 # The recipes, in the order ``kerasrnn --help`` lists them.
 RECIPES = ("classifier", "tagger", "language_model", "translator", "pair_classifier")
@@ -51,7 +54,8 @@ def _parser(prog):
         prog=prog,
         usage=f"{prog} [-h] [--version] RECIPE COMMAND [options]",
         description="Command lines over kerasrnn: train, evaluate, predict and export "
-        "the recipes' models.\n\nrecipes:\n" + listing,
+        "the recipes' models.\n\nrecipes:\n" + listing + "\n\nother commands:\n"
+        f"  {'configs':{width}}  {CONFIGS_HELP}",
         epilog=textwrap.fill(
             f"`{prog} RECIPE --help` lists a recipe's commands; `{prog} RECIPE COMMAND "
             f"--help` a command's options, with examples, e.g. `{prog} translator train "
@@ -65,15 +69,31 @@ def _parser(prog):
     return parser
 
 
+CONFIGS_HELP = "list the shipped configurations (--config NAME) and the figure each reproduces"
+
+
+def configs(argv, prog):
+    """``kerasrnn configs``: prints `recipes.config.shipped_configs` as JSON on stdout
+    (each name's recipe, the figure it reproduces, its docs/results.md sections and the
+    command that trains it); returns the exit status."""
+    parser = Parser(prog=f"{prog} configs", description=CONFIGS_HELP)
+    parser.parse_args(argv)
+    print(json.dumps(shipped_configs(), indent=2, ensure_ascii=False))
+    return 0
+
+
 def main(argv=None, prog="kerasrnn"):
-    """``kerasrnn RECIPE ...``: runs the recipe's command line on the rest of `argv`;
-    returns its exit status (2 and one line on stderr for an unknown recipe)."""
+    """``kerasrnn RECIPE ...``: runs the recipe's command line on the rest of `argv`
+    (``kerasrnn configs``: `configs`); returns its exit status (2 and one line on
+    stderr for an unknown recipe)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0].startswith("-"):
         parser = _parser(prog)
         if not argv:
             parser.error("a recipe is needed: " + ", ".join(RECIPES))
         parser.parse_args(argv[:1])  # --help, --version or an unknown flag: exits
+    if argv[0] == "configs":
+        return configs(argv[1:], prog)
     try:
         recipe = recipe_of(argv[0])
     except ValueError as error:

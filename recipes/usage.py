@@ -59,7 +59,7 @@ EXAMPLES = {
     },
     "language_model": {
         "train": (
-            "--config recipes/configs/zaremba_small.yaml --output-dir runs/ptb",
+            "--config zaremba_small --output-dir runs/ptb",
             "--train-file text.txt --valid-file valid.txt --test-file '' --level char "
             "--output-dir runs/chars",
         ),

@@ -1,6 +1,7 @@
-"""Every `python -m recipes.X ...` command in a code block of README.md or docs/ parses
-with that recipe's own command-line parser, so that no page shows an option that does
-not exist, a value outside an option's choices or a renamed subcommand.
+"""Every `python -m recipes.X ...` (or `kerasrnn X ...`) command in a code block of
+README.md or docs/ parses with that recipe's own command-line parser, so that no page
+shows an option that does not exist, a value outside an option's choices or a renamed
+subcommand.
 
 Commands are read from fenced code blocks (any language but python), continuation lines
 (a trailing backslash) joined, shell comments dropped; a line may hold several commands
@@ -11,6 +12,7 @@ parser is built from the recipe's option tables, as its `--help` is, without Ten
 import contextlib
 import importlib
 import io
+import pathlib
 import shlex
 
 import pytest
@@ -45,14 +47,27 @@ def _logical_lines(code):
     return lines
 
 
+def _console_command(tokens, i):
+    """The recipe of a ``kerasrnn RECIPE ...`` command starting at ``tokens[i]`` (the
+    console script, where a command starts: first, or after a separator or an
+    environment assignment), else None (``kerasrnn configs``, ``kerasrnn --version``)."""
+    if tokens[i] != "kerasrnn" or i + 1 >= len(tokens):
+        return None
+    if i and tokens[i - 1] not in _SEPARATORS and "=" not in tokens[i - 1]:
+        return None
+    name = tokens[i + 1]
+    return None if name == "configs" or name.startswith("-") else name.replace("-", "_")
+
+
 def commands_in(code):
-    """``(module, argv, fails)`` for each ``python -m recipes.X ...`` command in a block;
-    `fails` when the block shows it as a prompt (``$ python ...``) followed by an
-    ``error:`` line, an example of a command that must be refused."""
+    """``(module, argv, fails)`` for each ``python -m recipes.X ...`` or ``kerasrnn X
+    ...`` command in a block; `fails` when the block shows it as a prompt (``$ python
+    ...``) followed by an ``error:`` line, an example of a command that must be
+    refused."""
     found = []
     lines = _logical_lines(code)
     for n, line in enumerate(lines):
-        if "-m recipes." not in line:
+        if "-m recipes." not in line and "kerasrnn " not in line:
             continue
         following = lines[n + 1] if n + 1 < len(lines) else ""
         fails = line.lstrip().startswith("$ ") and ": error: " in following
@@ -64,16 +79,25 @@ def commands_in(code):
             tokens = list(lexer)
         except ValueError as error:  # an unclosed quote
             raise ValueError(f"cannot split {line!r}: {error}") from None
-        for i, token in enumerate(tokens[:-2]):
-            if tokens[i + 1] == "-m" and tokens[i + 2].startswith("recipes."):
-                if not token.endswith("python") and not token.endswith("python3"):
-                    continue
-                argv = []
-                for arg in tokens[i + 3 :]:
-                    if arg in _SEPARATORS:
-                        break
-                    argv.append(arg)
-                found.append((tokens[i + 2][len("recipes.") :], argv, fails))
+        for i, token in enumerate(tokens):
+            recipe = _console_command(tokens, i)
+            if recipe is not None:
+                module, start = recipe, i + 2
+            elif (
+                tokens[i + 1 : i + 2] == ["-m"]
+                and tokens[i + 2 : i + 3]
+                and tokens[i + 2].startswith("recipes.")
+                and (token.endswith("python") or token.endswith("python3"))
+            ):
+                module, start = tokens[i + 2][len("recipes.") :], i + 3
+            else:
+                continue
+            argv = []
+            for arg in tokens[start:]:
+                if arg in _SEPARATORS:
+                    break
+                argv.append(arg)
+            found.append((module, argv, fails))
     return found
 
 
@@ -168,6 +192,15 @@ def test_commands_are_read_as_a_shell_reads_them():
     ]  # fmt: skip
     shown = "$ python -m recipes.tagger train --cell x\nrecipes.tagger train: error: ...\n"
     assert commands_in(shown) == [("tagger", ["train", "--cell", "x"], True)]
+    console = (
+        "KERASRNN_DATA=d kerasrnn classifier train --config sentence_polarity\n"
+        "kerasrnn configs; kerasrnn --version\n"
+        "pip install kerasrnn && kerasrnn language-model evaluate --output-dir r\n"
+    )
+    assert commands_in(console) == [
+        ("classifier", ["train", "--config", "sentence_polarity"], False),
+        ("language_model", ["evaluate", "--output-dir", "r"], False),
+    ]
 
 
 CONFIGS = sorted((REPO / "recipes" / "configs").glob("*.yaml"))
@@ -175,13 +208,17 @@ CONFIGS = sorted((REPO / "recipes" / "configs").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
 def test_shipped_config_loads_with_its_recipe(path):
-    # Each config names the command that uses it in its header; it must be that
-    # recipe's command line, and every key one of that recipe's options.
+    # Each config names its recipe and the command that trains it in its header; the
+    # command must parse with that recipe's command line, and every key of the file be
+    # one of that recipe's options.
     from recipes.config import load_config
 
-    header = [line.lstrip("# ") for line in path.read_text().splitlines() if "-m recipes." in line]
+    text = path.read_text()
+    assert text.startswith("# recipe: ")
+    header = [line.lstrip("# ") for line in text.splitlines() if "kerasrnn " in line]
     ((module, argv, _),) = commands_in("\n".join(header))
-    assert argv == ["train", "--config", f"recipes/configs/{path.name}"], argv
+    assert module == text.split("\n", 1)[0][len("# recipe: ") :]
+    assert argv == ["train", "--config", path.stem], argv
     assert parse_error(module, argv) is None
     recipe = importlib.import_module(f"recipes.{module}").RECIPE
     config = load_config(recipe.options, str(path))
@@ -189,10 +226,15 @@ def test_shipped_config_loads_with_its_recipe(path):
 
 
 def test_configs_named_in_the_docs_exist():
+    # the docs name a shipped config by its name (`--config ptb_awd`), which works from
+    # any folder; a path into recipes/configs/ only in a recorded benchmark command
     named = set()
     for param in COMMANDS:
         _, argv, _ = param.values
         named |= {argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--config"}
-    shipped = {f"recipes/configs/{p.name}" for p in CONFIGS}
-    assert {n for n in named if n.startswith("recipes/configs/")} <= shipped
-    assert shipped <= named, sorted(shipped - named)  # every shipped config is documented
+    shipped = {p.stem for p in CONFIGS}
+    paths = {n for n in named if n.startswith("recipes/configs/")}
+    assert {pathlib.PurePath(n).stem for n in paths} <= shipped
+    names = {n for n in named if "/" not in n and not n.endswith((".yaml", ".json"))}
+    assert names <= shipped, sorted(names - shipped)
+    assert shipped <= names, sorted(shipped - names)  # every shipped config is documented
