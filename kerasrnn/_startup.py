@@ -10,9 +10,11 @@ When a command line of this package starts, `quiet_command_line` sets
 ``TF_CPP_MIN_LOG_LEVEL`` to 3 (and absl's / glog's ``GLOG_minloglevel``, which XLA
 reads), imports Keras (and TensorFlow) with the process' stderr sent to a temporary
 file, replayed only if the import fails, and turns absl's Python logging down to
-errors. It does nothing when the user asked for TensorFlow's own logging: set
-``TF_CPP_MIN_LOG_LEVEL`` (to any value), or gave ``--verbose 3``. Plain
-``import kerasrnn`` in a user's program changes nothing.
+errors. It does nothing when the user asked for TensorFlow's own logging:
+``TF_CPP_MIN_LOG_LEVEL=0``, or ``--verbose 3``. Any other value of the variable (1, 2
+or 3, the usual way to silence TensorFlow) gets the same quiet start-up as no value:
+the variable alone cannot silence the absl lines, so the capture is needed for those
+values too. Plain ``import kerasrnn`` in a user's program changes nothing.
 
 `captured_native_output` does the same around a third-party step (an export
 converter): its messages on file descriptors 1 and 2 are shown only if the step
@@ -71,9 +73,11 @@ def native_stderr_silenced():
 
 
 def wants_native_logs(argv=None):
-    """Whether the user asked for TensorFlow's own logs: ``TF_CPP_MIN_LOG_LEVEL`` set,
-    or ``--verbose 3`` on the command line."""
-    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    """Whether the user asked for TensorFlow's own logs: ``TF_CPP_MIN_LOG_LEVEL=0``, or
+    ``--verbose 3`` on the command line. Unset, 1, 2 or 3 is no: those values ask for
+    less logging, and only the quiet start-up removes absl's start-up lines, which the
+    variable does not reach."""
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() == "0":
         return True
     argv = list(sys.argv[1:] if argv is None else argv)
     for i, arg in enumerate(argv):
@@ -135,9 +139,9 @@ def quiet_command_line():
     """
     if not is_own_command_line() or wants_native_logs():
         return
-    # 3: errors too; oneDNN logs "supports DT_BOOL only on platforms with AVX-512" at
-    # error level on every CPU without AVX-512, and real errors reach Python as
-    # exceptions
+    # 3 (a user's 1 or 2 too): errors too; oneDNN logs "supports DT_BOOL only on
+    # platforms with AVX-512" at error level on every CPU without AVX-512, and real
+    # errors reach Python as exceptions
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     os.environ.setdefault("GLOG_minloglevel", "3")
     import_tensorflow = command_line_module().split(".")[0] == "recipes"
