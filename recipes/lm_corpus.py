@@ -4,6 +4,8 @@ tokenised sentence per line, for ``language_model train --train-file``.
 
     python -m recipes.lm_corpus --output-dir runs/lm_corpus [--data DIR] [--valid-lines 2000]
 
+The corpora are read from ``--data DIR``, else from ``$KERASRNN_DATA``.
+
 Read (training splits only, never a validation or test split): Penn Treebank
 ``ptb.train.txt``, UD English EWT ``en_ewt-ud-train.conllu``, Multi30k ``train.en``,
 CoNLL-2003 ``train.txt`` and SICK ``SICK_train.txt`` (both sentences of each pair).
@@ -26,10 +28,15 @@ PUNCTUATION = re.compile(r"([.,!?;:\"()])")
 
 
 def _data_dir(data):
-    if data:
-        return data
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.environ.get("KERASRNN_DATA", os.path.join(here, "..", "shared", "data"))
+    """The corpora folder: `data` (``--data``), else ``$KERASRNN_DATA``, the folder the
+    ``corpus:`` specs of `kerasrnn.datasets` read too; without either, a one-line error."""
+    folder = data or os.environ.get("KERASRNN_DATA")
+    if not folder:
+        raise FileNotFoundError(
+            "no corpora folder: give --data DIR or set KERASRNN_DATA (a folder holding "
+            "ptb/, ud_en_ewt/, multi30k/, conll2003/ and sick/)"
+        )
+    return folder
 
 
 def corpora(data):
@@ -87,9 +94,7 @@ def build(output_dir, data=None, valid_lines=2000, seed=0):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="recipes.lm_corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", default="runs/lm_corpus", help="where to write")
-    parser.add_argument(
-        "--data", default=None, help="the corpora folder (default: $KERASRNN_DATA, ../shared/data)"
-    )
+    parser.add_argument("--data", default=None, help="the corpora folder (default: $KERASRNN_DATA)")
     parser.add_argument("--valid-lines", type=int, default=2000, help="lines held out as valid.txt")
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffle")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
-"""Shared test fixtures: quiet logs, seeded RNGs and access to ../shared/data."""
+"""Shared test fixtures: quiet logs, seeded RNGs and access to the offline corpora
+(KERASRNN_DATA, by default ../shared/data)."""
 
 import gc
 import os
@@ -11,7 +12,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-DATA_DIR = pathlib.Path(os.environ.get("KERASRNN_DATA_DIR", REPO.parent / "shared" / "data"))
+# The offline copy of the corpora: KERASRNN_DATA (the variable the package reads), by
+# default ../shared/data beside the checkout.
+DATA_DIR = pathlib.Path(os.environ.get("KERASRNN_DATA") or REPO.parent / "shared" / "data")
 
 # The frameworks' import leaves ~400,000 objects that live as long as the process: moved
 # out of the garbage collector's reach, a full gc.collect() takes ~0.1 s instead of ~2 s
@@ -28,11 +31,11 @@ def pytest_collection_finish(session):
 
 
 # `corpus:NAME/FILE` data specs (kerasrnn.datasets) read the shared copy: tests never download.
-os.environ.setdefault("KERASRNN_DATA", str(DATA_DIR))
+os.environ["KERASRNN_DATA"] = str(DATA_DIR)
 
 
 def require_data(*parts):
-    """Path to a file or folder under ../shared/data.
+    """Path to a file or folder of the offline corpora (`DATA_DIR`).
 
     Skips the test when it is missing, unless KERASRNN_REQUIRE_DATA=1 (as CI sets),
     in which case the test fails: a CI run must never silently lose data tests.

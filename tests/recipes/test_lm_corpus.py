@@ -35,3 +35,16 @@ def test_corpus_has_training_text_only(tmp_path, shared_data):
     with open(polarity, encoding="cp1252") as f:
         mr = [" ".join(line.split()).lower() for line in f][:200]
     assert not any(s in lines for s in mr if len(s.split()) > 12)
+
+
+def test_the_corpora_folder_is_given_or_named_by_the_one_variable(monkeypatch, tmp_path, capsys):
+    # no default folder of its own: --data, else $KERASRNN_DATA, else a one-line error
+    monkeypatch.delenv("KERASRNN_DATA", raising=False)
+    assert lm_corpus.main(["--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("recipes.lm_corpus: error: no corpora folder: give --data DIR or set ")
+    assert err.count("\n") == 1 and "KERASRNN_DATA" in err, err
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setenv("KERASRNN_DATA", str(tmp_path / "empty"))
+    assert lm_corpus.main(["--output-dir", str(tmp_path / "out")]) == 2
+    assert str(tmp_path / "empty" / "ptb" / "ptb.train.txt") in capsys.readouterr().err
