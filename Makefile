@@ -7,17 +7,26 @@ PY     := $(VENV)/bin/python
 
 .PHONY: demo test test-tf test-jax test-torch docs lint figures install bench-gpu
 
+# The package with the test and documentation tools (make test, lint, docs, figures);
+# it holds the base package too.
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,docs]'
+	touch $(VENV)/.base-installed $@
+
+# The base package alone, all the demo needs (no PyTorch, JAX or MkDocs).
+$(VENV)/.base-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
 	touch $@
 
 install: $(VENV)/.installed
 
-# TF_CPP_MIN_LOG_LEVEL is left unset: the recipes then silence TensorFlow's start-up lines
-# themselves (setting it asks for TensorFlow's own logging).
-demo: $(VENV)/.installed
+# TF_CPP_MIN_LOG_LEVEL unset (or 1-3): the recipes silence TensorFlow's start-up lines
+# themselves (0 asks for TensorFlow's own logging).
+demo: $(VENV)/.base-installed
 	$(PY) -m recipes.translator demo
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
