@@ -10,6 +10,7 @@ imports TensorFlow itself.
 """
 
 import importlib
+import importlib.metadata
 
 from kerasrnn._startup import quiet_command_line, warn_if_torch_threads_oversubscribed
 
@@ -21,7 +22,10 @@ from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention  # n
 from kerasrnn.cells import *  # noqa: E402,F401,F403
 from kerasrnn.cells import __all__ as _cells_all  # noqa: E402
 
-__version__ = "0.1.0"
+try:  # the one version source: the installed package's metadata (pyproject.toml's)
+    __version__ = importlib.metadata.version("kerasrnn")
+except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0+unknown"
 _LAZY = ("compat", "data", "datasets", "export", "tasks", "visualize")
 __all__ = list(_cells_all) + [
     "attention",

@@ -33,15 +33,11 @@ def _flag(key):
 
 
 def version():
-    """The installed kerasrnn version (the source tree's when not installed)."""
-    try:
-        from importlib.metadata import version as installed
+    """The kerasrnn version ``--version`` prints: `kerasrnn.__version__`, the installed
+    package's metadata ("0+unknown" in a source tree that is not installed)."""
+    import kerasrnn  # already imported: `recipes` imports it first (the quiet start-up)
 
-        return installed("kerasrnn")
-    except Exception:
-        import kerasrnn
-
-        return kerasrnn.__version__
+    return kerasrnn.__version__
 
 
 def option_help(option, key=None):
