@@ -4,13 +4,12 @@ The core (cells, attention, decoding, seq2seq, layers, losses, metrics) uses
 `keras.ops` only and runs on every Keras backend. `kerasrnn.callbacks` (no TensorFlow
 either) is imported too, so that a `.keras` file saved with one of its learning-rate
 schedules loads after ``import kerasrnn``. `kerasrnn.compat`, `kerasrnn.data`,
-`kerasrnn.datasets`, `kerasrnn.export`, `kerasrnn.tasks` and `kerasrnn.visualize` are
-reachable as attributes too, but imported on first use, so ``import kerasrnn`` never
-imports TensorFlow itself.
+`kerasrnn.datasets`, `kerasrnn.distribute`, `kerasrnn.export`, `kerasrnn.tasks` and
+`kerasrnn.visualize` are reachable as attributes too, but imported on first use, so
+``import kerasrnn`` never imports TensorFlow itself.
 """
 
 import importlib
-import importlib.metadata
 
 from kerasrnn._startup import quiet_command_line, warn_if_torch_threads_oversubscribed
 
@@ -22,11 +21,10 @@ from kerasrnn.attention import Attention, BahdanauAttention, LuongAttention  # n
 from kerasrnn.cells import *  # noqa: E402,F401,F403
 from kerasrnn.cells import __all__ as _cells_all  # noqa: E402
 
-try:  # the one version source: the installed package's metadata (pyproject.toml's)
-    __version__ = importlib.metadata.version("kerasrnn")
-except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
-    __version__ = "0+unknown"
-_LAZY = ("compat", "data", "datasets", "export", "tasks", "visualize")
+from kerasrnn.models.preset import installed_version  # noqa: E402
+
+__version__ = installed_version()  # the one version source: the package's metadata
+_LAZY = ("compat", "data", "datasets", "distribute", "export", "tasks", "visualize")
 __all__ = list(_cells_all) + [
     "attention",
     "callbacks",

@@ -36,7 +36,6 @@ with a fixed seed. Gzip files are read transparently.
 import os
 import sys
 
-from kerasrnn.layers import NaiveBayesExpert
 from recipes import common, transfer, vectors
 from recipes.common import Option
 
@@ -134,138 +133,13 @@ def load_splits(config):
 # ----------------------------------------------------------------------------- model
 
 
-def build_model(config, vocab_size, num_classes, embedding_matrix=None):
+def build_model(config, vocab_size, num_classes, preprocessor=None):
     """The configured `kerasrnn.models.TextClassifier`: int32 ids (batch, time) -> class
-    probabilities (batch, classes)."""
+    probabilities (batch, classes); with `preprocessor`, sentences -> labels too."""
     from kerasrnn.models import TextClassifier
 
-    if config["pooling"] not in POOLINGS:
-        raise common.ConfigError(f"`pooling` must be one of {POOLINGS}, got {config['pooling']!r}.")
-    encoder = common.sentence_encoder(config, vocab_size, embedding_matrix)
-    return TextClassifier(encoder, num_classes, config["dropout"])
-
-
-class Classifier:
-    """A trained classifier with its vocabulary and labels: raw strings in, labels and
-    probabilities out. `serve` is the exact function the SavedModel exports."""
-
-    def __init__(self, model, vocabulary, labels, lowercase=False):
-        import tensorflow as tf
-
-        self.model = model
-        self.vocabulary = vocabulary
-        self.labels = list(labels)
-        self.lowercase = lowercase
-        self._lookup = vocabulary.lookup()
-        self._serve = tf.function(
-            self.serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
-        )
-
-    @classmethod
-    def from_run(cls, config):
-        """Loads the best checkpoint, vocabulary and labels of a `train` run."""
-        out = config["output_dir"]
-        return cls(
-            common.load_best_model(config),
-            common.load_vocabulary(config, "vocab.txt"),
-            _read_lines(os.path.join(out, "labels.txt")),
-            config["lowercase"],
-        )
-
-    def serve(self, texts):
-        from kerasrnn.data.tokenizers import encode_tokens, split_words
-        from kerasrnn.export import class_outputs
-
-        ids = encode_tokens(split_words(texts, self.lowercase), self._lookup)
-        return class_outputs(self.model(ids, training=False), self.labels)
-
-    def predict(self, texts, batch_size=256):
-        """Labels and probabilities for raw strings (empty strings and unknown words
-        are fine: they give an all-masked or [UNK] input)."""
-        results = []
-        for start in range(0, len(texts), batch_size):
-            out = self._serve(list(texts[start : start + batch_size]))
-            for label, prob, probs in zip(
-                out["label"].numpy(), out["probability"].numpy(), out["probabilities"].numpy()
-            ):
-                results.append(
-                    {
-                        "label": label.decode("utf-8"),
-                        "probability": float(prob),
-                        "probabilities": dict(zip(self.labels, map(float, probs))),
-                    }
-                )
-        return results
-
-    def evaluate(self, texts, labels):
-        """Accuracy and per-class precision/recall/F1 on labelled examples."""
-        common.check_labels(self.labels, labels, "evaluation")
-        predicted = [p["label"] for p in self.predict(texts)]
-        correct = sum(p == g for p, g in zip(predicted, labels))
-        return {
-            "examples": len(labels),
-            "accuracy": correct / len(labels),
-            "per_class": common.per_class_scores(labels, predicted, self.labels),
-        }
-
-    def export(self, path):
-        """Writes a SavedModel: ``serving_default(text: string[batch])`` -> label,
-        probability, probabilities, labels."""
-        import tensorflow as tf
-
-        from kerasrnn.export import export_saved_model
-
-        signature = [tf.TensorSpec([None], tf.string, name="text")]
-        return export_saved_model(
-            path,
-            self.model,
-            {"serving_default": (self.serve, signature)},
-            track=[self._lookup],
-        )
-
-    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
-        """Writes the model for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`):
-        token ids (1, time) in, class probabilities out, with the vocabulary, the labels and
-        the numpy-only ``client.py`` that predicts as `predict` does. `quantization`: the
-        weights, as `export_bundle` takes it."""
-        from kerasrnn.export.bundle import export_bundle
-
-        metadata = {
-            "task": "classifier",
-            "lowercase": self.lowercase,
-            "labels": self.labels,
-            "vocabularies": {"words": self.vocabulary.tokens},
-        }
-        return export_bundle(
-            path,
-            {"model": (self.model, None)},
-            format_name,
-            metadata,
-            sequence_length,
-            quantization,
-        )
-
-
-def _read_lines(path):
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"not found: {path} (did `train` run with this output_dir?)")
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.rstrip("\n")]
-
-
-def _dataset(vocab, tokens, labels, label_names, config, shuffle):
-    from kerasrnn.data import sequence_dataset
-
-    index = {label: i for i, label in enumerate(label_names)}
-    ids = [vocab.encode(t) or [0] for t in tokens]
-    return sequence_dataset(
-        ids,
-        [index[label] for label in labels],
-        batch_size=config["batch_size"],
-        shuffle=shuffle,
-        seed=config["seed"],
-        bucket_boundaries=config["bucket_boundaries"] or None,
-    )
+    encoder = common.sentence_encoder(config, vocab_size)
+    return TextClassifier(encoder, num_classes, config["dropout"], preprocessor=preprocessor)
 
 
 # -------------------------------------------------------------------------- commands
@@ -276,7 +150,7 @@ class ClassifierRecipe(common.Recipe):
 
     name = "classifier"
     options = OPTIONS
-    predictor = Classifier
+    task = "TextClassifier"
     holdouts = ("test", "valid")
 
     def load_examples(self, config, spec, split):
@@ -291,12 +165,17 @@ class ClassifierRecipe(common.Recipe):
         for name in ("valid", "test"):
             if splits.get(name):
                 common.check_labels(labels, splits[name][1], name, config[name])
-        _check_naive_bayes(config)
+        if config["naive_bayes_scale"] < 0:  # (its type is checked by common.load_config)
+            raise common.ConfigError(
+                f"`naive_bayes_scale` must be >= 0, got {config['naive_bayes_scale']!r}."
+            )
 
     def prepare(self, config, splits):
-        """Vocabulary (vocab.txt), labels (labels.txt), optional pretrained vectors."""
+        """The preprocessor (its vocabulary also in vocab.txt, the labels in
+        labels.txt), optional pretrained vectors, and the datasets."""
         from kerasrnn.data import Vocabulary
         from kerasrnn.data.tokenizers import tokenize
+        from kerasrnn.models import TextClassifierPreprocessor
 
         out = config["output_dir"]
         texts, labels = splits["train"]
@@ -308,7 +187,7 @@ class ClassifierRecipe(common.Recipe):
             lm_dir, lm_results = transfer.finetune_lm(
                 config, tokens, tokenize(valid_texts, config["lowercase"])
             )
-            vocab = Vocabulary.load(os.path.join(lm_dir, "vocabulary.txt"))
+            vocab = transfer.lm_vocabulary(lm_dir)
         else:
             vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
         pretrained = vectors.load(config, vocab, lowercase=config["lowercase"])
@@ -316,21 +195,25 @@ class ClassifierRecipe(common.Recipe):
         vocab.save(os.path.join(out, "vocab.txt"))
         with open(os.path.join(out, "labels.txt"), "w", encoding="utf-8") as f:
             f.write("".join(label + "\n" for label in label_names))
-        counted = [(tokens, labels)]
-        valid_data = None
-        if splits.get("valid"):
-            valid_tokens = tokenize(splits["valid"][0], config["lowercase"])
-            valid_data = _dataset(
-                vocab, valid_tokens, splits["valid"][1], label_names, config, shuffle=False
+        preprocessor = TextClassifierPreprocessor(vocab, label_names, config["lowercase"])
+
+        def dataset(split, shuffle):
+            return preprocessor.dataset(
+                *split,
+                batch_size=config["batch_size"],
+                shuffle=shuffle,
+                seed=config["seed"],
+                bucket_boundaries=config["bucket_boundaries"],
             )
-            if config["naive_bayes_counts_valid"]:
-                counted.append((valid_tokens, splits["valid"][1]))
+
+        counted = [(tokens, labels)]
+        if splits.get("valid") and config["naive_bayes_counts_valid"]:
+            counted.append((tokenize(splits["valid"][0], config["lowercase"]), splits["valid"][1]))
         return common.Prepared(
-            _dataset(vocab, tokens, labels, label_names, config, shuffle=True),
-            valid_data,
+            dataset(splits["train"], True),
+            dataset(splits["valid"], False) if splits.get("valid") else None,
             {
-                "vocab": vocab,
-                "labels": label_names,
+                "preprocessor": preprocessor,
                 "vectors": pretrained,
                 "counted": counted,
                 "lm_dir": lm_dir,
@@ -349,18 +232,18 @@ class ClassifierRecipe(common.Recipe):
 
     def build(self, config, prepared):
         parts = prepared.model
+        preprocessor = parts["preprocessor"]
         model = build_model(
-            vectors.width(config, parts["vectors"]), len(parts["vocab"]), len(parts["labels"])
+            vectors.width(config, parts["vectors"]),
+            len(preprocessor.vocabulary),
+            len(preprocessor.labels),
+            preprocessor,
         )
         vectors.apply(model, config, {"embedding": parts["vectors"]})
         if parts["lm_dir"]:
             transfer.copy_lm_weights(model, parts["lm_dir"])
         parts["fit_callbacks"] = transfer.fit_callbacks(config, model)
-        model.compile(
-            optimizer=transfer.optimizer(config, model, prepared.info["train_examples"]),
-            loss="sparse_categorical_crossentropy",
-            metrics=["accuracy"],
-        )
+        model.compile(optimizer=transfer.optimizer(config, model, prepared.info["train_examples"]))
         return model
 
     def monitor(self, config, prepared):
@@ -370,39 +253,40 @@ class ClassifierRecipe(common.Recipe):
         return prepared.model.get("fit_callbacks", [])
 
     def after_fit(self, config, prepared, splits):
-        if config["naive_bayes"]:
-            _add_naive_bayes(
-                config, prepared.model["vocab"], prepared.model["labels"], prepared.model["counted"]
-            )
+        """With `naive_bayes`: the best checkpoint becomes its product with a
+        `NaiveBayesExpert` counted on the training sentences
+        (`TextClassifier.with_expert`)."""
+        if not config["naive_bayes"]:
+            return
+        from kerasrnn.layers import NaiveBayesExpert
 
+        model = self.load(config)
+        vocab, labels = model.preprocessor.vocabulary, model.preprocessor.labels
+        expert = NaiveBayesExpert(
+            len(vocab),
+            model.num_classes,
+            config["naive_bayes"],
+            config["naive_bayes_buckets"],
+            config["naive_bayes_scale"],
+            name="naive_bayes",
+        )
+        counted = prepared.model["counted"]
+        expert.estimate(
+            [vocab.encode(t) for tokens, _ in counted for t in tokens],
+            [labels.index(y) for _, split_labels in counted for y in split_labels],
+        )
+        best = os.path.join(config["output_dir"], "best.keras")
+        common.save_model(model.with_expert(expert), best)
 
-def _check_naive_bayes(config):
-    """Config errors of the Naive Bayes options, before any training time is spent."""
-    order, scale = config["naive_bayes"], config["naive_bayes_scale"]
-    if order not in (0, 1, 2):
-        raise common.ConfigError(f"`naive_bayes` must be 0 (off), 1 or 2, got {order!r}.")
-    if scale < 0:  # (its type is checked by common.load_config)
-        raise common.ConfigError(f"`naive_bayes_scale` must be >= 0, got {scale!r}.")
+    def evaluate_run(self, trained, config, examples):
+        """Accuracy and per-class precision/recall/F1 on labelled examples."""
+        from kerasrnn.metrics import classification_scores
 
-
-def _add_naive_bayes(config, vocab, label_names, counted):
-    """Replaces the trained best checkpoint by the product of it and a
-    `NaiveBayesExpert` counted on the `(tokens, labels)` splits in `counted`
-    (`TextClassifier.with_expert`)."""
-    model = common.load_best_model(config)
-    expert = NaiveBayesExpert(
-        len(vocab),
-        model.output.shape[-1],
-        config["naive_bayes"],
-        config["naive_bayes_buckets"],
-        config["naive_bayes_scale"],
-        name="naive_bayes",
-    )
-    expert.estimate(
-        [vocab.encode(t) for tokens, _ in counted for t in tokens],
-        [label_names.index(y) for _, labels in counted for y in labels],
-    )
-    common.save_model(model.with_expert(expert), os.path.join(config["output_dir"], "best.keras"))
+        texts, labels = examples
+        names = trained.preprocessor.labels
+        common.check_labels(names, labels, "evaluation")
+        predicted = [p["label"] for p in trained.predict(list(texts), batch_size=256)]
+        return classification_scores(labels, predicted, names)
 
 
 RECIPE = ClassifierRecipe()
@@ -410,8 +294,9 @@ RECIPE = ClassifierRecipe()
 
 def train(config, splits=None, callbacks=(), continue_run=False):
     """Trains a classifier as configured and writes to ``config["output_dir"]``:
-    ``config.json``, ``vocab.txt``, ``labels.txt``, ``best.keras``, ``results.json``
-    (training history, valid and test scores) and ``training_curves.png``.
+    ``config.json``, ``vocab.txt``, ``labels.txt``, ``best.keras`` (the task with its
+    preprocessor; the folder is its preset), ``results.json`` (training history, valid
+    and test scores) and ``training_curves.png``.
 
     Args:
         config: a complete config (`common.load_config(OPTIONS, ...)`).

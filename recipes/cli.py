@@ -325,6 +325,7 @@ def main(argv, prog, description, options, commands, examples=None):
     args.overrides = overrides
     from kerasrnn.data.download import CorpusError
     from kerasrnn.data.loaders import DataFormatError, DatasetUnavailableError
+    from kerasrnn.models import PresetError
 
     stdout = sys.stdout
     try:
@@ -337,6 +338,7 @@ def main(argv, prog, description, options, commands, examples=None):
         DataFormatError,
         DatasetUnavailableError,
         CorpusError,
+        PresetError,
         FileNotFoundError,
         IsADirectoryError,
     ) as error:

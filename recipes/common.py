@@ -8,13 +8,11 @@ names of the recipe toolkit, each defined in the module of its concern:
   `cell_options`, `decoding_options`; `retuned`, `with_defaults`), and the ``--help``
   groups (`GROUPS`, `group_of`);
 * `recipes.files` -- the run folder (`run_files`), results JSON (`tidy`, `write_json`,
-  `read_json`), `save_model`, `load_best_model`, `load_vocabulary`, `saved_config`;
-* `recipes.distribute` -- `distribution_strategy` (default, mirrored, multi_worker),
-  `for_worker`;
-* `recipes.training` -- `make_cell`, `rnn_stack` (a `kerasrnn.RNNStack`), `sentence_encoder`,
-  `optimizer`,
-  `load_splits`, `training_callbacks`, `fit`, `restore_last_epoch`, `set_seed`;
-* `recipes.evaluation` -- `per_class_scores`, `check_labels`;
+  `read_json`), `save_model`, `saved_config`;
+* `recipes.training` -- `make_cell`, `sentence_encoder`, `optimizer`,
+  `learning_rate_schedule`, `distribution`, `load_splits`, `training_callbacks`, `fit`,
+  `restore_last_epoch`, `set_seed`;
+* `recipes.evaluation` -- `check_labels`;
 * `recipes.cli` -- `Parser`, `build_parser`, `main`, `options_markdown`;
 * `recipes.usage` -- the example commands of every recipe's ``--help``;
 * `recipes.skeleton` -- `Recipe` and `Prepared`.
@@ -23,9 +21,9 @@ The crash-safe checkpoints, the epoch log and the training curves are library ca
 `kerasrnn.callbacks`.
 
 A new recipe: subclass `Recipe`, set `name`, `options` (``data_options(...)`` or
-``dict(COMMON_OPTIONS, ...)``), `predictor` (a class with ``from_run(config)``,
-``evaluate(...)``, ``export(path)``) and write the hooks `load_examples`, `prepare` and
-`build`; `Recipe.main` is then its whole command line (see recipes/classifier.py).
+``dict(COMMON_OPTIONS, ...)``), `task` (the name of the `kerasrnn.models` task it
+trains) and write the hooks `load_examples`, `prepare`, `build` and `evaluate_run`;
+`Recipe.main` is then its whole command line (see recipes/classifier.py).
 """
 
 from recipes.cli import Parser, build_parser, main, option_help, options_markdown, version
@@ -40,11 +38,8 @@ from recipes.config import (
     defaults_of,
     load_config,
 )
-from recipes.distribute import distribution_strategy, for_worker
-from recipes.evaluation import check_labels, per_class_scores
+from recipes.evaluation import check_labels
 from recipes.files import (
-    load_best_model,
-    load_vocabulary,
     read_json,
     run_files,
     save_model,
@@ -69,13 +64,14 @@ from recipes.options import (
 )
 from recipes.skeleton import Prepared, Recipe
 from recipes.training import (
+    distribution,
     earlier_epochs,
     fit,
+    learning_rate_schedule,
     load_splits,
     make_cell,
     optimizer,
     restore_last_epoch,
-    rnn_stack,
     sentence_encoder,
     set_seed,
     training_callbacks,
@@ -103,25 +99,21 @@ __all__ = [
     "data_options",
     "decoding_options",
     "defaults_of",
-    "distribution_strategy",
+    "distribution",
     "earlier_epochs",
     "fit",
-    "for_worker",
     "group_of",
-    "load_best_model",
+    "learning_rate_schedule",
     "load_config",
     "load_splits",
-    "load_vocabulary",
     "main",
     "make_cell",
     "option_help",
     "options_markdown",
     "optimizer",
-    "per_class_scores",
     "read_json",
     "restore_last_epoch",
     "retuned",
-    "rnn_stack",
     "sentence_encoder",
     "run_files",
     "save_model",

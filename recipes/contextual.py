@@ -1,6 +1,6 @@
 """Contextual word features for a recipe from a biLM run of `recipes.language_model`,
-read from the run's files only (config.json, vocabulary.txt, best.keras), so that no
-recipe imports another: the tagger's ``--contextual-lm RUN_DIR``."""
+read from the run folder (its config.json and its preset), so that no recipe imports
+another: the tagger's ``--contextual-lm RUN_DIR``."""
 
 import os
 
@@ -45,29 +45,18 @@ def language_model_run_config(run_dir):
     return {**config, "output_dir": run_dir}
 
 
-def boundary_id(config):
-    """The token that preceded every sentence in the biLM's training: `[END]` in a
-    stream (the previous sentence's end), `[START]` for per-sentence batches."""
-    from kerasrnn.data.vocabulary import END_ID, START_ID
-
-    return START_ID if config["batching"] == "sentences" else END_ID
-
-
 def contextual_features(run_dir, **kwargs):
     """`kerasrnn.layers.BiLMFeatures` of the biLM trained in `run_dir` (its best
     weights; `kwargs` go to the layer, e.g. ``trainable``, ``name``), and its
     vocabulary (see `language_model_run_config` for the errors)."""
-    import keras
-    import keras_hub  # noqa: F401 (a tied biLM embedding is keras-hub's)
-
-    from kerasrnn.data.vocabulary import Vocabulary
     from kerasrnn.layers import BiLMFeatures
+    from kerasrnn.models import LanguageModel
 
-    config = language_model_run_config(run_dir)
-    model = keras.saving.load_model(os.path.join(run_dir, "best.keras"), compile=False)
-    vocabulary = Vocabulary.load(os.path.join(run_dir, "vocabulary.txt"))
+    language_model_run_config(run_dir)
+    task = LanguageModel.from_preset(run_dir, compile=False)
+    preprocessor = task.preprocessor
     try:
-        features = BiLMFeatures.from_model(model, boundary_id(config), **kwargs)
+        features = BiLMFeatures.from_model(task.backbone, preprocessor.boundary_id, **kwargs)
     except ValueError as error:
         raise ConfigError(f"`contextual_lm`: {run_dir!r}: {error}") from None
-    return features, vocabulary
+    return features, preprocessor.vocabulary

@@ -1,8 +1,8 @@
 """The files of a run folder (`run_files`) and how the recipes write and read them:
 results JSON (`tidy`, `write_json`, `read_json`, atomically through
-`kerasrnn.callbacks.atomic_path`), the best model and the vocabularies."""
+`kerasrnn.callbacks.atomic_path`), the stored config (`saved_config`), the best model
+and a vocabulary file given as an option (`read_vocabulary`)."""
 
-import hashlib
 import json
 import math
 import os
@@ -130,11 +130,6 @@ def run_files(config):
     }
 
 
-def load_vocabulary(config, filename):
-    """A vocabulary file that `train` saved in the run folder."""
-    return read_vocabulary(os.path.join(config["output_dir"], filename))
-
-
 def read_vocabulary(path):
     """`kerasrnn.data.Vocabulary.load`, a damaged file (not UTF-8, not a vocabulary,
     repeated tokens) a `RecipeError` naming it."""
@@ -146,101 +141,3 @@ def read_vocabulary(path):
         raise RecipeError(f"{path} is damaged: not UTF-8 text ({error}).") from None
     except ValueError as error:
         raise RecipeError(f"{path} is damaged: {str(error).removeprefix(path + ': ')}") from None
-
-
-def load_best_model(config, former=()):
-    """The best checkpoint of a run (custom kerasrnn layers are registered). A file that
-    does not load and was saved from a model class in `former` (a recipe's earlier
-    layout) is a `RecipeError` that says to retrain."""
-    path = run_files(config)["best"]
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no trained model at {path}; run `train` first.")
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as archive:
-            broken = archive.testzip()
-            saved = json.loads(archive.read("config.json")).get("class_name")
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, AttributeError) as error:
-        raise RecipeError(
-            f"{path} is damaged: not a complete .keras archive ({error}); train the run "
-            "again (or --continue it, which writes a new one)."
-        ) from None
-    if broken is not None:
-        raise RecipeError(f"{path} is damaged: {broken} fails its checksum; train the run again.")
-    try:
-        import warnings
-
-        import keras
-
-        with warnings.catch_warnings():
-            if config.get("freeze_embeddings"):
-                # the rebuilt model's embedding is trainable again (its frozen state is
-                # the recipe's, not the layer config's), so Keras finds more optimizer
-                # slots than were saved; a loaded best model only predicts
-                warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
-            return keras.saving.load_model(path)
-    except Exception:
-        if saved not in former:
-            raise
-    raise RecipeError(
-        f"{path} was saved by an earlier version of this recipe (a {saved}) and cannot "
-        f"be loaded by this one: retrain it with the same options, e.g. `train --config "
-        f"{run_files(config)['config']} --output-dir NEW_FOLDER`."
-    )
-
-
-# What the training flow rewrites as it goes (checked otherwise: a .keras archive's own
-# checksums, JSON parsing); every other file in the run folder after `prepare` (the
-# vocabularies, labels, tag lists) is fixed for the run and goes into manifest.json.
-_CHANGING = {"config.json", "manifest.json", "best.keras", "last.weights.h5", "history.json"}
-_CHANGING |= {"results.json", "training_curves.png", "evaluation.json", "demo.json", ".lock"}
-
-
-def _digest(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def write_manifest(config):
-    """Writes ``manifest.json``: the size and SHA-256 of each file that `prepare` left
-    in the run folder (the vocabularies, subword models, labels, tag lists), so that a
-    reader tells a truncated or edited one (`check_manifest`) from a good one."""
-    out = config["output_dir"]
-    files = {}
-    for name in sorted(os.listdir(out)):
-        path = os.path.join(out, name)
-        if (
-            name in _CHANGING
-            or name.startswith(".")
-            or ".partial" in name  # a checkpoint write a kill cut short
-            or not name.endswith((".txt", ".json", ".model"))
-            or not os.path.isfile(path)
-        ):
-            continue
-        files[name] = {"bytes": os.path.getsize(path), "sha256": _digest(path)}
-    write_json(os.path.join(out, "manifest.json"), {"files": files})
-
-
-def check_manifest(output_dir):
-    """Raises a `RecipeError` naming the first file of ``manifest.json`` that is
-    missing or differs from what training wrote (a run without a manifest passes)."""
-    path = os.path.join(output_dir, "manifest.json")
-    if not os.path.exists(path):
-        return
-    files = read_json(path, keys=("files",), kind=dict)["files"]
-    if not isinstance(files, dict):
-        raise RecipeError(f"{path} is damaged: 'files' is not an object.")
-    for name, expected in files.items():
-        target = os.path.join(output_dir, name)
-        if not isinstance(expected, dict) or not {"bytes", "sha256"} <= set(expected):
-            raise RecipeError(f"{path} is damaged: the entry of {name!r} lacks bytes / sha256.")
-        if not os.path.isfile(target):
-            raise RecipeError(f"{target} is missing from the run (train the run again).")
-        size = os.path.getsize(target)
-        if size != expected["bytes"] or _digest(target) != expected["sha256"]:
-            change = "truncated" if size < expected["bytes"] else "changed"
-            raise RecipeError(
-                f"{target} is damaged: {change} since training ({size} bytes, training "
-                f"wrote {expected['bytes']}); restore it or train the run again."
-            )

@@ -15,7 +15,11 @@ reads the text reversed and predicts the previous token (`backward_stream` state
 exact layout). The loss is the mean of the two; perplexity is reported per direction and
 together. `generate` and `export` use the forward LM. `kerasrnn.layers.BiLMFeatures` gives
 a trained biLM's per-layer contextual features (the tagger's ``--contextual-lm``, read
-from the run's files by `recipes.contextual`).
+from the run folder by `recipes.contextual`).
+
+The model is a `kerasrnn.models.LanguageModel` with its `LanguageModelPreprocessor`: the
+run folder is its preset (``LanguageModel.from_preset(run)``), whose `generate` takes
+prompt strings.
 
 Command line::
 
@@ -37,40 +41,24 @@ Perplexity is exp(mean negative log-likelihood per token) over the whole stream,
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-
-import kerasrnn.models  # noqa: E402
-from kerasrnn.export.language_model import TextGenerator  # noqa: E402
-from recipes import common, lm_training  # noqa: E402
-from recipes.common import ConfigError, Option  # noqa: E402
-from recipes.config import count_or_zero  # noqa: E402
-from recipes.lm_training import (  # noqa: E402,F401 (the recipe's parts, by their old names)
-    DIRECTIONS,
-    VOCABULARY_OPTION,
-    EpochEvaluation,
-    backward_stream,
-    batches,
-    build_model,
-    compile_model,
-    decoding_strategy,
-    direction_batches,
-    direction_model,
-    direction_perplexity,
-    extended_weights,
-    first_token,
-    learning_rate,
-    load_data,
-    make_loss,
-    perplexity,
-    prepare_data,
-    read_splits,
-    rnn_layers,
-    training_data,
-)
+from recipes import common
+from recipes.common import ConfigError, Option
+from recipes.config import count_or_zero
+from recipes.files import read_vocabulary
 
 PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
+DIRECTIONS = ("forward", "backward")
+
+# The language model's `--vocabulary-file` (an option of recipes.language_model).
+VOCABULARY_OPTION = dict(
+    vocabulary_file=Option(
+        None,
+        "a vocabulary.txt to use instead of one built from `train_file` (e.g. a "
+        "translator run's target_vocab.txt, for shallow fusion: the translator's lm-text); "
+        "null: built",
+        group="data",
+    )
+)
 
 OPTIONS = dict(
     common.COMMON_OPTIONS,
@@ -183,123 +171,232 @@ OPTIONS = dict(
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 
-
-# -------------------------------------------------------------------------- the model
-
-
-class LanguageModel:
-    """A trained language model with its vocabulary: perplexity, generation, export.
-    `model` is the trained `LanguageModelBackbone` (`variant` rebuilds it stateful);
-    `task` the `kerasrnn.models.LanguageModel` around it; `text()` its
-    `kerasrnn.export.TextGenerator` with the configured decoding."""
-
-    def __init__(self, model, vocabulary, config):
-        self.model, self.vocabulary, self.config = model, vocabulary, config
-
-    @classmethod
-    def from_run(cls, config):
-        """The vocabulary and best model of a `train` run: ``best.keras``; a run of
-        the previous layout (``best.weights.h5`` / ``model.weights.h5``) loads too."""
-        from kerasrnn.data.vocabulary import Vocabulary
-
-        out = config["output_dir"]
-        vocabulary = Vocabulary.load(os.path.join(out, "vocabulary.txt"))
-        model = build_model(config, len(vocabulary))
-        best = os.path.join(out, "best.keras")
-        if os.path.exists(best):
-            import keras_hub  # noqa: F401 (registers the ReversibleEmbedding of older runs)
-
-            model.set_weights(keras.saving.load_model(best, compile=False).get_weights())
-            return cls(model, vocabulary, config)
-        for old in ("best.weights.h5", "model.weights.h5"):  # the layout before best.keras
-            if os.path.exists(os.path.join(out, old)):
-                model.load_weights(os.path.join(out, old))
-                return cls(model, vocabulary, config)
-        raise FileNotFoundError(f"no trained model at {best}; run `train` first.")
-
-    def variant(self, batch_size=None, stateful=False):
-        """The trained weights in a model with a fixed batch size / stateful RNNs."""
-        if batch_size is None and not stateful:
-            return self.model
-        model = build_model(self.config, len(self.vocabulary), batch_size, stateful)
-        model.set_weights(self.model.get_weights())
-        return model
-
-    def evaluate(self, splits, names=("valid", "test")):
-        """Perplexity (and bits per character at character level) of each split in
-        `names` of `splits` (``{split: sentences}``), over each whole stream; for a
-        biLM per direction too (`direction_perplexity`)."""
-        config = self.config
-        stream, batch = config["batching"] == "stream", config["batch_size"]
-        model = self.variant(batch if stream else None, stream)
-        results = {}
-        for split in (name for name in names if splits.get(name)):
-            source = config[f"{split}_file"]
-            data = direction_batches(config, splits[split], self.vocabulary, batch, source=source)
-            result = direction_perplexity(model, data, config)
-            if config["level"] == "char":
-                for part in [result] + [result.get(d) for d in DIRECTIONS]:
-                    if part:
-                        part["bits_per_character"] = part.pop("bits_per_token")
-            results[split] = result
-        return results
-
-    @property
-    def task(self):
-        return kerasrnn.models.LanguageModel(self.model, max_length=self.config["gen_length"])
-
-    def text(self, config=None):
-        config = config or self.config
-        strategy, size = decoding_strategy(config), config["gen_length"]
-        level, first = config["level"], first_token(config)
-        return TextGenerator(self.task, self.vocabulary, strategy, size, level, first)
-
-    def generate(self, prompts=None):
-        """Continuations of `prompts` (see the module function `generate`)."""
-        return generate(self.config, prompts, self.vocabulary, self.model)
-
-    def export(self, path):
-        """The SavedModel of the module function `export`."""
-        return export(self.config, path, self)
-
-    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
-        """The onnxruntime or LiteRT bundle of `TextGenerator.export_runtime`."""
-        config = self.config
-        if config["bidirectional"] or config["method"] not in ("greedy", "beam"):
-            raise ConfigError(
-                f"the {format_name} export takes a forward language model decoding with "
-                "method greedy or beam: use --format saved_model for a biLM, or pass "
-                "--method greedy."
-            )
-        return self.text().export_runtime(path, format_name, sequence_length, quantization)
+# What `init_from` takes from the run it starts from: the options that shape the weights.
+INIT_ARCHITECTURE = (
+    "level",
+    "bidirectional",
+    "cell",
+    "cell_options",
+    "units",
+    "num_layers",
+    "embedding_dim",
+    "tie_embeddings",
+)
 
 
-def load_trained(config, batch_size=None, stateful=False):
-    """The vocabulary and a model with the trained (best) weights."""
-    trained = LanguageModel.from_run(config)
-    return trained.vocabulary, trained.variant(batch_size, stateful)
+# ------------------------------------------------------------------------------ data
 
 
-def evaluate(config, splits=None, vocabulary=None, names=("valid", "test")):
-    """Valid and test perplexity (and bits per character at character level) of the
-    trained model, over each whole stream."""
-    trained = LanguageModel.from_run(config)
-    if splits is None:
-        splits, _ = load_data(config, trained.vocabulary)
-    return trained.evaluate(splits, names)
+def read_splits(config):
+    """``{"train", "valid", "test"}``: the corpora's sentences as token lists (valid and
+    test None when their file option is empty)."""
+    from kerasrnn.data.language_model import read_corpus
+
+    def read(split):
+        return read_corpus(config[f"{split}_file"], config["level"], config["unk_token"])
+
+    splits = {"train": read("train")}
+    for split in ("valid", "test"):
+        splits[split] = read(split) if config[f"{split}_file"] else None
+    return splits
 
 
-# ----------------------------------------------------------------------------- train
+def stream(config):
+    return config["batching"] == "stream"
+
+
+def data_of(config, sentences, vocabulary, shuffle=False, source=None):
+    """``{direction: data}`` of `sentences` as the run reads them
+    (`kerasrnn.data.language_model.language_model_data`): stateful windows (stream) or
+    padded sentence batches; `source` (the file) names the data in errors."""
+    from kerasrnn.data.language_model import language_model_data
+
+    for key in ("batch_size", "steps"):
+        if config[key] < 1:
+            raise ConfigError(f"`{key}` must be a positive integer, got {config[key]!r}.")
+    try:
+        return language_model_data(
+            sentences,
+            vocabulary,
+            config["batch_size"],
+            config["steps"] if stream(config) else None,
+            shuffle,
+            config["seed"],
+            config["max_sentence_length"] or None,
+            config["bidirectional"],
+        )
+    except ValueError as error:  # a window longer than the corpus, no sentence
+        raise common.RecipeError(f"{source or 'the corpus'}: {error}") from None
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def build_model(config, preprocessor, stateful=False):
+    """The configured `kerasrnn.models.LanguageModel` over a `LanguageModelBackbone`;
+    `stateful` keeps each RNN's state across calls (the batch size fixed to
+    `batch_size`), as stream training reads its windows."""
+    import keras
+
+    from kerasrnn.models import LanguageModel, LanguageModelBackbone
+    from kerasrnn.models import LanguageModelRegularization as Regularization
+
+    keys = ("dropout", "locked_dropout", "embedding_dropout", "weight_drop", "ar_alpha")
+    scale = config["init_scale"]
+    # one seed per weight matrix, counted from seed * 1000 (the backbone's copies)
+    init = keras.initializers.RandomUniform(-scale, scale, seed=config["seed"] * 1000)
+    options = {"unroll": config["unroll"], "stateful": stateful}
+    if stateful:
+        options["batch_size"] = config["batch_size"]
+    try:
+        backbone = LanguageModelBackbone(
+            len(preprocessor.vocabulary),
+            config["units"],
+            config["num_layers"],
+            common.make_cell(config["cell"], config["units"], **config["cell_options"]),
+            config["embedding_dim"] or None,
+            config["tie_embeddings"],
+            Regularization(*(config[k] for k in keys), config["tar_beta"], config["seed"]),
+            init if scale else None,
+            config["bidirectional"],
+            rnn_options=options,
+        )
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return LanguageModel(
+        backbone, max_length=config["gen_length"], preprocessor=preprocessor, name="language_model"
+    )
+
+
+def compile_model(model, config):
+    """Compiles `model` with the run's optimizer (SGD or Adam at the rate schedule,
+    gradients clipped), the token cross-entropy (summed over a window's steps with
+    ``loss_reduction: sum_over_time``; a biLM's the mean of its two directions') and
+    perplexity. XLA cannot reach the replicas' variable copies on other devices
+    (TensorFlow's "tf.Variable on a different device"): a multi-device strategy trains
+    without it."""
+    import keras
+    import tensorflow as tf
+
+    from kerasrnn.losses import SequenceCrossEntropy
+
+    optimizers = {"sgd": keras.optimizers.SGD, "adam": keras.optimizers.Adam}
+    optimizer = optimizers[config["optimizer"]](
+        common.learning_rate_schedule(config), global_clipnorm=config["clipnorm"] or None
+    )
+
+    def loss():
+        return SequenceCrossEntropy(per_sequence=config["loss_reduction"] == "sum_over_time")
+
+    losses, weights = loss(), None
+    if config["bidirectional"]:
+        losses, weights = {d: loss() for d in DIRECTIONS}, {d: 0.5 for d in DIRECTIONS}
+    multi_device = tf.distribute.get_strategy().num_replicas_in_sync > 1
+    model.compile(
+        optimizer,
+        losses,
+        loss_weights=weights,
+        jit_compile=False if multi_device else config["jit_compile"],
+        sampler=decoding_strategy(config),
+    )
+    return model
+
+
+def learning_rate(config, epoch):
+    """The rate of (0-based) `epoch`: lr * lr_decay ** max(0, epoch + 1 - lr_decay_after)."""
+    return config["learning_rate"] * config["lr_decay"] ** max(
+        0, epoch + 1 - config["lr_decay_after"]
+    )
+
+
+# The configuration keys of each `--method`'s kerasrnn.decoding strategy (an option
+# table: `kerasrnn.decoding.get` makes the strategy).
+STRATEGY_OPTIONS = {
+    "greedy": lambda config: {},
+    "sample": lambda config: dict(
+        temperature=config["temperature"],
+        top_k=config["top_k"] or None,
+        top_p=config["top_p"] or None,
+        seed=config["seed"],
+    ),
+    "beam": lambda config: dict(
+        beam_size=config["beam_size"],
+        n_best=1,
+        scorer={"length_normalization": config["length_normalization"] or None},
+    ),
+}
+
+
+def decoding_strategy(config):
+    """The configured `kerasrnn.decoding` strategy (`--method` and its options)."""
+    from kerasrnn import decoding
+
+    method = config["method"]
+    if method not in STRATEGY_OPTIONS:
+        raise ConfigError(f"`method` must be 'greedy', 'sample' or 'beam', got {method!r}.")
+    return type(decoding.get(method)).from_config(STRATEGY_OPTIONS[method](config))
+
+
+def first_token(config):
+    """What precedes a prompt: the sentence boundary the model was trained on, `[END]`
+    in a stream (the previous sentence's end), `[START]` for per-sentence batches."""
+    from kerasrnn.special_tokens import END_ID, START_ID
+
+    return END_ID if stream(config) else START_ID
+
+
+# ------------------------------------------------------------------------ evaluation
+
+
+def evaluate(config, task, splits, names=("valid", "test")):
+    """Perplexity (and bits per character at character level) of each split in `names`
+    of `splits` (``{split: sentences}``), over each whole stream, keras-hub's
+    `Perplexity` fed the same batches (``keras_hub_perplexity``); for a biLM per
+    direction too."""
+    import keras_hub
+
+    from kerasrnn.callbacks import language_model_perplexity
+
+    results = {}
+    for split in (name for name in names if splits.get(name)):
+        data = data_of(
+            config, splits[split], task.preprocessor.vocabulary, source=config[f"{split}_file"]
+        )
+        metric = keras_hub.metrics.Perplexity(
+            from_logits=True, mask_token_id=0, name="keras_hub_perplexity"
+        )
+        result = language_model_perplexity(
+            task, data, config["batch_size"], stream(config), [metric]
+        )
+        if config["level"] == "char":
+            for part in [result] + [result.get(d) for d in DIRECTIONS]:
+                if part:
+                    part["bits_per_character"] = part.pop("bits_per_token")
+        results[split] = result
+    return results
+
+
+def print_epoch(epoch, row):
+    print(
+        f"epoch={epoch} "
+        + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+# -------------------------------------------------------------------------- commands
 
 
 class LanguageModelRecipe(common.Recipe):
     """The language model on the recipe skeleton (`common.Recipe`): its data are
-    sentence lists (`load_data`), its validation the per-epoch perplexity
-    (`EpochEvaluation`), its trained-model object `LanguageModel`."""
+    sentence lists (`read_splits`), its validation the per-epoch perplexity
+    (`kerasrnn.callbacks.LanguageModelEvaluation`), its task
+    `kerasrnn.models.LanguageModel`."""
 
     name = "language_model"
     options = OPTIONS
-    predictor = LanguageModel
+    task = "LanguageModel"
     metric = "perplexity"
     predict_command = "generate"
     run_options = (
@@ -317,18 +414,19 @@ class LanguageModelRecipe(common.Recipe):
     )
 
     def check_config(self, config):
-        if config["strategy"] in ("mirrored", "multi_worker") and config["batching"] == "stream":
+        if config["strategy"] in ("mirrored", "multi_worker") and stream(config):
             # A stateful RNN carries each row's state into the next window of the same
             # row; split over replicas, its fixed-batch state variables would be
             # mirrored, not kept per row.
             raise ConfigError(
                 f"`strategy: {config['strategy']}` does not work with `batching: stream` "
                 "(stateful windows carry each row's RNN state, which replicas cannot "
-                "share); use "
-                "`batching: sentences` or `strategy: default`."
+                "share); use `batching: sentences` or `strategy: default`."
             )
         if config["extend_vocabulary"] and not config["init_from"]:
             raise ConfigError("`extend_vocabulary` needs `init_from` (the vocabulary to extend).")
+        if config["vocabulary_file"] and config["init_from"]:
+            raise ConfigError("`vocabulary_file` and `init_from` exclude each other: choose one.")
 
     def load_splits(self, config):
         return read_splits(config)
@@ -340,38 +438,78 @@ class LanguageModelRecipe(common.Recipe):
         return super().train(config, splits, callbacks, continue_run)
 
     def prepare(self, config, splits):
-        return prepare_data(config, splits)
+        """The preprocessor (the vocabulary, also in vocabulary.txt; `init_from`'s when
+        given) and the training windows or batches."""
+        from kerasrnn.data import Vocabulary
+        from kerasrnn.data.language_model import bidirectional_data
+        from kerasrnn.models import LanguageModelPreprocessor
+        from kerasrnn.special_tokens import SPECIAL_TOKENS
+
+        if config["vocabulary_file"]:  # e.g. a translator's target vocabulary (fusion)
+            vocabulary = read_vocabulary(config["vocabulary_file"])
+        elif config["init_from"]:
+            vocabulary = self.load(
+                dict(config, output_dir=config["init_from"])
+            ).preprocessor.vocabulary
+            if config["extend_vocabulary"]:
+                frequent = Vocabulary.build(splits["train"], min_freq=config["extend_vocabulary"])
+                new = [t for t in frequent.tokens[len(SPECIAL_TOKENS) :] if t not in vocabulary]
+                vocabulary = Vocabulary(vocabulary.tokens + new)
+        else:
+            vocabulary = Vocabulary.build(
+                splits["train"], config["max_vocab"] or None, config["min_freq"]
+            )
+        vocabulary.save(os.path.join(config["output_dir"], "vocabulary.txt"))
+        preprocessor = LanguageModelPreprocessor(vocabulary, config["level"], first_token(config))
+        train = data_of(config, splits["train"], vocabulary, True, config["train_file"])
+        eval_splits = {"valid": splits["valid"]} if splits.get("valid") else {}
+        if config["evaluate_test_each_epoch"] and splits.get("test"):
+            eval_splits["test"] = splits["test"]
+        evaluated = {
+            k: data_of(config, v, vocabulary, source=config[f"{k}_file"])
+            for k, v in eval_splits.items()
+        }
+        if stream(config):  # predicted tokens (of each direction)
+            tokens = int((train["forward"][1] != 0).sum())
+        else:
+            tokens = sum(len(s) + 1 for s in splits["train"])
+        return common.Prepared(
+            bidirectional_data(train) if config["bidirectional"] else train["forward"],
+            None,
+            {"preprocessor": preprocessor, "evaluated": evaluated, "tokens": tokens},
+            {"vocabulary_size": len(vocabulary)},
+        )
 
     def build(self, config, prepared):
-        stream = config["batching"] == "stream"
-        batch = config["batch_size"] if stream else None
-        size = len(prepared.model["vocabulary"])
-        model = build_model(config, size, batch, stream)
+        from kerasrnn.models.language_model import extended_weights
+
+        model = build_model(config, prepared.model["preprocessor"], stateful=stream(config))
         if config["init_from"]:
-            start = LanguageModel.from_run(common.saved_config(OPTIONS, config["init_from"]))
-            model.set_weights(
-                extended_weights(
-                    start.model.get_weights(),
-                    [w.shape for w in model.get_weights()],
-                    len(start.vocabulary),
-                    config["init_from"],
+            start = self.load(dict(config, output_dir=config["init_from"]))
+            try:
+                model.set_weights(
+                    extended_weights(
+                        start.get_weights(),
+                        [w.shape for w in model.get_weights()],
+                        len(start.preprocessor.vocabulary),
+                    )
                 )
-            )
+            except ValueError as error:
+                raise ConfigError(f"`init_from` {config['init_from']}: {error}") from None
         return compile_model(model, config)
 
     def fit_callbacks(self, config, prepared):
-        stream = config["batching"] == "stream"
-        # The per-epoch evaluation's copy of the weights, outside the strategy's scope:
-        # it runs predict on whole batches.
-        eval_model = build_model(
-            config,
-            len(prepared.model["vocabulary"]),
-            config["batch_size"] if stream else None,
-            stream,
-        )
+        import keras
+
+        from kerasrnn.callbacks import LanguageModelEvaluation
+
         # Order matters at each epoch end: the evaluation puts valid_perplexity in the
         # logs for the checkpoint.
-        callbacks = [EpochEvaluation(config, eval_model, prepared.model["eval_data"])]
+        callbacks = [
+            LanguageModelEvaluation(
+                prepared.model["evaluated"], config["batch_size"], stream(config), print_epoch
+            )
+        ]
         if not config["time_budget"]:  # with one, the budget's schedule sets the rate
             callbacks.append(
                 keras.callbacks.LearningRateScheduler(lambda epoch: learning_rate(config, epoch))
@@ -379,7 +517,7 @@ class LanguageModelRecipe(common.Recipe):
         return callbacks
 
     def monitor(self, config, prepared):
-        if prepared.model["eval_data"].get("valid") is not None:
+        if prepared.model["evaluated"].get("valid") is not None:
             return "valid_perplexity", "min"
         return "perplexity", "min"
 
@@ -397,8 +535,15 @@ class LanguageModelRecipe(common.Recipe):
         )
         return results
 
+    def after_fit(self, config, prepared, splits):
+        """A model trained on stateful windows is saved without its states (its best
+        epoch's weights), for generation and export at any batch size."""
+        if stream(config):
+            best = os.path.join(config["output_dir"], "best.keras")
+            common.save_model(self.load(config).stateless(), best)
+
     def evaluate_splits(self, config, splits):
-        return LanguageModel.from_run(config).evaluate(splits)
+        return evaluate(config, self.load(config), splits)
 
     def predict_arguments(self, parser):
         parser.add_argument(
@@ -406,8 +551,28 @@ class LanguageModelRecipe(common.Recipe):
         )
         parser.add_argument("--input", help="a file with one prompt per line")
 
-    def predict_rows(self, trained, texts):
-        return trained.generate(texts or None)
+    def predict_rows(self, trained, config, texts, args=None):
+        """Each prompt's continuation (up to `gen_length` tokens, to the sentence's end)
+        and how many of its tokens the vocabulary lacks."""
+        prompts = list(texts) or [config["prompt"]]
+        continuations = trained.generate(
+            prompts, decoding_strategy(config), max_length=config["gen_length"]
+        )
+        return [
+            {
+                "prompt": prompt,
+                "continuation": continuation,
+                "unknown_prompt_tokens": trained.preprocessor.unknown_tokens(prompt),
+            }
+            for prompt, continuation in zip(prompts, continuations)
+        ]
+
+    def export_options(self, config):
+        if config["method"] not in ("greedy", "beam"):
+            raise ConfigError(
+                f"export supports method 'greedy' or 'beam', got {config['method']!r}."
+            )
+        return {"strategy": decoding_strategy(config), "max_length": config["gen_length"]}
 
     def extra_commands(self):
         def evaluate_arguments(parser):
@@ -415,7 +580,20 @@ class LanguageModelRecipe(common.Recipe):
 
         def run_evaluate(config, args):
             config = self.stored(config, args)
-            return evaluate(config, names=(args.split,) if args.split else ("valid", "test"))
+            names = (args.split,) if args.split else ("valid", "test")
+            return evaluate(config, self.load(config), read_splits(config), names)
+
+        def embeddings_arguments(parser):
+            parser.add_argument(
+                "run", nargs="?", metavar="RUN", help="the LM's run folder (default: --output-dir)"
+            )
+            parser.add_argument("out", metavar="OUT.vec", help="the .vec file to write")
+
+        def run_embeddings(config, args):
+            if args.run:
+                config = dict(config, output_dir=args.run)
+            config = self.stored(config, args)
+            return export_embeddings(config, args.out, self.load(config))
 
         return {
             "evaluate": (
@@ -424,31 +602,48 @@ class LanguageModelRecipe(common.Recipe):
                 run_evaluate,
                 self.options_of("evaluate"),
             ),
-            **lm_training.export_embeddings_command(self, LanguageModel.from_run),
+            "export-embeddings": (
+                "write the trained input embedding as a word2vec / fastText .vec text file "
+                "(every recipe's --embeddings reads it)",
+                embeddings_arguments,
+                run_embeddings,
+                self.options_of("export-embeddings"),
+            ),
         }
 
 
-# What `init_from` takes from the run it starts from: the options that shape the weights.
-INIT_ARCHITECTURE = (
-    "level",
-    "bidirectional",
-    "cell",
-    "cell_options",
-    "units",
-    "num_layers",
-    "embedding_dim",
-    "tie_embeddings",
-)
+def export_embeddings(config, path, task):
+    """Writes the trained input embedding of the word-level LM `task` (the run in
+    ``config["output_dir"]``) as a word2vec / fastText ``.vec`` text file
+    (`kerasrnn.data.vectors.write_vectors`): a ``count dim`` header, then one line per
+    regular word of its vocabulary, most frequent first (the special tokens are left
+    out), which every recipe's ``--embeddings`` reads."""
+    from kerasrnn.data.vectors import write_vectors
+    from kerasrnn.special_tokens import SPECIAL_TOKENS
+
+    if config["level"] != "word":
+        raise ConfigError(
+            f"export-embeddings needs a word-level LM; the run in {config['output_dir']} "
+            f"is {config['level']}-level (its tokens are not words)."
+        )
+    import keras
+
+    matrix = keras.ops.convert_to_numpy(task.backbone.token_embedding.embeddings)
+    words = task.preprocessor.vocabulary.tokens[len(SPECIAL_TOKENS) :]
+    write_vectors(path, words, matrix[len(SPECIAL_TOKENS) :])
+    return {"vectors": os.fspath(path), "words": len(words), "dim": int(matrix.shape[1])}
+
 
 RECIPE = LanguageModelRecipe()
 
 
 def train(config, splits=None, callbacks=(), continue_run=False):
     """Trains, evaluates valid/test perplexity after each epoch, saves the vocabulary,
-    the best model by validation perplexity (``best.keras``), the last epoch's weights
-    and optimizer state, ``results.json`` and ``training_curves.png``. Re-running an
-    interrupted run with the same config resumes it (`BackupAndRestore`), epoch rows and
-    best score included; `continue_run` extends a finished one.
+    the best model by validation perplexity (``best.keras``, the task with its
+    preprocessor; the folder is its preset), the last epoch's weights and optimizer
+    state, ``results.json`` and ``training_curves.png``. Re-running an interrupted run
+    with the same config resumes it (`BackupAndRestore`), epoch rows and best score
+    included; `continue_run` extends a finished one.
 
     Args:
         config: a complete config (`common.load_config(OPTIONS, ...)`).
@@ -458,37 +653,6 @@ def train(config, splits=None, callbacks=(), continue_run=False):
         continue_run: extend the finished run from its last epoch to ``epochs``.
     """
     return RECIPE.train(config, splits, callbacks, continue_run)
-
-
-# ------------------------------------------------------------------------ generation
-
-
-def generate(config, prompts=None, vocabulary=None, model=None):
-    """Continues each prompt (a string; "" starts a new sentence) with up to `gen_length`
-    tokens, stopping at the sentence's end (`kerasrnn.export.TextGenerator.generate`).
-    Returns a list of dicts with the continuation and how many prompt tokens were unknown."""
-    if vocabulary is None or model is None:
-        vocabulary, model = load_trained(config)
-    prompts = [config["prompt"]] if prompts is None else list(prompts)
-    return LanguageModel(model, vocabulary, config).text().generate(prompts)
-
-
-# ---------------------------------------------------------------------------- export
-
-
-def export(config, export_dir, trained=None):
-    """A SavedModel with `serving_default(prompt: tf.string[batch]) ->
-    {"continuation": tf.string[batch]}` and the streaming ``step`` signature
-    (`kerasrnn.export.TextGenerator.export`; `method` greedy or beam: sampling is not
-    exported). `trained`: the `LanguageModel` (default: the run's, loaded)."""
-    if config["method"] not in ("greedy", "beam"):
-        raise ConfigError(f"export supports method 'greedy' or 'beam', got {config['method']!r}.")
-    trained = trained or LanguageModel.from_run(config)
-    trained.text(config).export(export_dir)
-    return {"export_dir": export_dir}
-
-
-# ------------------------------------------------------------------------------- CLI
 
 
 def main(argv=None):

@@ -41,8 +41,7 @@ def _data_dir(data):
 
 def corpora(data):
     """``{name: sentences}`` (token lists, not yet lower-cased) of every training text."""
-    from kerasrnn.data.loaders import load_conll_columns, load_conllu, read_lines
-    from recipes.pair_classifier import load_pairs
+    from kerasrnn.data.loaders import load_conll_columns, load_conllu, load_sick, read_lines
 
     def path(*parts):
         for suffix in ("", ".gz"):
@@ -59,7 +58,7 @@ def corpora(data):
     conll = [
         s for s in load_conll_columns(path("conll2003", "train.txt"))[0] if s[0] != "-DOCSTART-"
     ]
-    a, b, _, _ = load_pairs(path("sick", "SICK_train.txt"))
+    a, b, _, _ = load_sick(path("sick", "SICK_train.txt"))
     sick = [s.split() for s in dict.fromkeys(list(a) + list(b))]  # each sentence once
     texts = {"ptb": ptb, "ud_en_ewt": ewt, "multi30k": multi30k, "conll2003": conll}
     texts["sick"] = sick

@@ -39,11 +39,8 @@ up).
 import os
 import sys
 
-import keras
 import numpy as np
-from keras import ops
 
-from kerasrnn.models.pair_classifier import score_distribution
 from recipes import common, transfer, vectors
 from recipes.common import Option
 
@@ -95,14 +92,6 @@ DEFAULTS = common.defaults_of(OPTIONS)
 # ------------------------------------------------------------------------------ data
 
 
-def load_pairs(path, encoding="utf-8"):
-    """A SICK-style file -> ``(sentences_a, sentences_b, scores, labels)``
-    (`kerasrnn.data.loaders.load_sick`)."""
-    from kerasrnn.data.loaders import load_sick
-
-    return load_sick(path, encoding)
-
-
 def check_config(config):
     """Errors of the options that their table cannot express (the allowed values of
     `task`, `relatedness_target` and `pooling` are checked by `common.load_config`)."""
@@ -110,51 +99,34 @@ def check_config(config):
         raise common.ConfigError(f"`max_length` must be >= 1, got {config['max_length']}.")
 
 
-# ----------------------------------------------------------------------------- model
-
-
-def build_model(config, vocab_size):
-    """The configured `kerasrnn.models.PairClassifier`: ``{"sentence_a": ids,
-    "sentence_b": ids}`` (batch, time) int32 -> entailment probabilities (batch, 3), or
-    the relatedness score (batch, 1) (with ``relatedness_target: distribution``, also the
-    distribution, as a dict)."""
+def build_model(config, preprocessor):
+    """The configured `kerasrnn.models.PairClassifier` over `preprocessor`'s vocabulary:
+    ``{"sentence_a": ids, "sentence_b": ids}`` (batch, time) int32 -> entailment
+    probabilities (batch, 3), or the relatedness score (batch, 1) (with
+    ``relatedness_target: distribution``, also the distribution, as a dict)."""
     from kerasrnn.models import PairClassifier
 
     check_config(config)
     head, classes = "classes", len(LABELS)
     if config["task"] == "relatedness":
         head, classes = config["relatedness_target"], 5
-    encoder = common.sentence_encoder(config, vocab_size)
-    return PairClassifier(encoder, head, classes, config["hidden_units"], config["dropout"])
-
-
-def compile_model(model, config, train_pairs=None):
-    """Compiles `model` for its task (the head's default loss and metrics); `train_pairs`
-    (the number of training pairs) sets the length of a slanted triangular schedule."""
-    model.compile(transfer.optimizer(config, model, train_pairs or config["batch_size"]))
-
-
-# --------------------------------------------------------------------------- metrics
-
-
-def relatedness_scores(gold, predicted):
-    """Pearson r, Spearman rho (ties averaged) and the mean squared error."""
-    from scipy import stats
-
-    gold, predicted = np.asarray(gold, np.float64), np.asarray(predicted, np.float64)
-    constant = np.ptp(predicted) == 0
-    return {
-        "pairs": len(gold),
-        "pearson": 0.0 if constant else float(stats.pearsonr(gold, predicted)[0]),
-        "spearman": 0.0 if constant else float(stats.spearmanr(gold, predicted)[0]),
-        "mse": float(np.mean((gold - predicted) ** 2)),
-    }
+    encoder = common.sentence_encoder(config, len(preprocessor.vocabulary))
+    return PairClassifier(
+        encoder,
+        head,
+        classes,
+        config["hidden_units"],
+        config["dropout"],
+        preprocessor=preprocessor,
+    )
 
 
 def baselines(train_split, split):
     """Simple reference points on `split`: the majority judgment of the training data,
     the training mean as the score, and the word overlap (Jaccard) of the two sentences
     as a relatedness predictor (its correlations)."""
+    from kerasrnn.metrics import relatedness_scores
+
     _, _, train_scores, train_labels = train_split
     a, b, scores, labels = split
     majority = max(LABELS, key=train_labels.count)
@@ -173,146 +145,16 @@ def baselines(train_split, split):
     }
 
 
-# --------------------------------------------------------------------------- pairs
-
-
-class PairClassifier:
-    """A trained pair model with its vocabulary: two strings in, a judgment or a score
-    out. `serve` is the exact function the SavedModel exports."""
-
-    def __init__(self, model, vocabulary, task, lowercase=True, max_length=100):
-        import tensorflow as tf
-
-        self.model, self.vocabulary, self.task = model, vocabulary, task
-        self.lowercase, self.max_length = lowercase, max_length
-        self._lookup = vocabulary.lookup()
-        spec = [
-            tf.TensorSpec([None], tf.string, name="sentence_a"),
-            tf.TensorSpec([None], tf.string, name="sentence_b"),
-        ]
-        self._signature = spec
-        self._serve = tf.function(self.serve, input_signature=spec)
-
-    @classmethod
-    def from_run(cls, config):
-        """Loads the best checkpoint and the vocabulary of a `train` run."""
-        return cls(
-            common.load_best_model(config),
-            common.load_vocabulary(config, "vocab.txt"),
-            config["task"],
-            config["lowercase"],
-            config["max_length"],
-        )
-
-    def encode(self, texts):
-        from kerasrnn.data.tokenizers import encode_tokens, split_words
-
-        ids = encode_tokens(split_words(texts, self.lowercase), self._lookup)
-        return ids[:, : self.max_length]
-
-    def serve(self, sentence_a, sentence_b):
-        """(batch,) strings twice -> entailment: label, probability, probabilities;
-        relatedness: score."""
-        from kerasrnn.export import class_outputs
-
-        inputs = {"sentence_a": self.encode(sentence_a), "sentence_b": self.encode(sentence_b)}
-        out = self.model(inputs, training=False)
-        if self.task == "entailment":
-            return class_outputs(out, LABELS)
-        score = out["score"] if isinstance(out, dict) else out
-        return {"score": ops.reshape(score, (-1,))}
-
-    def predict(self, sentences_a, sentences_b, batch_size=256):
-        if len(sentences_a) != len(sentences_b):
-            raise common.RecipeError(
-                f"pairs need as many first as second sentences; got {len(sentences_a)} "
-                f"and {len(sentences_b)}."
-            )
-        results = []
-        for start in range(0, len(sentences_a), batch_size):
-            out = self._serve(
-                list(sentences_a[start : start + batch_size]),
-                list(sentences_b[start : start + batch_size]),
-            )
-            if self.task == "relatedness":
-                results += [{"score": float(s)} for s in out["score"].numpy()]
-                continue
-            for label, prob, probs in zip(
-                out["label"].numpy(), out["probability"].numpy(), out["probabilities"].numpy()
-            ):
-                results.append(
-                    {
-                        "label": label.decode("utf-8"),
-                        "probability": float(prob),
-                        "probabilities": dict(zip(LABELS, map(float, probs))),
-                    }
-                )
-        return results
-
-    def evaluate(self, sentences_a, sentences_b, scores, labels):
-        predicted = self.predict(sentences_a, sentences_b)
-        if self.task == "relatedness":
-            return relatedness_scores(scores, [p["score"] for p in predicted])
-        guessed = [p["label"] for p in predicted]
-        return {
-            "pairs": len(labels),
-            "accuracy": float(np.mean([g == p for g, p in zip(labels, guessed)])),
-            "per_class": common.per_class_scores(labels, guessed, LABELS),
-        }
-
-    def export(self, path):
-        """A SavedModel: ``serving_default(sentence_a, sentence_b: string[batch])``."""
-        from kerasrnn.export import export_saved_model
-
-        return export_saved_model(
-            path,
-            self.model,
-            {"serving_default": (self.serve, self._signature)},
-            track=[self._lookup],
-        )
-
-    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
-        """Writes the model for onnxruntime or LiteRT (`kerasrnn.export.export_bundle`): the
-        two sentences' token ids (1, time) in, the judgment's probabilities (1, 3) or the
-        relatedness score (1, 1) out, with the vocabulary, the labels and the numpy-only
-        ``client.py`` that predicts as `predict` does. `quantization`: the weights, as
-        `export_bundle` takes it."""
-        from kerasrnn.export.bundle import export_bundle
-
-        # the runtimes take a list of inputs and one output: the dict-input model is
-        # wrapped, and a distribution head keeps only its score, as `serve` does
-        a = keras.Input((None,), dtype="int32", name="sentence_a")
-        b = keras.Input((None,), dtype="int32", name="sentence_b")
-        out = self.model({"sentence_a": a, "sentence_b": b})
-        if isinstance(out, dict):
-            out = out["score"]
-        metadata = {
-            "task": "pair_classifier",
-            "lowercase": self.lowercase,
-            "max_length": self.max_length,
-            "labels": list(LABELS) if self.task == "entailment" else None,
-            "vocabularies": {"words": self.vocabulary.tokens},
-        }
-        model = keras.Model([a, b], out, name="pair_runtime")
-        models = {"model": (model, None)}
-        return export_bundle(path, models, format_name, metadata, sequence_length, quantization)
-
-
-# -------------------------------------------------------------------------- commands
-
-
-def _dataset(vocab, split, config, shuffle):
+def _dataset(preprocessor, split, config, shuffle):
+    import keras
     import tensorflow as tf
 
-    from kerasrnn.data.tokenizers import tokenize
+    from kerasrnn.models import score_distribution
 
     a, b, scores, labels = split
 
     def ids(texts):
-        rows = [
-            vocab.encode(t)[: config["max_length"]] or [0]
-            for t in tokenize(texts, config["lowercase"])
-        ]
+        rows = preprocessor.id_lists(texts)
         return keras.utils.pad_sequences(rows, padding="post", dtype="int32")
 
     inputs = {"sentence_a": ids(a), "sentence_b": ids(b)}
@@ -349,24 +191,31 @@ def read_pair_lines(path, encoding="utf-8"):
     return pairs
 
 
+# -------------------------------------------------------------------------- commands
+
+
 class PairRecipe(common.Recipe):
     """The sentence-pair model on the recipe skeleton (`common.Recipe`)."""
 
     name = "pair_classifier"
     options = OPTIONS
-    predictor = PairClassifier
+    task = "PairClassifier"
     test_help = "a file of scored and judged pairs"
 
     def check_config(self, config):
         check_config(config)
 
     def load_examples(self, config, spec, split):
-        return load_pairs(spec, config["encoding"])
+        from kerasrnn.data.loaders import load_sick
+
+        return load_sick(spec, config["encoding"])
 
     def prepare(self, config, splits):
-        """The vocabulary of both sentences of the training pairs (vocab.txt)."""
+        """The preprocessor (the vocabulary of both sentences of the training pairs,
+        also in vocab.txt) and the datasets."""
         from kerasrnn.data import Vocabulary
         from kerasrnn.data.tokenizers import tokenize
+        from kerasrnn.models import PairClassifierPreprocessor
 
         a, b = splits["train"][:2]
         tokens = tokenize(list(a) + list(b), config["lowercase"])
@@ -377,17 +226,21 @@ class PairRecipe(common.Recipe):
             lm_dir, lm_results = transfer.finetune_lm(
                 config, tokens, tokenize(valid_texts, config["lowercase"])
             )
-            vocab = Vocabulary.load(os.path.join(lm_dir, "vocabulary.txt"))
+            vocab = transfer.lm_vocabulary(lm_dir)
         else:
             vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
         pretrained = vectors.load(config, vocab, lowercase=config["lowercase"])
         vocab = pretrained.vocabulary if pretrained else vocab  # with `embeddings_extend`
         vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
+        labels = LABELS if config["task"] == "entailment" else None
+        preprocessor = PairClassifierPreprocessor(
+            vocab, labels, config["lowercase"], config["max_length"]
+        )
         return common.Prepared(
-            _dataset(vocab, splits["train"], config, shuffle=True),
-            _dataset(vocab, valid, config, shuffle=False) if valid else None,
+            _dataset(preprocessor, splits["train"], config, shuffle=True),
+            _dataset(preprocessor, valid, config, shuffle=False) if valid else None,
             {
-                "vocabulary_size": len(vocab),
+                "preprocessor": preprocessor,
                 "lm_dir": lm_dir,
                 "train_pairs": len(a),
                 "vectors": pretrained,
@@ -406,12 +259,14 @@ class PairRecipe(common.Recipe):
 
     def build(self, config, prepared):
         parts = prepared.model
-        model = build_model(vectors.width(config, parts["vectors"]), parts["vocabulary_size"])
+        model = build_model(vectors.width(config, parts["vectors"]), parts["preprocessor"])
         vectors.apply(model, config, {"embedding": parts["vectors"]})
         if parts["lm_dir"]:
             transfer.copy_lm_weights(model, parts["lm_dir"])
         parts["fit_callbacks"] = transfer.fit_callbacks(config, model)
-        compile_model(model, config, parts["train_pairs"])
+        # the head's default loss and metrics; a slanted triangular schedule's length
+        # is that of the training pairs
+        model.compile(transfer.optimizer(config, model, parts["train_pairs"]))
         return model
 
     def fit_callbacks(self, config, prepared):
@@ -426,6 +281,18 @@ class PairRecipe(common.Recipe):
             return "accuracy"
         # the squared error of the score: the loss itself, or beside the KL loss
         return "loss" if config["relatedness_target"] == "score" else "score_mse"
+
+    def evaluate_run(self, trained, config, examples):
+        """Accuracy and per-class scores (entailment), or the correlations (relatedness)."""
+        from kerasrnn.metrics import classification_scores, relatedness_scores
+
+        a, b, scores, labels = examples
+        predicted = trained.predict(list(zip(a, b)), batch_size=256)
+        if config["task"] == "relatedness":
+            return relatedness_scores(scores, [p["score"] for p in predicted])
+        found = classification_scores(labels, [p["label"] for p in predicted], LABELS)
+        found["pairs"] = found.pop("examples")
+        return found
 
     def evaluate_splits(self, config, splits):
         """The scores of the best model, each beside the simple `baselines`."""
@@ -458,10 +325,10 @@ class PairRecipe(common.Recipe):
             pairs += read_pair_lines(args.input, config["encoding"])
         return pairs
 
-    def predict_rows(self, trained, pairs):
+    def predict_rows(self, trained, config, pairs, args=None):
         if not pairs:
             return []
-        predictions = trained.predict(*zip(*pairs))
+        predictions = trained.predict(pairs)
         return [{"sentence_a": a, "sentence_b": b, **p} for (a, b), p in zip(pairs, predictions)]
 
 
@@ -470,9 +337,10 @@ RECIPE = PairRecipe()
 
 def train(config, splits=None, callbacks=(), continue_run=False):
     """Trains as configured and writes to ``config["output_dir"]``: ``config.json``,
-    ``vocab.txt``, ``best.keras``, ``results.json`` (history, valid and test scores
-    beside the simple baselines) and ``training_curves.png``. Returns the results dict
-    (see `common.Recipe.train` for the arguments)."""
+    ``vocab.txt``, ``best.keras`` (the task with its preprocessor; the folder is its
+    preset), ``results.json`` (history, valid and test scores beside the simple
+    baselines) and ``training_curves.png``. Returns the results dict (see
+    `common.Recipe.train` for the arguments)."""
     return RECIPE.train(config, splits, callbacks, continue_run)
 
 

@@ -10,18 +10,9 @@ from typing import Any, NamedTuple
 from recipes import run_folder
 from recipes.cli import main, recipe_parser
 from recipes.config import ConfigError, defaults_of
-from recipes.distribute import distribution_strategy, for_worker
-from recipes.files import (
-    check_manifest,
-    read_json,
-    run_files,
-    saved_config,
-    tidy,
-    write_json,
-    write_manifest,
-)
+from recipes.files import read_json, run_files, saved_config, tidy, write_json
 from recipes.options import COMMON_OPTIONS
-from recipes.training import fit, load_splits, restore_last_epoch, set_seed
+from recipes.training import distribution, fit, load_splits, restore_last_epoch, set_seed
 from recipes.usage import EXAMPLES
 
 # `export --format`: kerasrnn.export.bundle.FORMATS, spelled out so that --help needs
@@ -38,7 +29,8 @@ def _log(line):
 class Prepared(NamedTuple):
     """What `Recipe.prepare` returns: the training and validation data for `fit` (a
     `tf.data.Dataset`, an ``(x, y)`` pair or None), what `Recipe.build` needs (`model`:
-    e.g. vocabulary sizes) and facts for ``results.json`` (`info`)."""
+    the task's preprocessor, pretrained vectors ...) and facts for ``results.json``
+    (`info`)."""
 
     train: Any
     valid: Any
@@ -50,27 +42,30 @@ class Recipe:
     """The skeleton every recipe fills in: one train / evaluate / predict / export flow
     and one command line.
 
+    A run folder is a preset (`kerasrnn.models.Task.from_preset`): its ``best.keras``
+    holds the trained task with its preprocessor, named by ``preset.json``; `load`
+    reads it, and ``evaluate``, ``predict`` and ``export`` run that task.
+
     Class attributes: `name` (the module ``recipes.<name>``; its docstring's first
     paragraph is the `description`), `options` (``{name: Option}``, including
-    `COMMON_OPTIONS`), `predictor` (the
-    trained-model class: ``from_run(config)``, ``evaluate(*split)``, ``export(path)``
-    and what `predict_rows` uses), `holdouts` (splits that ``<split>_fraction`` may
-    hold out of the training data), `metric` (the task metric of the curves) and
-    `test_help` (what ``evaluate --test`` takes), `predict_command` (the name of the
-    command that runs the trained model: predict, translate, generate), `run_options`
-    (options that evaluate / predict / export take beyond `RUN_OPTIONS`: they only list
-    those, as they run a trained model; `train` takes all).
+    `COMMON_OPTIONS`), `task` (the name of the `kerasrnn.models` task class the recipe
+    trains), `holdouts` (splits that ``<split>_fraction`` may hold out of the training
+    data), `metric` (the task metric of the curves) and `test_help` (what ``evaluate
+    --test`` takes), `predict_command` (the name of the command that runs the trained
+    model: predict, translate, generate), `run_options` (options that evaluate /
+    predict / export take beyond `RUN_OPTIONS`: they only list those, as they run a
+    trained model; `train` takes all).
 
     Hooks: `check_config`, `load_examples` (one data spec -> examples), `load_splits`,
-    `check_data`, `prepare` (vocabularies -> `Prepared`), `build` (the compiled
-    model), `monitor`, `curve_metric`, `fit_callbacks`, `summarize`,
+    `check_data`, `prepare` (the preprocessor and the datasets -> `Prepared`), `build`
+    (the compiled task), `monitor`, `curve_metric`, `fit_callbacks`, `summarize`,
     `after_fit`, `evaluate_splits`, `evaluate_run`, `predict_arguments`, `predict_rows`,
-    `extra_commands`.
+    `export_options`, `extra_commands`.
     """
 
     name = None
     options = COMMON_OPTIONS
-    predictor = None
+    task = "Task"
     holdouts = ()
     metric = "accuracy"
     test_help = "the labelled data"
@@ -165,9 +160,17 @@ class Recipe:
         trained, results = None, {}
         for name in ("valid", "test"):
             if splits.get(name):
-                trained = trained or self.predictor.from_run(config)
-                results[name] = trained.evaluate(*splits[name])
+                trained = trained or self.load(config)
+                results[name] = self.evaluate_run(trained, config, splits[name])
         return results
+
+    def load(self, config):
+        """The trained task of the run in ``config["output_dir"]`` (its best epoch):
+        `Task.from_preset` of the run folder."""
+        import kerasrnn
+
+        run_folder.recover(config["output_dir"])
+        return getattr(kerasrnn.models, self.task).from_preset(config["output_dir"])
 
     # ---- the flow ------------------------------------------------------------------
     def train(self, config, splits=None, callbacks=(), continue_run=False):
@@ -191,9 +194,7 @@ class Recipe:
                 the command line, also a run there that the command may not replace.
         """
         self.check_config(config)
-        # First: "mirrored" on CPU must split the device before any TensorFlow op runs.
-        strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
-        config = for_worker(config, strategy)  # multi_worker: a folder per worker
+        strategy, config = distribution(config)  # multi_worker: a folder per worker
         with run_folder.lock(config["output_dir"]):  # one writer at a time
             continue_run, replacing = run_folder.claim(config, continue_run, log=_log)
             if replacing:  # --overwrite: the old run goes once the new one has an epoch
@@ -211,11 +212,14 @@ class Recipe:
         files = run_files(config)
         write_json(files["config"], config)
         prepared = self.prepare(config, splits)
-        write_manifest(config)  # what prepare wrote, for the readers to check
         with strategy.scope():
             model = self.build(config, prepared)
             if continue_run:
                 restore_last_epoch(model, config)
+        from kerasrnn.models.preset import write_preset_file
+
+        # the run folder is the task's preset: its best epoch, once written
+        write_preset_file(config["output_dir"], type(model), os.path.basename(files["best"]))
         monitor, mode = self.monitor(config, prepared)
         began = time.perf_counter()
         history = fit(
@@ -264,17 +268,21 @@ class Recipe:
         return texts
 
     def evaluate_run(self, trained, config, examples):
-        """``evaluate``'s result: the trained model's scores on the test examples."""
-        return trained.evaluate(*examples)
+        """``evaluate``'s result: the trained task's scores on the test examples."""
+        raise NotImplementedError
 
-    def predict_rows(self, trained, texts):
+    def predict_rows(self, trained, config, texts, args=None):
         """``predict``'s result: one dict per input."""
         return [{"text": t, **p} for t, p in zip(texts, trained.predict(texts))]
+
+    def export_options(self, config):
+        """What `kerasrnn.export.export_task` takes beyond the format: a generative
+        task's decoding strategies and length."""
+        return {}
 
     def stored(self, config, args):
         """The config the run in ``--output-dir`` was trained with, flags on top."""
         run_folder.recover(config["output_dir"])
-        check_manifest(config["output_dir"])
         return saved_config(self.options, config["output_dir"], args.overrides)
 
     def _train(self, config, args):
@@ -291,16 +299,14 @@ class Recipe:
         if not config["test"]:
             raise ConfigError(f"evaluate needs `--test` ({self.test_help}).")
         results = self.evaluate_run(
-            self.predictor.from_run(config),
-            config,
-            self.load_examples(config, config["test"], "test"),
+            self.load(config), config, self.load_examples(config, config["test"], "test")
         )
         write_json(os.path.join(config["output_dir"], "evaluation.json"), results)
         return results
 
     def _predict(self, config, args):
         config = self.stored(config, args)
-        return self.predict_rows(self.predictor.from_run(config), self.inputs_of(config, args))
+        return self.predict_rows(self.load(config), config, self.inputs_of(config, args), args)
 
     def _export(self, config, args):
         config = self.stored(config, args)
@@ -324,16 +330,19 @@ class Recipe:
         with run_folder.lock(run) if inside else contextlib.nullcontext():
             if inside:
                 run_folder.restore_previous(run)
-            trained = self.predictor.from_run(config)
-            if fmt == "saved_model":
-                trained.export(path)
-            elif not hasattr(trained, "export_runtime"):
-                raise ConfigError(
-                    f"the {self.name} recipe exports no {fmt!r} format (strings stay in "
-                    f"the SavedModel): use --format saved_model."
+            from kerasrnn.export import export_task
+
+            try:
+                export_task(
+                    self.load(config),
+                    path,
+                    fmt,
+                    sequence_length=args.sequence_length,
+                    quantization=quantization,
+                    **self.export_options(config),
                 )
-            else:
-                trained.export_runtime(path, fmt, args.sequence_length, quantization)
+            except ValueError as error:  # what the format cannot hold, in one line
+                raise ConfigError(f"--format {fmt}: {error}") from None
         return {fmt: path}
 
     def commands(self):

@@ -52,11 +52,6 @@ ner); gzip files are read transparently.
 import os
 import sys
 
-from kerasrnn.data.tagging import TaggerInputs as Encoder  # noqa: F401
-from kerasrnn.data.tagging import lm_sentences, lm_tokens, lowercase_tokens  # noqa: F401
-from kerasrnn.export.tagger import TextTagger, entity_outputs, output_tags, to_bio  # noqa: F401
-from kerasrnn.layers import MergeBatchTime, SplitBatchTime  # noqa: F401
-from kerasrnn.models.sequence_tagger import is_entity_tags as is_bio
 from recipes import common, vectors
 from recipes.common import Option
 
@@ -171,13 +166,13 @@ def load_splits(config):
 # ----------------------------------------------------------------------------- model
 
 
-def build_model(config, word_vocab_size, char_vocab_size, tags, bilm=None, scheme=None):
-    """The configured `kerasrnn.models.SequenceTagger`: ``{"word_ids": (batch, time),
-    "char_ids": (batch, time, chars)}`` -> tag probabilities (batch, time, tags) (with
-    `crf`, the CRF's potentials). `tags`: the tag names (or their number); `bilm` (a
-    `kerasrnn.layers.BiLMFeatures`, with `contextual_lm`): its layers, mixed by
-    `ScalarMix`, join the word features (input ``"lm_ids"``, the words' ids in the biLM
-    vocabulary); `scheme` (with `crf`): the tag scheme whose transitions constrain it."""
+def build_model(config, preprocessor, tags, bilm=None, scheme=None):
+    """The configured `kerasrnn.models.SequenceTagger` over the vocabularies of
+    `preprocessor` (a `SequenceTaggerPreprocessor`): ``{"word_ids", "char_ids"}`` ->
+    tag probabilities (batch, time, tags) (with `crf`, the CRF's potentials); `tags`:
+    the tag names; `bilm` (a `kerasrnn.layers.BiLMFeatures`, with `contextual_lm`): its
+    layers, mixed by `ScalarMix`, join the word features (input ``"lm_ids"``); `scheme`
+    (with `crf`): the tag scheme whose transitions constrain it."""
     from kerasrnn.models import SequenceTagger, SequenceTaggerBackbone
 
     def cell(units):
@@ -185,12 +180,13 @@ def build_model(config, word_vocab_size, char_vocab_size, tags, bilm=None, schem
 
     if config["num_layers"] < 1:
         raise common.ConfigError(f"`num_layers` must be >= 1, got {config['num_layers']}.")
+    chars = preprocessor.chars
     backbone = SequenceTaggerBackbone(
-        word_vocab_size,
+        len(preprocessor.words),
         config["embedding_dim"],
         cell(config["units"]),
         config["num_layers"],
-        char_vocab_size if config["char_dim"] else 0,
+        len(chars) if chars is not None else 0,
         config["char_dim"],
         cell(config["char_units"]),
         bilm,
@@ -199,103 +195,28 @@ def build_model(config, word_vocab_size, char_vocab_size, tags, bilm=None, schem
         config["embedding_dropout"],
         config["seed"],
     )
-    names = [f"tag_{i}" for i in range(tags)] if isinstance(tags, int) else tags
-    return SequenceTagger(backbone, names, config["crf"], scheme, config["dropout"])
-
-
-# --------------------------------------------------------------------------- metrics
-
-
-def bio_entities(tags):
-    """The entities of one tagged sentence as a set of (start, end, type), end
-    exclusive, read as conlleval reads them (`kerasrnn.metrics.entity_spans`)."""
-    from kerasrnn.metrics import entity_spans
-
-    return set(entity_spans(tags))
-
-
-def tagging_scores(gold, predicted, tag_names):
-    """Token accuracy, per-tag P/R/F1 and (entity tags) entity-level P/R/F1, overall
-    and per type (conlleval's counts)."""
-    from kerasrnn.metrics import entity_scores
-
-    flat_gold = [t for s in gold for t in s]
-    flat_pred = [t for s in predicted for t in s]
-    correct = sum(g == p for g, p in zip(flat_gold, flat_pred))
-    scores = {
-        "sentences": len(gold),
-        "tokens": len(flat_gold),
-        "accuracy": correct / max(len(flat_gold), 1),
-        "per_tag": common.per_class_scores(flat_gold, flat_pred, tag_names),
-    }
-    if is_bio(tag_names):
-        scores["entities"] = entity_scores(gold, predicted)
-    return scores
+    return SequenceTagger(
+        backbone, tags, config["crf"], scheme, config["dropout"], preprocessor=preprocessor
+    )
 
 
 def tag_schemes(config, tags):
-    """``(file scheme, training scheme)`` of the training tags (None, None for tags that
-    are not entity tags), or a ConfigError for a declared scheme the file does not fit."""
-    from kerasrnn.layers import check_tags, detect_scheme
+    """``(file scheme, training scheme)`` of the training tags
+    (`kerasrnn.layers.training_schemes`), a declared scheme the tags do not fit a
+    `ConfigError`."""
+    from kerasrnn.layers import training_schemes
 
     declared = config["tag_scheme"]
-    found = detect_scheme(tags) if is_bio({t for s in tags for t in s}) else None
-    if declared in ("iob1", "bio"):
-        try:
-            check_tags(tags, declared.upper(), "train")
-        except ValueError as error:
-            raise common.ConfigError(f"--tag-scheme {declared}: {error}") from None
-        found = declared.upper()
-    if found is None:
-        if declared == "bioes" or config["crf_constraints"] == "true":
-            option = "--tag-scheme bioes" if declared == "bioes" else "--crf-constraints true"
-            raise common.ConfigError(
-                f"{option} needs entity tags (O, B-X, I-X ...) in IOB1, BIO or BIOES; the "
-                f"training tags are not (e.g. {sorted({t for s in tags for t in s})[:3]})."
-            )
-        return None, None
-    return found, ("BIOES" if declared == "bioes" else found)
-
-
-# --------------------------------------------------------------------------- tagger
-
-
-class Tagger(TextTagger):
-    """A trained tagger of a run (`kerasrnn.export.TextTagger`: tokenized sentences in,
-    tags, probabilities and entities out; `serve` is the exact function the SavedModel
-    exports), with `from_run` and `evaluate`."""
-
-    @classmethod
-    def from_run(cls, config):
-        if config["contextual_lm"]:
-            import keras_hub  # noqa: F401 (a tied biLM embedding is keras-hub's)
-        chars = None
-        if config["char_dim"]:
-            chars = common.load_vocabulary(config, "chars.txt")
-        schemes = os.path.join(config["output_dir"], "tag_schemes.json")
-        return cls(
-            common.load_best_model(config),
-            common.load_vocabulary(config, "vocab.txt"),
-            chars,
-            common.load_vocabulary(config, "tags.txt").tokens[4:],
-            config["lowercase"],
-            config["max_chars"],
-            common.load_vocabulary(config, "lm_vocab.txt") if config["contextual_lm"] else None,
-            common.read_json(schemes) if os.path.exists(schemes) else (None, None),
+    try:
+        schemes = training_schemes(tags, declared)
+    except ValueError as error:
+        raise common.ConfigError(f"--tag-scheme {declared}: {error}") from None
+    if schemes[0] is None and config["crf_constraints"] == "true":
+        raise common.ConfigError(
+            "--crf-constraints true needs entity tags (O, B-X, I-X ...) in IOB1, BIO or "
+            f"BIOES; the training tags are not (e.g. {sorted({t for s in tags for t in s})[:3]})."
         )
-
-    def evaluate(self, sentences, gold_tags):
-        common.check_labels(self.output_tags, [t for s in gold_tags for t in s], "evaluation")
-        predicted = [p["tags"] for p in self.predict(sentences)]
-        return tagging_scores(gold_tags, predicted, self.output_tags)
-
-    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
-        if self._lm_lookup is not None:
-            raise common.ConfigError(
-                f"a tagger with --contextual-lm cannot be exported to {format_name!r} (the "
-                "biLM's number normalisation is a string regex): use --format saved_model."
-            )
-        return super().export_runtime(path, format_name, sequence_length, quantization)
+    return schemes
 
 
 # -------------------------------------------------------------------------- commands
@@ -306,7 +227,7 @@ class TaggerRecipe(common.Recipe):
 
     name = "tagger"
     options = OPTIONS
-    predictor = Tagger
+    task = "SequenceTagger"
     test_help = "the tagged data"
 
     def load_examples(self, config, spec, split):
@@ -328,17 +249,17 @@ class TaggerRecipe(common.Recipe):
                 )
 
     def prepare(self, config, splits):
-        """Word and character vocabularies (vocab.txt, chars.txt) and the tag set
-        (tags.txt)."""
-        from kerasrnn.data import Vocabulary, sequence_dataset
+        """The preprocessor (word and character vocabularies, also in vocab.txt and
+        chars.txt; the tag set in tags.txt) and the datasets."""
+        from kerasrnn.data import Vocabulary
+        from kerasrnn.data.tagging import lowercase_tokens
+        from kerasrnn.layers import convert_tags
+        from kerasrnn.models import SequenceTaggerPreprocessor
 
         out = config["output_dir"]
         sentences, tags = splits["train"]
         schemes = tag_schemes(config, tags)
-        common.write_json(os.path.join(out, "tag_schemes.json"), list(schemes))
         if schemes[1] == "BIOES":
-            from kerasrnn.layers import convert_tags
-
             splits = {
                 name: split
                 if not split
@@ -355,42 +276,47 @@ class TaggerRecipe(common.Recipe):
         if config["char_dim"]:
             chars = Vocabulary.build(t for s in sentences for t in s)
             chars.save(os.path.join(out, "chars.txt"))
-        # Sorted tags after the special ids, so that tag id = Vocabulary id - 4.
-        tag_vocab = Vocabulary(sorted({t for s in tags for t in s}))
-        tag_vocab.save(os.path.join(out, "tags.txt"))
-        tag_names = tag_vocab.tokens[4:]
+        tag_names = sorted({t for s in tags for t in s})
+        Vocabulary(tag_names).save(os.path.join(out, "tags.txt"))
         tag_index = {t: i for i, t in enumerate(tag_names)}
         bilm = lm_words = None
         if config["contextual_lm"]:
             from recipes.contextual import contextual_features
 
-            # the biLM's weights travel in the tagger's best.keras, its vocabulary here
+            # the biLM's weights travel in the tagger's best.keras, its vocabulary in
+            # the preprocessor
             bilm, lm_words = contextual_features(
                 config["contextual_lm"], trainable=config["contextual_lm_trainable"], name="bilm"
             )
-            lm_words.save(os.path.join(out, "lm_vocab.txt"))
-        encoder = Encoder(words, chars, config["lowercase"], config["max_chars"], lm_words)
+        preprocessor = SequenceTaggerPreprocessor(
+            words,
+            chars,
+            lm_words,
+            config["lowercase"],
+            config["max_chars"],
+            # trained in BIOES on a file in another scheme: predictions written in BIO
+            bio_output=schemes[1] == "BIOES" and schemes[0] != "BIOES",
+        )
 
         def dataset(split, shuffle):
-            return sequence_dataset(
-                encoder.inputs(split[0]),
+            return preprocessor.dataset(
+                split[0],
                 [[tag_index[t] for t in s] for s in split[1]],
                 batch_size=config["batch_size"],
                 shuffle=shuffle,
                 seed=config["seed"],
-                bucket_boundaries=config["bucket_boundaries"] or None,
-                length_key="word_ids",
+                bucket_boundaries=config["bucket_boundaries"],
             )
 
+        constrained = config["crf"] and config["crf_constraints"] != "false"
         return common.Prepared(
             dataset(splits["train"], True),
             dataset(splits["valid"], False) if splits.get("valid") else None,
             {
-                "words": len(words),
-                "chars": len(chars) if chars else 0,
+                "preprocessor": preprocessor,
                 "tags": tag_names,
                 "bilm": bilm,
-                "scheme": constrained_scheme(config, schemes[1]),
+                "scheme": schemes[1] if constrained else None,
                 "vectors": pretrained,
             },
             {
@@ -403,12 +329,12 @@ class TaggerRecipe(common.Recipe):
         )
 
     def build(self, config, prepared):
-        sizes = prepared.model
+        parts = prepared.model
         model = build_model(
-            vectors.width(config, sizes["vectors"]),
-            *(sizes[key] for key in ("words", "chars", "tags", "bilm", "scheme")),
+            vectors.width(config, parts["vectors"]),
+            *(parts[key] for key in ("preprocessor", "tags", "bilm", "scheme")),
         )
-        vectors.apply(model, config, {"word_embedding": sizes["vectors"]})
+        vectors.apply(model, config, {"word_embedding": parts["vectors"]})
         # the masked token loss (a CRF's path NLL) and token accuracy, a weighted metric:
         # the per-token weights of the dataset mark the real steps of each path
         model.compile(optimizer=common.optimizer(config))
@@ -417,12 +343,21 @@ class TaggerRecipe(common.Recipe):
     def monitor(self, config, prepared):
         return ("val_accuracy" if prepared.valid is not None else "accuracy"), "max"
 
+    def evaluate_run(self, trained, config, examples):
+        """Token accuracy, per-tag and (entity tags) entity scores of the best model."""
+        from kerasrnn.metrics import tagging_scores
+
+        sentences, gold = examples
+        names = trained.preprocessor.reported_names(trained.tags)
+        common.check_labels(names, [t for s in gold for t in s], "evaluation")
+        predicted = [p["tags"] for p in trained.predict(list(sentences), batch_size=128)]
+        return tagging_scores(gold, predicted, names)
+
     def predict_arguments(self, parser):
         parser.add_argument("texts", nargs="*", help="whitespace-tokenized sentences to tag")
         parser.add_argument(
             "--input", help="a file with one whitespace-tokenized sentence per line"
         )
-
         parser.add_argument(
             "--n-best",
             type=int,
@@ -433,28 +368,15 @@ class TaggerRecipe(common.Recipe):
             "per-tag probabilities",
         )
 
-    def predict_rows(self, trained, texts, n_best=1):
+    def predict_rows(self, trained, config, texts, args=None):
+        n_best = 1 if args is None else args.n_best
+        if n_best < 1:
+            raise common.ConfigError(f"--n-best must be 1 or more; got {n_best}.")
         sentences = [text.split() for text in texts]
         if n_best != 1:
             found = trained.predict_n_best(sentences, n_best)
             return [{"tokens": s, "n_best": n} for s, n in zip(sentences, found)]
-        return [{"tokens": s, **p} for s, p in zip(sentences, trained.predict(sentences))]
-
-    def _predict(self, config, args):
-        if args.n_best < 1:
-            raise common.ConfigError(f"--n-best must be 1 or more; got {args.n_best}.")
-        config = self.stored(config, args)
-        return self.predict_rows(
-            self.predictor.from_run(config), self.inputs_of(config, args), args.n_best
-        )
-
-
-def constrained_scheme(config, scheme):
-    """The tag scheme whose transitions constrain the CRF, or None (no CRF, constraints
-    off, or tags that are not entity tags)."""
-    if not config["crf"] or config["crf_constraints"] == "false" or scheme is None:
-        return None
-    return scheme
+        return trained.predict(sentences)
 
 
 RECIPE = TaggerRecipe()
@@ -462,9 +384,10 @@ RECIPE = TaggerRecipe()
 
 def train(config, splits=None, callbacks=(), continue_run=False):
     """Trains a tagger as configured and writes to ``config["output_dir"]``:
-    ``config.json``, ``vocab.txt``, ``chars.txt``, ``tags.txt``, ``best.keras``,
-    ``results.json`` (history, valid and test scores) and ``training_curves.png``.
-    Returns the results dict (see `common.Recipe.train` for the arguments)."""
+    ``config.json``, ``vocab.txt``, ``chars.txt``, ``tags.txt``, ``best.keras`` (the
+    task with its preprocessor; the folder is its preset), ``results.json`` (history,
+    valid and test scores) and ``training_curves.png``. Returns the results dict (see
+    `common.Recipe.train` for the arguments)."""
     return RECIPE.train(config, splits, callbacks, continue_run)
 
 

@@ -1,65 +1,29 @@
-"""The recipes' model parts and training flow: cells by name (`make_cell`), stacks
-(`rnn_stack`, a `kerasrnn.RNNStack`), the optimizer, the data splits (`load_splits`) and
-`fit` (`model.fit` with the standard callbacks of `training_callbacks`: the crash-safe
-checkpoints and backup of `kerasrnn.callbacks`, early stopping, the epoch log, the
-training curves)."""
+"""The recipes' training flow over the library: the config's cell (`make_cell`), encoder
+(`sentence_encoder`), optimizer and schedule, the data splits (`load_splits`) and `fit`
+(`model.fit` with the standard callbacks of `training_callbacks`: the crash-safe
+checkpoints and backup of `kerasrnn.callbacks`, early stopping, weight averaging, the
+epoch log, the training curves)."""
 
 import os
 import sys
 
-from recipes.config import ConfigError
+from recipes.config import ConfigError, RecipeError
 from recipes.files import read_json, run_files, write_json
-from recipes.options import CELLS
 
 
 def make_cell(name, units, **options):
-    """A kerasrnn cell by its config name (``lstm``, ``gru``, ``simple``,
-    ``layer_norm_lstm``, ``layer_norm_simple``); `options` go to the cell's constructor
-    (e.g. ``peephole=True``, ``reset_after=False``, ``recurrent_dropout=0.1``)."""
+    """The config's cell (`kerasrnn.cells.get`), an error of its options one line."""
     import kerasrnn
 
-    if name not in CELLS:
-        raise ConfigError(f"`cell` must be one of {sorted(CELLS)}, got {name!r}.")
     try:
-        return getattr(kerasrnn, CELLS[name])(units, **options)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"`cell_options` {options} do not fit {CELLS[name]}: {error}") from None
-
-
-def rnn_stack(
-    x,
-    cell,
-    units,
-    num_layers=1,
-    bidirectional=True,
-    dropout=0.0,
-    cell_options=None,
-    return_sequences=True,
-    name="rnn",
-):
-    """Applies a `kerasrnn.RNNStack` of `num_layers` layers of the cell named `cell`
-    (`make_cell`) to `x` (batch, time, d): bidirectional layers concatenate their
-    directions, `dropout` runs between layers, and the Keras mask of `x` flows through,
-    so padded steps never change a state. With ``return_sequences=False`` the last
-    layer gives its final state: for a bidirectional layer [h_fwd_T ; h_bwd_1], the two
-    states that have seen the whole (unpadded) sequence."""
-    import kerasrnn
-
-    if num_layers < 1:
-        raise ConfigError(f"`num_layers` must be >= 1, got {num_layers}.")
-    return kerasrnn.RNNStack(
-        make_cell(cell, units, **(cell_options or {})),
-        num_layers=num_layers,
-        bidirectional=bidirectional,
-        dropout=dropout,
-        return_sequences=return_sequences,
-        name=name,
-    )(x)
+        return kerasrnn.cells.get(name, units, **options)
+    except ValueError as error:
+        raise ConfigError(f"`cell` / `cell_options`: {error}") from None
 
 
 def sentence_encoder(config, vocabulary_size, embedding_matrix=None):
     """The configured `kerasrnn.models.SentenceEncoder` (embedding, embedding dropout,
-    the `rnn_stack`, then its final state or a masked pooling of its outputs): the
+    a `kerasrnn.RNNStack`, then its final state or a masked pooling of its outputs): the
     backbone of the classifier and of each side of the pair classifier.
     `embedding_matrix` (pretrained vectors) initialises the embedding and fixes its
     width; ``freeze_embeddings`` keeps it fixed."""
@@ -102,37 +66,12 @@ def learning_rate_schedule(config):
     return schedule(config["learning_rate"], total_steps=10**6, warmup=config["warmup"])
 
 
-# The range test of `find_lr`: five decades around the configured rate, which gives
-# the optimizer's scale (SGD's 1 against Adam's 1e-3), not the peak.
-FIND_LR_RANGE = (1e-3, 1e2)
-FIND_LR_STEPS = 100
-# The sweep's share of the budget: on a slow machine it is cut to the steps that fit;
-# fewer than FIND_LR_MIN_STEPS (under 4 a decade) make too coarse a curve to trust,
-# and the peak stays the configured rate.
-FIND_LR_SHARE = 0.1
-FIND_LR_MIN_STEPS = 20
-# A lowest loss in the sweep's first tenth says the loss fell nowhere in the range
-# (noise decided, or every rate was too high): a tenth of its bottom rate is no pick.
-FIND_LR_EDGE = 0.1
-
-
 def find_peak(model, config, train_data, continue_run=False):
-    """With a `time_budget` and `find_lr`: runs a `kerasrnn.callbacks.LearningRateFinder`
-    on the compiled `model` (the weights put back) and sets its pick as the peak of the
-    optimizer's budget schedule (its rate, for ``budget_schedule: constant``), but never
-    below the floor ``learning_rate / schedule.mean_fraction()``, whose schedule takes
-    the configured rate on average (the floor also stands where the test cannot pick);
+    """With a `time_budget` and `find_lr`: the budget's peak rate by the range test
+    (`kerasrnn.callbacks.find_budget_peak`), set on the compiled `model`'s schedule;
     returns the `LearningRateSearch` (None when off). A continued run keeps the peak
     its first run picked (results.json's ``find_lr``)."""
-    from kerasrnn.callbacks import LearningRateFinder, LearningRateSearch, budget_schedule
-
-    schedule = budget_schedule(model.optimizer)
-
-    def set_peak(rate):
-        if schedule is not None:
-            schedule.set_peak(rate)
-        else:  # `budget_schedule: constant`: the optimizer's own rate
-            model.optimizer.learning_rate = rate
+    from kerasrnn.callbacks import LearningRateSearch, find_budget_peak, set_peak
 
     if not (config.get("time_budget") and config.get("find_lr")):
         return None
@@ -140,38 +79,17 @@ def find_peak(model, config, train_data, continue_run=False):
     if continue_run and os.path.exists(files["results"]):
         earlier = read_json(files["results"], (), dict).get("find_lr")
         if earlier:
-            set_peak(earlier["pick"])
+            set_peak(model, earlier["pick"])
             return LearningRateSearch(earlier, seconds=0.0)
-    low, high = FIND_LR_RANGE
-    rate, seconds = config["learning_rate"], 60.0 * config["time_budget"]
-    finder = LearningRateFinder(
-        rate * low, rate * high, FIND_LR_STEPS, max_seconds=FIND_LR_SHARE * seconds
+    x, y = train_data if isinstance(train_data, tuple) else (train_data, None)
+    search = find_budget_peak(
+        model,
+        x,
+        y,
+        config["batch_size"] if y is not None else None,
+        config["learning_rate"],
+        60.0 * config["time_budget"],
     )
-    if isinstance(train_data, tuple):
-        search = finder.find(model, *train_data, batch_size=config["batch_size"])
-    else:
-        search = finder.find(model, train_data)
-    # The floor: the peak whose schedule takes, on average, the fixed schedule's rate
-    # (a cosine's mean is half its peak), so the budget never learns with less.
-    floor = rate / (schedule.mean_fraction() if schedule is not None else 1.0)
-    lowest = search.rates.index(search.minimum_rate)
-    if search.planned_steps < FIND_LR_MIN_STEPS:
-        why = (
-            f"{FIND_LR_SHARE:.0%} of the budget held {search.planned_steps} steps, "
-            f"under {FIND_LR_MIN_STEPS}"
-        )
-    elif lowest < FIND_LR_EDGE * search.planned_steps:
-        why = (
-            f"the lowest loss came at step {lowest + 1} of {search.planned_steps}, so "
-            "the loss fell nowhere in the sweep"
-        )
-    elif search.pick < floor:
-        why = f"the test's {search.pick:.3g} ({search.rule}) is below it"
-    else:
-        why = None
-    if why is not None:
-        search.update(pick=floor, rule=f"the floor, learning_rate / mean fraction: {why}")
-    set_peak(search.pick)
     print(search.line(), file=sys.stderr, flush=True)
     return search
 
@@ -189,12 +107,10 @@ def averaging_callbacks(config, monitor="val_loss", mode="min"):
     """``(average, trigger)`` for ``config["averaging"]``: a `PolyakAveraging` (an
     `ExponentialAveraging` for ``ema``) with ``swap_on_epoch=True`` (listed before the
     checkpoints and the recipe's evaluation, which then see the average) and the
-    callback that starts it (listed after the callbacks that put `monitor` into the
-    logs): at the end of the first epoch (``polyak``, ``ema``) or by NT-ASGD's rule
+    `StartAveraging` that starts it (listed after the callbacks that put `monitor` into
+    the logs): at the end of the first epoch (``polyak``, ``ema``) or by NT-ASGD's rule
     (``ntasgd``); ``(None, None)`` for ``none``."""
-    import keras
-
-    from kerasrnn.callbacks import NTASGD, ExponentialAveraging, PolyakAveraging
+    from kerasrnn.callbacks import NTASGD, ExponentialAveraging, PolyakAveraging, StartAveraging
 
     if config.get("averaging", "none") == "none":
         return None, None
@@ -202,42 +118,12 @@ def averaging_callbacks(config, monitor="val_loss", mode="min"):
         average = ExponentialAveraging(config["ema_momentum"], start=None, swap_on_epoch=True)
     else:
         average = PolyakAveraging(start=None, swap_on_epoch=True)
-    # NT-ASGD's interval n must be below early stopping's patience p - 1: NT-ASGD
-    # switches on n + 1 epochs after the best, early stopping stops p epochs after it
-    rule = NTASGD(max(config["patience"] - 2, 0) if config["patience"] else 5, monitor, mode)
-
-    class StartAveraging(keras.callbacks.Callback):
-        def on_train_begin(self, logs=None):
-            rule.history = []
-
-        def get_state(self):  # NT-ASGD's validation history joins the backup
-            return {"history": rule.history}
-
-        def set_state(self, state):
-            rule.history = list(state["history"])
-
-        def on_epoch_end(self, epoch, logs=None):
-            # in the epoch's row: how many steps' weights the validation just run averaged
-            # (0 until the average starts; NT-ASGD's trigger may never fire)
-            if logs is not None:
-                logs["averaged_steps"] = average.count
-            if average.start is not None:
-                return
-            if config["averaging"] in ("polyak", "ema"):
-                average.start_averaging()
-                return
-            logs = logs or {}
-            if monitor not in logs:
-                raise ConfigError(
-                    f"`averaging: ntasgd` monitors {monitor!r}, which the logs lack; give "
-                    "validation data."
-                )
-            value = float(logs[monitor])
-            if rule.should_trigger(rule.history, value):
-                average.start_averaging()
-            rule.history.append(value)
-
-    return average, StartAveraging()
+    rule = None
+    if config["averaging"] == "ntasgd":
+        # NT-ASGD's interval n must be below early stopping's patience p - 1: NT-ASGD
+        # switches on n + 1 epochs after the best, early stopping stops p epochs after it
+        rule = NTASGD(max(config["patience"] - 2, 0) if config["patience"] else 5, monitor, mode)
+    return average, StartAveraging(average, rule)
 
 
 def training_callbacks(
@@ -456,3 +342,19 @@ def load_splits(config, load_examples, holdouts=()):
         else:
             splits[name] = None
     return splits
+
+
+def distribution(config):
+    """``(strategy, config)``: the config's `kerasrnn.distribute` strategy and the config
+    of this process (`output_dir` a worker's own folder on the non-chief workers of a
+    multi-worker run). First thing: "mirrored" on CPU must split the device before any
+    TensorFlow op runs."""
+    from kerasrnn.distribute import distribution_strategy, worker_output_dir
+
+    try:
+        strategy = distribution_strategy(config["strategy"], config["mirrored_cpus"])
+    except ValueError as error:
+        raise ConfigError(f"--strategy {config['strategy']}: {error}") from None
+    except RuntimeError as error:
+        raise RecipeError(f"--strategy {config['strategy']}: {error}") from None
+    return strategy, dict(config, output_dir=worker_output_dir(config["output_dir"], strategy))

@@ -8,9 +8,9 @@ without a pretrained LM: the slanted triangular schedule, discriminative learnin
 per layer group and gradual unfreezing (`kerasrnn.callbacks`), over the groups
 embedding | each recurrent layer | the head.
 
-No recipe imports another: the LM is read from its run's files (config.json,
-vocabulary.txt, best.keras), and its fine-tuning runs ``python -m
-recipes.language_model train --init-from`` in a child process."""
+No recipe imports another: the LM is read from its run folder (a preset, and its
+config.json), and its fine-tuning runs ``python -m recipes.language_model train
+--init-from`` in a child process."""
 
 import math
 import os
@@ -193,62 +193,28 @@ def summary(lm_dir, lm_results):
     return out
 
 
-def encoder_of(model):
-    """The part of a sentence model with the ``embedding`` and the ``rnn`` stack: its
-    ``encoder`` sub-model (the pair classifier's shared encoder), or the model itself."""
-    names = [layer.name for layer in model.layers]
-    return model.get_layer("encoder") if "encoder" in names else model
+def lm_vocabulary(run_dir):
+    """The vocabulary of the language model trained in `run_dir` (its preset)."""
+    return _language_model(run_dir).preprocessor.vocabulary
 
 
-def copy_lm_weights(model, lm_dir):
-    """Copies the embedding and the forward recurrent layers of the LM in `lm_dir` into
-    the ``embedding`` layer and the ``rnn`` stack's layers (bottom first) of `model`
-    (`encoder_of`). Raises a `ConfigError` naming the first weight whose shape differs.
-    Returns the number of arrays copied."""
-    import keras
-    import keras_hub  # noqa: F401 (a tied LM embedding is keras-hub's)
+def copy_lm_weights(model, run_dir):
+    """Copies the embedding and the forward recurrent layers of the LM in `run_dir` into
+    `model`'s encoder (`kerasrnn.models.copy_language_model`); a shape that differs is
+    a `ConfigError`. Returns the number of arrays copied."""
+    from kerasrnn.models import copy_language_model
 
-    lm_config(lm_dir)  # a one-line error for a folder that is no LM run
-    encoder = encoder_of(model)
-    rnn_layers = encoder.get_layer("rnn").rnn_layers
-    trained = keras.saving.load_model(os.path.join(lm_dir, "best.keras"), compile=False)
-    pairs = [(trained.get_layer("embedding"), encoder.get_layer("embedding"))]
-    # the forward LM's layers rnn_0, rnn_1, ... (a biLM's backward ones are backward_rnn_i)
-    lm_rnns = sorted(
-        (layer for layer in trained.layers if layer.name.startswith("rnn_")),
-        key=lambda layer: int(layer.name.split("_")[1]),
-    )
-    if len(lm_rnns) != len(rnn_layers):
-        raise ConfigError(
-            f"`pretrained_lm` {lm_dir} has {len(lm_rnns)} recurrent layers, the model "
-            f"{len(rnn_layers)}; build it with num_layers={len(lm_rnns)}."
-        )
-    pairs += list(zip(lm_rnns, rnn_layers))
-    copied = 0
-    for source, target in pairs:
-        weights = source.get_weights()[:1] if source.name == "embedding" else source.get_weights()
-        have = target.get_weights()
-        if [w.shape for w in weights] != [w.shape for w in have]:
-            raise ConfigError(
-                f"`pretrained_lm` {lm_dir}: the LM's {source.name} weights have shapes "
-                f"{[w.shape for w in weights]}, the model's {target.name} "
-                f"{[w.shape for w in have]}; the vocabulary or the cell differs."
-            )
-        target.set_weights(weights)
-        copied += len(weights)
-    return copied
+    try:
+        return copy_language_model(model, _language_model(run_dir))
+    except ValueError as error:
+        raise ConfigError(f"`pretrained_lm` {run_dir}: {error}") from None
 
 
-def layer_groups(model):
-    """ULMFiT's layer groups of a sentence model, bottom first: the embedding, each
-    layer of the ``rnn`` stack (`encoder_of`), then every other layer with weights (the
-    head)."""
-    encoder = encoder_of(model)
-    stack = encoder.get_layer("rnn")
-    groups = [[encoder.get_layer("embedding")]] + [[layer] for layer in stack.rnn_layers]
-    grouped = {id(layer) for group in groups for layer in group} | {id(stack), id(encoder)}
-    head = [layer for layer in model.layers if layer.weights and id(layer) not in grouped]
-    return groups + [head]
+def _language_model(run_dir):
+    from kerasrnn.models import LanguageModel
+
+    lm_config(run_dir)  # a one-line error for a folder that is no LM run
+    return LanguageModel.from_preset(run_dir, compile=False)
 
 
 def uses_fine_tuning(config):
@@ -261,11 +227,12 @@ def uses_fine_tuning(config):
 
 def optimizer(config, model, train_examples):
     """The optimizer of a sentence model: `recipes.training.optimizer` (Adam) without
-    the fine-tuning options, else a `DiscriminativeAdam` over `layer_groups` with the
+    the fine-tuning options, else a `DiscriminativeAdam` over the `layer_groups` with the
     configured schedule (slanted triangular over ``epochs`` x the batches of
     `train_examples`; length buckets add a few batches per epoch, whose steps keep the
     last rate)."""
     from kerasrnn.callbacks import DiscriminativeAdam, SlantedTriangular, discriminative_factors
+    from kerasrnn.models import layer_groups
     from recipes.training import learning_rate_schedule
     from recipes.training import optimizer as plain_optimizer
 
@@ -282,9 +249,10 @@ def optimizer(config, model, train_examples):
 
 
 def fit_callbacks(config, model):
-    """`GradualUnfreezing` over `layer_groups` when ``gradual_unfreezing`` (a frozen
+    """`GradualUnfreezing` over the `layer_groups` when ``gradual_unfreezing`` (a frozen
     embedding, ``freeze_embeddings``, stays out of it)."""
     from kerasrnn.callbacks import GradualUnfreezing
+    from kerasrnn.models import layer_groups
 
     if not config.get("gradual_unfreezing"):
         return []

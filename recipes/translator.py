@@ -5,8 +5,9 @@ cell, the learned bridge s_0 = tanh(W_s [h_fwd; h_bwd] + b), an attentive decode
 Luong attention) and a readout, trained with teacher forcing (optionally step-wise scheduled
 sampling) on `kerasrnn.losses.SequenceCrossEntropy` by the recipe skeleton
 (`recipes.common.Recipe`: best checkpoint, BackupAndRestore, ``--continue``, ``--strategy
-mirrored``). Translation is `Seq2Seq.generate` (greedy or beam search) between the two sides'
-`kerasrnn.data.text.TextSide`; BLEU is sacreBLEU's corpus BLEU (`kerasrnn.metrics.corpus_bleu`).
+mirrored``). Translation is `Seq2Seq.generate` on text (greedy or beam search), the two sides'
+`kerasrnn.data.text.TextSide` in its `Seq2SeqPreprocessor`; BLEU is sacreBLEU's corpus BLEU
+(`kerasrnn.metrics.corpus_bleu`).
 
 Command line::
 
@@ -32,29 +33,81 @@ import os
 import sys
 
 from kerasrnn.data.text import TOKENIZERS
-from kerasrnn.export import TextTranslator
-from kerasrnn.seq2seq import SCHEDULES, SamplingProbabilityLog
-from kerasrnn.validation import is_int
+from kerasrnn.seq2seq import SCHEDULES
 from recipes import common, vectors
 from recipes.common import Option
-from recipes.translator_lm import FUSION_OPTIONS, fusion
-from recipes.translator_parts import (  # noqa: F401 (the recipe's parts, by their old names)
-    COPY_OPTIONS,
-    DEMO_DEFAULTS,
-    DIVERSE_OPTIONS,
-    _demo_arguments,
-    build_model,
-    build_sides,
-    load_model,
-    load_pairs,
-    load_sides,
-    pairs_dataset,
-    runtime_subwords,
-    save_sides,
-    search_strategy,
-    side_vectors,
-    translation_scores,
-    write_heatmaps,
+from recipes.config import count, non_negative
+
+# --lm / --lm-weight: shallow fusion with a target-side language model
+# (`kerasrnn.decoding.ShallowFusion`), trained on the text `lm-text` writes
+FUSION_OPTIONS = dict(
+    lm=Option(
+        None,
+        "run folder of a language model trained on the target side with the target "
+        "vocabulary (the translator's lm-text command writes its text); decoding adds "
+        "lm_weight * its log-probabilities (shallow fusion); null: none",
+        group="decoding",
+    ),
+    lm_weight=Option(
+        0.3,
+        "the language model's weight lambda in shallow fusion (with `lm`)",
+        group="decoding",
+    ),
+)
+
+# --copy-attention: `kerasrnn.seq2seq.CopyReadout` (docs/seq2seq.md, copy attention)
+COPY_OPTIONS = dict(
+    copy_attention=Option(
+        False,
+        "copy attention (a pointer-generator readout): the decoder may copy a source word "
+        "its target vocabulary lacks (word tokenizers)",
+        group="model",
+    ),
+    coverage_weight=Option(
+        0.0, "with copy_attention: the weight of See et al.'s coverage loss", group="model"
+    ),
+)
+
+# --beam-groups: `kerasrnn.decoding.DiverseBeamSearch` (docs/decoding.md)
+DIVERSE_OPTIONS = dict(
+    beam_groups=Option(
+        1,
+        "diverse beam search (Vijayakumar et al. 2018): the beam in this many groups, each "
+        "penalised for the tokens the groups before it chose; beam_size a multiple of it; "
+        "1: beam search",
+        check=count(),
+        group="decoding",
+    ),
+    beam_diversity=Option(
+        0.5,
+        "diverse beam search: the penalty lambda per earlier group's hypothesis ending in "
+        "the same token",
+        check=non_negative("0: independent groups"),
+        group="decoding",
+    ),
+)
+
+# The demo's generated dates: a small model and few epochs reach 100% exact match.
+DEMO_DEFAULTS = dict(
+    output_dir="runs/translator-demo",
+    source_tokenizer="word",
+    target_tokenizer="char",
+    lowercase=True,
+    max_source_length=20,
+    max_target_length=20,
+    embedding_dim=32,
+    encoder_units=64,
+    decoder_units=128,
+    attention_units=64,
+    dropout=0.0,
+    batch_size=64,
+    learning_rate=3e-3,
+    epochs=3,
+    patience=2,
+    bucket_boundaries=[],
+    beam_size=4,
+    max_decode_length=12,
+    verbose=2,
 )
 
 OPTIONS = common.data_options(
@@ -156,127 +209,269 @@ OPTIONS = common.data_options(
 DEFAULTS = common.defaults_of(OPTIONS)
 
 
-# ------------------------------------------------------------------------ translator
+# ------------------------------------------------------------------------------ data
 
 
-class Translator(TextTranslator):
-    """A trained translator: `kerasrnn.export.TextTranslator` (raw strings in,
-    translations out, the graph the SavedModel serves) between the run's two
-    `TextSide`, decoding with the run's strategy (`strategy`), with n-best, scores and
-    heatmaps."""
+def load_pairs(config, spec, split):
+    """One data spec -> ``(sources, targets)``."""
+    from kerasrnn.data import loaders
+    from kerasrnn.data.specs import tfds_spec
 
-    def __init__(self, model, source, target, config):
-        super().__init__(
-            model,
-            source,
-            target,
-            max_source_length=config["max_source_length"],
-            replace_unk=config["replace_unk"],
-            max_length=config["max_decode_length"],
-            readout_dtype=config["readout_dtype"],
+    tfds = tfds_spec(spec, "validation" if split == "valid" else split)
+    if tfds:
+        return loaders.load_tfds_translation(*tfds, data_dir=config["tfds_data_dir"])
+    if not isinstance(spec, (list, tuple)) or len(spec) != 2:
+        raise common.ConfigError(
+            f"`{split}` must be [SOURCE_FILE, TARGET_FILE] or 'tfds:NAME[:SPLIT]'; got {spec!r}."
         )
-        self.config, self.source, self.target = config, source, target
-        self.settings["fusion"] = fusion(config, self.target_vocabulary)  # --lm
+    return loaders.load_parallel_text(spec[0], spec[1], config["encoding"])
 
-    @classmethod
-    def from_run(cls, config):
-        return cls(load_model(config), *load_sides(config), config)
 
-    def n_best(self, k=None):
-        k = k or self.config["n_best"] or self.config["beam_size"]
-        if not is_int(k) or k < 1:
-            raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
-        return int(k)
+def build_sides(config, sources, targets):
+    """The (source, target) `kerasrnn.data.text.TextSide` of the training sentences,
+    the source one extended by the words of `source_embeddings` (`embeddings_extend`),
+    and the vectors of each embedding layer (``{layer: WordVectors or None}``)."""
+    from kerasrnn.data.text import TextSide
 
-    def strategy(self, beam_size=None, n_best=1):
-        """The run's decoding strategy: greedy search for a beam size of 1, else beam
-        search (widened to `n_best` beams; diverse with `beam_groups` > 1) with the run's
-        length normalisation; both with its `max_length_ratio`. `beam_size` None: the
-        run's (`translator_parts.search_strategy`)."""
-        beam_size = self.config["beam_size"] if beam_size is None else int(beam_size)
-        return search_strategy(self.config, beam_size, n_best)
-
-    def translate(self, texts, strategy=None, return_scores=False, batch_size=64):
-        """`TextTranslator.translate`; `strategy` may also be a beam size (the run's
-        `strategy` of that width) or None (the run's beam size)."""
-        if strategy is None or isinstance(strategy, int):
-            strategy = self.strategy(strategy)
-        return super().translate(texts, strategy, return_scores, batch_size)
-
-    def evaluate(self, sources, references, beam_sizes=None):
-        """BLEU (sacreBLEU's corpus BLEU), exact match and speed, per beam size.
-
-        With `lowercase` the translations can only be lower-case, so the references
-        are lower-cased too: the scores are then case-insensitive (``"cased": false``
-        in the results)."""
-        config = self.config
-        return translation_scores(
-            self,
-            sources,
-            references,
-            beam_sizes or sorted({1, config["beam_size"]}),
-            config["lowercase"] and config["target_tokenizer"],
+    if config["embeddings_extend"] and config["source_tokenizer"] != "word":
+        raise common.ConfigError(
+            f"`embeddings_extend` adds words to the source vocabulary: it needs "
+            f"`source_tokenizer` word, not {config['source_tokenizer']!r}; set it to 0."
         )
+    sides, found = [], {}
+    for side, texts in (("source", sources), ("target", targets)):
+        try:
+            built = TextSide.build(
+                texts,
+                config[f"{side}_tokenizer"],
+                config["lowercase"],
+                config["max_vocab"],
+                config["min_freq"],
+                config["subword_vocab_size"],
+            )
+        except ValueError as error:
+            raise common.ConfigError(f"{side} side: {error}") from None
+        found[f"{side}_embedding"] = loaded = vectors.load(
+            config, built.vocabulary, f"{side}_embeddings", side == "source", config["lowercase"]
+        )
+        if loaded is not None and loaded.added:
+            built = TextSide(loaded.vocabulary, built.kind, built.lowercase, built.subword_model)
+        sides.append(built)
+    return sides, found
 
-    def heatmap(self, text, path):
-        """Writes the attention weights that decoding `text` returned (beam search of
-        the run's `beam_size`, as `translate`; greedy for 1) as a PNG: one column per
-        source token, one row per token of the best hypothesis, its end included
-        (`kerasrnn.visualize.plot_alignments`). Returns the drawn matplotlib Axes."""
-        from kerasrnn.visualize import plot_alignments
 
+def save_sides(config, sides):
+    """Writes each side's vocabulary (``source_vocab.txt``, ``target_vocab.txt``) and
+    learned SentencePiece model (``source_subwords.model``, ...) into the run, for the
+    user's tools (a target-side language model's ``--vocabulary-file``)."""
+    for name, side in zip(("source", "target"), sides):
+        side.vocabulary.save(os.path.join(config["output_dir"], f"{name}_vocab.txt"))
+        if side.subword_model is not None:
+            with open(os.path.join(config["output_dir"], f"{name}_subwords.model"), "wb") as f:
+                f.write(side.subword_model)
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def build_model(config, preprocessor, pretrained=None):
+    """The translator as a `kerasrnn.seq2seq.Seq2Seq` over `preprocessor`'s
+    vocabularies: a bidirectional `RNNEncoder` of `num_layers` layers, the learned
+    bridge, the attentive decoder (`attention`), dropout on the embeddings, between
+    encoder layers and before the readout, scheduled sampling and copy attention as
+    configured. It trains on ``{"source", "target_in"}`` -> ``target_out`` and decodes
+    text with `generate`. `pretrained` (`build_sides`' second value) starts the
+    embeddings from vectors, whose width then replaces ``embedding_dim``."""
+    pretrained = pretrained or {}
+    config = vectors.width(config, *pretrained.values())
+    import kerasrnn
+    from kerasrnn.seq2seq import (
+        CopyReadout,
+        RNNEncoder,
+        ScheduledSampling,
+        Seq2Seq,
+        Seq2SeqBackbone,
+    )
+
+    encoder = RNNEncoder(
+        common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
+        num_layers=config["num_layers"],
+        bidirectional=True,
+        dropout=config["dropout"],
+        name="encoder",
+    )
+    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
+    if config["attention"] == "bahdanau":
+        attention = kerasrnn.BahdanauAttention(config["attention_units"])
+        order = kerasrnn.AttendThenRun()
+    else:
+        attention = kerasrnn.LuongAttention(config["luong_score"])
+        order = kerasrnn.RunThenAttend(input_feeding=config["input_feeding"])
+    size = config["attention_layer_size"]
+    decoder_cell = kerasrnn.AttentionCell(
+        cell, attention, order, None if size is None else kerasrnn.LuongProjection(size)
+    )
+    source, target = preprocessor.source.vocabulary, preprocessor.target.vocabulary
+    backbone = Seq2SeqBackbone(
+        len(source),
+        len(target),
+        encoder=encoder,
+        decoder_cell=decoder_cell,
+        bridge="dense",
+        embedding_dim=config["embedding_dim"],
+        dropout=config["dropout"],
+        name="backbone",
+    )
+    sampling = None
+    if config["scheduled_sampling"] != "off":
+        sampling = ScheduledSampling(
+            config["scheduled_sampling"],
+            config["sampling_probability"],
+            steps=config["sampling_steps"],
+            mode=config["sampling_mode"],
+            seed=config["seed"],
+        )
+    copying = None
+    if config.get("copy_attention"):
+        from kerasrnn.data import copy_vocabulary_map
+
+        table = copy_vocabulary_map(source, target)
+        copying = CopyReadout(table, coverage_weight=config["coverage_weight"])
+    model = Seq2Seq(
+        backbone,
+        max_source_length=config["max_source_length"],
+        max_target_length=config["max_decode_length"],
+        scheduled_sampling=sampling,
+        copy_readout=copying,
+        preprocessor=preprocessor,
+        name="translator",
+    )
+    model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
+    return vectors.apply(model, config, pretrained)
+
+
+def search_strategy(config, beam_size=None, n_best=1):
+    """The run's strategy of width `beam_size` (None: the run's) returning `n_best`
+    hypotheses (`kerasrnn.decoding.search`): greedy search for 1, else beam search
+    (diverse with `beam_groups` > 1) with the run's length normalisation; both with its
+    `max_length_ratio`."""
+    from kerasrnn import decoding
+
+    beam_size = config["beam_size"] if beam_size is None else int(beam_size)
+    constraints = decoding.Constraints(max_length_ratio=config["max_length_ratio"] or None)
+    try:
+        return decoding.search(
+            beam_size,
+            n_best,
+            decoding.Scorer(config["length_normalization"]),
+            constraints,
+            config["beam_groups"],
+            config["beam_diversity"],
+        )
+    except ValueError as error:  # a beam that the groups do not divide
+        raise common.ConfigError(f"--beam-groups {config['beam_groups']}: {error}") from None
+
+
+def n_best(config):
+    """The hypotheses of the n-best outputs: `n_best`, or the beam size."""
+    k = config["n_best"] or config["beam_size"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
+    return k
+
+
+def fusion(config, target_vocabulary):
+    """The `ShallowFusion` of the config's `lm` and `lm_weight` (None without `lm`):
+    the language model's run, checked to be a forward LM of the target vocabulary."""
+    from kerasrnn import decoding
+    from kerasrnn.models import LanguageModel, PresetError
+    from kerasrnn.special_tokens import START_ID
+
+    if not config.get("lm"):
+        return None
+    try:
+        task = LanguageModel.from_preset(config["lm"], compile=False)
+    except PresetError as error:
+        raise common.ConfigError(f"`lm`: {error}") from None
+    tokens, target = task.preprocessor.vocabulary.tokens, target_vocabulary.tokens
+    if tokens != target:
+        where = next((i for i, (a, b) in enumerate(zip(tokens, target)) if a != b), None)
+        detail = (
+            f"{len(tokens)} tokens, the translator's target vocabulary {len(target)}"
+            if where is None
+            else f"id {where} is {tokens[where]!r}, the translator's {target[where]!r}"
+        )
+        raise common.ConfigError(
+            f"`lm` {config['lm']}: its vocabulary differs from the translator's target "
+            f"vocabulary ({detail}): train it with --vocabulary-file "
+            "<translator run>/target_vocab.txt."
+        )
+    if task.backbone.bidirectional:
+        raise common.ConfigError(f"`lm` {config['lm']} is a biLM: train a forward language model.")
+    first = task.preprocessor.boundary_id
+    try:
+        return decoding.ShallowFusion(
+            task, config["lm_weight"], None if first == START_ID else first
+        )
+    except ValueError as error:
+        raise common.ConfigError(str(error)) from None
+
+
+def decoding_settings(config, task):
+    """`generate`'s settings of the run: its readout precision and the target-side
+    language model fused in (`lm`)."""
+    return {
+        "readout_dtype": config["readout_dtype"],
+        "fusion": fusion(config, task.preprocessor.target.vocabulary),
+    }
+
+
+def translation_scores(task, config, sources, references, beam_sizes):
+    """BLEU (sacreBLEU's corpus BLEU), exact match, speed and 5 samples of the run's
+    translations per beam size (1: "greedy", k: "beam<k>"). With `lowercase` the
+    translations can only be lower-case, so the references are lower-cased as the
+    target tokenizer does: the scores are then case-insensitive (``"cased": false``)."""
+    import time
+
+    from kerasrnn.data.text import lower_graph
+    from kerasrnn.metrics import translation_scores as scores_of
+
+    if config["lowercase"]:
+        lowered = lower_graph(list(references), config["target_tokenizer"]).numpy()
+        references = [r.decode("utf-8") for r in lowered]
+    results = {"examples": len(sources), "cased": not config["lowercase"]}
+    settings = decoding_settings(config, task)
+    for beam in beam_sizes:
+        strategy = search_strategy(config, beam)
+        task.generate(list(sources[:2]), strategy, **settings)  # trace outside the timing
+        began = time.perf_counter()
+        hypotheses = task.generate(list(sources), strategy, **settings)
+        seconds = time.perf_counter() - began
+        results["greedy" if beam == 1 else f"beam{beam}"] = {
+            **scores_of(hypotheses, references),
+            "sentences_per_second": len(sources) / seconds,
+            "samples": [
+                {"source": s, "reference": r, "translation": h}
+                for s, r, h in list(zip(sources, references, hypotheses))[:5]
+            ],
+        }
+    return results
+
+
+def write_heatmaps(task, config, texts, name="attention"):
+    """The attention weights that decoding each text returned (the run's strategy), as
+    ``<output_dir>/<name>_<i>.png`` (`kerasrnn.visualize.plot_alignments`): one column
+    per source token, one row per token of the best hypothesis, its end included.
+    Returns their paths."""
+    from kerasrnn.visualize import plot_alignments
+
+    paths = []
+    for i, text in enumerate(texts):
         if not text.strip():
             raise common.ConfigError("heatmap: a blank sentence has no alignments.")
-        return plot_alignments(*self.alignments(text, self.strategy()), path=path)
-
-    def export(self, path):
-        """A SavedModel (`TextTranslator.export`) with ``translate(text:
-        string[batch]) -> {"translation", "score"}`` (the configured beam size; also
-        ``serving_default``) and ``translate_n_best(text) -> {"translations":
-        string[batch, K], "scores": float32[batch, K]}`` (K: `n_best`)."""
-        return super().export(path, self.strategy(), self.strategy(n_best=self.n_best()))
-
-    def runtime_strategies(self):
-        """The runtimes' strategies: ``{"greedy": ..., "beam": ...}`` (beam only for a
-        beam size > 1; `kerasrnn.export.translator_runtime`)."""
-        strategies = {"greedy": self.strategy(1)}
-        if self.config["beam_size"] > 1:
-            strategies["beam"] = self.strategy()
-        return strategies
-
-    def export_runtime(self, path, format_name, sequence_length=64, quantization=None):
-        """Writes the decoding graphs for onnxruntime or LiteRT
-        (`kerasrnn.export.export_bundle`): source ids (1, max_source_length) in, the best
-        hypothesis' target ids (1, 1, max_decode_length) and its score out, the whole loop
-        inside the graph (an ONNX `Loop`, a LiteRT builtin `WHILE`), as ``greedy`` and, for
-        a beam size > 1, ``beam``; with both vocabularies and the numpy-only ``client.py``
-        (`Client.translate`). `sequence_length` is unused: the source width is the run's
-        `max_source_length`. `quantization`: the weights, as `export_bundle` takes it."""
-        from kerasrnn.export.translator_runtime import export_translator_runtime
-
-        config = self.config
-        for option, bad, fix in (
-            ("replace_unk", config["replace_unk"], "pass --replace-unk false"),
-            ("beam_groups", config["beam_groups"] > 1, "pass --beam-groups 1"),
-            *(
-                (name, config[name] == "wordpiece", "train with another tokenizer")
-                for name in ("source_tokenizer", "target_tokenizer")
-            ),
-        ):
-            if bad:
-                raise common.ConfigError(
-                    f"the {format_name} export of the translator cannot hold `{option}` "
-                    f"({config[option]!r}): {fix}, or use --format saved_model."
-                )
-        metadata = {
-            "max_length_ratio": config["max_length_ratio"] or None,
-            "lowercase": config["lowercase"],
-            "source_tokenizer": config["source_tokenizer"],
-            "target_tokenizer": config["target_tokenizer"],
-        }
-        metadata["subword_models"] = runtime_subwords(config, path)
-        runtime = self.runtime_strategies()
-        return export_translator_runtime(self, path, format_name, runtime, metadata, quantization)
+        paths.append(os.path.join(config["output_dir"], f"{name}_{i}.png"))
+        plot_alignments(*task.attention(text, search_strategy(config)), path=paths[-1])
+    return paths
 
 
 # -------------------------------------------------------------------------- commands
@@ -287,7 +482,7 @@ class TranslatorRecipe(common.Recipe):
 
     name = "translator"
     options = OPTIONS
-    predictor = Translator
+    task = "Seq2Seq"
     holdouts = ("valid",)
     test_help = "[SOURCE_FILE, TARGET_FILE]"
     predict_command = "translate"
@@ -310,18 +505,36 @@ class TranslatorRecipe(common.Recipe):
         return load_pairs(config, spec, split)
 
     def prepare(self, config, splits):
-        """The vocabularies (source_vocab.txt, target_vocab.txt) and the datasets."""
+        """The preprocessor (both sides, also in source_vocab.txt and target_vocab.txt)
+        and the datasets."""
+        from kerasrnn.seq2seq import Seq2SeqPreprocessor
+
         sources, targets = splits["train"]
-        sides, pretrained = side_vectors(config, build_sides(config, sources, targets))
+        sides, pretrained = build_sides(config, sources, targets)
         save_sides(config, sides)
-        data, used = pairs_dataset(config, sides, sources, targets, shuffle=True)
+        preprocessor = Seq2SeqPreprocessor(*sides, replace_unk=config["replace_unk"])
+
+        def dataset(split, shuffle):
+            try:
+                return preprocessor.dataset(
+                    *split,
+                    batch_size=config["batch_size"],
+                    max_lengths=(config["max_source_length"], config["max_target_length"]),
+                    shuffle=shuffle,
+                    seed=config["seed"],
+                    bucket_boundaries=config["bucket_boundaries"],
+                    copy_targets=config["copy_attention"],
+                )
+            except ValueError as error:  # no pair within the limits
+                raise common.RecipeError(str(error)) from None
+
+        data, used = dataset(splits["train"], True)
         valid = splits.get("valid")
-        valid = pairs_dataset(config, sides, *valid, shuffle=False)[0] if valid else None
         sizes = [len(side.vocabulary) for side in sides]
         return common.Prepared(
             data,
-            valid,
-            {"sizes": sizes, "vectors": pretrained},
+            dataset(valid, False)[0] if valid else None,
+            {"preprocessor": preprocessor, "vectors": pretrained},
             {
                 "train_pairs": len(sources),
                 "train_pairs_used": used,
@@ -336,11 +549,12 @@ class TranslatorRecipe(common.Recipe):
         from kerasrnn.metrics import MaskedAccuracy
 
         try:
-            model = build_model(config, *prepared.model["sizes"], prepared.model["vectors"])
+            model = build_model(config, prepared.model["preprocessor"], prepared.model["vectors"])
             model.compile(
                 optimizer=common.optimizer(config),
                 loss=SequenceCrossEntropy(label_smoothing=config["label_smoothing"]),
                 metrics=[MaskedAccuracy(name="accuracy")],
+                sampler=search_strategy(config),
             )
         except ValueError as error:  # kerasrnn's checks of the model's options
             raise common.ConfigError(str(error)) from None
@@ -350,19 +564,26 @@ class TranslatorRecipe(common.Recipe):
         return ("val_loss" if prepared.valid is not None else "loss"), "min"
 
     def fit_callbacks(self, config, prepared):
+        from kerasrnn.seq2seq import SamplingProbabilityLog
+
         return [SamplingProbabilityLog()] if config["scheduled_sampling"] != "off" else []
 
     def evaluate_splits(self, config, splits):
         """BLEU on the test pairs (greedy and beam search) and attention heatmaps."""
         if not splits.get("test"):
             return {}
-        scores = self.evaluate_run(Translator.from_run(config), config, splits["test"])
+        scores = self.evaluate_run(self.load(config), config, splits["test"])
         return {"test": scores, "heatmaps": scores.pop("heatmaps")}
 
     def evaluate_run(self, trained, config, examples):
-        chosen = [text for text in examples[0] if text.strip()][: config["heatmaps"]]
-        heatmaps = write_heatmaps(trained, chosen, config["output_dir"])
-        return {**trained.evaluate(*examples), "heatmaps": heatmaps}
+        sources, references = examples
+        chosen = [text for text in sources if text.strip()][: config["heatmaps"]]
+        heatmaps = write_heatmaps(trained, config, chosen)
+        beams = sorted({1, config["beam_size"]})
+        return {
+            **translation_scores(trained, config, sources, references, beams),
+            "heatmaps": heatmaps,
+        }
 
     def predict_arguments(self, parser):
         parser.add_argument("texts", nargs="*", help="sentences to translate")
@@ -372,12 +593,23 @@ class TranslatorRecipe(common.Recipe):
         """``translate``; with ``--n-best K`` given, the K best of each input with
         their scores."""
         config = self.stored(config, args)
-        translator, texts = Translator.from_run(config), self.inputs_of(config, args)
+        task, texts = self.load(config), self.inputs_of(config, args)
+        settings = decoding_settings(config, task)
         if "n_best" in args.overrides:
-            strategy = translator.strategy(n_best=translator.n_best())
-            hypotheses = translator.translate(texts, strategy, return_scores=True)
+            strategy = search_strategy(config, n_best=n_best(config))
+            found = task.generate(texts, strategy, return_scores=True, **settings)
+            hypotheses = [
+                [{"translation": h["text"], "score": h["score"]} for h in row] for row in found
+            ]
             return [{"text": s, "hypotheses": h} for s, h in zip(texts, hypotheses)]
-        return [{"text": s, "translation": t} for s, t in zip(texts, translator.translate(texts))]
+        translations = task.generate(texts, search_strategy(config), **settings)
+        return [{"text": s, "translation": t} for s, t in zip(texts, translations)]
+
+    def export_options(self, config):
+        return {
+            "strategy": search_strategy(config),
+            "n_best_strategy": search_strategy(config, n_best=n_best(config)),
+        }
 
     def extra_commands(self):
         return {
@@ -387,6 +619,15 @@ class TranslatorRecipe(common.Recipe):
                 self.predict_arguments,
                 _run_heatmap,
                 self.options_of("heatmap"),
+            ),
+            "lm-text": (
+                "write the training and validation targets in the run's target tokens, "
+                "one sentence per line, for a target-side language model (--lm)",
+                lambda parser: parser.add_argument(
+                    "--text-dir", required=True, help="where train.txt / valid.txt go"
+                ),
+                _run_lm_text,
+                self.options_of("lm-text"),
             ),
             "demo": (
                 "the self-contained demo: dates written many ways -> ISO dates (the "
@@ -404,9 +645,31 @@ RECIPE = TranslatorRecipe()
 def train(config, splits=None, callbacks=(), continue_run=False):
     """Trains a translator (`common.Recipe.train`; `splits`: optional ``{"train":
     (sources, targets), "valid": ..., "test": ...}``) and writes ``source_vocab.txt``,
-    ``target_vocab.txt``, ``best.keras``, ``results.json`` (history; BLEU on the test
-    set, greedy and beam search) and ``training_curves.png`` into ``output_dir``."""
+    ``target_vocab.txt``, ``best.keras`` (the task with its preprocessor; the folder is
+    its preset), ``results.json`` (history; BLEU on the test set, greedy and beam
+    search) and ``training_curves.png`` into ``output_dir``."""
     return RECIPE.train(config, splits, callbacks, continue_run)
+
+
+def _run_lm_text(config, args):
+    """Writes the run's training (and validation) targets in its own target tokens, one
+    sentence per line (tokens joined by spaces), into ``--text-dir`` (train.txt,
+    valid.txt): a target-side language model's text (``language_model train
+    --batching sentences --vocabulary-file <run>/target_vocab.txt``)."""
+    config = RECIPE.stored(config, args)
+    target = RECIPE.load(config).preprocessor.target
+    os.makedirs(args.text_dir, exist_ok=True)
+    written = {}
+    for split in ("train", "valid"):
+        if not config.get(split):
+            continue
+        targets = load_pairs(config, config[split], split)[1]
+        path = os.path.join(args.text_dir, f"{split}.txt")
+        lines = [" ".join(tokens) for tokens in target.tokenize(list(targets)) if tokens]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+        written[split] = {"path": path, "lines": len(lines)}
+    return written
 
 
 def _run_heatmap(config, args):
@@ -416,11 +679,12 @@ def _run_heatmap(config, args):
     texts = RECIPE.inputs_of(config, args)
     if not texts:
         raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
-    translator = Translator.from_run(config)
-    paths = write_heatmaps(translator, texts, config["output_dir"], "heatmap")
+    task = RECIPE.load(config)
+    paths = write_heatmaps(task, config, texts, "heatmap")
+    translations = task.generate(texts, search_strategy(config), **decoding_settings(config, task))
     return [
         {"text": text, "translation": translation, "heatmap": path}
-        for text, translation, path in zip(texts, translator.translate(texts), paths)
+        for text, translation, path in zip(texts, translations, paths)
     ]
 
 
@@ -429,6 +693,7 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
     held-out pairs, prints beam-search translations, writes attention heatmaps and
     exports the SavedModel. Returns the summary (also in ``demo.json``)."""
     from kerasrnn.data.specs import holdout
+    from kerasrnn.export import export_task
     from kerasrnn.tasks import date_translation_task
 
     if data:
@@ -450,12 +715,14 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
     )
     results = train(config, splits)  # and scores the test pairs, draws the heatmaps
     scores, out = results["test"], config["output_dir"]
+    saved_model = os.path.join(out, "saved_model")
+    export_task(RECIPE.load(config), saved_model, **RECIPE.export_options(config))
     summary = {
         "exact_match": {k: v["exact_match"] for k, v in scores.items() if isinstance(v, dict)},
         "bleu": {k: v["bleu"] for k, v in scores.items() if isinstance(v, dict)},
         "train_seconds": results["train_seconds"],
         "heatmaps": results["heatmaps"],
-        "saved_model": Translator.from_run(config).export(os.path.join(out, "saved_model")),
+        "saved_model": saved_model,
         "epochs_run": results["history"]["epochs_run"],
         "test": scores,
     }
@@ -470,10 +737,7 @@ def demo(config, data=None, examples=30000, test_examples=1000, log=print):
             f"  {sample['source']!r:40} -> {sample['translation']!r}"
             f"   (reference {sample['reference']!r})"
         )
-    log(
-        f"attention heatmaps: {', '.join(summary['heatmaps'])}; SavedModel: "
-        f"{summary['saved_model']}"
-    )
+    log(f"attention heatmaps: {', '.join(summary['heatmaps'])}; SavedModel: {saved_model}")
     common.write_json(os.path.join(out, "demo.json"), summary)
     return summary
 
@@ -490,6 +754,29 @@ def _run_demo(config, args):
 
     summary = demo(config, args.data, args.examples, args.test_examples, log=log)
     return {k: v for k, v in summary.items() if k not in ("epochs_run", "test")}
+
+
+def _demo_arguments(parser):
+    parser.add_argument(
+        "--data",
+        nargs=2,
+        metavar=("SOURCE", "TARGET"),
+        help="train on these parallel files instead of generated dates",
+    )
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=30000,
+        metavar="INT",
+        help="generated date pairs (train + valid + test; default: 30000)",
+    )
+    parser.add_argument(
+        "--test-examples",
+        type=int,
+        default=1000,
+        metavar="INT",
+        help="held-out pairs for the final scores (default: 1000)",
+    )
 
 
 def main(argv=None):

@@ -5,13 +5,13 @@ imports alike: a function-level import that closes a circle still makes the two
 modules depend on each other. Layers, lowest first (an arrow may point down or sideways,
 never up):
 
-0. the core: cells, attention, decoding, ops, validation, dropout_masks, _private,
-   _startup;
-1. the reusable Keras objects and tasks: layers, losses, metrics, seq2seq, models,
-   callbacks, compat, and the package's front door (`kerasrnn/__init__.py`);
-2. text and deployment: data, export, and the helpers built on them (tasks, datasets,
-   demo, visualize);
-3. recipes.
+0. the core: cells, attention, decoding, ops, validation, dropout_masks, serialization,
+   special_tokens, _private, _startup;
+1. the reusable Keras objects: layers, losses, metrics, callbacks, compat;
+2. text and tasks: data, seq2seq, models (whose preprocessors read data), and the
+   package's front door (`kerasrnn/__init__.py`);
+3. deployment and helpers: export, distribute, and tasks, datasets, demo, visualize;
+4. recipes.
 """
 
 import ast
@@ -29,15 +29,16 @@ LEVELS = {
             "ops",
             "validation",
             "dropout_masks",
+            "serialization",
+            "special_tokens",
             "_private",
             "_startup",
         ],
         0,
     ),
-    **dict.fromkeys(
-        ["layers", "losses", "metrics", "seq2seq", "models", "callbacks", "compat", ""], 1
-    ),
-    **dict.fromkeys(["data", "export", "tasks", "datasets", "demo", "visualize"], 2),
+    **dict.fromkeys(["layers", "losses", "metrics", "callbacks", "compat"], 1),
+    **dict.fromkeys(["data", "seq2seq", "models", ""], 2),
+    **dict.fromkeys(["export", "distribute", "tasks", "datasets", "demo", "visualize"], 3),
 }
 
 
@@ -91,7 +92,7 @@ def import_graph():
 def level(module):
     top, _, rest = module.partition(".")
     if top == "recipes":
-        return 3
+        return 4
     return LEVELS[rest.partition(".")[0]]
 
 

@@ -8,13 +8,17 @@
   for any file a training script writes;
 * `EpochLog`: every epoch's logs as rows, kept on disk across a resume;
 * `TrainingCurves` / `plot_training_curves`: a PNG of the loss and a metric per epoch;
-* `PolyakAveraging` / `ExponentialAveraging` / `NTASGD` / `average_checkpoints`: weight
-  averaging (a running or exponential average from a step, AWD-LSTM's non-monotone
-  switch to the running one, OpenNMT's checkpoint averaging);
+* `PolyakAveraging` / `ExponentialAveraging` / `NTASGD` / `StartAveraging` /
+  `average_checkpoints`: weight averaging (a running or exponential average from a
+  step, AWD-LSTM's non-monotone switch to the running one, OpenNMT's checkpoint
+  averaging);
 * `TimeBudget` / `WarmupCosineDecay` / `WarmupStableDecay` / `OneCycle` /
   `BudgetSchedule`: training fitted to a wall-clock budget (a schedule whose length
   follows the measured speed);
-* `LearningRateFinder`: the learning-rate range test, a peak rate from a short sweep;
+* `LearningRateFinder` / `find_budget_peak`: the learning-rate range test, a peak rate
+  from a short sweep (and the peak policy of a time-budgeted run);
+* `LanguageModelEvaluation`: a language model's perplexity on held-out streams after
+  every epoch, into the logs;
 * `SlantedTriangular` / `DiscriminativeAdam` / `DiscriminativeSGD` /
   `discriminative_factors` / `GradualUnfreezing`: ULMFiT's fine-tuning of a pretrained
   network (slanted triangular rates, a learning rate per layer group, unfreezing from
@@ -43,6 +47,7 @@ from kerasrnn.callbacks.averaging import (
     NTASGD,
     ExponentialAveraging,
     PolyakAveraging,
+    StartAveraging,
     average_checkpoints,
 )
 from kerasrnn.callbacks.budget import (
@@ -62,7 +67,13 @@ from kerasrnn.callbacks.checkpoints import (
     write_json_atomically,
 )
 from kerasrnn.callbacks.curves import EpochLog, TrainingCurves, plot_training_curves
-from kerasrnn.callbacks.lr_finder import LearningRateFinder, LearningRateSearch
+from kerasrnn.callbacks.language_model import LanguageModelEvaluation, language_model_perplexity
+from kerasrnn.callbacks.lr_finder import (
+    LearningRateFinder,
+    LearningRateSearch,
+    find_budget_peak,
+    set_peak,
+)
 from kerasrnn.callbacks.transfer import (
     DiscriminativeAdam,
     DiscriminativeRates,
@@ -76,6 +87,7 @@ __all__ = [
     "NTASGD",
     "ExponentialAveraging",
     "PolyakAveraging",
+    "StartAveraging",
     "average_checkpoints",
     "BudgetSchedule",
     "OneCycle",
@@ -85,6 +97,8 @@ __all__ = [
     "budget_schedule",
     "LearningRateFinder",
     "LearningRateSearch",
+    "find_budget_peak",
+    "set_peak",
     "DiscriminativeAdam",
     "DiscriminativeRates",
     "DiscriminativeSGD",
@@ -94,6 +108,8 @@ __all__ = [
     "AtomicBackupAndRestore",
     "AtomicModelCheckpoint",
     "EpochLog",
+    "LanguageModelEvaluation",
+    "language_model_perplexity",
     "TrainingCurves",
     "atomic_path",
     "partial_name",

@@ -399,3 +399,69 @@ def average_checkpoints(paths, model=None):
     ]
     model.set_weights(averaged)
     return model
+
+
+class StartAveraging(keras.callbacks.Callback):
+    """Starts a weight average that waits to be started (`PolyakAveraging` or
+    `ExponentialAveraging` with ``start=None``) at the end of an epoch: the first one,
+    or with an `NTASGD` `rule` the first whose monitored value the rule triggers on.
+
+    It is a callback of its own so that it can come after the callbacks that put the
+    monitored value into the logs (a per-epoch evaluation), while the average comes
+    before them (with ``swap_on_epoch``, so that they see the averaged weights). Each
+    epoch's logs get ``averaged_steps``: how many steps' weights the average holds (0
+    until it starts). The rule's validation history joins a `BackupAndRestore` backup
+    (`get_state` / `set_state`).
+
+    Args:
+        average: the `PolyakAveraging` (or `ExponentialAveraging`) to start.
+        rule: None (start after the first epoch), or an `NTASGD` whose `should_trigger`
+            on its `monitor` (which the logs must hold) decides the epoch.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from kerasrnn.callbacks import PolyakAveraging, StartAveraging
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> average = PolyakAveraging(start=None)
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=2, verbose=0,
+    ...               callbacks=[average, StartAveraging(average)])
+    >>> average.count > 0
+    True
+    """
+
+    def __init__(self, average, rule=None):
+        super().__init__()
+        self.average, self.rule = average, rule
+
+    def on_train_begin(self, logs=None):
+        if self.rule is not None:
+            self.rule.history = []
+
+    def get_state(self):
+        return {"history": [] if self.rule is None else list(self.rule.history)}
+
+    def set_state(self, state):
+        if self.rule is not None:
+            self.rule.history = list(state["history"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["averaged_steps"] = self.average.count
+        if self.average.start is not None:
+            return
+        if self.rule is None:
+            self.average.start_averaging()
+            return
+        monitor = self.rule.monitor
+        if monitor not in (logs or {}):
+            raise ValueError(
+                f"StartAveraging's NT-ASGD rule monitors {monitor!r}, which the epoch's "
+                "logs lack: give validation data (or a callback before this one that "
+                "logs it)."
+            )
+        value = float(logs[monitor])
+        if self.rule.should_trigger(self.rule.history, value):
+            self.average.start_averaging()
+        self.rule.history.append(value)

@@ -314,3 +314,77 @@ class _Record(keras.callbacks.Callback):
         self.diverged = self.diverged or diverged
         if diverged or len(self.losses) >= self.length:
             self.model.stop_training = True
+
+
+# The range test of `find_budget_peak`: five decades around the configured rate, which
+# gives the optimizer's scale (SGD's 1 against Adam's 1e-3), not the peak.
+BUDGET_RANGE = (1e-3, 1e2)
+BUDGET_STEPS = 100
+# The sweep's share of the budget: on a slow machine it is cut to the steps that fit;
+# fewer than BUDGET_MIN_STEPS (under 4 a decade) make too coarse a curve to trust, and
+# the peak stays at the floor.
+BUDGET_SHARE = 0.1
+BUDGET_MIN_STEPS = 20
+# A lowest loss in the sweep's first tenth says the loss fell nowhere in the range
+# (noise decided, or every rate was too high): a tenth of its bottom rate is no pick.
+BUDGET_EDGE = 0.1
+
+
+def set_peak(model, rate):
+    """Sets `rate` as the peak of the optimizer's `BudgetSchedule`, or as its rate when
+    it has a constant one."""
+    schedule = budget_schedule(model.optimizer)
+    if schedule is not None:
+        schedule.set_peak(rate)
+    else:
+        model.optimizer.learning_rate = rate
+
+
+def find_budget_peak(model, x, y=None, batch_size=None, learning_rate=1e-3, seconds=600.0):
+    """The peak rate of a time-budgeted run, by the range test: a `LearningRateFinder`
+    over ``learning_rate * [1e-3, 1e2]`` (100 steps, at most a tenth of the budget's
+    `seconds`) on the compiled `model` (the weights put back), its pick set as the peak
+    of the optimizer's budget schedule (`set_peak`).
+
+    The pick is never below the floor ``learning_rate / schedule.mean_fraction()``,
+    whose schedule takes `learning_rate` on average (a cosine's mean is half its peak),
+    so a budgeted run never learns with less than the fixed schedule; the floor also
+    stands where the test cannot pick: fewer than 20 steps fit in the tenth of the
+    budget, or the lowest loss came in the sweep's first tenth (the loss fell nowhere).
+
+    Args:
+        model: a compiled model whose optimizer takes its rate from a
+            `BudgetSchedule` (or a constant rate).
+        x, y, batch_size: the training data, as `model.fit` takes them.
+        learning_rate: the configured rate (the range's centre and the floor's).
+        seconds: the run's whole budget.
+
+    Returns:
+        The `LearningRateSearch`, its ``pick`` and ``rule`` those set.
+    """
+    low, high = BUDGET_RANGE
+    finder = LearningRateFinder(
+        learning_rate * low, learning_rate * high, BUDGET_STEPS, max_seconds=BUDGET_SHARE * seconds
+    )
+    search = finder.find(model, x, y, batch_size=batch_size)
+    schedule = budget_schedule(model.optimizer)
+    floor = learning_rate / (schedule.mean_fraction() if schedule is not None else 1.0)
+    lowest = search.rates.index(search.minimum_rate)
+    if search.planned_steps < BUDGET_MIN_STEPS:
+        why = (
+            f"{BUDGET_SHARE:.0%} of the budget held {search.planned_steps} steps, "
+            f"under {BUDGET_MIN_STEPS}"
+        )
+    elif lowest < BUDGET_EDGE * search.planned_steps:
+        why = (
+            f"the lowest loss came at step {lowest + 1} of {search.planned_steps}, so "
+            "the loss fell nowhere in the sweep"
+        )
+    elif search.pick < floor:
+        why = f"the test's {search.pick:.3g} ({search.rule}) is below it"
+    else:
+        why = None
+    if why is not None:
+        search.update(pick=floor, rule=f"the floor, learning_rate / mean fraction: {why}")
+    set_peak(model, search.pick)
+    return search

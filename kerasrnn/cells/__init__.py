@@ -1,4 +1,6 @@
-"""Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells / Bidirectional."""
+"""Recurrent cells: ordinary Keras layers for keras.layers.RNN / StackedRNNCells /
+Bidirectional. `kerasrnn.cells.get("lstm", units, **options)` makes one by name
+(`CELL_NAMES`)."""
 
 from kerasrnn.cells.attention_cell import AttentionCell
 from kerasrnn.cells.attentive import AttentiveRNN
@@ -8,6 +10,7 @@ from kerasrnn.cells.esn import ESNCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.names import CELL_NAMES, get  # noqa: F401 (kerasrnn.cells.get; not in kerasrnn.*)
 from kerasrnn.cells.nas import NASCell
 from kerasrnn.cells.projection import (
     AttentionProjection,

@@ -25,12 +25,7 @@ from kerasrnn.cells import projection as projection_lib
 from kerasrnn.cells import step_order as step_order_lib
 from kerasrnn.cells.bound_cell import BoundAttentionCell
 from kerasrnn.dropout_masks import ForwardsDropoutMasks
-
-
-def _deserialize(obj):
-    if isinstance(obj, dict):
-        return keras.saving.deserialize_keras_object(obj)
-    return obj
+from kerasrnn.serialization import deserialize
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
@@ -171,12 +166,12 @@ class AttentionCell(ForwardsDropoutMasks, keras.layers.Layer):
     def from_config(cls, config):
         config = dict(config)
         for key in ("cell", "step_order", "projection"):
-            config[key] = _deserialize(config.get(key))
+            config[key] = deserialize(config.get(key))
         attention = config.pop("attention")
         attention = (
-            [_deserialize(a) for a in attention]
+            [deserialize(a) for a in attention]
             if isinstance(attention, list)
-            else _deserialize(attention)
+            else deserialize(attention)
         )
         return cls(attention=attention, **config)
 

@@ -160,3 +160,57 @@ def sentence_dataset(
         bucket_boundaries=bucket_boundaries,
         target_weights=False,
     )
+
+
+def language_model_data(
+    sentences,
+    vocabulary,
+    batch_size,
+    steps=None,
+    shuffle=False,
+    seed=None,
+    max_length=None,
+    bidirectional=False,
+):
+    """What a `kerasrnn.models.LanguageModel` trains or is measured on, for one direction
+    or both.
+
+    With `steps`, the corpus as one stream (`encode_stream`) in stateful windows of
+    `batch_size` rows x `steps` tokens (`stream_windows`): ``(inputs, targets)`` arrays
+    in order (fit them with ``shuffle=False``); without, padded sentence batches
+    (`sentence_dataset`, sentences cut to `max_length` tokens, shuffled with `shuffle`).
+
+    Returns:
+        ``{"forward": data}``, with `bidirectional` also ``"backward"``: the backward
+        LM's reads the text right to left and predicts the previous token
+        (`backward_stream`; reversed sentences in sentence batches).
+        `bidirectional_data` joins the two for a biLM's `fit`.
+    """
+    data = {}
+    for direction in ("forward", "backward") if bidirectional else ("forward",):
+        if steps:
+            stream = encode_stream(sentences, vocabulary)
+            if direction == "backward":
+                stream = backward_stream(stream)
+            data[direction] = stream_windows(stream, batch_size, steps)
+        else:
+            if direction == "backward":
+                sentences = [list(reversed(s)) for s in sentences]
+            data[direction] = sentence_dataset(
+                sentences, vocabulary, batch_size, shuffle, seed, max_length
+            )
+    return data
+
+
+def bidirectional_data(data):
+    """`language_model_data`'s two directions as a biLM takes them: ``({"forward": x,
+    "backward": x'}, {"forward": y, "backward": y'})`` windows, or a zipped dataset of
+    such pairs."""
+    forward, backward = data["forward"], data["backward"]
+    if isinstance(forward, tuple):
+        return tuple({"forward": f, "backward": b} for f, b in zip(forward, backward))
+    import tensorflow as tf
+
+    return tf.data.Dataset.zip((forward, backward)).map(
+        lambda f, b: ({"forward": f[0], "backward": b[0]}, {"forward": f[1], "backward": b[1]})
+    )

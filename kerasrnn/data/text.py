@@ -12,6 +12,10 @@ Kinds (`TOKENIZERS`): ``word`` (punctuation split off words, then whitespace), `
 byte-pair encoding).
 """
 
+import base64
+
+import keras
+
 TOKENIZERS = ("word", "char", "wordpiece", "sentencepiece", "bpe")
 SUBWORDS = ("wordpiece", "sentencepiece", "bpe")
 # The kinds whose tokenizer is a learned SentencePiece model (not just a vocabulary),
@@ -107,6 +111,7 @@ def tokenize_texts(texts, kind, lowercase=False, subwords=None, batch=4096):
     return rows
 
 
+@keras.saving.register_keras_serializable(package="kerasrnn")
 class TextSide:
     """One side of a translation model: its tokeniser `kind`, lower-casing and
     vocabulary, converting strings to ids and ids back to strings, in Python for
@@ -155,6 +160,29 @@ class TextSide:
                 )
             self.subwords = tokenizers.sentencepiece_tokenizer(subword_model)
         self._lookup = self._names = None
+
+    def get_config(self):
+        """The side as a JSON-able dict (the vocabulary's tokens, the learned subword
+        model as base64), which `from_config` reads back."""
+        model = self.subword_model
+        return {
+            "vocabulary": self.vocabulary.tokens,
+            "kind": self.kind,
+            "lowercase": self.lowercase,
+            "subword_model": None if model is None else base64.b64encode(model).decode("ascii"),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        from kerasrnn.data.vocabulary import Vocabulary
+
+        model = config.get("subword_model")
+        return cls(
+            Vocabulary(config["vocabulary"]),
+            config["kind"],
+            config["lowercase"],
+            None if model is None else base64.b64decode(model),
+        )
 
     @classmethod
     def build(

@@ -1,16 +1,5 @@
-"""Token vocabularies with fixed special-token ids, shared by every recipe.
-
-The ids of the special tokens are part of the contract between the data pipeline, the
-models and the exported SavedModels:
-
-=========  ==  ======================================================
-token      id  meaning
-=========  ==  ======================================================
-``[PAD]``  0   padding; `keras.layers.StringLookup` treats it as the mask token
-``[UNK]``  1   every out-of-vocabulary token
-``[START]`` 2  start of sequence (decoder input, language models)
-``[END]``  3   end of sequence
-=========  ==  ======================================================
+"""Token vocabularies with the fixed special-token ids of `kerasrnn.special_tokens`
+([PAD]=0, [UNK]=1, [START]=2, [END]=3), shared by every task and recipe.
 
 Regular tokens follow from id 4, most frequent first (ties broken alphabetically so a
 vocabulary is reproducible from the same data).
@@ -19,12 +8,17 @@ vocabulary is reproducible from the same data).
 import collections
 import os
 
-PAD = "[PAD]"
-UNK = "[UNK]"
-START = "[START]"
-END = "[END]"
-SPECIAL_TOKENS = (PAD, UNK, START, END)
-PAD_ID, UNK_ID, START_ID, END_ID = range(4)
+from kerasrnn.special_tokens import (  # noqa: F401 (re-exported: kerasrnn.data.PAD ...)
+    END,
+    END_ID,
+    PAD,
+    PAD_ID,
+    SPECIAL_TOKENS,
+    START,
+    START_ID,
+    UNK,
+    UNK_ID,
+)
 
 
 def _as_str(token):

@@ -26,7 +26,7 @@ from kerasrnn.decoding.ensemble import Ensemble
 from kerasrnn.decoding.exhaustive import ExhaustiveSearch
 from kerasrnn.decoding.functions import beam_search, greedy_search, sample
 from kerasrnn.decoding.fusion import ShallowFusion
-from kerasrnn.decoding.registry import get, serialize
+from kerasrnn.decoding.registry import get, search, serialize
 from kerasrnn.decoding.replace_unk import replace_unk, unk_source_positions
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
 from kerasrnn.decoding.scorer import Scorer, TFAScorer, coverage_penalty, length_penalty
@@ -55,6 +55,7 @@ __all__ = [
     "repeat_beams",
     "replace_unk",
     "sample",
+    "search",
     "serialize",
     "unk_source_positions",
 ]

@@ -1,10 +1,12 @@
-"""`get` and `serialize`: decoding strategies by name or config, keras-hub style (a
-module above the strategies; the classes themselves are found through Keras'
-serialization registry, `register_keras_serializable(package="kerasrnn")`)."""
+"""`get`, `serialize` and `search`: decoding strategies by name, config or beam width,
+keras-hub style (a module above the strategies; the classes themselves are found
+through Keras' serialization registry, `register_keras_serializable(package=
+"kerasrnn")`)."""
 
 import keras
 
 from kerasrnn.decoding.beam_search import BeamSearch
+from kerasrnn.decoding.diverse_beam import DiverseBeamSearch
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
 from kerasrnn.decoding.strategy import DecodingStrategy
 
@@ -48,3 +50,27 @@ def get(identifier: "str | dict | DecodingStrategy") -> DecodingStrategy:
 def serialize(strategy: "str | dict | DecodingStrategy") -> dict:
     """A strategy's config dict (`get` rebuilds it)."""
     return keras.saving.serialize_keras_object(get(strategy))
+
+
+def search(beam_size=1, n_best=1, scorer=None, constraints=None, groups=1, diversity=0.0):
+    """The search a beam width calls for: `GreedySearch` when `beam_size` and `n_best`
+    are 1, else a `BeamSearch` of ``max(beam_size, n_best)`` beams returning the
+    `n_best` best, in `groups` groups with the Hamming `diversity` of
+    `DiverseBeamSearch` between them when `groups` > 1; all with `constraints` (and
+    the beams with `scorer`). A command line's ``--beam-size`` / ``--n-best`` /
+    ``--beam-groups`` map to it.
+
+    Example:
+
+    >>> import kerasrnn
+    >>> kerasrnn.decoding.search(1), kerasrnn.decoding.search(5, 2).n_best
+    (GreedySearch(), 2)
+    """
+    if max(beam_size, n_best) <= 1:
+        return GreedySearch(constraints)
+    width = max(beam_size, n_best)
+    if groups == 1:
+        return BeamSearch(width, n_best, scorer, constraints)
+    return DiverseBeamSearch(
+        width, groups, diversity, n_best=n_best, scorer=scorer, constraints=constraints
+    )

@@ -54,7 +54,7 @@ _GATES = {"lstm": [0, 3, 1, 2], "gru": [0, 1, 2]}
 _OPERATORS = {"lstm": "LSTM", "gru": "GRU"}
 # the marker's name: the index of its operator in `_NativeRecurrences.markers`
 _MARKER = "KerasrnnNativeRecurrence"
-# where a `GenerationMixin` keeps its compiled generate functions
+# where a `GenerativeTask` keeps its compiled generate functions
 _COMPILED_GENERATE = "_compiled_generate"
 
 
@@ -293,7 +293,7 @@ class _NativeRecurrences:
             if spec is not None and id(layer) not in handled:
                 swap(layer, "inner_loop", self._inner_loop(layer, spec))
             if layer.__dict__.get(_COMPILED_GENERATE) is not None:
-                # a task's compiled `generate` (`kerasrnn.seq2seq.generation`) keeps the
+                # a task's compiled `generate` (`kerasrnn.models.generation`) keeps the
                 # functions traced before, when the functional model around it was
                 # built, with their Loops: the trace starts an empty cache instead
                 swap(layer, _COMPILED_GENERATE, None)

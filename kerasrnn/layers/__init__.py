@@ -48,6 +48,8 @@ from kerasrnn.layers.tag_schemes import (
     check_tags,
     convert_tags,
     detect_scheme,
+    is_entity_tags,
+    training_schemes,
 )
 
 __all__ = [
@@ -86,6 +88,8 @@ __all__ = [
     "crf_marginals",
     "crf_sequence_score",
     "detect_scheme",
+    "is_entity_tags",
     "potentials_mask",
     "reverse_padded",
+    "training_schemes",
 ]

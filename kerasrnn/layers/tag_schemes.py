@@ -5,11 +5,26 @@ NumPy and Python only: the matrices go into `CRF(allowed_transitions=...)` and
 `crf_decode(allowed_transitions=...)`.
 """
 
+import re
+
 import numpy as np
 
 SCHEMES = ("IOB1", "BIO", "IOB2", "BIOES", "BIOUL")
 # the prefixes each scheme uses (IOB2 is BIO, BIOUL is BIOES with U = S and L = E)
 _PREFIXES = {"IOB1": "BI", "BIO": "BI", "IOB2": "BI", "BIOES": "BIES", "BIOUL": "BILU"}
+
+_ENTITY_TAG = re.compile(r"^(O|[BIES]-.+)$")
+
+
+def is_entity_tags(tags):
+    """Whether every tag is ``O`` or ``B-X``, ``I-X`` (``E-X``, ``S-X``), and one is not
+    ``O``: entity tags (IOB1, BIO or BIOES).
+
+    >>> is_entity_tags(["O", "B-PER", "I-PER"]), is_entity_tags(["NOUN", "VERB"])
+    (True, False)
+    """
+    tags = set(tags)
+    return bool(tags) and all(_ENTITY_TAG.match(t) for t in tags) and any(t != "O" for t in tags)
 
 
 def _scheme(scheme):
@@ -125,6 +140,40 @@ def detect_scheme(sequences):
             continue
         return scheme
     return None
+
+
+def training_schemes(sequences, declared="auto"):
+    """``(the data's scheme, the scheme to train in)`` of tagged training sentences
+    (lists of tag strings): ``(None, None)`` for tags that are not entity tags;
+    `declared` "auto" detects the data's scheme (`detect_scheme`), "IOB1" / "BIO"
+    checks the data against it (`check_tags`), "BIOES" detects it and trains in BIOES
+    (the tags then converted with `convert_tags`).
+
+    Raises:
+        ValueError: data that does not fit the declared scheme, or "BIOES" declared for
+            tags that are not entity tags (one line).
+
+    >>> training_schemes([["B-PER", "I-PER", "O"]], "bioes")
+    ('BIO', 'BIOES')
+    """
+    declared = str(declared).upper()
+    if declared not in ("AUTO", "IOB1", "BIO", "BIOES"):
+        raise ValueError(
+            f"`declared` must be 'auto', 'IOB1', 'BIO' or 'BIOES'; got {declared.lower()!r}."
+        )
+    flat = {t for tags in sequences for t in tags}
+    found = detect_scheme(sequences) if is_entity_tags(flat) else None
+    if declared in ("IOB1", "BIO"):
+        check_tags(sequences, declared, "the training tags")
+        found = declared
+    if found is None:
+        if declared == "BIOES":
+            raise ValueError(
+                "BIOES needs entity tags (O, B-X, I-X ...) in IOB1, BIO or BIOES; the "
+                f"training tags are not (e.g. {sorted(flat)[:3]})."
+            )
+        return None, None
+    return found, ("BIOES" if declared == "BIOES" else found)
 
 
 def to_spans(tags):

@@ -39,6 +39,11 @@ class SequenceCrossEntropy(keras.losses.Loss):
       same sums divided by the count of nonzero weights along the axis;
     * no flag: the weighted losses w l, (batch, time).
 
+    With `per_sequence`, the average over time and batch is multiplied by the number of
+    time steps T: each sequence's summed cross-entropy averaged over the batch, where
+    nothing is padded (Zaremba et al.'s loss over truncated-BPTT windows, whose
+    gradient scale their SGD at rate 1 with clipping at 5 assumes).
+
     A zero denominator gives 0, never NaN. Keras' own `reduction` does not apply (the
     flags decide); under a `tf.distribute` strategy a scalar loss is divided by the
     replica count, as Keras' losses are.
@@ -52,6 +57,8 @@ class SequenceCrossEntropy(keras.losses.Loss):
         average_across_batch: see above.
         sum_over_timesteps: see above (not with `average_across_timesteps`).
         sum_over_batch: see above (not with `average_across_batch`).
+        per_sequence: the loss per sequence instead of per token (see above; with the
+            default averages only).
         name: the loss name.
 
     Call arguments:
@@ -77,6 +84,7 @@ class SequenceCrossEntropy(keras.losses.Loss):
         average_across_batch=True,
         sum_over_timesteps=False,
         sum_over_batch=False,
+        per_sequence=False,
         name="sequence_cross_entropy",
         **kwargs,
     ):
@@ -89,6 +97,11 @@ class SequenceCrossEntropy(keras.losses.Loss):
             )
         if average_across_batch and sum_over_batch:
             raise ValueError("`average_across_batch` and `sum_over_batch` cannot both be True.")
+        if per_sequence and not (average_across_timesteps and average_across_batch):
+            raise ValueError(
+                "`per_sequence` scales the average over time and batch: keep "
+                "`average_across_timesteps` and `average_across_batch` True."
+            )
         self.from_logits = bool(from_logits)
         self.label_smoothing = float(label_smoothing)
         self.pad_id = pad_id
@@ -96,6 +109,7 @@ class SequenceCrossEntropy(keras.losses.Loss):
         self.average_across_batch = bool(average_across_batch)
         self.sum_over_timesteps = bool(sum_over_timesteps)
         self.sum_over_batch = bool(sum_over_batch)
+        self.per_sequence = bool(per_sequence)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         # The flags reduce; Keras' mask/weight reduction (which would re-weight an
@@ -112,6 +126,10 @@ class SequenceCrossEntropy(keras.losses.Loss):
         """The unweighted per-position losses l, (batch, time)."""
         y_true = ops.cast(y_true, "int32")
         y_pred = ops.cast(y_pred, self.dtype)  # float32 unless dtype= says otherwise
+        if self.from_logits and not self.label_smoothing:
+            # the backend's fused softmax cross-entropy: the same value, a cheaper
+            # backward pass than log_softmax's over the whole vocabulary
+            return keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
         if self.from_logits:
             log_p = ops.log_softmax(y_pred, axis=-1)
         else:
@@ -157,7 +175,8 @@ class SequenceCrossEntropy(keras.losses.Loss):
         """TFA's reductions of the weighted losses (see the class docstring)."""
         nonzero = ops.cast(ops.not_equal(weights, 0.0), weights.dtype)
         if self.average_across_timesteps and self.average_across_batch:
-            return _divide_no_nan(ops.sum(losses), ops.sum(weights))
+            mean = _divide_no_nan(ops.sum(losses), ops.sum(weights))
+            return mean * ops.cast(ops.shape(losses)[1], mean.dtype) if self.per_sequence else mean
         if self.sum_over_timesteps and self.sum_over_batch:
             return _divide_no_nan(ops.sum(losses), ops.sum(nonzero))
         if self.average_across_timesteps or self.average_across_batch:
@@ -177,6 +196,7 @@ class SequenceCrossEntropy(keras.losses.Loss):
                 "label_smoothing": self.label_smoothing,
                 "pad_id": self.pad_id,
                 **{flag: getattr(self, flag) for flag in _FLAGS},
+                "per_sequence": self.per_sequence,
             }
         )
         return config

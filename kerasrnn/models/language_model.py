@@ -1,7 +1,8 @@
 """`LanguageModel`: the recurrent language model task around a `LanguageModelBackbone`:
 `fit` with next-token targets, `perplexity` (stateless or stateful over a stream), and
 `generate(prompts, strategy)` with the `kerasrnn.decoding` strategies `Seq2Seq` uses,
-through the same `GenerationMixin`."""
+through the same `GenerativeTask`, on ids or, with a `LanguageModelPreprocessor`, on
+text."""
 
 import math
 
@@ -9,13 +10,14 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasrnn.models.generation import check_source_ids
 from kerasrnn.models.language_model_backbone import DIRECTIONS, LanguageModelBackbone
+from kerasrnn.models.language_model_preprocessor import LanguageModelPreprocessor
+from kerasrnn.models.task import GenerativeTask, from_backend, to_backend
 from kerasrnn.ops import NEG_INF
-from kerasrnn.seq2seq.backbone import END_ID
-from kerasrnn.seq2seq.generation import GenerationMixin, check_source_ids
+from kerasrnn.serialization import deserialize
+from kerasrnn.special_tokens import END_ID, PAD_ID
 from kerasrnn.validation import check_int
-
-PAD_ID = 0  # the backbone masks id 0
 
 
 def token_nll(targets, logits):
@@ -96,7 +98,7 @@ def prompt_states(step, initial_states, ids, lengths):
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class LanguageModel(GenerationMixin, keras.Model):
+class LanguageModel(GenerativeTask, keras.Model):
     """A recurrent language model task, keras-hub style: a `LanguageModelBackbone`
     with `compile` defaults, `perplexity` and `generate`.
 
@@ -113,13 +115,16 @@ class LanguageModel(GenerationMixin, keras.Model):
     trains). `generate(prompts, strategy)` reads each prompt and continues it with a
     `kerasrnn.decoding` strategy (greedy, sampling, beam search: the same objects and
     compiled-decoder cache as `Seq2Seq.generate`; a biLM generates with its forward
-    LM).
+    LM). With a `LanguageModelPreprocessor`, `generate` takes prompts as strings and
+    returns their continuations as text.
 
     Args:
         backbone: a `LanguageModelBackbone`.
         end_id: the id that ends a sentence, where generation stops (default 3,
             `[END]`).
         max_length: the default number of tokens `generate` produces at most.
+        preprocessor: None, or a `kerasrnn.models.LanguageModelPreprocessor` (the
+            vocabulary: prompts in, continuations out).
 
     Example:
 
@@ -132,10 +137,13 @@ class LanguageModel(GenerationMixin, keras.Model):
     (2, 2, 4)
     """
 
-    def __init__(self, backbone, end_id=END_ID, max_length=30, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(backbone, dict):
-            backbone = keras.saving.deserialize_keras_object(backbone)
+    preprocessor_cls = LanguageModelPreprocessor
+    # keras-hub's Perplexity, which `compile` adds, registers on import
+    compile_modules = ("keras_hub",)
+
+    def __init__(self, backbone, end_id=END_ID, max_length=30, preprocessor=None, **kwargs):
+        super().__init__(preprocessor=preprocessor, **kwargs)
+        backbone = deserialize(backbone)
         if not isinstance(backbone, LanguageModelBackbone):
             raise ValueError(
                 "`backbone` must be a kerasrnn.models.LanguageModelBackbone, got "
@@ -167,7 +175,8 @@ class LanguageModel(GenerationMixin, keras.Model):
 
         Args:
             x, y: ids and next ids `(rows, time)` (for a biLM dicts by direction), or
-                an iterable of ``(x, y)`` batches and y None.
+                an iterable of ``(x, y)`` batches (a biLM's by direction, or a dict of
+                one such iterable per direction) and y None.
             batch_size: rows per batch.
             stateful: run `x` as consecutive windows of `batch_size` streams (row i of
                 a batch continues row i of the batch before, as
@@ -191,17 +200,19 @@ class LanguageModel(GenerationMixin, keras.Model):
                     f"`batch_size` streams: {rows} rows are not a multiple of batch_size="
                     f"{batch_size} (or y is missing)."
                 )
-            backbone = backbone.variant(stateful=True, batch_size=batch_size)
+            backbone = self._variant(stateful=True, batch_size=batch_size)
             for direction in DIRECTIONS[: 1 + backbone.bidirectional]:
                 for layer in backbone.rnn_layers(direction):
                     layer.reset_state()
+        elif backbone.rnn_options.get("stateful"):  # trained on windows: rows on their own
+            backbone = self._variant()
         if not backbone.bidirectional:
             return perplexity(backbone, x, y, batch_size, metrics)
         results = {}
         for d in DIRECTIONS:
             part = keras.Model(backbone.input[d], backbone.output[d], name=f"{d}_lm")
             if y is None:
-                data = ((xb[d], yb[d]) for xb, yb in x)
+                data = x[d] if isinstance(x, dict) else ((xb[d], yb[d]) for xb, yb in x)
                 results[d] = perplexity(part, data, None, batch_size, metrics)
             else:
                 results[d] = perplexity(part, x[d], y[d], batch_size, metrics)
@@ -214,6 +225,31 @@ class LanguageModel(GenerationMixin, keras.Model):
             perplexity=math.exp(nll),
             bits_per_token=nll / math.log(2),
         )
+
+    def stateless(self):
+        """This language model over a backbone without stateful RNNs (and without the
+        fixed batch size a stateful one needs), with the same weights: itself when it
+        has none. A model trained on stateful windows is served and exported this way."""
+        if not self.backbone.rnn_options.get("stateful"):
+            return self
+        return type(self)(
+            self.backbone.variant(),
+            self.end_id,
+            self.max_length,
+            self.preprocessor,
+            name=self.name,
+        )
+
+    def _variant(self, **rnn_options):
+        """The backbone's `variant` with `rnn_options`, with this one's weights; made once
+        per options (its compiled predict function is kept), its weights refreshed."""
+        variants = self.__dict__.setdefault("_variants", {})
+        key = tuple(sorted(rnn_options.items()))
+        if key not in variants:
+            variants[key] = self.backbone.variant(**rnn_options)
+        else:
+            variants[key].set_weights(self.backbone.get_weights())
+        return variants[key]
 
     # ---- generation -------------------------------------------------------------------
     def step_fn(self, readout=None):
@@ -255,31 +291,45 @@ class LanguageModel(GenerationMixin, keras.Model):
         return prompt_states(step, initial_states, prompts, lengths)
 
     def generate(self, prompts, strategy=None, max_length=None, **options):
-        """Continues each prompt with a decoding strategy.
+        """Continues each prompt with a decoding strategy (`GenerativeTask.generate`).
 
         Args:
             prompts: int ids `(batch, time)`, each row the boundary token the model was
                 trained to read before a sentence (`[END]` in a stream, `[START]` for
-                sentence batches) then the prompt's tokens, padded on the right with 0.
+                sentence batches) then the prompt's tokens, padded on the right with 0;
+                or, with a preprocessor, a prompt string or a list of them ("" starts a
+                new sentence).
             strategy: a `kerasrnn.decoding` strategy, a name ("greedy", "sample",
                 "beam") or None (the model's `sampler`: `compile(sampler=...)`'s, greedy
                 before).
             max_length: the most tokens generated (default `max_length`).
-            **options: `readout_dtype` and `jit_compile`, as in `Seq2Seq.generate`.
+            **options: `readout_dtype`, `jit_compile` and (text) `return_scores`, as
+                in `GenerativeTask.generate`.
 
         Returns:
-            A `kerasrnn.decoding.DecodeResult`: tokens int32 `(batch, n, max_length)`
-            (the end token included, 0 after it), lengths and scores `(batch, n)`, n =
-            the strategy's `n_best`; no alignments.
+            For ids, a `kerasrnn.decoding.DecodeResult`: tokens int32 `(batch, n,
+            max_length)` (the end token included, 0 after it), lengths and scores
+            `(batch, n)`, n = the strategy's `n_best`; no alignments. For text, each
+            prompt's continuation (the tokens before the first ``[END]``).
         """
-        unknown = set(options) - {"readout_dtype", "jit_compile"}
+        unknown = set(options) - {"readout_dtype", "jit_compile", "return_scores"}
         if unknown:
             raise TypeError(
-                f"`generate` takes readout_dtype and jit_compile; got {sorted(unknown)}."
+                "`generate` takes readout_dtype, jit_compile and return_scores; got "
+                f"{sorted(unknown)}."
             )
         return super().generate(prompts, strategy, max_length, return_alignments=False, **options)
 
-    # GenerationMixin's hooks
+    def decode_texts(self, prompts, settings):
+        """Prompts (batch,) strings -> their continuations (batch, n) strings and
+        scores (batch, n) (TensorFlow ops around the decoding: the graph a SavedModel
+        serves)."""
+        preprocessor = self._text_preprocessor()
+        ids = to_backend(preprocessor.encode(prompts))
+        result = from_backend(self.generate_ids(ids, False, **settings))
+        return preprocessor.decode(result.tokens), result.scores
+
+    # GenerativeTask's hooks
     def _generation_inputs(self, prompts):
         prompts = check_source_ids(prompts, PAD_ID)
         prompts = ops.cast(ops.convert_to_tensor(prompts), "int32")
@@ -351,10 +401,6 @@ class LanguageModel(GenerationMixin, keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
         self._compile_config.config["sampler"] = self.sampler
 
-    def compile_from_config(self, config):
-        _register_keras_hub()  # the saved metrics may name keras-hub's Perplexity
-        super().compile_from_config(config)
-
     def get_config(self):
         return {
             **super().get_config(),
@@ -363,14 +409,41 @@ class LanguageModel(GenerationMixin, keras.Model):
             "max_length": self.max_length,
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
-
 
 def _register_keras_hub():
     # keras-hub's metrics (Perplexity) register on import; imported on use only, since
     # `import kerasrnn` does not import it.
     import keras_hub  # noqa: F401
+
+
+def extended_weights(weights, shapes, start_size):
+    """The weights of a language model started from `weights` (of a vocabulary of
+    `start_size` tokens) for a model of weight `shapes`: each array as it is, or, where
+    the vocabulary grew (ULMFiT's target vocabulary), with the new words' rows (the
+    embedding's rows, the readout's columns and biases) set to the mean of the
+    start's. Raises a one-line ValueError for any other difference.
+
+    >>> import numpy as np
+    >>> [w.tolist() for w in extended_weights([np.array([[1.0], [3.0]])], [(3, 1)], 2)]
+    [[[1.0], [3.0], [2.0]]]
+    """
+    error = ValueError(
+        "the language model's weights do not fit this one (the regularisers that wrap "
+        "layers, weight_drop / embedding_dropout / tie_embeddings, must match)."
+    )
+    if len(weights) != len(shapes):
+        raise error
+    fitted = []
+    for weight, shape in zip(weights, shapes):
+        differ = [axis for axis, (a, b) in enumerate(zip(weight.shape, shape)) if a != b]
+        if len(weight.shape) != len(shape) or len(differ) > 1:
+            raise error
+        if differ:
+            axis = differ[0]
+            if weight.shape[axis] != start_size or shape[axis] < start_size:
+                raise error
+            mean = weight.mean(axis=axis, keepdims=True)
+            rows = np.repeat(mean, shape[axis] - start_size, axis=axis)
+            weight = np.concatenate([weight, rows], axis=axis)
+        fitted.append(weight)
+    return fitted

@@ -13,16 +13,10 @@ kernels (`kerasrnn.layers.WeightDrop`) and the AR / TAR activation penalties
 
 import keras
 
+from kerasrnn.models.backbone import Backbone
+from kerasrnn.serialization import deserialize
 from kerasrnn.validation import check_int, check_number, check_rate
 
-# cell names -> kerasrnn cell classes (`cell="lstm"`)
-CELLS = {
-    "lstm": "LSTMCell",
-    "gru": "GRUCell",
-    "simple": "SimpleRNNCell",
-    "layer_norm_lstm": "LayerNormLSTMCell",
-    "layer_norm_simple": "LayerNormSimpleRNNCell",
-}
 DIRECTIONS = ("forward", "backward")
 # the keys `rnn_options` takes: options of every `keras.layers.RNN`, and the fixed batch
 # size a stateful network needs
@@ -79,14 +73,8 @@ class LanguageModelRegularization:
         return cls(**config)
 
 
-def _deserialize(obj):
-    if isinstance(obj, dict):
-        return keras.saving.deserialize_keras_object(obj)
-    return obj
-
-
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class LanguageModelBackbone(keras.Model):
+class LanguageModelBackbone(Backbone, keras.Model):
     """A recurrent language model's network, a functional Keras model: token ids
     `(batch, time)` -> logits `(batch, time, vocabulary_size)` of the next token.
 
@@ -109,9 +97,9 @@ class LanguageModelBackbone(keras.Model):
         vocabulary_size: V, the number of token ids.
         units: the cells' units.
         num_layers: L, stacked recurrent layers.
-        cell: a cell name (`CELLS`: "lstm", "gru", "simple", "layer_norm_lstm",
-            "layer_norm_simple") or a cell instance with `units` units, copied for each
-            layer (through its config).
+        cell: a cell name (`kerasrnn.cells.CELL_NAMES`: "lstm", "gru", "simple",
+            "layer_norm_lstm", "layer_norm_simple") or a cell instance with `units`
+            units, copied for each layer (through its config).
         embedding_dim: the embedding width (default `units`).
         tie_embeddings: the readout reuses the embedding matrix (needs
             embedding_dim == units).
@@ -151,7 +139,7 @@ class LanguageModelBackbone(keras.Model):
         units = check_int("units", units)
         num_layers = check_int("num_layers", num_layers)
         embedding_dim = check_int("embedding_dim", embedding_dim, allow_none=True) or units
-        regularization = _deserialize(regularization) or LanguageModelRegularization()
+        regularization = deserialize(regularization) or LanguageModelRegularization()
         if not isinstance(regularization, LanguageModelRegularization):
             raise ValueError(
                 "`regularization` must be a kerasrnn.models.LanguageModelRegularization "
@@ -178,7 +166,7 @@ class LanguageModelBackbone(keras.Model):
                 "would share the dropped rows); set one of them off."
             )
         template = _cell_template(cell, units)
-        initializer = _deserialize(initializer)
+        initializer = deserialize(initializer)
         if isinstance(initializer, str):
             initializer = keras.initializers.get(initializer)
         layers = _Layers(vocabulary_size, units, embedding_dim, tie_embeddings, initializer)
@@ -238,8 +226,7 @@ class LanguageModelBackbone(keras.Model):
 
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
+            **super().get_config(),
             "vocabulary_size": self.vocabulary_size,
             "units": self.units,
             "num_layers": self.num_layers,
@@ -252,24 +239,11 @@ class LanguageModelBackbone(keras.Model):
             "rnn_options": dict(self.rnn_options),
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for key in ("cell", "regularization", "initializer"):
-            config[key] = _deserialize(config.get(key))
-        return cls(**config)
-
 
 def _cell_template(cell, units):
-    from kerasrnn import cells  # (not `kerasrnn`, which imports this package)
+    from kerasrnn.cells import names
 
-    if isinstance(cell, str):
-        if cell not in CELLS:
-            raise ValueError(f"`cell` must be one of {sorted(CELLS)} or a cell; got {cell!r}.")
-        return getattr(cells, CELLS[cell])(units)
-    cell = _deserialize(cell)
-    if not hasattr(cell, "state_size") or not hasattr(cell, "get_config"):
-        raise ValueError(f"`cell` must be a cell name or an RNN cell; got {cell!r}.")
+    cell = names.get(cell, units)
     if getattr(cell, "units", units) != units:
         raise ValueError(f"`cell` has {cell.units} units but `units` is {units}: make them equal.")
     return cell

@@ -5,8 +5,10 @@ import keras
 import numpy as np
 
 from kerasrnn.layers.pair import ExpectedScore, PairFeatures
-from kerasrnn.models.sentence_encoder import SentenceEncoder, deserialize
+from kerasrnn.models.pair_classifier_preprocessor import PairClassifierPreprocessor
+from kerasrnn.models.sentence_encoder import SentenceEncoder
 from kerasrnn.models.task import Task
+from kerasrnn.serialization import deserialize
 from kerasrnn.validation import check_choice, check_int, check_rate
 
 HEADS = ("classes", "score", "distribution")
@@ -31,7 +33,7 @@ def score_distribution(scores, classes=5):
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class PairClassifier(Task):
+class PairClassifier(Task, keras.Model):
     """A sentence-pair model (Conneau et al. 2017's classifier over a siamese encoder):
     both sentences go through the same `SentenceEncoder` backbone, and a tanh layer over
     their pair features feeds the head.
@@ -51,7 +53,9 @@ class PairClassifier(Task):
       (train the distribution with KL divergence; the score is its expected grade).
 
     `call` takes ``{"sentence_a": ids, "sentence_b": ids}`` int ids `(batch, time)`
-    (0 = padding).
+    (0 = padding). With a `PairClassifierPreprocessor`, `predict` also takes sentence
+    pairs ``(a, b)`` and gives each one's judgment (``{"label", "probability",
+    "probabilities"}``) or ``{"score"}``.
 
     Args:
         backbone: a `kerasrnn.models.SentenceEncoder`, shared by both sentences.
@@ -60,6 +64,8 @@ class PairClassifier(Task):
         hidden_units: width of the tanh layer.
         dropout: dropout rate on the pair features and on the hidden layer.
         score_range: ``(low, high)`` of the "score" head.
+        preprocessor: None, or a `kerasrnn.models.PairClassifierPreprocessor` (the
+            vocabulary and judgments: sentence pairs in, judgments or scores out).
 
     Example:
 
@@ -71,6 +77,8 @@ class PairClassifier(Task):
     (1, 3)
     """
 
+    preprocessor_cls = PairClassifierPreprocessor
+
     def __init__(
         self,
         backbone,
@@ -79,6 +87,7 @@ class PairClassifier(Task):
         hidden_units=128,
         dropout=0.0,
         score_range=(1.0, 5.0),
+        preprocessor=None,
         **kwargs,
     ):
         backbone = deserialize(backbone)
@@ -111,7 +120,9 @@ class PairClassifier(Task):
             p = keras.layers.Dense(num_classes, activation="softmax", name="distribution")(h)
             out = {"distribution": p, "score": ExpectedScore(name="score")(p)}
         kwargs.setdefault("name", "pair_classifier")
-        super().__init__({"sentence_a": a, "sentence_b": b}, out, **kwargs)
+        super().__init__(
+            {"sentence_a": a, "sentence_b": b}, out, preprocessor=preprocessor, **kwargs
+        )
         self.backbone, self.head, self.num_classes = backbone, head, num_classes
         self.hidden_units, self.dropout = hidden_units, float(dropout)
         self.score_range = (low, high)
@@ -132,10 +143,25 @@ class PairClassifier(Task):
         metrics = defaults[1] if metrics == "auto" else metrics
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
+    def text_outputs(self, sentence_a, sentence_b):
+        """Sentence pairs, (batch,) strings each -> `PairClassifierPreprocessor.outputs`:
+        the judgment (label, probability, probabilities, labels) or the score
+        (TensorFlow ops around the model: the function a SavedModel serves)."""
+        preprocessor = self._text_preprocessor()
+        inputs = preprocessor.encode({"sentence_a": sentence_a, "sentence_b": sentence_b})
+        return preprocessor.outputs(self._call_on(inputs))
+
+    def _text_results(self, pairs):
+        import tensorflow as tf
+
+        spec = tf.TensorSpec([None], tf.string)
+        function = self._text_function("text_outputs", self.text_outputs, spec, spec)
+        outputs = function([a for a, _ in pairs], [b for _, b in pairs])
+        return self.preprocessor.results(outputs)
+
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
+            **super().get_config(),
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "head": self.head,
             "num_classes": self.num_classes,

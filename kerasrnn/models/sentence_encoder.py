@@ -6,21 +6,15 @@ import keras
 from kerasrnn.cells.lstm import LSTMCell
 from kerasrnn.cells.stack import RNNStack
 from kerasrnn.layers.pooling import ConcatPooling1D, MaskedPooling1D
+from kerasrnn.models.backbone import Backbone
+from kerasrnn.serialization import deserialize
 from kerasrnn.validation import check_choice, check_int, check_rate
 
 POOLINGS = ("last", "mean", "max", "concat")
 
 
-def deserialize(obj):
-    """A Keras object from its config dict (as `from_config` receives nested objects),
-    or the object itself."""
-    if isinstance(obj, dict):
-        return keras.saving.deserialize_keras_object(obj)
-    return obj
-
-
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class SentenceEncoder(keras.Model):
+class SentenceEncoder(Backbone, keras.Model):
     """A recurrent sentence encoder: token ids `(batch, time)` -> a vector per sentence.
 
     .. math::
@@ -120,8 +114,7 @@ class SentenceEncoder(keras.Model):
     def get_config(self):
         embedding = self.get_layer("embedding")
         return {
-            "name": self.name,
-            "trainable": self.trainable,
+            **super().get_config(),
             "vocabulary_size": self.vocabulary_size,
             "embedding_dim": self.embedding_dim,
             "cell": keras.saving.serialize_keras_object(self.get_layer("rnn").cell),
@@ -135,7 +128,3 @@ class SentenceEncoder(keras.Model):
             ),
             "trainable_embeddings": self.trainable_embeddings,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -2,41 +2,37 @@
 bidirectional recurrent stack) and `SequenceTagger`, the task around it (a softmax or a
 CRF with tag-scheme constraints; tags and entity spans from `predict_tags`)."""
 
-import re
-
 import keras
 import numpy as np
 from keras import ops
 
 from kerasrnn.cells.lstm import LSTMCell
 from kerasrnn.cells.stack import RNNStack
-from kerasrnn.layers.crf import CRF, CRFAccuracy, CRFLoss, crf_decode, crf_marginals
+from kerasrnn.layers.crf import (
+    CRF,
+    CRFAccuracy,
+    CRFLoss,
+    crf_decode,
+    crf_decode_n_best,
+    crf_log_norm,
+    crf_marginals,
+)
 from kerasrnn.layers.dropout import WordDropout
 from kerasrnn.layers.reshape import MergeBatchTime, SplitBatchTime
 from kerasrnn.layers.scalar_mix import ScalarMix
-from kerasrnn.layers.tag_schemes import allowed_transitions
+from kerasrnn.layers.tag_schemes import allowed_transitions, is_entity_tags
 from kerasrnn.metrics.entities import entity_spans
-from kerasrnn.models.sentence_encoder import deserialize
-from kerasrnn.models.task import Task
+from kerasrnn.models.backbone import Backbone
+from kerasrnn.models.sequence_tagger_preprocessor import SequenceTaggerPreprocessor
+from kerasrnn.models.task import Task, from_backend
+from kerasrnn.serialization import deserialize
 from kerasrnn.validation import check_choice, check_int, check_rate
 
 SCHEMES = ("IOB1", "BIO", "BIOES")
-_ENTITY_TAG = re.compile(r"^(O|[BIES]-.+)$")
-
-
-def is_entity_tags(tags):
-    """Whether every tag is ``O`` or ``B-X``, ``I-X`` (``E-X``, ``S-X``), and one is not
-    ``O``: entity tags (IOB1, BIO or BIOES).
-
-    >>> is_entity_tags(["O", "B-PER", "I-PER"]), is_entity_tags(["NOUN", "VERB"])
-    (True, False)
-    """
-    tags = set(tags)
-    return bool(tags) and all(_ENTITY_TAG.match(t) for t in tags) and any(t != "O" for t in tags)
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class SequenceTaggerBackbone(keras.Model):
+class SequenceTaggerBackbone(Backbone, keras.Model):
     """The features of a sequence tagger (Lample et al. 2016; Ma & Hovy 2016): a word
     embedding, optionally a character BiRNN per word and a biLM's layers mixed by a
     learned `ScalarMix` (ELMo), then a bidirectional recurrent stack.
@@ -153,8 +149,7 @@ class SequenceTaggerBackbone(keras.Model):
         serialize = keras.saving.serialize_keras_object
         char_cell = self.get_layer("char_rnn").cell if self.char_vocabulary_size else None
         return {
-            "name": self.name,
-            "trainable": self.trainable,
+            **super().get_config(),
             "word_vocabulary_size": self.word_vocabulary_size,
             "embedding_dim": self.embedding_dim,
             "cell": serialize(self.get_layer("rnn").cell),
@@ -169,13 +164,9 @@ class SequenceTaggerBackbone(keras.Model):
             "seed": self.seed,
         }
 
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class SequenceTagger(Task):
+class SequenceTagger(Task, keras.Model):
     """A sequence tagger (POS, NER, chunking), keras-hub style: a
     `SequenceTaggerBackbone` and an output layer per token, a softmax or a linear-chain
     `kerasrnn.layers.CRF` (Huang et al. 2015's BiLSTM-CRF), optionally constrained to
@@ -189,10 +180,13 @@ class SequenceTagger(Task):
 
     `call` returns the tag probabilities `(batch, time, tags)`, or with a CRF its
     pairwise potentials `(batch, time, tags, tags)`; `compile()` defaults to Adam and the
-    masked token cross-entropy (CRF: `CRFLoss`), with token accuracy. `predict_tags`
-    gives each sentence's tags (Viterbi with a CRF), their probabilities (a CRF's
-    posterior marginals) and, for entity tags, the entity spans; `predict_entities` the
-    spans alone.
+    masked token cross-entropy (CRF: `CRFLoss`), with token accuracy. `decode_tags`
+    gives the best tags (Viterbi with a CRF) and their probabilities (a CRF's
+    posterior marginals); `predict_tags` does it for ids, with the entity spans of
+    entity tags; `predict_entities` gives the spans alone. With a
+    `SequenceTaggerPreprocessor`, `predict` takes sentences (strings split on
+    whitespace, or token lists) and gives each one's tokens, tags, probabilities and,
+    for entity tags, entities; `predict_n_best` the k best tag sequences.
 
     Args:
         backbone: a `kerasrnn.models.SequenceTaggerBackbone`.
@@ -202,6 +196,8 @@ class SequenceTagger(Task):
             transitions in training and Viterbi (`kerasrnn.layers.allowed_transitions`);
             None: every transition allowed.
         dropout: dropout rate on the backbone's output.
+        preprocessor: None, or a `kerasrnn.models.SequenceTaggerPreprocessor` (the
+            vocabularies: sentences in, tags out).
 
     Example:
 
@@ -214,7 +210,11 @@ class SequenceTagger(Task):
     (3, True)
     """
 
-    def __init__(self, backbone, tags, crf=False, scheme=None, dropout=0.0, **kwargs):
+    preprocessor_cls = SequenceTaggerPreprocessor
+
+    def __init__(
+        self, backbone, tags, crf=False, scheme=None, dropout=0.0, preprocessor=None, **kwargs
+    ):
         backbone = deserialize(backbone)
         if not isinstance(backbone, SequenceTaggerBackbone):
             raise ValueError(
@@ -240,7 +240,7 @@ class SequenceTagger(Task):
         else:
             out = keras.layers.Dense(len(tags), activation="softmax", name="tags")(x)
         kwargs.setdefault("name", "tagger")
-        super().__init__(inputs, out, **kwargs)
+        super().__init__(inputs, out, preprocessor=preprocessor, **kwargs)
         self.backbone, self.tags, self.crf = backbone, tags, bool(crf)
         self.scheme, self.dropout = scheme, float(dropout)
 
@@ -256,24 +256,44 @@ class SequenceTagger(Task):
             metrics = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
+    def decode_tags(self, outputs, mask):
+        """The model's outputs and the real steps (batch, time) -> the best tag ids
+        int32 (batch, time) and each one's probability (batch, time): the Viterbi path
+        and its posterior marginals with a CRF, else the most probable tag per token."""
+        if self.crf:
+            best, _ = crf_decode(outputs, mask)
+            marginals = crf_marginals(outputs, mask)
+            chosen = ops.take_along_axis(marginals, ops.cast(best, "int32")[..., None], axis=-1)
+            return ops.cast(best, "int32"), chosen[..., 0]
+        return ops.cast(ops.argmax(outputs, axis=-1), "int32"), ops.max(outputs, axis=-1)
+
+    def decode_n_best(self, outputs, mask, n_best):
+        """The `n_best` best tag sequences of each row: ids int32 (batch, n_best, time),
+        their scores (batch, n_best), best first, -inf past the row's allowed paths,
+        and their probabilities p(tags | x) (batch, n_best). A CRF decodes with list
+        Viterbi (`crf_decode_n_best`, probability exp(score - log Z)); a softmax
+        tagger, whose tags are independent, with the same search over psi_t(i, j) =
+        log p(y_t = j | x) (its score is the probability's log)."""
+        if self.crf:
+            potentials, log_z = outputs, crf_log_norm(outputs, mask)
+        else:
+            log_p = ops.log(ops.maximum(ops.cast(outputs, "float32"), 1e-30))
+            potentials = log_p[:, :, None, :] + ops.zeros_like(log_p)[:, :, :, None]
+            log_z = ops.zeros_like(log_p[:, 0, 0])
+        best, score = crf_decode_n_best(potentials, n_best, mask)
+        return ops.cast(best, "int32"), score, ops.exp(score - log_z[:, None])
+
     def predict_tags(self, inputs, batch_size=None):
         """Tags of each sentence: a list of ``{"tags": [...], "probabilities": [...],
         "entities": [(start, end, type), ...]}`` (end exclusive; entities only for
         entity tags, read as conlleval reads them), one per row of `inputs` (the
         model's input dict); a row's length is its number of nonzero ``word_ids``."""
         outputs = self.predict(inputs, batch_size=batch_size, verbose=0)
-        mask = ops.convert_to_tensor(np.asarray(inputs["word_ids"]) != 0)
-        if self.crf:
-            best, _ = crf_decode(outputs, mask)
-            probabilities = crf_marginals(outputs, mask)
-            best = ops.convert_to_numpy(best)
-            probabilities = ops.convert_to_numpy(probabilities)
-        else:
-            probabilities, best = outputs, outputs.argmax(-1)
-        chosen = np.take_along_axis(probabilities, best[..., None], axis=-1)[..., 0]
+        mask = np.asarray(inputs["word_ids"]) != 0
+        best, chosen = (ops.convert_to_numpy(x) for x in self.decode_tags(outputs, mask))
         entity_tags = is_entity_tags(self.tags)
         results = []
-        for row, length in enumerate(ops.convert_to_numpy(ops.sum(mask, axis=1))):
+        for row, length in enumerate(mask.sum(axis=1)):
             tags = [self.tags[i] for i in best[row, :length]]
             results.append(
                 {
@@ -284,6 +304,79 @@ class SequenceTagger(Task):
             )
         return results
 
+    def _model_outputs(self, tokens):
+        """Tokens (batch, time) strings, "" on padding -> (the model's outputs, the real
+        steps (batch, time) bool), TensorFlow tensors (or NumPy from another backend)."""
+        inputs = self._text_preprocessor().encode(tokens)
+        return self._call_on(inputs), from_backend(inputs["word_ids"] != 0)
+
+    def text_outputs(self, tokens):
+        """Tokens (batch, time) strings, "" on padding -> `SequenceTaggerPreprocessor.
+        outputs`: tags, probability, lengths and, for entity tags, the entities
+        (TensorFlow ops around the model: the function a SavedModel serves)."""
+        outputs, mask = self._model_outputs(tokens)
+        best, probability = from_backend(self.decode_tags(outputs, mask))
+        return self.preprocessor.outputs(tokens, best, probability, self.tags)
+
+    def text_outputs_of_sentences(self, texts):
+        """`text_outputs` of whitespace-tokenized sentences (batch,) strings."""
+        from kerasrnn.data.tokenizers import split_words
+
+        return self.text_outputs(split_words(texts).to_tensor(default_value=""))
+
+    def _text_results(self, sentences):
+        import tensorflow as tf
+
+        spec = tf.TensorSpec([None, None], tf.string)
+        function = self._text_function("text_outputs", self.text_outputs, spec)
+        outputs = function(self.preprocessor.tokens_tensor(sentences))
+        return self.preprocessor.results(outputs, sentences)
+
+    def predict_n_best(self, x, n_best, batch_size=None):
+        """The `n_best` best tag sequences of each sentence of `x` (as `predict` takes
+        them), best first (`decode_n_best`): per sentence a list of ``{"tags": [...],
+        "score": s, "probability": p}`` (with ``"entities"`` for entity tags, as
+        `predict` gives them), as long as `n_best` or the number of allowed tag
+        sequences if smaller. n_best = 1 gives `predict`'s tags."""
+        n_best = check_int("n_best", n_best)
+        preprocessor = self._text_preprocessor()
+        names = [preprocessor.reported_tag(t) for t in self.tags]
+        entity_tags = is_entity_tags(self.tags)
+
+        import tensorflow as tf
+
+        def n_best_of(tokens):
+            return from_backend(self.decode_n_best(*self._model_outputs(tokens), n_best))
+
+        spec = tf.TensorSpec([None, None], tf.string)
+        function = self._text_function(f"n_best_{n_best}", n_best_of, spec)
+
+        def candidates(sentences):
+            found = function(preprocessor.tokens_tensor(sentences))
+            best, score, probability = (ops.convert_to_numpy(v) for v in found)
+            rows = []
+            for i, sentence in enumerate(sentences):
+                row = []
+                for rank in range(n_best):
+                    if not np.isfinite(score[i, rank]):
+                        break
+                    tags = [names[t] for t in best[i, rank, : len(sentence)]]
+                    path = {
+                        "tags": tags,
+                        "score": float(score[i, rank]),
+                        "probability": float(probability[i, rank]),
+                    }
+                    if entity_tags:
+                        path["entities"] = [
+                            {"text": " ".join(sentence[a:b]), "type": kind, "start": a, "end": b}
+                            for a, b, kind in entity_spans(tags)
+                        ]
+                    row.append(path)
+                rows.append(row)
+            return rows
+
+        return self._each_text_batch(x, batch_size, candidates)
+
     def predict_entities(self, inputs, batch_size=None):
         """The entity spans ``(start, end, type)`` of each row of `inputs`
         (`predict_tags`)."""
@@ -291,8 +384,7 @@ class SequenceTagger(Task):
 
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
+            **super().get_config(),
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "tags": list(self.tags),
             "crf": self.crf,

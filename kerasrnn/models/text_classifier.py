@@ -4,13 +4,15 @@ with an optional n-gram Naive Bayes expert multiplied in."""
 import keras
 
 from kerasrnn.layers.naive_bayes import NaiveBayesExpert
-from kerasrnn.models.sentence_encoder import SentenceEncoder, deserialize
+from kerasrnn.models.sentence_encoder import SentenceEncoder
 from kerasrnn.models.task import Task
+from kerasrnn.models.text_classifier_preprocessor import TextClassifierPreprocessor
+from kerasrnn.serialization import deserialize
 from kerasrnn.validation import check_int, check_rate
 
 
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class TextClassifier(Task):
+class TextClassifier(Task, keras.Model):
     """A text classifier, keras-hub style: a `SentenceEncoder` backbone (embedding,
     recurrent stack, pooling) and a softmax head, optionally times a Naive Bayes expert
     over the sentence's n-grams (`kerasrnn.layers.NaiveBayesExpert`, Wang & Manning 2012).
@@ -23,7 +25,9 @@ class TextClassifier(Task):
 
     where u(x) is the backbone's sentence vector. `call` takes int token ids
     `(batch, time)` (0 = padding) and returns class probabilities `(batch, num_classes)`;
-    `compile()` defaults to Adam, sparse categorical cross-entropy and accuracy.
+    `compile()` defaults to Adam, sparse categorical cross-entropy and accuracy. With a
+    `TextClassifierPreprocessor`, `predict` also takes sentences and gives each one's
+    ``{"label", "probability", "probabilities"}``.
 
     Args:
         backbone: a `kerasrnn.models.SentenceEncoder`.
@@ -32,6 +36,8 @@ class TextClassifier(Task):
         expert: None, or a `NaiveBayesExpert` (counted with its `estimate`) whose
             product with the classifier is the output; `with_expert` adds one to a
             trained classifier.
+        preprocessor: None, or a `kerasrnn.models.TextClassifierPreprocessor` (the
+            vocabulary and labels: sentences in, labels out).
 
     Example:
 
@@ -42,7 +48,11 @@ class TextClassifier(Task):
     (2, 3)
     """
 
-    def __init__(self, backbone, num_classes, dropout=0.0, expert=None, **kwargs):
+    preprocessor_cls = TextClassifierPreprocessor
+
+    def __init__(
+        self, backbone, num_classes, dropout=0.0, expert=None, preprocessor=None, **kwargs
+    ):
         backbone = deserialize(backbone)
         if not isinstance(backbone, SentenceEncoder):
             raise ValueError(
@@ -62,7 +72,7 @@ class TextClassifier(Task):
         if expert is not None:
             probabilities = expert([ids, probabilities])
         kwargs.setdefault("name", "classifier")
-        super().__init__(ids, probabilities, **kwargs)
+        super().__init__(ids, probabilities, preprocessor=preprocessor, **kwargs)
         self.backbone, self.num_classes = backbone, num_classes
         self.dropout, self.expert = float(dropout), expert
 
@@ -77,14 +87,29 @@ class TextClassifier(Task):
         """A new `TextClassifier` with this one's weights whose output is multiplied by
         `expert` (a `NaiveBayesExpert`, usually counted on the training sentences). The
         backbone is shared, the head's weights copied."""
-        combined = type(self)(self.backbone, self.num_classes, self.dropout, expert, name=self.name)
+        combined = type(self)(
+            self.backbone, self.num_classes, self.dropout, expert, self.preprocessor, name=self.name
+        )
         combined.get_layer("classes").set_weights(self.get_layer("classes").get_weights())
         return combined
 
+    def text_outputs(self, texts):
+        """Sentences (batch,) strings -> `TextClassifierPreprocessor.outputs`: label,
+        probability, probabilities, labels (TensorFlow ops around the model: the
+        function a SavedModel serves)."""
+        preprocessor = self._text_preprocessor()
+        return preprocessor.outputs(self._call_on(preprocessor.encode(texts)))
+
+    def _text_results(self, examples):
+        import tensorflow as tf
+
+        spec = tf.TensorSpec([None], tf.string)
+        outputs = self._text_function("text_outputs", self.text_outputs, spec)(examples)
+        return self.preprocessor.results(outputs)
+
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
+            **super().get_config(),
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "num_classes": self.num_classes,
             "dropout": self.dropout,

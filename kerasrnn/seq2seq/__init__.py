@@ -1,5 +1,5 @@
-"""The encoder-decoder as a library model, keras-hub style (keras.ops only; every
-backend).
+"""The encoder-decoder as a library model, keras-hub style (keras.ops only, on every
+backend; its preprocessor's text handling is TensorFlow's).
 
 * `Seq2SeqBackbone` -- the layers: embeddings, an `RNNEncoder`, a bridge
   (`kerasrnn.layers.Bridge`), the attentive decoder and the readout, with
@@ -7,6 +7,8 @@ backend).
 * `Seq2Seq` -- the task around a backbone: `fit` with teacher forcing (or a
   `ScheduledSampling` regime), `encode`, `step_fn` and `generate` (greedy, sampling,
   beam search) with alignments;
+* `Seq2SeqPreprocessor` -- source texts to ids and generated ids to translations,
+  each side by a `kerasrnn.data.text.TextSide`;
 * `CopyReadout` -- copy attention (a pointer-generator readout) for `Seq2Seq`;
 * `RNNEncoder` -- an embedding-free recurrent encoder returning the memory and the final
   states;
@@ -19,6 +21,7 @@ from kerasrnn.seq2seq.backbone import Encoded, Seq2SeqBackbone
 from kerasrnn.seq2seq.encoder import RNNEncoder
 from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.pointer import CopyReadout
+from kerasrnn.seq2seq.preprocessor import Seq2SeqPreprocessor
 from kerasrnn.seq2seq.sampling import (
     SAMPLING_MODES,
     SCHEDULES,
@@ -41,6 +44,7 @@ __all__ = [
     "ScheduledSampling",
     "Seq2Seq",
     "Seq2SeqBackbone",
+    "Seq2SeqPreprocessor",
     "ZerosBridge",
     "sampling_probability",
 ]

@@ -12,13 +12,12 @@ from kerasrnn.attention.layers import BahdanauAttention
 from kerasrnn.cells.attentive import AttentionCell, AttentiveRNN
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.layers import bridge as bridges
+from kerasrnn.models.backbone import Backbone
 from kerasrnn.ops import lengths_from_mask, padding_mask
 from kerasrnn.seq2seq.encoder import RNNEncoder
+from kerasrnn.serialization import deserialize
+from kerasrnn.special_tokens import PAD_ID
 from kerasrnn.validation import check_int, check_rate
-
-# The special ids of kerasrnn.data's vocabularies ([PAD]=0, [UNK]=1, [START]=2,
-# [END]=3); repeated here because the core never imports kerasrnn.data.
-PAD_ID, START_ID, END_ID = 0, 2, 3
 
 
 class Encoded(
@@ -50,14 +49,8 @@ def cell_state_sizes(cell):
     return [int(size) for size in tree.flatten(cell.state_size)]
 
 
-def _deserialize(obj):
-    if isinstance(obj, dict):
-        return keras.saving.deserialize_keras_object(obj)
-    return obj
-
-
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class Seq2SeqBackbone(keras.layers.Layer):
+class Seq2SeqBackbone(Backbone, keras.Model):
     """The layers of an attentive encoder-decoder (Bahdanau et al. 2015; Luong et al.
     2015): source and target embeddings, a recurrent encoder, a bridge, an attentive
     decoder and a readout.
@@ -142,7 +135,7 @@ class Seq2SeqBackbone(keras.layers.Layer):
                     f"`pad_id`={pad_id} is not a {side} id: {side}_vocab_size is {size}."
                 )
         dropout = check_rate("dropout", dropout)
-        encoder, decoder_cell = _deserialize(encoder), _deserialize(decoder_cell)
+        encoder, decoder_cell = deserialize(encoder), deserialize(decoder_cell)
         if encoder is None:
             encoder = RNNEncoder(GRUCell(units), bidirectional=True, name="encoder")
         if not isinstance(encoder, RNNEncoder):
@@ -335,10 +328,3 @@ class Seq2SeqBackbone(keras.layers.Layer):
             "tie_embeddings": self.tie_embeddings,
             "pad_id": self.pad_id,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for key in ("encoder", "decoder_cell", "bridge"):
-            config[key] = _deserialize(config.get(key))
-        return cls(**config)

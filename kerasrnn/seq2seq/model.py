@@ -6,23 +6,22 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasrnn import decoding
 from kerasrnn.attention.layers import AttentionMemory
+from kerasrnn.models.generation import check_source_ids
+from kerasrnn.models.task import GenerativeTask, from_backend, to_backend
 from kerasrnn.ops import NEG_INF, padding_mask
-from kerasrnn.seq2seq.backbone import END_ID, START_ID, Encoded, Seq2SeqBackbone
-from kerasrnn.seq2seq.generation import GenerationMixin, check_source_ids
+from kerasrnn.seq2seq.backbone import Encoded, Seq2SeqBackbone
 from kerasrnn.seq2seq.pointer import CopyReadout
+from kerasrnn.seq2seq.preprocessor import Seq2SeqPreprocessor
 from kerasrnn.seq2seq.sampling import ScheduledSampling
+from kerasrnn.serialization import deserialize
+from kerasrnn.special_tokens import END_ID, START_ID
 from kerasrnn.validation import check_int
 
 
-def _deserialize(obj):
-    if isinstance(obj, dict):
-        return keras.saving.deserialize_keras_object(obj)
-    return obj
-
-
 @keras.saving.register_keras_serializable(package="kerasrnn")
-class Seq2Seq(GenerationMixin, keras.Model):
+class Seq2Seq(GenerativeTask, keras.Model):
     """An attentive encoder-decoder task, as keras-hub's `BartSeq2SeqLM`: a
     `kerasrnn.seq2seq.Seq2SeqBackbone` (embeddings, encoder, bridge, attentive decoder,
     readout) with `fit`, `compile` defaults and `generate`.
@@ -49,7 +48,9 @@ class Seq2Seq(GenerationMixin, keras.Model):
     `kerasrnn.decoding`'s step function, and `generate(source_ids, strategy)` runs a
     decoding strategy (`GreedySearch()`, `RandomSampling(...)`, `BeamSearch(...)`; the
     default is `compile(sampler=...)`'s, greedy before) and returns tokens, scores and
-    attention alignments for every hypothesis.
+    attention alignments for every hypothesis. With a `Seq2SeqPreprocessor`,
+    `generate` also takes source texts and returns their translations, and
+    `attention(text)` what decoding one text attended to.
 
     Args:
         backbone: a `kerasrnn.seq2seq.Seq2SeqBackbone`.
@@ -63,6 +64,8 @@ class Seq2Seq(GenerationMixin, keras.Model):
             copy attention, `call` then returning log-probabilities over the
             extended vocabulary (see there) and `generate` ids past the target
             vocabulary for copied source words.
+        preprocessor: None, or a `kerasrnn.seq2seq.Seq2SeqPreprocessor` (both sides'
+            tokenizers and vocabularies: texts in, translations out).
 
     Example:
 
@@ -79,6 +82,8 @@ class Seq2Seq(GenerationMixin, keras.Model):
     ((2, 3, 5), (2, 3, 5, 4))
     """
 
+    preprocessor_cls = Seq2SeqPreprocessor
+
     def __init__(
         self,
         backbone,
@@ -88,10 +93,11 @@ class Seq2Seq(GenerationMixin, keras.Model):
         max_target_length=50,
         scheduled_sampling=None,
         copy_readout=None,
+        preprocessor=None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        backbone = _deserialize(backbone)
+        super().__init__(preprocessor=preprocessor, **kwargs)
+        backbone = deserialize(backbone)
         if not isinstance(backbone, Seq2SeqBackbone):
             raise ValueError(
                 "`backbone` must be a kerasrnn.seq2seq.Seq2SeqBackbone (e.g. "
@@ -107,14 +113,14 @@ class Seq2Seq(GenerationMixin, keras.Model):
                 )
         max_source_length = check_int("max_source_length", max_source_length, allow_none=True)
         max_target_length = check_int("max_target_length", max_target_length)
-        scheduled_sampling = _deserialize(scheduled_sampling)
+        scheduled_sampling = deserialize(scheduled_sampling)
         if scheduled_sampling is not None and not isinstance(scheduled_sampling, ScheduledSampling):
             raise ValueError(
                 "`scheduled_sampling` must be None or a kerasrnn.seq2seq.ScheduledSampling "
                 f"(e.g. ScheduledSampling('linear', 0.25, steps=5000)); got "
                 f"{scheduled_sampling!r}."
             )
-        copy_readout = _deserialize(copy_readout)
+        copy_readout = deserialize(copy_readout)
         if copy_readout is not None and not isinstance(copy_readout, CopyReadout):
             raise ValueError(
                 "`copy_readout` must be None or a kerasrnn.seq2seq.CopyReadout (e.g. "
@@ -373,6 +379,39 @@ class Seq2Seq(GenerationMixin, keras.Model):
         )
         return step
 
+    # ---- text ------------------------------------------------------------------------
+    def decode_texts(self, texts, settings):
+        """Source strings (batch,) -> translations (batch, n) strings and their scores
+        (batch, n), best first, n the strategy's `n_best` (TensorFlow ops: the graph a
+        SavedModel serves). `settings`: `generate_ids`' keywords but the alignments."""
+        import tensorflow as tf
+
+        preprocessor = self._text_preprocessor()
+        strategy = settings["strategy"]
+        aligned = preprocessor.replace_unk
+        # alignments, the coverage penalty and copy attention need a static width
+        static = aligned or strategy.needs_alignments or self.copy_readout is not None
+        ids, words, blank = preprocessor.encode(
+            texts, self.max_source_length, static_width=static and not tf.executing_eagerly()
+        )
+        result = self.generate_ids(self._source(to_backend(ids)), aligned, **settings)
+        return preprocessor.decode(from_backend(result), words, blank)
+
+    def attention(self, text, strategy=None, max_length=None):
+        """What decoding one source text attended to: ``(result, source_tokens,
+        output_tokens)``, the `DecodeResult` with its alignments, the source tokens
+        read (a list of str) and the best hypothesis' output tokens up to its length,
+        the end token included; ``kerasrnn.visualize.plot_alignments(result,
+        source_tokens, output_tokens)`` draws them."""
+        preprocessor = self._text_preprocessor()
+        strategy = self.sampler if strategy is None else decoding.get(strategy)
+        ids, words, _ = preprocessor.encode([text], self.max_source_length)
+        result = self.generate(np.asarray(ids), strategy, max_length)
+        names = preprocessor.output_tokens(from_backend(result), words).numpy()
+        length = int(ops.convert_to_numpy(result.lengths)[0, 0])
+        source = [w.decode("utf-8") for w in words.numpy()[0] if w]
+        return result, source, [w.decode("utf-8") for w in names[0, 0, :length]]
+
     # ---- training defaults -------------------------------------------------------------
     def fit(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.fit`, with the ids of array inputs (NumPy arrays, lists) checked
@@ -436,13 +475,6 @@ class Seq2Seq(GenerationMixin, keras.Model):
             if self.copy_readout is None
             else keras.saving.serialize_keras_object(self.copy_readout),
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for key in ("backbone", "scheduled_sampling", "copy_readout"):
-            config[key] = _deserialize(config.get(key))
-        return cls(**config)
 
 
 def _check_ids(name, ids, vocab_size):

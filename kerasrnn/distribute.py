@@ -1,14 +1,15 @@
-"""Distribution of the recipes' training over devices and machines:
-`distribution_strategy` (default, mirrored, multi_worker) and `for_worker` (a folder
-per non-chief worker). The multi-worker `fit` patch this needs lives, with the package's
-other uses of Keras internals, in `kerasrnn._private`."""
+"""Training over several devices and machines with `model.fit`:
+`distribution_strategy` (default, mirrored, multi_worker, by name) and
+`worker_output_dir` (a folder per non-chief worker of a multi-worker run). The
+multi-worker `fit` patch this needs lives, with the package's other uses of Keras
+internals, in `kerasrnn._private`."""
 
 import json
 import os
 
 from kerasrnn._private import in_multi_worker_mode, patch_keras_multi_worker_fit
-from recipes.config import ConfigError, RecipeError
-from recipes.options import STRATEGIES
+
+STRATEGIES = ("default", "mirrored", "multi_worker")
 
 
 def distribution_strategy(name="default", mirrored_cpus=2):
@@ -27,7 +28,12 @@ def distribution_strategy(name="default", mirrored_cpus=2):
     "host2:12345"]}, "task": {"type": "worker", "index": 0}}``. Every worker runs the
     same command; ``batch_size`` is the global batch, split over all replicas. Worker 0
     (the chief) writes the run to `output_dir`, the others to
-    ``output_dir/workers/<index>`` (see `for_worker`).
+    ``output_dir/workers/<index>`` (see `worker_output_dir`).
+
+    Raises:
+        ValueError: an unknown name, a missing or malformed ``TF_CONFIG`` (one line).
+        RuntimeError: TensorFlow has initialised its devices already (one line: start a
+            fresh process).
     """
     import tensorflow as tf
 
@@ -36,7 +42,7 @@ def distribution_strategy(name="default", mirrored_cpus=2):
     if name == "multi_worker":
         return _multi_worker_strategy()
     if name != "mirrored":
-        raise ConfigError(f"`strategy` must be one of {list(STRATEGIES)}, got {name!r}.")
+        raise ValueError(f"`strategy` must be one of {list(STRATEGIES)}, got {name!r}.")
     if tf.config.list_physical_devices("GPU"):
         return tf.distribute.MirroredStrategy()
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -46,8 +52,8 @@ def distribution_strategy(name="default", mirrored_cpus=2):
         try:
             tf.config.set_logical_device_configuration(cpu, wanted)
         except RuntimeError:
-            raise RecipeError(
-                "--strategy mirrored on CPU needs to split the CPU into "
+            raise RuntimeError(
+                "the mirrored strategy on CPU needs to split the CPU into "
                 f"{mirrored_cpus} logical devices, but TensorFlow has already "
                 "initialised its devices in this process; start a fresh process (e.g. "
                 "the command line) or call distribution_strategy() first."
@@ -64,8 +70,8 @@ def _multi_worker_strategy():
 
     raw = os.environ.get("TF_CONFIG")
     if not raw:
-        raise ConfigError(
-            "--strategy multi_worker needs the TF_CONFIG environment variable (the "
+        raise ValueError(
+            "the multi_worker strategy needs the TF_CONFIG environment variable (the "
             "cluster's workers and this process' task), e.g. TF_CONFIG='{\"cluster\": "
             '{"worker": ["host1:12345", "host2:12345"]}, "task": {"type": '
             '"worker", "index": 0}}\'.'
@@ -76,37 +82,36 @@ def _multi_worker_strategy():
         task = tf_config["task"]
         index = int(task["index"])
     except (ValueError, KeyError, TypeError) as error:
-        raise ConfigError(
+        raise ValueError(
             f"TF_CONFIG is not a valid cluster spec ({error}): need "
             '{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}, '
             f"got {raw!r}."
         ) from None
     if task.get("type") not in ("worker", "chief") or not 0 <= index < len(workers):
-        raise ConfigError(f"TF_CONFIG task {task} does not name one of the {len(workers)} workers.")
+        raise ValueError(f"TF_CONFIG task {task} does not name one of the {len(workers)} workers.")
     global _MULTI_WORKER
     if _MULTI_WORKER is not None:  # one per process: TensorFlow's collectives are global
         return _MULTI_WORKER
     try:
         strategy = _MULTI_WORKER = tf.distribute.MultiWorkerMirroredStrategy()
     except RuntimeError as error:  # devices initialised already, as for "mirrored"
-        raise RecipeError(f"--strategy multi_worker: {error}; start a fresh process.") from None
+        raise RuntimeError(f"the multi_worker strategy: {error}; start a fresh process.") from None
     patch_keras_multi_worker_fit()
     return strategy
 
 
-def for_worker(config, strategy):
-    """`config` for this process of a multi-worker run: unchanged on the chief (and for
-    the other strategies); on the other workers `output_dir` becomes
-    ``<output_dir>/workers/<task index>``, so that workers sharing a file system never
-    write the same checkpoint (every worker saves, as TensorFlow requires)."""
+def worker_output_dir(output_dir, strategy):
+    """Where this process of a run writes: `output_dir` on the chief (and for the other
+    strategies); ``<output_dir>/workers/<task index>`` on the other workers of a
+    multi-worker run, so that workers sharing a file system never write the same
+    checkpoint (every worker saves, as TensorFlow requires)."""
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not in_multi_worker_mode(strategy):
-        return config
+        return output_dir
     if resolver.task_type == "chief" or (
         resolver.task_type == "worker"
         and resolver.task_id == 0
         and "chief" not in resolver.cluster_spec().jobs
     ):
-        return config
-    folder = os.path.join(config["output_dir"], "workers", str(resolver.task_id))
-    return {**config, "output_dir": folder}
+        return output_dir
+    return os.path.join(output_dir, "workers", str(resolver.task_id))
