@@ -100,6 +100,18 @@ def main_json(module, *args):
 # The tiny translator run's n-best width and source length (what the tests that use it check).
 TINY_TRANSLATOR_N_BEST = 3
 TINY_TRANSLATOR_MAX_SOURCE = 6
+# The other shared runs' tiny sizes (every recipe trains one epoch).
+TINY = dict(embedding_dim=8, units=8, batch_size=16, epochs=1, verbose=0)
+
+
+def _trained(module, folder, overrides, splits):
+    """`module.train` (a recipe) of its defaults with `overrides` into `folder`; the
+    run folder."""
+    from recipes import common
+
+    config = common.load_config(module.DEFAULTS, overrides=dict(overrides, output_dir=str(folder)))
+    module.train(config, splits)
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -108,31 +120,103 @@ def tiny_translator(tmp_path_factory):
     on 160 generated dates, once per session: the serving and runtime-export tests read it
     (they export from it and translate with it, and never train it further)."""
     from kerasrnn.tasks import date_translation_task
-    from recipes import common, translator
+    from recipes import translator
 
-    out = tmp_path_factory.mktemp("tiny_translator") / "run"
-    config = common.load_config(
-        translator.DEFAULTS,
-        overrides=dict(
-            output_dir=str(out),
-            target_tokenizer="char",
-            lowercase=True,
-            embedding_dim=8,
-            encoder_units=8,
-            decoder_units=16,
-            attention_units=8,
-            dropout=0.0,
-            batch_size=32,
-            epochs=1,
-            bucket_boundaries=[],
-            beam_size=2,
-            n_best=TINY_TRANSLATOR_N_BEST,
-            max_source_length=TINY_TRANSLATOR_MAX_SOURCE,
-            max_target_length=12,
-            max_decode_length=8,
-            heatmaps=0,
-            verbose=0,
-        ),
+    overrides = dict(
+        target_tokenizer="char",
+        lowercase=True,
+        embedding_dim=8,
+        encoder_units=8,
+        decoder_units=16,
+        attention_units=8,
+        dropout=0.0,
+        batch_size=32,
+        epochs=1,
+        bucket_boundaries=[],
+        beam_size=2,
+        n_best=TINY_TRANSLATOR_N_BEST,
+        max_source_length=TINY_TRANSLATOR_MAX_SOURCE,
+        max_target_length=12,
+        max_decode_length=8,
+        heatmaps=0,
+        verbose=0,
     )
-    translator.train(config, {"train": date_translation_task(160, seed=0), "valid": None})
-    return out
+    splits = {"train": date_translation_task(160, seed=0), "valid": None}
+    return _trained(
+        translator, tmp_path_factory.mktemp("tiny_translator") / "run", overrides, splits
+    )
+
+
+# Tiny tagged sentences (CoNLL-2003-like BIO tags), the tagger run's training data.
+NER_SENTENCES = [
+    (
+        ["Peter", "Blackburn", "flew", "to", "Brussels", "."],
+        ["B-PER", "I-PER", "O", "O", "B-LOC", "O"],
+    ),
+    (["EU", "rejects", "German", "call", "."], ["B-ORG", "O", "B-MISC", "O", "O"]),
+    (["The", "cat", "sat", "on", "the", "mat", "."], ["O"] * 7),
+] * 8
+
+
+@pytest.fixture(scope="session")
+def tiny_tagger(tmp_path_factory):
+    """A tiny NER tagger run (character features, a CRF constrained to BIOES, trained in
+    BIOES on BIO data: predictions written back in BIO), one epoch, once per session."""
+    from recipes import tagger
+
+    sentences, tags = (list(x) for x in zip(*NER_SENTENCES))
+    overrides = dict(
+        TINY, char_dim=4, char_units=4, crf=True, tag_scheme="bioes", bucket_boundaries=[]
+    )
+    splits = {"train": (sentences, tags), "valid": (sentences[:3], tags[:3]), "test": None}
+    return _trained(tagger, tmp_path_factory.mktemp("tiny_tagger") / "run", overrides, splits)
+
+
+CLASSIFIER_TEXTS = ["a gripping good film", "dull and bad", "good acting", "a bad plot"] * 10
+CLASSIFIER_LABELS = ["pos", "neg", "pos", "neg"] * 10
+
+
+@pytest.fixture(scope="session")
+def tiny_classifier(tmp_path_factory):
+    """A tiny sentence classifier run (lower-cased, a BiLSTM), one epoch, once per session."""
+    from recipes import classifier
+
+    splits = {"train": (CLASSIFIER_TEXTS, CLASSIFIER_LABELS), "valid": None, "test": None}
+    overrides = dict(TINY, lowercase=True, bucket_boundaries=[])
+    return _trained(
+        classifier, tmp_path_factory.mktemp("tiny_classifier") / "run", overrides, splits
+    )
+
+
+PAIRS = [
+    ("A man is playing a guitar", "A person plays an instrument", 4.5, "ENTAILMENT"),
+    ("A dog runs", "A cat sleeps", 1.5, "CONTRADICTION"),
+    ("A woman cooks", "Someone is in a kitchen", 3.0, "NEUTRAL"),
+] * 8
+
+
+@pytest.fixture(scope="session")
+def tiny_pair_classifier(tmp_path_factory):
+    """A tiny entailment pair classifier run, one epoch, once per session."""
+    from recipes import pair_classifier
+
+    split = tuple(list(column) for column in zip(*PAIRS))
+    splits = {"train": split, "valid": None, "test": None}
+    overrides = dict(TINY, hidden_units=8)
+    return _trained(
+        pair_classifier, tmp_path_factory.mktemp("tiny_pair") / "run", overrides, splits
+    )
+
+
+LM_SENTENCES = [s.split() for s in ("the cat sat on the mat", "the dog ran home", "a cat ran")] * 30
+
+
+@pytest.fixture(scope="session")
+def tiny_language_model(tmp_path_factory):
+    """A tiny word language model run on a stream (stateful windows), one epoch, once
+    per session."""
+    from recipes import language_model
+
+    splits = {"train": LM_SENTENCES, "valid": LM_SENTENCES[:9], "test": LM_SENTENCES[:9]}
+    overrides = dict(units=8, num_layers=1, steps=5, batch_size=4, epochs=1, verbose=0)
+    return _trained(language_model, tmp_path_factory.mktemp("tiny_lm") / "run", overrides, splits)
