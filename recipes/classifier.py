@@ -1,36 +1,13 @@
 """Sentence classification with a (bi)directional RNN of kerasrnn cells.
 
-Model (`kerasrnn.models.TextClassifier` over a `kerasrnn.models.SentenceEncoder`)::
-
-    token ids -> Embedding (learned, or initialised from word2vec/GloVe text vectors)
-              -> dropout -> stacked, optionally bidirectional RNN (any kerasrnn cell)
-              -> sentence vector -> dropout -> Dense + softmax over the classes
-
-The sentence vector (`pooling`) is the last state (for a bidirectional RNN
-[h_fwd_T ; h_bwd_1], the two states that have read the whole sentence), or the mean or
-the max of the unmasked states of the last layer, or their concatenation [last ; max ;
-mean] (ULMFiT's concat pooling). A binary task is a two-way softmax (equivalent to a
-logistic output).
-
-Transfer from a language model (ULMFiT, `recipes.transfer`): ``--pretrained-lm RUN_DIR``
-starts the embedding and the recurrent layers from a trained word-level
-`recipes.language_model` run (its vocabulary and shapes), optionally after
-``--lm-finetune-epochs N`` of LM training on the training texts; ``--lr-schedule
-slanted_triangular``, ``--discriminative-decay 2.6`` and ``--gradual-unfreezing true``
-are ULMFiT's fine-tuning.
-
-Command line::
-
-    python -m recipes.classifier train --train data.tsv --test test.tsv --output-dir runs/c
-    python -m recipes.classifier evaluate --output-dir runs/c --test other.tsv
-    python -m recipes.classifier predict --output-dir runs/c "a gripping film" "dull"
-    python -m recipes.classifier export --output-dir runs/c --export-dir runs/c/saved_model
-
-Data (`train`, `valid`, `test`): a TSV file (``label<TAB>text``), a list of files with one
-file per class (label = extension, e.g. ``rt-polarity.pos``) or a ``{label: file}``
-mapping, or ``tfds:NAME[:SPLIT]`` (e.g. ``tfds:imdb_reviews``). Without a `valid` (or
-`test`) set, `valid_fraction` (`test_fraction`) of the training examples are held out,
-with a fixed seed. Gzip files are read transparently.
+A command line over `kerasrnn.models.TextClassifier` (a `SentenceEncoder`: embedding,
+stacked recurrent layers of any kerasrnn cell, the last states or a masked pooling;
+then a softmax, optionally times a Naive Bayes n-gram expert) with its
+`TextClassifierPreprocessor`; ``--pretrained-lm RUN_DIR`` starts it from a trained
+language model (ULMFiT, `recipes.transfer`). Data: a TSV file (``label<TAB>text``), one
+file per class, or ``tfds:NAME[:SPLIT]``; without `valid` (`test`), `valid_fraction`
+(`test_fraction`) of the training examples are held out. The commands, options and
+measured results: docs/recipes/classifier.md.
 """
 
 import os

@@ -2,7 +2,8 @@
 names of the recipe toolkit, each defined in the module of its concern:
 
 * `recipes.config` -- one option (`Option`), the ranges of numeric options (`Range`,
-  `CHECKS`) and `load_config` (defaults <- a YAML or JSON file <- flags);
+  `CHECKS`), `load_config` (defaults <- a YAML or JSON file <- flags) and
+  `check_labels` (held-out labels seen in training);
 * `recipes.options` -- the option tables: the groups the recipes share, each defined
   once (`COMMON_OPTIONS`, `data_options`, `training_options`, `vocabulary_options`,
   `cell_options`, `decoding_options`; `retuned`, `with_defaults`), and the ``--help``
@@ -10,9 +11,8 @@ names of the recipe toolkit, each defined in the module of its concern:
 * `recipes.files` -- the run folder (`run_files`), results JSON (`tidy`, `write_json`,
   `read_json`), `save_model`, `saved_config`;
 * `recipes.training` -- `make_cell`, `sentence_encoder`, `optimizer`,
-  `learning_rate_schedule`, `distribution`, `load_splits`, `training_callbacks`, `fit`,
-  `restore_last_epoch`, `set_seed`;
-* `recipes.evaluation` -- `check_labels`;
+  `learning_rate_schedule`, `distribution`, `load_splits`, `fit` (a
+  `kerasrnn.callbacks.TrainingRun`), `set_seed`;
 * `recipes.cli` -- `Parser`, `build_parser`, `main`, `options_markdown`;
 * `recipes.usage` -- the example commands of every recipe's ``--help``;
 * `recipes.skeleton` -- `Recipe` and `Prepared`.
@@ -26,6 +26,7 @@ trains) and write the hooks `load_examples`, `prepare`, `build` and `evaluate_ru
 `Recipe.main` is then its whole command line (see recipes/classifier.py).
 """
 
+# ruff: noqa: F401 (this module is the namespace: every name is for the recipes to use)
 from recipes.cli import Parser, build_parser, main, option_help, options_markdown, version
 from recipes.config import (
     CHECKS,
@@ -34,11 +35,11 @@ from recipes.config import (
     Option,
     Range,
     RecipeError,
+    check_labels,
     check_of,
     defaults_of,
     load_config,
 )
-from recipes.evaluation import check_labels
 from recipes.files import (
     read_json,
     run_files,
@@ -65,65 +66,11 @@ from recipes.options import (
 from recipes.skeleton import Prepared, Recipe
 from recipes.training import (
     distribution,
-    earlier_epochs,
     fit,
     learning_rate_schedule,
     load_splits,
     make_cell,
     optimizer,
-    restore_last_epoch,
     sentence_encoder,
     set_seed,
-    training_callbacks,
 )
-
-__all__ = [
-    "CELLS",
-    "CHECKS",
-    "COMMON_DEFAULTS",
-    "COMMON_OPTIONS",
-    "GROUPS",
-    "STRATEGIES",
-    "ConfigError",
-    "Defaults",
-    "Option",
-    "Parser",
-    "Prepared",
-    "Range",
-    "Recipe",
-    "RecipeError",
-    "build_parser",
-    "cell_options",
-    "check_labels",
-    "check_of",
-    "data_options",
-    "decoding_options",
-    "defaults_of",
-    "distribution",
-    "earlier_epochs",
-    "fit",
-    "group_of",
-    "learning_rate_schedule",
-    "load_config",
-    "load_splits",
-    "main",
-    "make_cell",
-    "option_help",
-    "options_markdown",
-    "optimizer",
-    "read_json",
-    "restore_last_epoch",
-    "retuned",
-    "sentence_encoder",
-    "run_files",
-    "save_model",
-    "saved_config",
-    "set_seed",
-    "tidy",
-    "training_callbacks",
-    "training_options",
-    "version",
-    "vocabulary_options",
-    "with_defaults",
-    "write_json",
-]

@@ -258,6 +258,18 @@ class RecipeError(ValueError):
 # --------------------------------------------------------------------------- config
 
 
+def check_labels(train_labels, other_labels, split, source=None):
+    """Raises `RecipeError` when `split` (read from `source`, the file or files, if
+    given) has labels that training never saw."""
+    unseen = sorted(set(other_labels) - set(train_labels))
+    if unseen:
+        where = f" ({source})" if source else ""
+        raise RecipeError(
+            f"label set mismatch: the {split} data{where} has label(s) {unseen[:10]} that are "
+            f"not in the training data (training labels: {sorted(set(train_labels))[:20]})."
+        )
+
+
 def _one_line(error):
     """A parser's error in one line: YAML's ``problem`` and where (its message spans
     lines, with the offending text and a caret), else the first line."""

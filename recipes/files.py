@@ -113,21 +113,16 @@ def save_model(model, path):
 
 
 def run_files(config):
-    """The files of a run folder that the training flow writes."""
+    """The files of a run folder: the recipe's config.json and results.json beside the
+    training run's (`kerasrnn.callbacks.TrainingRun`: best.keras, last.weights.h5,
+    history.json, training_curves.png, backup/)."""
+    from kerasrnn.callbacks.run import FILES
+
     out = config["output_dir"]
-    return {
-        "config": os.path.join(out, "config.json"),
-        "best": os.path.join(out, "best.keras"),
-        # The last finished epoch, weights and optimizer state (`model.save_weights`
-        # holds both): BackupAndRestore deletes its backup when a run completes, so
-        # this is what `train --continue` resumes from.
-        "last": os.path.join(out, "last.weights.h5"),
-        "history": os.path.join(out, "history.json"),
-        "results": os.path.join(out, "results.json"),
-        "curves": os.path.join(out, "training_curves.png"),
-        "backup": os.path.join(out, "backup"),
-        "epochs": os.path.join(out, "backup", "epochs.json"),
-    }
+    files = {name: os.path.join(out, file) for name, file in FILES.items()}
+    return dict(
+        files, config=os.path.join(out, "config.json"), results=os.path.join(out, "results.json")
+    )
 
 
 def read_vocabulary(path):

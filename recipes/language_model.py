@@ -1,41 +1,13 @@
 """Recurrent language model: word or character level, stateful truncated BPTT or padded
-sentences, perplexity, generation and SavedModel export.
+sentences, perplexity, generation and export.
 
-    embedding -> dropout -> [RNN(cell) -> dropout] x num_layers -> softmax over the vocabulary
-
-(dropout on the non-recurrent connections only, Zaremba et al. 2014; optionally the
-output layer reuses the embedding matrix, Press & Wolf 2017). Trained on shifted targets
-with masked cross-entropy, by SGD with the paper's schedule (lr constant for
-`lr_decay_after` epochs, then multiplied by `lr_decay` every epoch) or Adam, gradients
-clipped by global norm.
-
-With ``--bidirectional true`` a biLM (Peters et al. 2018): a forward and a backward LM
-over the shared embedding and output layer, separate recurrent stacks; the backward one
-reads the text reversed and predicts the previous token (`backward_stream` states the
-exact layout). The loss is the mean of the two; perplexity is reported per direction and
-together. `generate` and `export` use the forward LM. `kerasrnn.layers.BiLMFeatures` gives
-a trained biLM's per-layer contextual features (the tagger's ``--contextual-lm``, read
-from the run folder by `recipes.contextual`).
-
-The model is a `kerasrnn.models.LanguageModel` with its `LanguageModelPreprocessor`: the
-run folder is its preset (``LanguageModel.from_preset(run)``), whose `generate` takes
-prompt strings.
-
-Command line::
-
-    python -m recipes.language_model train    --output-dir runs/ptb [--config FILE] [--flags]
-    python -m recipes.language_model evaluate --output-dir runs/ptb [--split test]
-    python -m recipes.language_model generate --output-dir runs/ptb --prompt "the market" \
-        [--method greedy|sample|beam] [--temperature 0.8] [--top-k 40] [--top-p 0.9]
-    python -m recipes.language_model export   --output-dir runs/ptb --export-dir runs/ptb/saved
-
-Ready configs (run from the repository root; the data paths are relative to it):
-`recipes/configs/zaremba_small.yaml` and `recipes/configs/zaremba_medium.yaml`, Zaremba et
-al.'s "small" (CPU) and "medium" (GPU) Penn Treebank models, e.g.
-``python -m recipes.language_model train --config recipes/configs/zaremba_small.yaml``.
-
-Perplexity is exp(mean negative log-likelihood per token) over the whole stream, every
-`[END]` (`<eos>`) counted; at character level bits per character = mean NLL / ln 2.
+A command line over `kerasrnn.models.LanguageModel` (an embedding, stacked recurrent
+layers with AWD-LSTM's regularisers, a readout that may reuse the embedding; with
+``--bidirectional true`` a biLM) with its `LanguageModelPreprocessor`, trained on
+shifted targets by SGD with Zaremba et al.'s schedule or Adam. Perplexity is exp(mean
+negative log-likelihood per token) over the whole stream, every `[END]` counted; at
+character level bits per character = mean NLL / ln 2. The commands, options and
+measured results: docs/recipes/language_model.md.
 """
 
 import os
@@ -48,17 +20,6 @@ from recipes.files import read_vocabulary
 
 PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
 DIRECTIONS = ("forward", "backward")
-
-# The language model's `--vocabulary-file` (an option of recipes.language_model).
-VOCABULARY_OPTION = dict(
-    vocabulary_file=Option(
-        None,
-        "a vocabulary.txt to use instead of one built from `train_file` (e.g. a "
-        "translator run's target_vocab.txt, for shallow fusion: the translator's lm-text); "
-        "null: built",
-        group="data",
-    )
-)
 
 OPTIONS = dict(
     common.COMMON_OPTIONS,
@@ -73,7 +34,12 @@ OPTIONS = dict(
     test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
     level=Option("word", "tokens: whitespace-separated words or characters", ("word", "char")),
     unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
-    **VOCABULARY_OPTION,
+    vocabulary_file=Option(
+        None,
+        "a vocabulary.txt to use instead of one built from `train_file` (e.g. a "
+        "translator run's target_vocab.txt, for shallow fusion); null: built",
+        group="data",
+    ),
     **common.vocabulary_options(
         0,
         0,
@@ -309,32 +275,17 @@ def learning_rate(config, epoch):
     )
 
 
-# The configuration keys of each `--method`'s kerasrnn.decoding strategy (an option
-# table: `kerasrnn.decoding.get` makes the strategy).
-STRATEGY_OPTIONS = {
-    "greedy": lambda config: {},
-    "sample": lambda config: dict(
-        temperature=config["temperature"],
-        top_k=config["top_k"] or None,
-        top_p=config["top_p"] or None,
-        seed=config["seed"],
-    ),
-    "beam": lambda config: dict(
-        beam_size=config["beam_size"],
-        n_best=1,
-        scorer={"length_normalization": config["length_normalization"] or None},
-    ),
-}
-
-
 def decoding_strategy(config):
-    """The configured `kerasrnn.decoding` strategy (`--method` and its options)."""
+    """The configured `kerasrnn.decoding` strategy: `--method` and its options."""
     from kerasrnn import decoding
 
-    method = config["method"]
-    if method not in STRATEGY_OPTIONS:
-        raise ConfigError(f"`method` must be 'greedy', 'sample' or 'beam', got {method!r}.")
-    return type(decoding.get(method)).from_config(STRATEGY_OPTIONS[method](config))
+    if config["method"] == "sample":
+        top_k, top_p = config["top_k"] or None, config["top_p"] or None
+        return decoding.RandomSampling(config["temperature"], top_k, top_p, config["seed"])
+    if config["method"] == "beam":
+        scorer = decoding.Scorer(config["length_normalization"] or None)
+        return decoding.search(config["beam_size"], 1, scorer)
+    return decoding.GreedySearch()
 
 
 def first_token(config):

@@ -1,39 +1,12 @@
 """Sentence pairs (entailment, relatedness) with a shared recurrent sentence encoder.
 
-Model (`kerasrnn.models.PairClassifier`: InferSent's classifier over a siamese encoder,
-Conneau et al. 2017)::
-
-    sentence A -> Embedding -> (Bi)RNN -> pooling -> u ---.
-    sentence B -> (the same layers, shared weights) -> v -+-> [u; v; |u - v|; u * v]
-        -> dropout -> Dense (hidden, tanh) -> dropout -> head
-
-`pooling` is the last state (bidirectional: [h_fwd_T ; h_bwd_1]), or the mean or the max
-of the unmasked states, or [last ; max ; mean] (concat). ``--pretrained-lm RUN_DIR``
-starts the encoder from a trained word-level language model (ULMFiT, `recipes.transfer`).
-Heads (`task`):
-
-* ``entailment``: softmax over the three judgments (ENTAILMENT, NEUTRAL,
-  CONTRADICTION); cross-entropy; reported as accuracy.
-* ``relatedness``: a score in [1, 5]. ``relatedness_target: score`` regresses
-  1 + 4 sigmoid(w . h) with the squared error; ``distribution`` is Tai et al.'s (2015)
-  target: the score y becomes a distribution p over 1..5 (p_floor(y) = floor(y) - y + 1,
-  p_floor(y)+1 = y - floor(y)), trained with KL(p || p_hat) and read as sum_i i p_hat_i.
-  Reported as Pearson r, Spearman rho and MSE.
-
-Command line::
-
-    python -m recipes.pair_classifier train --train SICK_train.txt.gz \\
-        --valid SICK_trial.txt.gz --test SICK_test_annotated.txt.gz --task relatedness
-    python -m recipes.pair_classifier train --continue --output-dir runs/pair --epochs 20
-    python -m recipes.pair_classifier evaluate --output-dir runs/pair --test other.txt
-    python -m recipes.pair_classifier predict --output-dir runs/pair \\
-        "A man is playing a guitar" "A person plays an instrument"
-    python -m recipes.pair_classifier export --output-dir runs/pair
-
-Data: SICK's tab-separated files (gzip read transparently; ``corpus:sick/SICK_train.txt``
-fetches the release) with the header ``pair_ID sentence_A sentence_B relatedness_score
-entailment_judgment`` (extra columns are ignored; the column names are what is looked
-up).
+A command line over `kerasrnn.models.PairClassifier` (InferSent's classifier over one
+`SentenceEncoder` for both sentences: [u; v; |u - v|; u * v], a tanh layer, then the
+head) with its `PairClassifierPreprocessor`. ``--task entailment``: a softmax over the
+three judgments; ``--task relatedness``: a score in [1, 5], regressed (``score``) or as
+Tai et al.'s distribution over the grades (``distribution``). Data: SICK's
+tab-separated files (the header names the columns). The commands, options and measured
+results: docs/recipes/pair_classifier.md.
 """
 
 import os

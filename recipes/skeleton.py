@@ -12,7 +12,7 @@ from recipes.cli import main, recipe_parser
 from recipes.config import ConfigError, defaults_of
 from recipes.files import read_json, run_files, saved_config, tidy, write_json
 from recipes.options import COMMON_OPTIONS
-from recipes.training import distribution, fit, load_splits, restore_last_epoch, set_seed
+from recipes.training import distribution, fit, load_splits, set_seed
 from recipes.usage import EXAMPLES
 
 # `export --format`: kerasrnn.export.bundle.FORMATS, spelled out so that --help needs
@@ -215,7 +215,9 @@ class Recipe:
         with strategy.scope():
             model = self.build(config, prepared)
             if continue_run:
-                restore_last_epoch(model, config)
+                from kerasrnn.callbacks import TrainingRun
+
+                TrainingRun(config["output_dir"]).restore_last_epoch(model)
         from kerasrnn.models.preset import write_preset_file
 
         # the run folder is the task's preset: its best epoch, once written
@@ -229,7 +231,7 @@ class Recipe:
             prepared.valid,
             monitor,
             mode,
-            callbacks,
+            callbacks=callbacks,
             continue_run=continue_run,
             before=self.fit_callbacks(config, prepared),
             metric=self.curve_metric(config),

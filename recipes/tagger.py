@@ -1,52 +1,13 @@
 """Sequence tagging (POS, NER, chunking) with a bidirectional RNN of kerasrnn cells.
 
-Model (`kerasrnn.models.SequenceTagger` over a `SequenceTaggerBackbone`)::
-
-    words  -> word embedding ----------------------------------------.
-    chars  -> char embedding -> BiRNN over each word's characters ---+-> concat -> dropout
-           -> stacked BiRNN (any kerasrnn cell) -> dropout -> Dense + softmax per token
-                                                       (or, with --crf, a linear-chain CRF)
-
-The character BiRNN (its final states [h_fwd ; h_bwd] per word; `char_dim: 0` turns it
-off) gives unknown and rare words a representation built from their spelling. The loss
-and the accuracy are masked: padding tokens count in neither.
-
-With ``--crf true`` the output is `kerasrnn.layers.CRF` (Huang et al. 2015's BiLSTM-CRF):
-trained on the negative log-likelihood of whole tag paths, decoded with Viterbi (in
-`predict`, `evaluate` and the exported SavedModel); a tag's reported probability is then
-its posterior marginal (forward-backward).
-
-With ``--contextual-lm RUN_DIR`` (a biLM trained by ``recipes.language_model train
---bidirectional true``) the word features also get the biLM's layers mixed by a learned
-`kerasrnn.layers.ScalarMix` (ELMo, Peters et al. 2018): frozen by default, fine-tuned
-with ``--contextual-lm-trainable true``. The words are looked up in the biLM vocabulary
-after `lm_tokens` (lower-cased, numbers "N", as the Penn Treebank LM text); the biLM's
-weights are saved inside the tagger's model and SavedModel.
-
-Evaluation reports token accuracy, per-tag precision/recall/F1 and, when the tags are
-entity tags (IOB1, BIO or BIOES: ``B-X``, ``I-X``, ``O`` ...), entity-level
-precision/recall/F1 overall and per type, counted as conlleval does
-(`kerasrnn.metrics.entity_scores`: an entity is correct only when its type and both
-boundaries are).
-
-Named entities: ``--tag-scheme bioes`` trains on BIOES tags (converted from the file's)
-and writes predictions back in BIO (S-X -> B-X, E-X -> I-X), the file's tags;
-``--crf-constraints`` (on by default with ``--crf`` when the tags are entity tags)
-forbids the scheme's impossible transitions (``O I-PER``, ``B-ORG I-LOC``) in training
-and Viterbi (`kerasrnn.layers.allowed_transitions`). `predict` and the SavedModel's
-serving output give the entities (text, type, start, end) beside the tags.
-
-Command line::
-
-    python -m recipes.tagger train --train train.conllu --valid dev.conllu --test test.conllu
-    python -m recipes.tagger evaluate --output-dir runs/tagger --test other.conllu
-    python -m recipes.tagger predict --output-dir runs/tagger "The cat sat ." "Hi !"
-    python -m recipes.tagger predict --output-dir runs/tagger --n-best 5 "EU rejects it ."
-    python -m recipes.tagger export --output-dir runs/tagger
-
-Data: CoNLL-U (`column`: upos or xpos), CoNLL-2003-style columns (`token_column`,
-`tag_column`), or ``tfds:NAME[:SPLIT]`` (e.g. ``tfds:conll2003`` with `tfds_tags_key`
-ner); gzip files are read transparently.
+A command line over `kerasrnn.models.SequenceTagger` (words and their characters, a
+stacked BiRNN of any kerasrnn cell, a softmax or with ``--crf true`` a linear-chain CRF
+constrained to the tag scheme; ``--contextual-lm RUN_DIR`` adds a biLM's features) with
+its `SequenceTaggerPreprocessor`. ``--tag-scheme bioes`` trains on BIOES tags and
+writes predictions back in the file's BIO. Evaluation: token accuracy, per-tag scores
+and, for entity tags, conlleval's entity scores. Data: CoNLL-U, CoNLL-2003-style
+columns, or ``tfds:NAME[:SPLIT]``. The commands, options and measured results:
+docs/recipes/tagger.md.
 """
 
 import os
@@ -200,6 +161,31 @@ def build_model(config, preprocessor, tags, bilm=None, scheme=None):
     )
 
 
+def contextual_lm(run_dir):
+    """The biLM of ``--contextual-lm`` (its run folder's preset), checked: a one-line
+    `ConfigError` unless it is a word-level bidirectional language model whose layers
+    have one width (to be mixed)."""
+    from kerasrnn.models import LanguageModel, PresetError
+
+    try:
+        lm = LanguageModel.from_preset(run_dir, compile=False)
+    except PresetError as error:
+        raise common.ConfigError(f"`contextual_lm`: {error}") from None
+    backbone, why = lm.backbone, None
+    if not backbone.bidirectional:
+        why = "not bidirectional; train one with --bidirectional true"
+    elif lm.preprocessor.level != "word":
+        why = f"{lm.preprocessor.level}-level; contextual word features need a word-level biLM"
+    elif backbone.embedding_dim != backbone.units:
+        why = (
+            f"of embedding_dim {backbone.embedding_dim} != units {backbone.units}; its "
+            "layers' features must have one width to be mixed"
+        )
+    if why:
+        raise common.ConfigError(f"`contextual_lm`: the language model in {run_dir!r} is {why}.")
+    return lm
+
+
 def tag_schemes(config, tags):
     """``(file scheme, training scheme)`` of the training tags
     (`kerasrnn.layers.training_schemes`), a declared scheme the tags do not fit a
@@ -235,9 +221,7 @@ class TaggerRecipe(common.Recipe):
 
     def check_config(self, config):
         if config["contextual_lm"]:
-            from recipes.contextual import language_model_run_config
-
-            language_model_run_config(config["contextual_lm"])  # one-line errors early
+            contextual_lm(config["contextual_lm"])  # one-line errors early
 
     def check_data(self, config, splits):
         tag_schemes(config, splits["train"][1])  # one-line errors before training
@@ -281,13 +265,18 @@ class TaggerRecipe(common.Recipe):
         tag_index = {t: i for i, t in enumerate(tag_names)}
         bilm = lm_words = None
         if config["contextual_lm"]:
-            from recipes.contextual import contextual_features
+            from kerasrnn.layers import BiLMFeatures
 
             # the biLM's weights travel in the tagger's best.keras, its vocabulary in
             # the preprocessor
-            bilm, lm_words = contextual_features(
-                config["contextual_lm"], trainable=config["contextual_lm_trainable"], name="bilm"
+            lm = contextual_lm(config["contextual_lm"])
+            bilm = BiLMFeatures.from_model(
+                lm.backbone,
+                lm.preprocessor.boundary_id,
+                trainable=config["contextual_lm_trainable"],
+                name="bilm",
             )
+            lm_words = lm.preprocessor.vocabulary
         preprocessor = SequenceTaggerPreprocessor(
             words,
             chars,

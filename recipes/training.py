@@ -8,7 +8,7 @@ import os
 import sys
 
 from recipes.config import ConfigError, RecipeError
-from recipes.files import read_json, run_files, write_json
+from recipes.files import read_json, run_files
 
 
 def make_cell(name, units, **options):
@@ -126,185 +126,67 @@ def averaging_callbacks(config, monitor="val_loss", mode="min"):
     return average, StartAveraging(average, rule)
 
 
-def training_callbacks(
-    config, monitor="val_loss", mode="min", extra=(), best=None, rows=(), before=(), save_best=True
-):
-    """The standard callbacks, writing under ``config["output_dir"]``, in this order:
+def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min", **options):
+    """`model.fit` as a `kerasrnn.callbacks.TrainingRun` in ``config["output_dir"]`` (the
+    best and last checkpoints, the epochs' rows, the backup a re-run resumes from, the
+    curves), with the config's callbacks: `TimeBudget` (with a `time_budget`), the weight
+    average of ``averaging`` (`averaging_callbacks`), `options`' ``before`` (callbacks
+    that put `monitor` into the logs), early stopping after ``patience`` epochs,
+    TensorBoard (``logs/``) and `options`' ``callbacks``. `options`: ``continue_run``,
+    ``before``, ``callbacks``, ``metric`` (the curves' beside the loss).
 
-    * `TimeBudget` when ``config["time_budget"]`` (it stretches the optimizer's
-      schedule over the budget and stops training when it is spent);
-    * the weight average of ``config["averaging"]`` (`averaging_callbacks`);
-    * `before` (callbacks that put the monitored value into the logs), then the
-      trigger of the average;
-    * ``ModelCheckpoint`` -> ``best.keras``, the model with the best `monitor` value
-      (`best`: the best value of earlier epochs, after a resume or a continue);
-    * ``ModelCheckpoint`` -> ``last.weights.h5``: the last epoch's weights and
-      optimizer state, for ``train --continue``;
-    * ``EarlyStopping`` on `monitor` (``patience`` epochs; restores the best weights);
-    * `EpochLog` -> ``backup/epochs.json`` (`rows`: the earlier epochs);
-    * ``BackupAndRestore`` -> ``backup/``: a run that is killed resumes, when re-run
-      with the same command, from the last finished epoch, with its weight average
-      (the backup is deleted when training completes);
-    * ``TerminateOnNaN``; ``TensorBoard`` -> ``logs/`` when ``config["tensorboard"]``;
-    * `extra`.
-
-    With ``save_best=False`` there is no ``best.keras`` checkpoint (a recipe that
-    saves its best model itself).
+    `train_data` is a `tf.data.Dataset` or an ``(x, y)`` pair of arrays (batched by
+    ``config["batch_size"]``, not shuffled). Returns `TrainingRun.fit`'s history, with,
+    under a `time_budget`, ``time_budget`` (`TimeBudget.summary`) and, with `find_lr`
+    too, ``find_lr`` (the range test that picked the schedule's peak, `find_peak`; its
+    seconds count in the budget).
     """
     import keras
 
-    from kerasrnn.callbacks import AtomicBackupAndRestore, AtomicModelCheckpoint, EpochLog
+    from kerasrnn.callbacks import TimeBudget, TrainingRun
 
-    files = run_files(config)
-    callbacks = []
-    if config.get("time_budget"):
-        from kerasrnn.callbacks import TimeBudget
-
-        callbacks.append(TimeBudget(config["time_budget"]))
-    average, trigger = averaging_callbacks(config, monitor, mode)
-    callbacks += ([average] if average else []) + list(before) + ([trigger] if trigger else [])
-    if save_best:
-        callbacks.append(
-            AtomicModelCheckpoint(
-                files["best"],
-                monitor=monitor,
-                mode=mode,
-                save_best_only=True,
-                initial_value_threshold=best,
-            )
-        )
-    callbacks.append(AtomicModelCheckpoint(files["last"], save_weights_only=True))
-    if config["patience"]:
-        callbacks.append(
-            keras.callbacks.EarlyStopping(
-                monitor=monitor,
-                mode=mode,
-                patience=config["patience"],
-                restore_best_weights=True,
-            )
-        )
-    callbacks += [
-        EpochLog(files["epochs"], rows, write=write_json),  # numbers as in every run file
-        # the average and its trigger resume with the run
-        AtomicBackupAndRestore(files["backup"], stateful=[c for c in (average, trigger) if c]),
-        keras.callbacks.TerminateOnNaN(),
-    ]
-    if config["tensorboard"]:
-        callbacks.append(keras.callbacks.TensorBoard(os.path.join(config["output_dir"], "logs")))
-    return callbacks + list(extra)
-
-
-def earlier_epochs(config, continue_run=False):
-    """The epoch rows a `fit` starts from: those of an interrupted run (its backup), of
-    the finished run that `continue_run` extends, or none."""
-    files = run_files(config)
-    if os.path.exists(files["epochs"]) and os.path.exists(files["backup"]):
-        return read_json(files["epochs"], ("rows",), dict)["rows"]
-    if continue_run:
-        return read_json(files["history"], ("rows",), dict)["rows"]
-    return []
-
-
-def restore_last_epoch(model, config):
-    """Loads the last finished epoch's weights and optimizer state into `model` (built
-    and compiled as the run was), for ``train --continue``."""
-    path = run_files(config)["last"]
-    if not os.path.exists(path):
-        raise FileNotFoundError(
-            f"no last-epoch checkpoint at {path}: `--continue` extends a run trained "
-            "by this version; train it again without --continue."
-        )
-    model.optimizer.build(model.trainable_variables)
-    model.load_weights(path)
-
-
-def fit(
-    model,
-    config,
-    train_data,
-    valid_data,
-    monitor="val_loss",
-    mode="min",
-    callbacks=(),
-    continue_run=False,
-    before=(),
-    save_best=True,
-    metric=None,
-):
-    """`model.fit` with the standard callbacks (`training_callbacks`).
-
-    `train_data` is a `tf.data.Dataset` or an ``(x, y)`` pair of arrays (batched by
-    ``config["batch_size"]``, not shuffled). With `continue_run` training starts after
-    the run's last finished epoch (the model must hold its state: `restore_last_epoch`)
-    and goes on to ``config["epochs"]``. Writes ``history.json`` (the rows of every
-    epoch) and ``training_curves.png`` (`plot_training_curves`, loss and `metric`).
-
-    Returns the history of every epoch of the run as a dict of lists, plus
-    ``epochs_run`` (the epochs this call trained: fewer than ``epochs`` after a resume,
-    a continue, an early stop or a spent `time_budget`), ``first_epoch`` (the first of
-    them, 1-based) and, with a `time_budget`, ``time_budget``: ``{minutes,
-    seconds_used, steps, planned_steps, stopped_by_budget}`` (`TimeBudget.summary`)
-    and, with `find_lr` too, ``find_lr``: the range test that picked the schedule's
-    peak (`find_peak`; its seconds are part of ``seconds_used``).
-    """
-    files = run_files(config)
-    rows = earlier_epochs(config, continue_run)
-    initial_epoch = 0
-    if continue_run:
-        initial_epoch = max((r["epoch"] for r in rows), default=0)
-        if config["epochs"] <= initial_epoch:
-            raise ConfigError(
-                f"the run in {config['output_dir']} has trained {initial_epoch} epoch(s); "
-                f"--continue needs `epochs` above that, got {config['epochs']}."
-            )
+    continue_run = options.get("continue_run", False)
+    run = TrainingRun(config["output_dir"], monitor, mode)
     search = find_peak(model, config, train_data, continue_run)
-    scores = [r[monitor] for r in rows if isinstance(r.get(monitor), float)]
-    best = (min if mode == "min" else max)(scores) if scores else None
-    all_callbacks = training_callbacks(
-        config, monitor, mode, callbacks, best, rows, before, save_best
-    )
-    from kerasrnn.callbacks import EpochLog, TimeBudget, plot_training_curves
-
-    log = next(c for c in all_callbacks if isinstance(c, EpochLog))
-    budget = next((c for c in all_callbacks if isinstance(c, TimeBudget)), None)
+    budget = TimeBudget(config["time_budget"]) if config.get("time_budget") else None
     if budget is not None and search is not None:
         budget.spent_seconds = search.seconds  # the range test counts in the budget
-    if isinstance(train_data, tuple):
-        x, y = train_data
-        data = dict(x=x, y=y, batch_size=config["batch_size"])
-    else:
-        data = dict(x=train_data)
-    history = model.fit(
-        **data,
-        validation_data=valid_data,
-        epochs=config["epochs"],
-        initial_epoch=initial_epoch,
-        shuffle=False,  # the tf.data pipeline shuffles (Keras can't shuffle a Dataset)
-        callbacks=all_callbacks,
-        verbose=min(config["verbose"], 2),  # 3: TensorFlow's own logs too
-    )
-    write_json(files["history"], {"rows": log.rows})
-    result = {}
-    for row in log.rows:
-        for key in row:
-            if key != "epoch":
-                result.setdefault(key, [])
-    for key in result:
-        result[key] = [row.get(key) for row in log.rows]
-    result["epochs_run"] = len(history.epoch)
-    result["first_epoch"] = history.epoch[0] + 1 if history.epoch else None
+    average, trigger = averaging_callbacks(config, monitor, mode)
+    first = [budget, average, *options.get("before", ()), trigger]
+    then = [
+        keras.callbacks.EarlyStopping(monitor, patience=p, mode=mode, restore_best_weights=True)
+        for p in [config["patience"]]
+        if p
+    ]
+    last = [keras.callbacks.TensorBoard(os.path.join(config["output_dir"], "logs"))]
+    callbacks = {
+        "first": [c for c in first if c is not None],
+        "then": then,
+        "last": (last if config["tensorboard"] else []) + list(options.get("callbacks", ())),
+        "stateful": [c for c in (average, trigger) if c],  # they resume with the run
+    }
+    x, y = train_data if isinstance(train_data, tuple) else (train_data, None)
+    try:
+        result = run.fit(
+            model,
+            x,
+            y,
+            epochs=config["epochs"],
+            continue_run=continue_run,
+            callbacks=callbacks,
+            curve_metric=options.get("metric"),
+            batch_size=config["batch_size"] if y is not None else None,
+            validation_data=valid_data,
+            shuffle=False,  # the tf.data pipeline shuffles (Keras can't shuffle a Dataset)
+            verbose=min(config["verbose"], 2),  # 3: TensorFlow's own logs too
+        )
+    except ValueError as error:  # a continue to no more epochs, a damaged backup
+        raise ConfigError(f"--continue: {error}") from None
     if budget is not None:
         result["time_budget"] = budget.summary
     if search is not None:
         result["find_lr"] = dict(search)
-    plot_training_curves(log.rows, files["curves"], metric or _metric_of(monitor))
     return result
-
-
-def _metric_of(monitor):
-    for prefix in ("val_", "valid_"):
-        monitor = monitor.removeprefix(prefix)
-    return monitor
 
 
 def set_seed(seed):

@@ -1,32 +1,13 @@
 """Attention encoder-decoder translation: a command line over `kerasrnn.seq2seq.Seq2Seq`.
 
-The model (`build_model`) is a `Seq2Seq`: embeddings, a bidirectional `RNNEncoder` of any kerasrnn
-cell, the learned bridge s_0 = tanh(W_s [h_fwd; h_bwd] + b), an attentive decoder (Bahdanau or
-Luong attention) and a readout, trained with teacher forcing (optionally step-wise scheduled
-sampling) on `kerasrnn.losses.SequenceCrossEntropy` by the recipe skeleton
-(`recipes.common.Recipe`: best checkpoint, BackupAndRestore, ``--continue``, ``--strategy
-mirrored``). Translation is `Seq2Seq.generate` on text (greedy or beam search), the two sides'
-`kerasrnn.data.text.TextSide` in its `Seq2SeqPreprocessor`; BLEU is sacreBLEU's corpus BLEU
-(`kerasrnn.metrics.corpus_bleu`).
-
-Command line::
-
-    python -m recipes.translator demo                        # the self-contained demo
-    python -m recipes.translator demo --data my.src my.tgt   # the demo on your corpus
-    python -m recipes.translator train --train '[train.de.gz, train.en.gz]' \\
-        --valid '[val.de.gz, val.en.gz]' --test '[test.de.gz, test.en.gz]' \\
-        --output-dir runs/t
-    python -m recipes.translator evaluate --output-dir runs/t --test '[a.de, a.en]'
-    python -m recipes.translator translate --output-dir runs/t "ein Mann läuft ."
-    python -m recipes.translator heatmap --output-dir runs/t "ein Mann läuft ."  # heatmap_0.png
-    python -m recipes.translator export --output-dir runs/t --export-dir runs/t/sm
-
-Data (`train`, `valid`, `test`): ``[SOURCE_FILE, TARGET_FILE]``, two files with one sentence per
-line (plain or gzip, aligned line by line), or ``tfds:NAME[:SPLIT]`` (e.g.
-``tfds:ted_hrlr_translate/pt_to_en``). Tokenisers: ``word`` (punctuation split off words, then
-whitespace), ``char`` (characters, the space as ``▁``), or subwords learned from the training
-side: ``wordpiece`` (keras-hub WordPiece), ``sentencepiece`` (SentencePiece's unigram model) or
-``bpe`` (SentencePiece's byte-pair encoding), chosen per side.
+The model (`build_model`): embeddings, a bidirectional `RNNEncoder` of any kerasrnn cell,
+the learned bridge, an attentive decoder (Bahdanau or Luong attention) and a readout,
+trained with teacher forcing (or scheduled sampling); its `Seq2SeqPreprocessor` holds
+both sides' tokenizers (words, characters, or learned WordPiece / SentencePiece / BPE
+subwords). Translation is `Seq2Seq.generate` on text; BLEU is sacreBLEU's corpus BLEU.
+Data: ``[SOURCE_FILE, TARGET_FILE]`` aligned line by line, or ``tfds:NAME[:SPLIT]``.
+``demo`` trains on generated dates with no files at all. The commands, options and
+measured results: docs/recipes/translator.md.
 """
 
 import os

@@ -6,6 +6,9 @@
   epoch when started again;
 * `atomic_path` / `save_model_atomically` / `write_json_atomically`: the same guarantee
   for any file a training script writes;
+* `TrainingRun`: `model.fit` into a folder that survives being killed (best and last
+  checkpoints, a backup a re-run resumes from, the epochs' rows, the curves) and that a
+  later `fit` continues;
 * `EpochLog`: every epoch's logs as rows, kept on disk across a resume;
 * `TrainingCurves` / `plot_training_curves`: a PNG of the loss and a metric per epoch;
 * `PolyakAveraging` / `ExponentialAveraging` / `NTASGD` / `StartAveraging` /
@@ -74,6 +77,7 @@ from kerasrnn.callbacks.lr_finder import (
     find_budget_peak,
     set_peak,
 )
+from kerasrnn.callbacks.run import TrainingRun
 from kerasrnn.callbacks.transfer import (
     DiscriminativeAdam,
     DiscriminativeRates,
@@ -111,6 +115,7 @@ __all__ = [
     "LanguageModelEvaluation",
     "language_model_perplexity",
     "TrainingCurves",
+    "TrainingRun",
     "atomic_path",
     "partial_name",
     "plot_training_curves",
