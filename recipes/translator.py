@@ -361,41 +361,22 @@ def n_best(config):
     return k
 
 
-def fusion(config, target_vocabulary):
-    """The `ShallowFusion` of the config's `lm` and `lm_weight` (None without `lm`):
-    the language model's run, checked to be a forward LM of the target vocabulary."""
+def fusion(config, task):
+    """The `ShallowFusion` of the config's `lm` (a language model's run folder) into
+    `task` with weight `lm_weight` (`ShallowFusion.of`), or None without `lm`."""
     from kerasrnn import decoding
     from kerasrnn.models import LanguageModel, PresetError
-    from kerasrnn.special_tokens import START_ID
 
     if not config.get("lm"):
         return None
     try:
-        task = LanguageModel.from_preset(config["lm"], compile=False)
-    except PresetError as error:
-        raise common.ConfigError(f"`lm`: {error}") from None
-    tokens, target = task.preprocessor.vocabulary.tokens, target_vocabulary.tokens
-    if tokens != target:
-        where = next((i for i, (a, b) in enumerate(zip(tokens, target)) if a != b), None)
-        detail = (
-            f"{len(tokens)} tokens, the translator's target vocabulary {len(target)}"
-            if where is None
-            else f"id {where} is {tokens[where]!r}, the translator's {target[where]!r}"
-        )
+        language_model = LanguageModel.from_preset(config["lm"], compile=False)
+        return decoding.ShallowFusion.of(language_model, task, config["lm_weight"])
+    except (PresetError, ValueError) as error:
         raise common.ConfigError(
-            f"`lm` {config['lm']}: its vocabulary differs from the translator's target "
-            f"vocabulary ({detail}): train it with --vocabulary-file "
-            "<translator run>/target_vocab.txt."
-        )
-    if task.backbone.bidirectional:
-        raise common.ConfigError(f"`lm` {config['lm']} is a biLM: train a forward language model.")
-    first = task.preprocessor.boundary_id
-    try:
-        return decoding.ShallowFusion(
-            task, config["lm_weight"], None if first == START_ID else first
-        )
-    except ValueError as error:
-        raise common.ConfigError(str(error)) from None
+            f"`lm` {config['lm']}: {error} (a language model run trained with "
+            "--vocabulary-file <this run>/target_vocab.txt)"
+        ) from None
 
 
 def decoding_settings(config, task):
@@ -403,7 +384,7 @@ def decoding_settings(config, task):
     language model fused in (`lm`)."""
     return {
         "readout_dtype": config["readout_dtype"],
-        "fusion": fusion(config, task.preprocessor.target.vocabulary),
+        "fusion": fusion(config, task),
     }
 
 

@@ -78,6 +78,31 @@ class ShallowFusion:
         self.weight = check_number("weight", weight, "[0, inf)")
         self.start_token = check_int("start_token", start_token, minimum=0, allow_none=True)
 
+    @classmethod
+    def of(cls, language_model, translator, weight=0.3):
+        """The fusion of a `kerasrnn.models.LanguageModel` into a `kerasrnn.seq2seq.Seq2Seq`,
+        both with their preprocessors, checked: the language model must read with the
+        translator's target vocabulary (the same tokens at the same ids) and be a
+        forward one; it reads the boundary token it was trained on before a sentence
+        (its preprocessor's). Raises a one-line ValueError naming the first difference."""
+        lm, target = language_model.preprocessor, translator.preprocessor.target.vocabulary
+        tokens, wanted = lm.vocabulary.tokens, target.tokens
+        if tokens != wanted:
+            where = next((i for i, (a, b) in enumerate(zip(tokens, wanted)) if a != b), None)
+            detail = (
+                f"{len(tokens)} tokens, the translator's target vocabulary {len(wanted)}"
+                if where is None
+                else f"id {where} is {tokens[where]!r}, the translator's {wanted[where]!r}"
+            )
+            raise ValueError(
+                f"the language model's vocabulary differs from the translator's target "
+                f"vocabulary ({detail}): train it with that vocabulary."
+            )
+        if language_model.backbone.bidirectional:
+            raise ValueError("the language model is a biLM: fuse a forward language model.")
+        start = None if lm.boundary_id == translator.start_id else lm.boundary_id
+        return cls(language_model, weight, start)
+
     def fuse(self, step_fn, start_tokens, states):
         """``(fused step function, its initial states)`` for a decoder `step_fn` whose
         states before the first step are `states`, starting from `start_tokens`
