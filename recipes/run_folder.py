@@ -276,8 +276,4 @@ def discard_previous_callback(folder):
     the first epoch (listed after the checkpoints, which have then been written)."""
     import keras
 
-    class DiscardPrevious(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            discard_previous(folder)
-
-    return DiscardPrevious()
+    return keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: discard_previous(folder))
