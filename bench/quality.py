@@ -25,7 +25,7 @@ split, beside a strong simple baseline on the same split and the published figur
   beam search, and the decoding speed; published: the PyTorch notebooks' 512-unit GRU
   28.3 greedy.
 * ``translator_lm``: the same translator with shallow fusion of a language model trained
-  on the training targets (``recipes.translator_lm``, the target vocabulary); lambda
+  on the training targets (``recipes.translator lm-text``, the target vocabulary); lambda
   chosen by validation BLEU, then test BLEU at it; baseline: lambda = 0 (no LM).
 
 The corpora are read from the shared data folder (``KERASRNN_DATA``, or ``shared/data``
@@ -359,7 +359,7 @@ def bilm_text(out, extra_train=()):
     `extra_train` in the training text), normalised as the tagger's biLM input; returns
     their paths."""
     from kerasrnn.data.loaders import load_conllu, read_lines
-    from recipes.tagger import lm_sentences
+    from kerasrnn.data.tagging import lm_sentences
 
     ewt_dir, ptb_dir = DATA / "ud_en_ewt", DATA / "ptb"
     paths = {}
@@ -500,6 +500,7 @@ def run_row(name, data, out, epochs, seed, bilm=None, extra=None):
         predicted = {s: [model.tag(w) for w in splits[s][0]] for s in ("valid", "test")}
         info = {"epochs": 0}
     else:
+        from kerasrnn.models import SequenceTagger
         from recipes import common, tagger
 
         options = dict(NER_ROWS[name])
@@ -518,7 +519,7 @@ def run_row(name, data, out, epochs, seed, bilm=None, extra=None):
         run = folder / "run"
         if not (run / "training_curves.png").exists() or (run / "backup").exists():
             tagger.train(config)  # else: trained, only the scoring is missing
-        trained = tagger.Tagger.from_run(config)
+        trained = SequenceTagger.from_preset(run, compile=False)
         predicted = {
             s: [p["tags"] for p in trained.predict(splits[s][0])] for s in ("valid", "test")
         }
@@ -713,7 +714,7 @@ def oracle_choice(gold, candidates):
 
 def ner_n_best(argv=None):
     """CoNLL-2003 test: the entity F1 of the best path and the oracle F1 of the n best
-    (list Viterbi, `TextTagger.predict_n_best`) of a constrained BiLSTM-CRF tagger."""
+    (list Viterbi, `SequenceTagger.predict_n_best`) of a constrained BiLSTM-CRF tagger."""
     parser = suite.parser("ner_n_best", __doc__)
     parser.add_argument("--data", default=str(DATA / "conll2003"), help="the conll2003 folder")
     parser.add_argument(
@@ -727,6 +728,7 @@ def ner_n_best(argv=None):
     )
     parser.add_argument("--seed", type=int, default=1234, help="the recipe's seed (training)")
     args = parser.parse_args(argv)
+    from kerasrnn.models import SequenceTagger
     from recipes import common, tagger
 
     data, run = pathlib.Path(args.data), pathlib.Path(args.run_dir)
@@ -739,7 +741,7 @@ def ner_n_best(argv=None):
         }
         path = ROOT / "recipes" / "configs" / "conll2003_ner.yaml"
         tagger.train(common.load_config(tagger.DEFAULTS, str(path), overrides))
-    trained = tagger.Tagger.from_run(common.saved_config(tagger.DEFAULTS, str(run)))
+    trained = SequenceTagger.from_preset(run, compile=False)
     sentences, gold = load_conll(data, "test")
     began = time.time()
     best = [p["tags"] for p in trained.predict(sentences)]
@@ -1135,7 +1137,7 @@ def translator(argv=None):
     # `evaluate` names beam size 1 "greedy".
     beam = f"beam{config['beam_size']}" if config["beam_size"] > 1 else "greedy"
     beam_label = f"beam {config['beam_size']}"
-    # With lowercase the references are lower-cased too (see Translator.evaluate).
+    # With lowercase the references are lower-cased too (recipes.translator.translation_scores).
     case = "cased" if test.get("cased", True) else "case-insensitive"
     print(
         f"\ndata: {len(splits['train'][0])} training pairs "
@@ -1191,14 +1193,15 @@ def translator_lm(argv=None):
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--sentences", type=int, default=0, help="first N of each split (0: all)")
     args = parser.parse_args(argv)
-    from kerasrnn import decoding
-    from kerasrnn.data import START_ID, load_parallel_text
-    from recipes import common, translator_lm
+    from kerasrnn.data import load_parallel_text
+    from kerasrnn.seq2seq import Seq2Seq
+    from recipes import common
     from recipes import translator as recipe
 
     config = common.saved_config(recipe.DEFAULTS, args.run_dir, {"beam_size": args.beam_size})
-    trained = recipe.Translator.from_run(config)
-    task, first = translator_lm.load_language_model(args.lm_dir, trained.target_vocabulary)
+    trained = Seq2Seq.from_preset(args.run_dir, compile=False)
+    # the LM run checked (a forward LM of the translator's target vocabulary) up front
+    recipe.fusion(dict(config, lm=args.lm_dir), trained.preprocessor.target.vocabulary)
     data, n = pathlib.Path(args.data), args.sentences or None
     splits = {
         name: [side[:n] for side in load_parallel_text(data / f"{s}.de.gz", data / f"{s}.en.gz")]
@@ -1207,11 +1210,11 @@ def translator_lm(argv=None):
     beam = f"beam{args.beam_size}"
 
     def bleu(split, weight):
-        trained.settings["fusion"] = decoding.ShallowFusion(
-            task, weight, None if first == START_ID else first
-        )
+        # the recipe's scores with the LM fused at `weight` (its `--lm`, `--lm-weight`)
+        fused = dict(config, lm=args.lm_dir, lm_weight=weight)
         began = time.time()
-        score = trained.evaluate(*splits[split], beam_sizes=[args.beam_size])[beam]["bleu"]
+        scores = recipe.translation_scores(trained, fused, *splits[split], [args.beam_size])
+        score = scores[beam]["bleu"]
         print(
             f"{split} lambda={weight}: BLEU {score:.2f} ({time.time() - began:.0f} s)",
             file=sys.stderr,
@@ -1358,10 +1361,13 @@ def diverse_n_best(argv=None):
     from kerasrnn import decoding
     from kerasrnn.data import load_parallel_text
     from kerasrnn.metrics import corpus_bleu
+    from kerasrnn.seq2seq import Seq2Seq
     from recipes import common
     from recipes import translator as recipe
 
-    trained = recipe.Translator.from_run(common.saved_config(recipe.DEFAULTS, args.run_dir))
+    config = common.saved_config(recipe.DEFAULTS, args.run_dir)
+    trained = Seq2Seq.from_preset(args.run_dir, compile=False)
+    settings = recipe.decoding_settings(config, trained)  # the run's readout and --lm
     data = pathlib.Path(args.data)
     sources, references = load_parallel_text(
         data / "test_2016_flickr.de.gz", data / "test_2016_flickr.en.gz"
@@ -1377,8 +1383,8 @@ def diverse_n_best(argv=None):
     rows = []
     for name, search in searches.items():
         began = time.time()
-        found = trained.translate(sources, search, return_scores=True)
-        lists = [[h["translation"] for h in row] for row in found]
+        found = trained.generate(list(sources), search, return_scores=True, **settings)
+        lists = [[h["text"] for h in row] for row in found]
         oracle = [
             max(hyps, key=lambda h: sacrebleu.sentence_bleu(h, [ref]).score)
             for hyps, ref in zip(lists, references)
@@ -1445,6 +1451,7 @@ def search_error(argv=None):
     import numpy as np
 
     from kerasrnn import decoding
+    from kerasrnn.seq2seq import Seq2Seq
     from kerasrnn.tasks import date_translation_task
     from recipes import common
     from recipes import translator as recipe
@@ -1467,21 +1474,22 @@ def search_error(argv=None):
             ),
         )  # fmt: skip
         recipe.train(config, {"train": (sources[:split], targets[:split]), "valid": None})
-        trained = recipe.Translator.from_run(config)
-        vocab = len(trained.target_vocabulary)
+        trained = Seq2Seq.from_preset(config["output_dir"], compile=False)
+        target = trained.preprocessor.target.vocabulary
+        vocab = len(target)
         searches = {f"beam {k}" if k > 1 else "greedy": decoding.BeamSearch(k, scorer=exact)
                     for k in args.beams}  # fmt: skip
         searches["exhaustive"] = decoding.ExhaustiveSearch(vocab, 4, scorer=exact)
         found = {name: ([], []) for name in searches}
         for start in range(split, len(sources), 8):  # 8 x 38,416 rows a call
-            ids = trained.encode(sources[start : start + 8])[0]
+            batch = sources[start : start + 8]
+            ids = trained.preprocessor.encode(batch, trained.max_source_length)[0]
             for name, search in searches.items():
-                out = trained.model.generate(ids, search, 4, return_alignments=False)
+                out = trained.generate(ids, search, 4, return_alignments=False)
                 tokens = keras.ops.convert_to_numpy(out.tokens)[:, 0]
                 found[name][0].extend(keras.ops.convert_to_numpy(out.log_probs)[:, 0])
                 found[name][1].extend(
-                    "".join(trained.target_vocabulary.tokens[t] for t in row if t > 3)
-                    for row in tokens
+                    "".join(target.tokens[t] for t in row if t > 3) for row in tokens
                 )
         best = np.asarray(found["exhaustive"][0])
         truth = targets[split:]

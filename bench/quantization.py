@@ -2,8 +2,9 @@
 metric of float32 vs LiteRT dynamic-range int8, LiteRT float16 and ONNX dynamic int8.
 
 For the tagger (UPOS accuracy on UD English EWT dev and test) and the classifier
-(sentence polarity accuracy on the run's held-out test split), the inner Keras model
-(token ids in, probabilities out; `bench/serving.py`'s `serving_model`) is written as
+(sentence polarity accuracy on the run's held-out test split), the run's task
+(`from_preset`) as a Keras model (token ids in, probabilities out; `bench/serving.py`'s
+`serving_model`) is written as
 
 - a SavedModel (float32; the reference: its metric equals Keras' model),
 - LiteRT float32, dynamic-range int8 and float16 (`export_litert(quantization=...)`),
@@ -21,7 +22,8 @@ ratio is to the SavedModel's batch-1 latency in the same round.
     python -m bench quantization --tagger runs/ewt --classifier runs/polarity
 
 The translator (``--translator RUN_DIR``, a run trained on Multi30k): the recipe's
-beam-search export (`Translator.export_runtime`: the whole decoding loop in the graph)
+beam-search export (`kerasrnn.export.export_task` to onnx / litert: the whole decoding
+loop in the graph)
 in each variant, BLEU on test_2016_flickr with every sentence translated alone (batch
 1), beside the SavedModel's ``translate`` signature; latency per sentence.
 
@@ -112,23 +114,17 @@ def tagger_task(run_dir, length, width, count):
         arrays = serving.tagger_arrays(trained, sentences, longest, widest)
         gold = serving.pad_ids([[tag_index[t] for t in s] for s in tags], longest)
         evaluation["dev" if split == "valid" else "test"] = (arrays, gold)
-    model = serving.serving_model(trained.model, False)
+    model = serving.serving_model(trained, False)
     return model, latency, evaluation, "UPOS accuracy"
 
 
 def classifier_task(run_dir, length, width, count):
-    from recipes import classifier
-    from recipes.files import saved_config
-
-    serving.import_schedules()
-    config = saved_config(classifier.DEFAULTS, run_dir)
-    trained = classifier.Classifier.from_run(config)
-    texts, labels = classifier.RECIPE.load_splits(config)["test"]
+    _, trained, (texts, labels) = serving.classifier_run(run_dir)
     ids = serving.classifier_ids(trained, texts)
     lengths = (ids != 0).sum(axis=1)
     rows = [row[:n] for row, n in zip(ids, lengths) if 0 < n <= length][:count]
-    gold = np.array([trained.labels.index(label) for label in labels])
-    model = serving.serving_model(trained.model, False)
+    gold = np.array([trained.preprocessor.labels.index(label) for label in labels])
+    model = serving.serving_model(trained, False)
     return model, (serving.pad_ids(rows, length),), {"test": ((ids,), gold)}, "accuracy"
 
 
@@ -288,7 +284,9 @@ def translator_task(run_dir, args, log):
         for name, fmt, quantization in VARIANTS:
             start = time.perf_counter()
             try:
-                run, path = serving.translator_runner(trained, runtimes[fmt], folder, quantization)
+                run, path = serving.translator_runner(
+                    config, trained, runtimes[fmt], folder, quantization
+                )
             except Exception as error:  # reported in the table, not fatal
                 rows.append([name, f"does not build: {str(error).splitlines()[0][:200]}"])
                 continue

@@ -44,6 +44,15 @@ from recipes import common  # noqa: E402
 RNG = np.random.default_rng(0)
 
 
+def vocabulary(size, prefix="w"):
+    """A `kerasrnn.data.Vocabulary` of `size` ids (the special tokens, then made-up
+    ones): what a recipe's `build_model` reads of its preprocessor is the size."""
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.special_tokens import SPECIAL_TOKENS
+
+    return Vocabulary([f"{prefix}{i}" for i in range(size - len(SPECIAL_TOKENS))])
+
+
 # ------------------------------------------------------------------------ LM small
 LM_VOCAB, LM_BATCH, LM_STEPS = 10000, 20, 20
 
@@ -54,11 +63,13 @@ def lm_data():
 
 
 def lm_keras(jit_compile):
+    from kerasrnn.models import LanguageModelPreprocessor
     from recipes import language_model
 
     config = common.load_config(language_model.DEFAULTS)
     config["jit_compile"] = jit_compile
-    model = language_model.build_model(config, LM_VOCAB)
+    preprocessor = LanguageModelPreprocessor(vocabulary(LM_VOCAB))
+    model = language_model.build_model(config, preprocessor)
     language_model.compile_model(model, config)
     x, y = lm_data()
     return lambda: model.train_on_batch(x, y)
@@ -115,12 +126,17 @@ def tagger_data():
 
 
 def tagger_keras(jit_compile):
+    from kerasrnn.models import SequenceTaggerPreprocessor
     from recipes import tagger
 
     config = common.load_config(tagger.DEFAULTS)
-    model = tagger.build_model(config, WORDS, CHARS, TAGS)
+    preprocessor = SequenceTaggerPreprocessor(vocabulary(WORDS), vocabulary(CHARS, "c"))
+    model = tagger.build_model(config, preprocessor, [f"T{i}" for i in range(TAGS)])
     model.compile(
-        common.optimizer(config), "sparse_categorical_crossentropy", jit_compile=jit_compile
+        common.optimizer(config),
+        "sparse_categorical_crossentropy",
+        metrics=None,  # as before: the loss alone, not the task's default token accuracy
+        jit_compile=jit_compile,
     )
     words, chars, tags = tagger_data()
     inputs = {"word_ids": words, "char_ids": chars}
@@ -201,11 +217,16 @@ def translator_data():
 
 
 def translator_keras(jit_compile):
+    from kerasrnn.data.text import TextSide
     from kerasrnn.losses import SequenceCrossEntropy
+    from kerasrnn.seq2seq import Seq2SeqPreprocessor
     from recipes import translator
 
     config = common.load_config(translator.DEFAULTS, overrides=REDUCED)
-    model = translator.build_model(config, SOURCE_VOCAB, TARGET_VOCAB)
+    preprocessor = Seq2SeqPreprocessor(
+        TextSide(vocabulary(SOURCE_VOCAB, "s")), TextSide(vocabulary(TARGET_VOCAB, "t"))
+    )
+    model = translator.build_model(config, preprocessor)
     model.compile(
         optimizer=common.optimizer(config),
         loss=SequenceCrossEntropy(),

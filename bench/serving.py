@@ -1,8 +1,9 @@
 """Serving speed: the trained tagger and classifier in Keras, the TF SavedModel,
 onnxruntime and LiteRT, side by side in one process.
 
-For each trained recipe model (its inner Keras model: token ids in, probabilities out;
-with the CRF, the Viterbi tags), every runtime gets the same padded id batches:
+For each trained recipe model (its task, `from_preset` of the run folder, as a Keras
+model: token ids in, probabilities out; with the CRF, the Viterbi tags), every runtime
+gets the same padded id batches:
 
 - ``keras predict``: ``model.predict(x, batch_size=len(x))``;
 - ``keras call``: ``model(x, training=False)``, the direct (eager) call;
@@ -47,7 +48,7 @@ The run folders come from the recipes' ``train`` commands (see docs/deploying.md
 
 The translator (``--translator RUN_DIR``, trained on Multi30k) is timed on German test
 sentences (test_2016_flickr, raw strings in, translations out) with its beam search:
-``keras`` (`Translator.translate`), the recipe's SavedModel (``translate`` signature), and
+``keras`` (`Seq2Seq.generate` on text), the recipe's SavedModel (``translate`` signature), and
 the recipe's ``export --format onnx|litert`` folders run by their numpy-only client (batch-1
 files with the decoding loop inside the graph; a batch is a sentence after another). Its
 check counts the translations that differ from the SavedModel's.
@@ -400,29 +401,24 @@ def bilstm_ids(count, length, seed=0):
     return pad_ids(rows, length)
 
 
-def import_schedules():
-    """Registers `kerasrnn.callbacks`' learning-rate schedules, which a `--time-budget`
-    run's best.keras names in its optimizer (`import kerasrnn` alone does not)."""
-    import kerasrnn.callbacks  # noqa: F401
-
-
 def tagger_run(run_dir):
-    """``(config, trained Tagger, splits)`` of the tagger run in `run_dir`."""
+    """``(config, trained SequenceTagger, splits)`` of the tagger run in `run_dir` (the
+    task of its preset, `SequenceTagger.from_preset`)."""
+    from kerasrnn.models import SequenceTagger
     from recipes import tagger
     from recipes.files import saved_config
 
-    import_schedules()
     config = saved_config(tagger.DEFAULTS, run_dir)
-    trained = tagger.Tagger.from_run(config)
+    trained = SequenceTagger.from_preset(run_dir, compile=False)
     splits = tagger.RECIPE.load_splits(config)
     return config, trained, splits
 
 
 def tagger_arrays(trained, sentences, length=None, width=None):
-    """Padded (word_ids, char_ids) of tokenized sentences (the recipe's encoder, so
+    """Padded (word_ids, char_ids) of tokenized sentences (the task's preprocessor, so
     the ids are those the SavedModel's string lookup gives):
     `length` / `width` default to the longest sentence / word."""
-    encoded = trained.encoder.inputs(sentences)
+    encoded = trained.preprocessor.id_lists(sentences)
     length = length or max(len(s) for s in sentences)
     arrays = [pad_ids(encoded["word_ids"], length)]
     if "char_ids" in encoded:
@@ -433,33 +429,37 @@ def tagger_arrays(trained, sentences, length=None, width=None):
 
 def classifier_ids(trained, texts):
     """The classifier's token ids of raw texts, as its serving function computes them
-    (whitespace split, vocabulary lookup), padded to the longest."""
-    from kerasrnn.data.tokenizers import encode_tokens, split_words
+    (the preprocessor: whitespace split, vocabulary lookup), padded to the longest."""
+    return trained.preprocessor.encode(list(texts)).numpy()
 
-    return encode_tokens(split_words(texts, trained.lowercase), trained.vocabulary).numpy()
+
+def classifier_run(run_dir):
+    """``(config, trained TextClassifier, test split)`` of the classifier run in
+    `run_dir` (the task of its preset)."""
+    from kerasrnn.models import TextClassifier
+    from recipes import classifier
+    from recipes.files import saved_config
+
+    config = saved_config(classifier.DEFAULTS, run_dir)
+    trained = TextClassifier.from_preset(run_dir, compile=False)
+    return config, trained, classifier.RECIPE.load_splits(config)["test"]
 
 
 def load_serving_inputs(kind, run_dir, length, width, count):
     """``(serving model, crf, inputs)``: `count` test examples of at most `length`
     tokens (the tagger's: words of at most `width` characters), padded to `length`
     (and `width`): a tuple of arrays in the model's input order."""
-    from recipes import classifier
-    from recipes.files import saved_config
-
-    import_schedules()
     if kind == "classifier":
-        config = saved_config(classifier.DEFAULTS, run_dir)
-        trained = classifier.Classifier.from_run(config)
-        texts = classifier.RECIPE.load_splits(config)["test"][0]
+        _, trained, (texts, _) = classifier_run(run_dir)
         ids = classifier_ids(trained, texts)
         lengths = (ids != 0).sum(axis=1)
         rows = [row[:n] for row, n in zip(ids, lengths) if 0 < n <= length][:count]
-        return serving_model(trained.model, False), False, (pad_ids(rows, length),)
+        return serving_model(trained, False), False, (pad_ids(rows, length),)
     _, trained, splits = tagger_run(run_dir)
     sentences = latency_sentences(splits["test"][0], length, width, count)
     crf = trained.crf
     inputs = tagger_arrays(trained, sentences, length, width)
-    return serving_model(trained.model, crf), crf, inputs
+    return serving_model(trained, crf), crf, inputs
 
 
 # ------------------------------------------------------------------- the translator
@@ -494,20 +494,27 @@ def multi30k_test(folder, count, config):
     return list(sources), list(references)
 
 
-def translator_runner(trained, runtime, folder, quantization=None):
+def translator_runner(config, trained, runtime, folder, quantization=None):
     """``(translate(texts) -> translations, the measured file or folder)`` of the run's
-    beam search (its beam size) in `runtime`: ``keras`` (`Translator.translate`, the
+    beam search (its beam size, `recipes.translator.search_strategy`) in `runtime`:
+    ``keras`` (`Seq2Seq.generate` on text with the run's decoding settings, the
     library's graph, the batch as given), ``saved_model`` (the recipe's SavedModel,
-    ``translate`` signature), ``onnxruntime`` / ``litert`` (the recipe's
-    ``export --format`` folder and its client, one sentence per call: the files run
-    batch 1, the decoding loop inside the graph)."""
+    `kerasrnn.export.export_task`, ``translate`` signature), ``onnxruntime`` /
+    ``litert`` (the recipe's ``export --format`` folder and its client, one sentence
+    per call: the files run batch 1, the decoding loop inside the graph)."""
     import tensorflow as tf
+
+    from kerasrnn.export import export_task
+    from recipes import translator
 
     path = os.path.join(folder, f"{runtime}_{quantization or 'float32'}")
     if runtime == "keras":
-        return (lambda texts: trained.translate(list(texts), batch_size=len(texts))), None
+        strategy = translator.search_strategy(config)
+        settings = translator.decoding_settings(config, trained)
+        return (lambda texts: trained.generate(list(texts), strategy, **settings)), None
+    options = translator.RECIPE.export_options(config)
     if runtime == "saved_model":
-        trained.export(path)
+        export_task(trained, path, **options)
         signature = tf.saved_model.load(path).signatures["translate"]
 
         def run(texts):
@@ -516,7 +523,7 @@ def translator_runner(trained, runtime, folder, quantization=None):
 
         return run, path
     fmt = "onnx" if runtime == "onnxruntime" else runtime
-    trained.export_runtime(path, fmt, quantization=quantization)
+    export_task(trained, path, fmt, quantization=quantization, **options)
     client = load_client(path)
     beam = next(f for f in os.listdir(path) if f.startswith("beam.") or f.startswith("greedy."))
     return (lambda texts: [r["translation"] for r in client.translate(texts)]), os.path.join(
@@ -525,13 +532,14 @@ def translator_runner(trained, runtime, folder, quantization=None):
 
 
 def translator_run(run_dir):
-    """``(config, trained Translator)`` of the translator run in `run_dir`."""
+    """``(config, trained Seq2Seq)`` of the translator run in `run_dir` (the task of its
+    preset)."""
+    from kerasrnn.seq2seq import Seq2Seq
     from recipes import translator
     from recipes.files import saved_config
 
-    import_schedules()
     config = saved_config(translator.DEFAULTS, run_dir)
-    return config, translator.Translator.from_run(config)
+    return config, Seq2Seq.from_preset(run_dir, compile=False)
 
 
 def time_translator(label, run_dir, args, log):
@@ -543,7 +551,7 @@ def time_translator(label, run_dir, args, log):
     with tempfile.TemporaryDirectory() as folder:
         for runtime in TRANSLATOR_RUNTIMES:
             try:
-                runners[runtime] = translator_runner(trained, runtime, folder)[0]
+                runners[runtime] = translator_runner(config, trained, runtime, folder)[0]
             except Exception as error:  # reported, not fatal
                 failed[runtime] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
             log(f"  translator: {runtime} ready")

@@ -3,7 +3,7 @@
 Trains the translator recipe (bidirectional GRU encoder, Bahdanau-attention GRU decoder)
 on the Multi30k German -> English pairs of at most 16 words a side, for a few CPU
 minutes, then translates a held-out sentence of test_2016_flickr with beam search and
-draws the attention weights beam search returned (`Translator.heatmap`). Prints the
+draws the attention weights beam search returned (`Seq2Seq.attention`). Prints the
 sentence, its translation, the reference and the matrix it plots.
 
     PYTHONPATH=. python docs/figures/attention_heatmap.py [--epochs 6]
@@ -20,6 +20,8 @@ import numpy as np
 
 from figlib import HERE
 from kerasrnn.data import load_parallel_text
+from kerasrnn.seq2seq import Seq2Seq
+from kerasrnn.visualize import plot_alignments
 from recipes import common, translator
 
 MULTI30K = pathlib.Path(HERE).parents[2] / "shared" / "data" / "multi30k"
@@ -68,16 +70,19 @@ def main():
     )
     try:
         results = translator.train(config, {**splits, "test": None})
-        model = translator.Translator.from_run(config)
+        model = Seq2Seq.from_preset(output_dir, compile=False)
+        strategy = translator.search_strategy(config)  # beam search of `beam_size`
         sources, references = splits["test"]
         index = next(i for i, s in enumerate(sources) if 6 <= len(s.split()) <= 10)
         source = sources[index + SENTENCE]
-        translation = model.translate([source])[0]
-        result, source_tokens, target_tokens = model.alignments(source, model.strategy())
+        settings = translator.decoding_settings(config, model)
+        translation = model.generate([source], strategy, **settings)[0]
+        result, source_tokens, target_tokens = model.attention(source, strategy)
         weights = np.asarray(result.alignments)[0, 0, : len(target_tokens), : len(source_tokens)]
         path = os.path.join(HERE, "attention_heatmap.png")
-        model.heatmap(source, path)
-        bleu = model.evaluate(sources[:200], references[:200], beam_sizes=[5])["beam5"]["bleu"]
+        plot_alignments(result, source_tokens, target_tokens, path=path)
+        scores = translator.translation_scores(model, config, sources[:200], references[:200], [5])
+        bleu = scores["beam5"]["bleu"]
     finally:
         shutil.rmtree(output_dir, ignore_errors=True)
 

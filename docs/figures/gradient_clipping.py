@@ -22,6 +22,8 @@ import tensorflow as tf
 
 from figlib import plt, save
 from kerasrnn.data import language_model as lm_data
+from kerasrnn.losses import SequenceCrossEntropy
+from kerasrnn.models import LanguageModelPreprocessor
 from recipes import language_model
 
 TOKENS = 100_000
@@ -38,19 +40,20 @@ CONFIG = dict(
 )
 
 
-def train_curve(x, y, clipnorm, vocab_size, lr):
+def train_curve(x, y, clipnorm, vocabulary, lr):
     """Per-batch loss (NaN once diverged) and gradient norm of one epoch."""
     keras.utils.set_random_seed(CONFIG["seed"])
-    model = language_model.build_model(CONFIG, vocab_size, CONFIG["batch_size"], stateful=True)
-    loss_fn = language_model.make_loss(CONFIG)
+    preprocessor = LanguageModelPreprocessor(vocabulary, CONFIG["level"])
+    model = language_model.build_model(CONFIG, preprocessor, stateful=True)
+    # the recipe's loss: the mean over the real tokens, times the window length with
+    # loss_reduction sum_over_time
+    loss_fn = SequenceCrossEntropy(per_sequence=CONFIG["loss_reduction"] == "sum_over_time")
     optimizer = keras.optimizers.SGD(lr, global_clipnorm=clipnorm)
 
     @tf.function
     def step(inputs, targets):
         with tf.GradientTape() as tape:
-            per_token = loss_fn(targets, model(inputs, training=True))
-            real = tf.cast(targets != 0, per_token.dtype)  # as Keras: mean over real tokens
-            loss = tf.reduce_sum(per_token * real) / tf.reduce_sum(real)
+            loss = loss_fn(targets, model(inputs, training=True))
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply(gradients, model.trainable_variables)
         return loss, tf.linalg.global_norm(gradients)
@@ -75,12 +78,15 @@ def main():
     args = parser.parse_args()
     CONFIG["cell"] = args.cell
     began = time.time()
-    splits, vocabulary = language_model.load_data(CONFIG)
+    splits = language_model.read_splits(CONFIG)
+    vocabulary = lm_data.build_vocabulary(
+        splits["train"], max_size=CONFIG["max_vocab"] or None, min_freq=CONFIG["min_freq"]
+    )
     stream = lm_data.encode_stream(splits["train"], vocabulary)[:TOKENS]
     x, y = lm_data.stream_windows(stream, CONFIG["batch_size"], CONFIG["steps"])
     runs = {
-        "no clipping": train_curve(x, y, None, len(vocabulary), args.lr),
-        "global_clipnorm=5": train_curve(x, y, 5.0, len(vocabulary), args.lr),
+        "no clipping": train_curve(x, y, None, vocabulary, args.lr),
+        "global_clipnorm=5": train_curve(x, y, 5.0, vocabulary, args.lr),
     }
 
     print(
