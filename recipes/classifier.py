@@ -31,12 +31,8 @@ OPTIONS = common.data_options(
         "how to read the data specs (auto: tfds: prefix, several files = one per class, else TSV)",
         FORMATS,
     ),
-    valid_fraction=Option(
-        0.1, "part of `train` held out for validation when `valid` is not given; 0: no validation"
-    ),
-    test_fraction=Option(
-        0.0, "part of `train` held out for testing when `test` is not given; 0: no test set"
-    ),
+    valid_fraction=Option(0.1, "part of `train` held out without `valid`; 0: none"),
+    test_fraction=Option(0.0, "part of `train` held out without `test`; 0: none"),
     **common.vocabulary_options(
         30000,
         300,
@@ -49,9 +45,7 @@ OPTIONS = common.data_options(
     dropout=Option(0.5, "dropout rate between recurrent layers and before the output"),
     pooling=Option(
         "last",
-        "sentence vector: the last states, or the mean or max of "
-        "the unmasked states of the last layer, or concat: [last ; max ; mean] of them "
-        "(ULMFiT's concat pooling, for one direction)",
+        "the sentence vector: the last states, the mean or max over steps, or all three",
         POOLINGS,
     ),
     **transfer.TRANSFER_OPTIONS,
@@ -65,10 +59,7 @@ OPTIONS = common.data_options(
     naive_bayes_counts_valid=Option(
         False, "count the validation sentences into the Naive Bayes expert too"
     ),
-    bucket_boundaries=Option(
-        [10, 20, 30, 45],
-        "sentence lengths (tokens) where length buckets split; [] for plain batching",
-    ),
+    bucket_boundaries=Option([10, 20, 30, 45], "sentence lengths where buckets split; []: none"),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 
@@ -82,8 +73,6 @@ def load_examples(config, spec, split):
     from kerasrnn.data.specs import tfds_spec
 
     fmt = config["format"]
-    if fmt not in FORMATS:
-        raise common.ConfigError(f"`format` must be one of {FORMATS}, got {fmt!r}.")
     tfds = tfds_spec(spec, split)
     if fmt == "tfds" and tfds is None:
         tfds = tfds_spec(f"tfds:{spec}", split)
@@ -142,14 +131,8 @@ class ClassifierRecipe(common.Recipe):
         for name in ("valid", "test"):
             if splits.get(name):
                 common.check_labels(labels, splits[name][1], name, config[name])
-        if config["naive_bayes_scale"] < 0:  # (its type is checked by common.load_config)
-            raise common.ConfigError(
-                f"`naive_bayes_scale` must be >= 0, got {config['naive_bayes_scale']!r}."
-            )
 
     def prepare(self, config, splits):
-        """The preprocessor (its vocabulary also in vocab.txt, the labels in
-        labels.txt), optional pretrained vectors, and the datasets."""
         from kerasrnn.data import Vocabulary
         from kerasrnn.data.tokenizers import tokenize
         from kerasrnn.models import TextClassifierPreprocessor
@@ -230,9 +213,8 @@ class ClassifierRecipe(common.Recipe):
         return prepared.model.get("fit_callbacks", [])
 
     def after_fit(self, config, prepared, splits):
-        """With `naive_bayes`: the best checkpoint becomes its product with a
-        `NaiveBayesExpert` counted on the training sentences
-        (`TextClassifier.with_expert`)."""
+        """With `naive_bayes`: best.keras times a `NaiveBayesExpert` of the training
+        sentences (`TextClassifier.with_expert`)."""
         if not config["naive_bayes"]:
             return
         from kerasrnn.layers import NaiveBayesExpert
@@ -270,21 +252,9 @@ RECIPE = ClassifierRecipe()
 
 
 def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a classifier as configured and writes to ``config["output_dir"]``:
-    ``config.json``, ``vocab.txt``, ``labels.txt``, ``best.keras`` (the task with its
-    preprocessor; the folder is its preset), ``results.json`` (training history, valid
-    and test scores) and ``training_curves.png``.
-
-    Args:
-        config: a complete config (`common.load_config(OPTIONS, ...)`).
-        splits: optional ``{"train": (texts, labels), "valid": ..., "test": ...}``
-            instead of the config's files (the benchmark's cross-validation uses it).
-        callbacks: extra Keras callbacks.
-        continue_run: extend the finished run from its last epoch to ``epochs``.
-
-    Returns:
-        The results dict.
-    """
+    """Trains a classifier into ``output_dir`` (`common.Recipe.train`; `splits`:
+    optional ``{"train": (texts, labels), "valid": ..., "test": ...}``, as the
+    benchmark's cross-validation gives them)."""
     return RECIPE.train(config, splits, callbacks, continue_run)
 
 

@@ -35,30 +35,20 @@ class Range:
         self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
         self.integer, self.hint = integer, hint
 
-    def describe(self):
-        kind = "an integer" if self.integer else "a number"
-        if self.low is not None and self.high is not None:
-            text = (
-                f"{kind} in {'(' if self.low_open else '['}{self.low}, {self.high}"
-                f"{')' if self.high_open else ']'}"
-            )
-        elif self.low is not None:
-            text = f"{kind} {'>' if self.low_open else '>='} {self.low}"
-        else:
-            text = kind
-        return text + (f" ({self.hint})" if self.hint else "")
-
     def short(self):
         """The interval alone, for ``--help`` (whose metavar says INT or FLOAT and whose
         text says what the special values mean): ``in [0, 1)``, ``>= 1``; "" for none."""
         if self.low is not None and self.high is not None:
-            return (
-                f"in {'(' if self.low_open else '['}{self.low}, {self.high}"
-                f"{')' if self.high_open else ']'}"
-            )
+            low, high = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"in {low}{self.low}, {self.high}{high}"
         if self.low is not None:
             return f"{'>' if self.low_open else '>='} {self.low}"
         return ""
+
+    def describe(self):
+        kind = "an integer" if self.integer else "a number"
+        text = f"{kind} {self.short()}".rstrip()
+        return text + (f" ({self.hint})" if self.hint else "")
 
     def problem(self, value):
         """None if `value` is allowed, else what it must be."""
@@ -133,21 +123,11 @@ def count_or_zero(hint=""):
 # means: off, all, the same as another size). tests/recipes/test_cli.py checks that
 # every numeric option of every recipe has one.
 CHECKS = {
-    **{
-        name: rate()
-        for name in (
-            "dropout",
-            "embedding_dropout",
-            "word_dropout",
-            "label_smoothing",
-            "weight_drop",
-            "locked_dropout",
-        )
-    },
-    **{
-        name: rate("a fraction of the training data")
-        for name in ("valid_fraction", "test_fraction")
-    },
+    **dict.fromkeys(
+        "dropout embedding_dropout word_dropout label_smoothing weight_drop locked_dropout".split(),
+        rate(),
+    ),
+    **dict.fromkeys(("valid_fraction", "test_fraction"), rate("a fraction of the training data")),
     "top_p": probability("0: all tokens"),
     "sampling_probability": probability(),
     "learning_rate": positive("a learning rate, e.g. 0.001"),
@@ -164,50 +144,19 @@ CHECKS = {
     "time_budget": non_negative("minutes; 0: off"),
     "warmup": rate("a fraction of the budget's steps"),
     "ema_momentum": rate("e.g. 0.999"),
-    **{
-        name: count()
-        for name in (
-            "batch_size",
-            "epochs",
-            "units",
-            "num_layers",
-            "encoder_units",
-            "decoder_units",
-            "attention_units",
-            "attention_layer_size",
-            "hidden_units",
-            "embedding_dim",
-            "char_units",
-            "beam_size",
-            "n_best",
-            "gen_length",
-            "max_decode_length",
-            "max_length",
-            "max_source_length",
-            "max_target_length",
-            "max_chars",
-            "max_vocab",
-            "min_freq",
-            "mirrored_cpus",
-            "naive_bayes_buckets",
-            "steps",
-            "sampling_steps",
-            "subword_vocab_size",
-        )
-    },
-    **{
-        name: count_or_zero()
-        for name in (
-            "char_dim",
-            "lr_decay_after",
-            "max_sentence_length",
-            "patience",
-            "top_k",
-            "heatmaps",
-            "naive_bayes",
-            "verbose",
-        )
-    },
+    **dict.fromkeys(
+        "batch_size epochs units num_layers encoder_units decoder_units attention_units "
+        "attention_layer_size hidden_units embedding_dim char_units beam_size n_best "
+        "gen_length max_decode_length max_length max_source_length max_target_length "
+        "max_chars max_vocab min_freq mirrored_cpus naive_bayes_buckets steps "
+        "sampling_steps subword_vocab_size".split(),
+        count(),
+    ),
+    **dict.fromkeys(
+        "char_dim lr_decay_after max_sentence_length patience top_k heatmaps naive_bayes "
+        "verbose".split(),
+        count_or_zero(),
+    ),
     "seed": count_or_zero("a random seed"),
     "token_column": count_or_zero("0: the first column"),
     "tag_column": Range(integer=True, hint="negative: from the right"),
@@ -242,8 +191,7 @@ class Defaults(dict):
 
 
 def defaults_of(options):
-    """``{name: default}`` of an options table (plain values pass through): a
-    `Defaults`."""
+    """``{name: default}`` of an options table (plain values pass through)."""
     return Defaults(options)
 
 

@@ -18,9 +18,8 @@ from recipes.config import (
 
 
 def tidy(value, digits=8):
-    """`value` (nested dicts, lists, numbers, numpy scalars) with every float rounded
-    to `digits` significant digits, for results people read: BLEU 100.00000000000004
-    is shown as 100.0. Non-finite floats become None (JSON has no NaN)."""
+    """`value` with every float rounded to `digits` significant digits (BLEU
+    100.00000000000004 reads 100.0) and non-finite ones None (JSON has no NaN)."""
     if hasattr(value, "tolist") and not isinstance(value, (list, dict, str)):
         value = value.tolist()  # numpy scalars and arrays
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
@@ -37,9 +36,7 @@ def tidy(value, digits=8):
 
 
 def write_json(path, data):
-    """Writes `data` as indented JSON (creating the folder; numbers through `tidy`),
-    atomically (`atomic_path`): a reader, or a re-run after a kill, sees the old file or
-    the new one, never half of one."""
+    """Writes `data` (through `tidy`) as indented JSON, atomically."""
     from kerasrnn.callbacks import write_json_atomically
 
     write_json_atomically(path, tidy(data), default=jsonable)
@@ -53,13 +50,8 @@ def jsonable(value):
 
 
 def read_json(path, keys=(), kind=(dict, list)):
-    """A JSON file of a run: an object or array of the types `kind`, an object with its
-    `keys`; a missing one says to run `train` first.
-
-    Raises:
-        RecipeError: a damaged file (not JSON, truncated, not of `kind`, a key of `keys`
-            missing): one line naming the file and what is wrong.
-    """
+    """A run's JSON file, of the types `kind` (an object: with its `keys`); a damaged
+    one is a one-line `RecipeError` naming it."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"not found: {path} (did `train` run with this output_dir?)")
     try:
@@ -113,9 +105,7 @@ def save_model(model, path):
 
 
 def run_files(config):
-    """The files of a run folder: the recipe's config.json and results.json beside the
-    training run's (`kerasrnn.callbacks.TrainingRun`: best.keras, last.weights.h5,
-    history.json, training_curves.png, backup/)."""
+    """The run folder's files: config.json and results.json beside `TrainingRun`'s."""
     from kerasrnn.callbacks.run import FILES
 
     out = config["output_dir"]

@@ -26,19 +26,14 @@ OPTIONS = dict(
     output_dir=Option("runs/language_model", common.COMMON_OPTIONS["output_dir"].help),
     # data
     train_file=Option(
-        f"{PTB}/ptb.train.txt",
-        "training text, one sentence per line "
-        "(plain or gzip; corpus:NAME/FILE: a kerasrnn.datasets corpus)",
+        f"{PTB}/ptb.train.txt", "training text, a sentence a line (plain, gzip or corpus:)"
     ),
     valid_file=Option(f"{PTB}/ptb.valid.txt", "validation text; empty: none"),
     test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
     level=Option("word", "tokens: whitespace-separated words or characters", ("word", "char")),
     unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
     vocabulary_file=Option(
-        None,
-        "a vocabulary.txt to use instead of one built from `train_file` (e.g. a "
-        "translator run's target_vocab.txt, for shallow fusion); null: built",
-        group="data",
+        None, "a vocabulary file to use (a translator's target_vocab.txt); null: built"
     ),
     **common.vocabulary_options(
         0,
@@ -50,20 +45,13 @@ OPTIONS = dict(
     ),
     batching=Option(
         "stream",
-        "stream: the corpus as one stream in stateful truncated-"
-        "BPTT windows; sentences: padded sentence batches",
+        "stream: stateful truncated-BPTT windows; sentences: padded sentence batches",
         ("stream", "sentences"),
     ),
     steps=Option(20, "unrolled steps per window (stream)"),
     max_sentence_length=Option(0, "cut longer sentences (sentences); 0: no limit"),
     # model (Zaremba et al.'s "small" configuration by default)
-    bidirectional=Option(
-        False,
-        "train a biLM: a forward and a backward LM (the backward "
-        "reads the text reversed and predicts the previous token) with "
-        "shared embedding and output layers; loss = the mean of the two; "
-        "generate/export use the forward LM only",
-    ),
+    bidirectional=Option(False, "a biLM: forward and backward LMs sharing embedding and readout"),
     **common.cell_options("lstm", units=200, num_layers=2),
     dropout=Option(0.0, "dropout rate on the non-recurrent connections"),
     tie_embeddings=Option(
@@ -76,20 +64,12 @@ OPTIONS = dict(
     embedding_dropout=Option(
         0.0, "whole-word dropout rate on the embedding rows (EmbeddingDropout; AWD-LSTM: 0.1)"
     ),
-    locked_dropout=Option(
-        0.0,
-        "locked (variational) dropout rate, one mask per sequence shared over time "
-        "(SpatialDropout1D), on the embeddings and after each layer, beside `dropout`",
-    ),
+    locked_dropout=Option(0.0, "variational dropout rate: one mask per sequence, every step"),
     ar_alpha=Option(0.0, "AR: weight of the mean squared last-layer output (AWD-LSTM: 2)"),
     tar_beta=Option(0.0, "TAR: weight of the mean squared step-to-step change of it (AWD-LSTM: 1)"),
     init_scale=Option(0.1, "weights uniform in [-s, s]; 0: Keras' initializers"),
     unroll=Option(False, "unroll the RNN time loop (short windows only)"),
-    jit_compile=Option(
-        True,
-        "compile the training step with XLA (on a 2-core CPU it "
-        "measured 1.2-1.3x faster for the small LSTM: bench/README.md)",
-    ),
+    jit_compile=Option(True, "compile the training step with XLA"),
     # training
     optimizer=Option("sgd", "the training optimizer: SGD or Adam", ("sgd", "adam")),
     **common.training_options(
@@ -99,39 +79,26 @@ OPTIONS = dict(
         epochs=13,
         patience=0,
     ),
-    lr_decay=Option(
-        0.5,
-        "after `lr_decay_after` epochs the rate is multiplied by this every epoch "
-        "(not with a `time_budget`, whose schedule sets the rate)",
-    ),
+    lr_decay=Option(0.5, "after `lr_decay_after` epochs, the rate's factor per epoch"),
     lr_decay_after=Option(4, "epochs at the initial rate before decaying"),
     loss_reduction=Option(
         "sum_over_time",
-        "sum_over_time: the paper's loss (summed over "
-        "the unrolled steps, averaged over the batch); mean: per token",
+        "the loss summed over a window's steps (Zaremba et al.) or per token",
         ("sum_over_time", "mean"),
     ),
     evaluate_test_each_epoch=Option(False, "also measure the test perplexity after every epoch"),
     init_from=Option(
-        None,
-        "run folder of a trained LM to start from (its vocabulary, architecture and best "
-        "weights; e.g. fine-tuning it on new text, ULMFiT's second stage); null: "
-        "random weights and a vocabulary of `train_file`",
+        None, "a trained LM's run folder to start from (vocabulary, architecture, weights)"
     ),
     extend_vocabulary=Option(
         0,
-        "with `init_from`: the words of `train_file` seen at least this many times that "
-        "its vocabulary lacks join it, their embedding and output rows starting at the "
-        "mean of its rows (ULMFiT's target vocabulary); 0: its vocabulary as it is",
+        "with `init_from`: words seen this often that it lacks join it, at the mean "
+        "embedding (ULMFiT); 0: off",
         check=count_or_zero("0: off"),
     ),
     # generation and export
     prompt=Option("", "generate: the prompt when none is given as an argument"),
-    method=Option(
-        "greedy",
-        "generate / export decoding (export: greedy or beam)",
-        ("greedy", "sample", "beam"),
-    ),
+    method=Option("greedy", "decoding (export: greedy or beam)", ("greedy", "sample", "beam")),
     gen_length=Option(30, "tokens generated at most"),
     **common.decoding_options(5, sampling=True),
 )
@@ -139,15 +106,8 @@ DEFAULTS = common.defaults_of(OPTIONS)
 
 # What `init_from` takes from the run it starts from: the options that shape the weights.
 INIT_ARCHITECTURE = (
-    "level",
-    "bidirectional",
-    "cell",
-    "cell_options",
-    "units",
-    "num_layers",
-    "embedding_dim",
-    "tie_embeddings",
-)
+    "level bidirectional cell cell_options units num_layers embedding_dim tie_embeddings"
+).split()
 
 
 # ------------------------------------------------------------------------------ data
@@ -177,9 +137,6 @@ def data_of(config, sentences, vocabulary, shuffle=False, source=None):
     padded sentence batches; `source` (the file) names the data in errors."""
     from kerasrnn.data.language_model import language_model_data
 
-    for key in ("batch_size", "steps"):
-        if config[key] < 1:
-            raise ConfigError(f"`{key}` must be a positive integer, got {config[key]!r}.")
     try:
         return language_model_data(
             sentences,
@@ -473,9 +430,8 @@ class LanguageModelRecipe(common.Recipe):
         return "perplexity", "min"
 
     def summarize(self, config, prepared, results, rows):
-        """`epochs` (one row per epoch), `train_seconds` and `tokens_per_second` of the
-        training passes only (summed over the epochs, before a resume too),
-        `wall_seconds` (this call's `fit`, per-epoch evaluation included)."""
+        """`epochs` (their rows), `train_seconds` and `tokens_per_second` of the training
+        passes alone (a resume's earlier epochs too), `wall_seconds` of this `fit`."""
         results.pop("history")
         results["wall_seconds"] = results.pop("train_seconds")
         train_seconds = sum(row["train_seconds"] for row in rows)
@@ -487,8 +443,7 @@ class LanguageModelRecipe(common.Recipe):
         return results
 
     def after_fit(self, config, prepared, splits):
-        """A model trained on stateful windows is saved without its states (its best
-        epoch's weights), for generation and export at any batch size."""
+        """A model of stateful windows is saved stateless, for any batch size."""
         if stream(config):
             best = os.path.join(config["output_dir"], "best.keras")
             common.save_model(self.load(config).stateless(), best)
@@ -503,8 +458,7 @@ class LanguageModelRecipe(common.Recipe):
         parser.add_argument("--input", help="a file with one prompt per line")
 
     def predict_rows(self, trained, config, texts, args=None):
-        """Each prompt's continuation (up to `gen_length` tokens, to the sentence's end)
-        and how many of its tokens the vocabulary lacks."""
+        """Each prompt's continuation and how many of its tokens are unknown."""
         prompts = list(texts) or [config["prompt"]]
         continuations = trained.generate(
             prompts, decoding_strategy(config), max_length=config["gen_length"]
@@ -564,11 +518,8 @@ class LanguageModelRecipe(common.Recipe):
 
 
 def export_embeddings(config, path, task):
-    """Writes the trained input embedding of the word-level LM `task` (the run in
-    ``config["output_dir"]``) as a word2vec / fastText ``.vec`` text file
-    (`kerasrnn.data.vectors.write_vectors`): a ``count dim`` header, then one line per
-    regular word of its vocabulary, most frequent first (the special tokens are left
-    out), which every recipe's ``--embeddings`` reads."""
+    """Writes the word-level LM `task`'s input embedding as a ``.vec`` text file
+    (`kerasrnn.data.vectors.write_vectors`; special tokens left out)."""
     from kerasrnn.data.vectors import write_vectors
     from kerasrnn.special_tokens import SPECIAL_TOKENS
 
@@ -589,20 +540,8 @@ RECIPE = LanguageModelRecipe()
 
 
 def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains, evaluates valid/test perplexity after each epoch, saves the vocabulary,
-    the best model by validation perplexity (``best.keras``, the task with its
-    preprocessor; the folder is its preset), the last epoch's weights and optimizer
-    state, ``results.json`` and ``training_curves.png``. Re-running an interrupted run
-    with the same config resumes it (`BackupAndRestore`), epoch rows and best score
-    included; `continue_run` extends a finished one.
-
-    Args:
-        config: a complete config (`common.load_config(OPTIONS, ...)`).
-        splits: optional ``{"train": sentences, "valid": ..., "test": ...}`` (token
-            lists) instead of the config's files.
-        callbacks: extra Keras callbacks.
-        continue_run: extend the finished run from its last epoch to ``epochs``.
-    """
+    """Trains a language model into ``output_dir`` (`common.Recipe.train`; `splits`:
+    optional ``{"train": sentences, "valid": ..., "test": ...}`` of token lists)."""
     return RECIPE.train(config, splits, callbacks, continue_run)
 
 

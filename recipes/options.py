@@ -28,7 +28,7 @@ GROUP_OF = {
             "token_column tag_column tfds_tags_key tag_scheme train_file valid_file test_file "
             "level unk_token batching steps max_sentence_length source_tokenizer target_tokenizer "
             "max_source_length max_target_length subword_vocab_size lowercase max_vocab "
-            "min_freq max_chars max_length bucket_boundaries task"
+            "min_freq max_chars max_length bucket_boundaries task vocabulary_file"
         ).split(),
         "data",
     ),
@@ -79,9 +79,8 @@ def group_of(key, option):
 
 
 def retuned(table, changes):
-    """`table` (an option group) with the recipe's `changes`: a plain value replaces an
-    option's default (its help stays), an `Option` replaces the option. A name that is
-    not in the group is a TypeError (a typo must not add an option)."""
+    """`table` with `changes`: a value replaces an option's default, an `Option` the
+    option; a name not in `table` is a TypeError (a typo must not add an option)."""
     unknown = sorted(set(changes) - set(table))
     if unknown:
         raise TypeError(f"{unknown} not in the option group {sorted(table)}")
@@ -98,9 +97,7 @@ def retuned(table, changes):
 
 
 def with_defaults(options, defaults):
-    """An options table whose defaults are `defaults` where it names them (e.g. a
-    command with its own tuned defaults, as the translator's demo): what its ``--help``
-    shows."""
+    """`options` with the `defaults` of a command that has its own (the demo's)."""
     return {
         key: option._replace(default=defaults[key]) if key in defaults else option
         for key, option in options.items()
@@ -115,25 +112,17 @@ _TRAINING = {
     "learning_rate": Option(1e-3, "the optimizer's learning rate"),
     "clipnorm": Option(5.0, "clip each gradient to this norm; 0 disables clipping"),
     "patience": Option(
-        3,
-        "early stopping: epochs without improvement of the validation "
-        "metric before training stops (the best weights are kept); 0 "
-        "disables it",
+        3, "early stopping: epochs without a better validation metric; 0 disables it"
     ),
     "time_budget": Option(
         0.0,
-        "minutes of training (from the start of fit): the learning rate follows "
-        "`budget_schedule` over the steps that fit in them (measured from the first "
-        "steps' speed), training stops when they are spent and `epochs` is only a cap; "
-        "best.keras is still the best validation epoch; 0: off (a constant rate)",
+        "minutes of training: the rate follows `budget_schedule` over the steps that fit "
+        "in them, `epochs` only a cap (docs/regularization.md); 0: off",
     ),
     "budget_schedule": Option(
         "cosine",
-        "the schedule of `time_budget`, peaking at `learning_rate` (or the pick of "
-        "`find_lr`): cosine (linear warmup, then cosine decay to 0), wsd (warmup, the "
-        "peak held, a linear decay to 0 over the last 20% of the steps), one_cycle "
-        "(PyTorch's OneCycleLR) or constant (the peak throughout: the budget only stops "
-        "training)",
+        "the schedule of `time_budget`, peaking at `learning_rate` or `find_lr`'s pick: "
+        "warmup then cosine decay, warmup-stable-decay, one-cycle, or constant",
         ("cosine", "wsd", "one_cycle", "constant"),
     ),
     "warmup": Option(
@@ -141,59 +130,36 @@ _TRAINING = {
     ),
     "find_lr": Option(
         True,
-        "with `time_budget`: pick the schedule's peak by a learning-rate range test "
-        "(kerasrnn.callbacks.LearningRateFinder: up to 100 steps from `learning_rate` / "
-        "1000 to `learning_rate` x 100 in the run's own train step, the weights and "
-        "optimizer state restored; the peak is a tenth of the rate of the lowest smoothed "
-        "loss) in at most a tenth of the budget after its first (compiling) step; the "
-        "peak is never below the floor `learning_rate` / the schedule's mean fraction "
-        "of its peak (2x for the cosine: the fixed schedule's mean rate), which also "
-        "stands when the sweep holds under 20 steps or its lowest loss is in its first "
-        "tenth; results.json gets its curve and pick",
+        "with `time_budget`: pick the peak by a learning-rate range test in a tenth of "
+        "the budget (kerasrnn.callbacks.find_budget_peak; its curve in results.json)",
     ),
     "averaging": Option(
         "none",
-        "weight averaging (kerasrnn.callbacks.PolyakAveraging, ExponentialAveraging): "
-        "polyak averages the weights of every step from the second epoch on, ema "
-        "keeps their exponential moving average (`ema_momentum`) from the second epoch "
-        "on, ntasgd averages them from the epoch the "
-        "monitored validation value stops improving (NT-ASGD over `patience` - 2 "
-        "epochs, so that early stopping leaves averaged epochs; 5 when `patience` is 0); "
-        "validation, best.keras, last.weights.h5 and the final model hold the average "
-        "(each epoch's row: averaged_steps); "
-        "none: off",
+        "weight averaging from the second epoch (polyak, ema) or from the epoch the "
+        "validation stops improving (ntasgd); checkpoints hold the average; none: off",
         ("none", "polyak", "ema", "ntasgd"),
     ),
     "ema_momentum": Option(
         0.999,
-        "with `averaging: ema`: m, the average's momentum; it is the plain mean of the "
-        "first 1 / (1 - m) steps, then an EMA over about that many",
+        "with `averaging: ema`: the moving average's momentum",
     ),
 }
 
 
 def training_options(**changes):
-    """The training group every recipe takes (batch size, epochs, learning rate,
-    clipping, early stopping, time budget, weight averaging), with the recipe's
-    `changes` (`retuned`: ``training_options(epochs=20)``)."""
+    """The training group with the recipe's `changes` (``training_options(epochs=20)``)."""
     return retuned(_TRAINING, changes)
 
 
 COMMON_OPTIONS = {
-    "output_dir": Option(
-        "runs/model",
-        "folder of the run: config, vocabularies, "
-        "checkpoints, results.json, training_curves.png, backups",
-    ),
+    "output_dir": Option("runs/model", "the run folder (a preset of the trained task)"),
     "seed": Option(1234, "random seed of weights, shuffling, dropout and held-out splits"),
     **_TRAINING,
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
     "strategy": Option(
         "default",
-        "tf.distribute strategy: default (one device), "
-        "mirrored (all GPUs; without GPUs, `mirrored_cpus` CPU replicas) "
-        "or multi_worker (MultiWorkerMirroredStrategy over the workers of "
-        "the TF_CONFIG environment variable; see docs/distributed.md)",
+        "tf.distribute strategy: one device, all GPUs (or `mirrored_cpus` CPU replicas), "
+        "or the TF_CONFIG workers (docs/distributed.md)",
         STRATEGIES,
     ),
     "mirrored_cpus": Option(
@@ -201,19 +167,16 @@ COMMON_OPTIONS = {
     ),
     "verbose": Option(
         1,
-        "Keras progress output on stderr: 0 silent, 1 progress bar, 2 one line per epoch, "
-        "3 as 2 plus TensorFlow's C++ logs and the export converters' messages",
+        "progress on stderr: 0 silent, 1 bar, 2 a line per epoch, 3 also TensorFlow's logs",
         (0, 1, 2, 3),
     ),
 }
 
 
 def data_options(output_dir, train, holdouts=(), **more):
-    """A recipe's options table: `COMMON_OPTIONS`, `output_dir` (its default folder),
-    the `train` / `valid` / `test` data specs (`train`: what a training data spec may
-    be; valid and test take the same forms, and the splits in `holdouts` are held out
-    of the training data when not given), the local files' `encoding`, the
-    `tfds_data_dir`, then the recipe's own options (`more`)."""
+    """A recipe's options: `COMMON_OPTIONS`, its `output_dir`, the data specs (`train`
+    says what one may be; the splits in `holdouts` are held out of it when not given),
+    `encoding`, `tfds_data_dir`, then its own options (`more`)."""
 
     def other(split, name):
         absent = f"hold out `{split}_fraction` of `train`" if split in holdouts else "none"
@@ -261,9 +224,8 @@ def _group(options, notes):
 
 
 def cell_options(default, units=None, num_layers=None, bidirectional=None, notes=None):
-    """The recurrent layers' options: `cell` (with `default`) and `cell_options`, and,
-    where given (not None), the defaults of `units`, `num_layers` and `bidirectional`;
-    `notes` (``{name: text}``) adds what an option means in the recipe to its help."""
+    """`cell` (default `default`), `cell_options` and, where not None, `units`,
+    `num_layers` and `bidirectional`; `notes` (``{name: text}``) extend their help."""
     return _group(
         {
             "cell": Option(
@@ -294,10 +256,8 @@ def cell_options(default, units=None, num_layers=None, bidirectional=None, notes
 def vocabulary_options(
     max_vocab, embedding_dim, lowercase=None, min_freq=1, embedding_dropout=None, notes=None
 ):
-    """The vocabulary and embedding options with the recipe's defaults: `lowercase`
-    (None: the recipe has no such option), `max_vocab`, `min_freq`, `embedding_dim` and
-    `embedding_dropout` (None: none); `notes` (``{name: text}``) adds what an option
-    means in the recipe to its help."""
+    """`max_vocab`, `min_freq`, `embedding_dim` and, where not None, `lowercase` and
+    `embedding_dropout`; `notes` (``{name: text}``) extend their help."""
     return _group(
         {
             "lowercase": None
@@ -320,9 +280,8 @@ LENGTH_NORMALIZATIONS = (None, "average", "gnmt")
 
 
 def decoding_options(beam_size, length_normalization="average", sampling=False, notes=None):
-    """The decoding options with the recipe's defaults: `beam_size`,
-    `length_normalization` and, with `sampling`, `temperature`, `top_k` and `top_p`;
-    `notes` (``{name: text}``) adds what an option means in the recipe to its help."""
+    """`beam_size`, `length_normalization` and, with `sampling`, `temperature`, `top_k`
+    and `top_p`; `notes` (``{name: text}``) extend their help."""
     options = {
         "beam_size": Option(beam_size, "beam width of beam search"),
         "length_normalization": Option(

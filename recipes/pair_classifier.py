@@ -25,35 +25,26 @@ OPTIONS = {
     key: option
     for key, option in common.data_options(
         "runs/pair",
-        "a SICK-style tab-separated file whose header names the columns sentence_A, "
-        "sentence_B, relatedness_score and entailment_judgment (others are ignored)",
+        "a SICK-style tab-separated file (sentence_A, sentence_B, relatedness_score and "
+        "entailment_judgment columns)",
         task=Option(
             "entailment",
             "the head: entailment (one of three judgments) or relatedness (a score in [1, 5])",
             TASKS,
         ),
         relatedness_target=Option(
-            "score",
-            "what the relatedness head learns: score (1 + 4 sigmoid, squared "
-            "error) or distribution (Tai et al. 2015: a distribution over 1..5, KL "
-            "divergence, read as its expected value)",
-            TARGETS,
+            "score", "the relatedness head: a score, or Tai et al.'s distribution", TARGETS
         ),
         **common.vocabulary_options(30000, 100, lowercase=True, embedding_dropout=0.2),
         **vectors.EMBEDDING_OPTIONS,
         **common.cell_options("lstm", units=128, num_layers=1, bidirectional=True),
         pooling=Option(
             "max",
-            "sentence vector: the last states, or the mean or max of "
-            "the unmasked states of the last layer, or concat: [last ; max ; mean] of them "
-            "(ULMFiT's concat pooling, for one direction)",
+            "the sentence vector: the last states, the mean or max over steps, or all three",
             POOLINGS,
         ),
         hidden_units=Option(128, "width of the tanh layer over the pair features"),
-        dropout=Option(
-            0.2,
-            "dropout rate between recurrent layers, on the pair features and on the hidden layer",
-        ),
+        dropout=Option(0.2, "dropout between recurrent layers, on the features and hidden layer"),
         max_length=Option(100, "tokens kept of each sentence (longer ones are cut)"),
         **transfer.TRANSFER_OPTIONS,
     ).items()
@@ -65,21 +56,11 @@ DEFAULTS = common.defaults_of(OPTIONS)
 # ------------------------------------------------------------------------------ data
 
 
-def check_config(config):
-    """Errors of the options that their table cannot express (the allowed values of
-    `task`, `relatedness_target` and `pooling` are checked by `common.load_config`)."""
-    if config["max_length"] < 1:
-        raise common.ConfigError(f"`max_length` must be >= 1, got {config['max_length']}.")
-
-
 def build_model(config, preprocessor):
-    """The configured `kerasrnn.models.PairClassifier` over `preprocessor`'s vocabulary:
-    ``{"sentence_a": ids, "sentence_b": ids}`` (batch, time) int32 -> entailment
-    probabilities (batch, 3), or the relatedness score (batch, 1) (with
-    ``relatedness_target: distribution``, also the distribution, as a dict)."""
+    """The configured `kerasrnn.models.PairClassifier` over `preprocessor`: entailment
+    probabilities (batch, 3) or the relatedness score (batch, 1) (and distribution)."""
     from kerasrnn.models import PairClassifier
 
-    check_config(config)
     head, classes = "classes", len(LABELS)
     if config["task"] == "relatedness":
         head, classes = config["relatedness_target"], 5
@@ -95,9 +76,8 @@ def build_model(config, preprocessor):
 
 
 def baselines(train_split, split):
-    """Simple reference points on `split`: the majority judgment of the training data,
-    the training mean as the score, and the word overlap (Jaccard) of the two sentences
-    as a relatedness predictor (its correlations)."""
+    """Simple reference points on `split`: the training data's majority judgment and
+    mean score, and the correlations of the sentences' word overlap (Jaccard)."""
     from kerasrnn.metrics import relatedness_scores
 
     _, _, train_scores, train_labels = train_split
@@ -175,17 +155,12 @@ class PairRecipe(common.Recipe):
     task = "PairClassifier"
     test_help = "a file of scored and judged pairs"
 
-    def check_config(self, config):
-        check_config(config)
-
     def load_examples(self, config, spec, split):
         from kerasrnn.data.loaders import load_sick
 
         return load_sick(spec, config["encoding"])
 
     def prepare(self, config, splits):
-        """The preprocessor (the vocabulary of both sentences of the training pairs,
-        also in vocab.txt) and the datasets."""
         from kerasrnn.data import Vocabulary
         from kerasrnn.data.tokenizers import tokenize
         from kerasrnn.models import PairClassifierPreprocessor
@@ -309,11 +284,7 @@ RECIPE = PairRecipe()
 
 
 def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains as configured and writes to ``config["output_dir"]``: ``config.json``,
-    ``vocab.txt``, ``best.keras`` (the task with its preprocessor; the folder is its
-    preset), ``results.json`` (history, valid and test scores beside the simple
-    baselines) and ``training_curves.png``. Returns the results dict (see
-    `common.Recipe.train` for the arguments)."""
+    """Trains a pair model into ``output_dir`` (`common.Recipe.train`)."""
     return RECIPE.train(config, splits, callbacks, continue_run)
 
 

@@ -1,16 +1,9 @@
-"""Transfer from a trained language model (ULMFiT, Howard & Ruder 2018) for the sentence
-recipes (classifier, pair classifier): ``--pretrained-lm RUN_DIR`` builds the encoder
-with the LM's vocabulary, embedding width, cell, units and layers (one direction, as the
-LM reads), copies the LM's embedding and recurrent weights in, and optionally first
-fine-tunes the LM on the target's training texts (``--lm-finetune-epochs``, written to
-``<output_dir>/lm_finetune``). The fine-tuning options (`TRANSFER_OPTIONS`) also work
-without a pretrained LM: the slanted triangular schedule, discriminative learning rates
-per layer group and gradual unfreezing (`kerasrnn.callbacks`), over the groups
-embedding | each recurrent layer | the head.
-
-No recipe imports another: the LM is read from its run folder (a preset, and its
-config.json), and its fine-tuning runs ``python -m recipes.language_model train
---init-from`` in a child process."""
+"""ULMFiT's transfer (Howard & Ruder 2018) for the sentence recipes: ``--pretrained-lm
+RUN_DIR`` gives the encoder the LM's vocabulary, shapes and weights, after an optional
+fine-tuning of the LM on the training texts; the slanted triangular schedule,
+discriminative rates and gradual unfreezing work without one too. No recipe imports
+another: the LM is read from its run folder, and fine-tuned by the language-model
+recipe in a child process."""
 
 import math
 import os
@@ -23,44 +16,33 @@ from recipes.files import read_json
 TRANSFER_OPTIONS = {
     "pretrained_lm": Option(
         None,
-        "run folder of a word-level `language_model train` (config.json, vocabulary.txt, "
-        "best.keras): the encoder takes its vocabulary, embedding width, cell, units and "
-        "layers (forward only) and starts from its weights; use the LM's text's "
-        "tokenisation (e.g. `lowercase`); null: off",
+        "a word-level language model's run folder: the encoder takes its vocabulary, "
+        "shapes and weights (forward only); null: off",
     ),
     "lm_finetune_epochs": Option(
         0,
-        "with `pretrained_lm`: epochs of LM fine-tuning on the training texts (Adam at "
-        "`learning_rate`, the validation texts for the best epoch) before the "
-        "classifier trains; 0: off",
+        "with `pretrained_lm`: epochs of LM fine-tuning on the training texts first; 0: off",
         check=count_or_zero("0: off"),
     ),
     "lm_extend_vocabulary": Option(
         0,
-        "with `lm_finetune_epochs`: the training texts' words seen at least this many "
-        "times that the LM lacks join its vocabulary before the fine-tuning, starting "
-        "from the mean embedding (ULMFiT's target vocabulary; ULMFiT: 2); 0: the LM's "
-        "vocabulary",
+        "with `lm_finetune_epochs`: words seen this often that the LM lacks join it "
+        "(ULMFiT: 2); 0: off",
         check=count_or_zero("0: off"),
     ),
     "lr_schedule": Option(
         "constant",
-        "the learning rate over training: constant, or slanted_triangular (ULMFiT: a "
-        "linear rise over the first 10% of the steps to `learning_rate`, then a linear "
-        "fall to 1/32 of it; with `time_budget` it spans the budget)",
+        "constant, or ULMFiT's slanted triangular rise and fall",
         ("constant", "slanted_triangular"),
     ),
     "discriminative_decay": Option(
         1.0,
-        "discriminative learning rates: each layer group (embedding, each recurrent "
-        "layer, the head) learns at the rate of the group above divided by this "
+        "each layer group learns at the rate of the group above divided by this "
         "(ULMFiT: 2.6); 1: one rate",
         check=Range(1, hint="1: off, ULMFiT: 2.6"),
     ),
     "gradual_unfreezing": Option(
-        False,
-        "train only the head in the first epoch, then unfreeze one more layer group "
-        "per epoch from the top (ULMFiT; TensorFlow backend)",
+        False, "train the head alone first, then unfreeze a layer group per epoch"
     ),
 }
 
@@ -83,9 +65,7 @@ def lm_config(run_dir):
 
 
 def adopt_lm(config):
-    """`config` with the encoder shapes of its ``pretrained_lm`` (unchanged without
-    one): the LM's cell, cell options, units and layers, its embedding width, one
-    direction."""
+    """`config` with the encoder shapes of its ``pretrained_lm`` (one direction)."""
     if not config.get("pretrained_lm"):
         if config.get("lm_finetune_epochs"):
             raise ConfigError("`lm_finetune_epochs` needs `pretrained_lm` (the LM to fine-tune).")
@@ -113,14 +93,10 @@ def adopt_lm(config):
 
 
 def finetune_lm(config, train_tokens, valid_tokens=None):
-    """ULMFiT's second stage: the pretrained LM trained on for ``lm_finetune_epochs``
-    on `train_tokens` (token lists; `valid_tokens` pick the best epoch), with its
-    architecture and vocabulary (``language_model train --init-from``, Adam at
-    `learning_rate`; with ``lm_extend_vocabulary`` the frequent new words join the
-    vocabulary), into ``<output_dir>/lm_finetune`` (its texts beside it in
-    ``lm_finetune_data/``); a finished stage of the same LM, epochs and extension there
-    is reused (``train --continue``, a resumed run). Returns that run folder (the
-    pretrained one when the stage is off) and its results.json (None when off)."""
+    """ULMFiT's second stage: ``language_model train --init-from`` the pretrained LM on
+    `train_tokens` for ``lm_finetune_epochs`` (Adam), into ``<output_dir>/lm_finetune``;
+    a finished stage of the same settings is reused. Returns the LM's run folder and
+    its results (None when the stage is off)."""
     source = config["pretrained_lm"]
     epochs = config["lm_finetune_epochs"]
     if not epochs:
@@ -177,8 +153,7 @@ def finetune_lm(config, train_tokens, valid_tokens=None):
 
 
 def summary(lm_dir, lm_results):
-    """What results.json says of the transfer: the LM run the weights came from and the
-    fine-tuning stage's perplexities (nothing without a pretrained LM)."""
+    """The transfer's part of results.json: the LM's run and the fine-tuning's curve."""
     if lm_dir is None:
         return {}
     out = {"pretrained_lm_weights": lm_dir}
@@ -199,9 +174,7 @@ def lm_vocabulary(run_dir):
 
 
 def copy_lm_weights(model, run_dir):
-    """Copies the embedding and the forward recurrent layers of the LM in `run_dir` into
-    `model`'s encoder (`kerasrnn.models.copy_language_model`); a shape that differs is
-    a `ConfigError`. Returns the number of arrays copied."""
+    """`kerasrnn.models.copy_language_model` of the LM in `run_dir` into `model`."""
     from kerasrnn.models import copy_language_model
 
     try:
@@ -226,11 +199,8 @@ def uses_fine_tuning(config):
 
 
 def optimizer(config, model, train_examples):
-    """The optimizer of a sentence model: `recipes.training.optimizer` (Adam) without
-    the fine-tuning options, else a `DiscriminativeAdam` over the `layer_groups` with the
-    configured schedule (slanted triangular over ``epochs`` x the batches of
-    `train_examples`; length buckets add a few batches per epoch, whose steps keep the
-    last rate)."""
+    """Adam (`recipes.training.optimizer`), or with the fine-tuning options a
+    `DiscriminativeAdam` over the `layer_groups` at the configured schedule."""
     from kerasrnn.callbacks import DiscriminativeAdam, SlantedTriangular, discriminative_factors
     from kerasrnn.models import layer_groups
     from recipes.training import learning_rate_schedule
@@ -249,8 +219,7 @@ def optimizer(config, model, train_examples):
 
 
 def fit_callbacks(config, model):
-    """`GradualUnfreezing` over the `layer_groups` when ``gradual_unfreezing`` (a frozen
-    embedding, ``freeze_embeddings``, stays out of it)."""
+    """`GradualUnfreezing` of the `layer_groups` (a frozen embedding left out)."""
     from kerasrnn.callbacks import GradualUnfreezing
     from kerasrnn.models import layer_groups
 

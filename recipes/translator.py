@@ -24,25 +24,17 @@ from recipes.config import count, non_negative
 FUSION_OPTIONS = dict(
     lm=Option(
         None,
-        "run folder of a language model trained on the target side with the target "
-        "vocabulary (the translator's lm-text command writes its text); decoding adds "
-        "lm_weight * its log-probabilities (shallow fusion); null: none",
+        "a target-side language model's run folder (its text from `lm-text`): decoding "
+        "adds lm_weight * its log-probabilities; null: none",
         group="decoding",
     ),
-    lm_weight=Option(
-        0.3,
-        "the language model's weight lambda in shallow fusion (with `lm`)",
-        group="decoding",
-    ),
+    lm_weight=Option(0.3, "with `lm`: the language model's weight", group="decoding"),
 )
 
 # --copy-attention: `kerasrnn.seq2seq.CopyReadout` (docs/seq2seq.md, copy attention)
 COPY_OPTIONS = dict(
     copy_attention=Option(
-        False,
-        "copy attention (a pointer-generator readout): the decoder may copy a source word "
-        "its target vocabulary lacks (word tokenizers)",
-        group="model",
+        False, "a pointer-generator readout: the decoder may copy source words", group="model"
     ),
     coverage_weight=Option(
         0.0, "with copy_attention: the weight of See et al.'s coverage loss", group="model"
@@ -53,16 +45,13 @@ COPY_OPTIONS = dict(
 DIVERSE_OPTIONS = dict(
     beam_groups=Option(
         1,
-        "diverse beam search (Vijayakumar et al. 2018): the beam in this many groups, each "
-        "penalised for the tokens the groups before it chose; beam_size a multiple of it; "
-        "1: beam search",
+        "diverse beam search: the beam in this many groups (dividing beam_size); 1: off",
         check=count(),
         group="decoding",
     ),
     beam_diversity=Option(
         0.5,
-        "diverse beam search: the penalty lambda per earlier group's hypothesis ending in "
-        "the same token",
+        "diverse beam search: the penalty per earlier group's choice of the same token",
         check=non_negative("0: independent groups"),
         group="decoding",
     ),
@@ -99,10 +88,7 @@ OPTIONS = common.data_options(
         0.05, "part of `train` held out for validation when `valid` is not given"
     ),
     source_tokenizer=Option(
-        "word",
-        "source tokens: words (punctuation split off), characters, or subwords learned "
-        "from the training side (WordPiece, SentencePiece's unigram model, BPE)",
-        TOKENIZERS,
+        "word", "source tokens: words, characters or learned subwords", TOKENIZERS
     ),
     target_tokenizer=Option("word", "target tokens, as `source_tokenizer`", TOKENIZERS),
     **common.vocabulary_options(
@@ -126,9 +112,7 @@ OPTIONS = common.data_options(
     encoder_units=Option(256, "encoder units per direction"),
     decoder_units=Option(512, "decoder cell units"),
     attention=Option(
-        "bahdanau",
-        "attention: Bahdanau (additive, s_{i-1}) or Luong (multiplicative, the current state)",
-        ("bahdanau", "luong"),
+        "bahdanau", "additive (Bahdanau) or multiplicative (Luong)", ("bahdanau", "luong")
     ),
     attention_units=Option(256, "Bahdanau's W_a width"),
     luong_score=Option("general", "Luong's score function", ("dot", "general", "concat")),
@@ -136,28 +120,17 @@ OPTIONS = common.data_options(
     attention_layer_size=Option(
         None, "width of the attentional vector tanh(W_c [c; h]); null: the mode's default"
     ),
-    dropout=Option(
-        0.2, "dropout rate on embeddings, between encoder layers and before the output layer"
-    ),
+    dropout=Option(0.2, "dropout on embeddings, between encoder layers, before the readout"),
     label_smoothing=Option(0.0, "label smoothing of the token cross-entropy"),
     scheduled_sampling=Option(
-        "off",
-        "scheduled sampling: the probability p of feeding "
-        "the model's own prediction, by training step",
-        SCHEDULES,
+        "off", "scheduled sampling: p(feed the model's own token) by step", SCHEDULES
     ),
     sampling_probability=Option(0.25, "the p the sampling schedule grows to"),
     sampling_steps=Option(5000, "linear: steps to reach p; inverse_sigmoid: steps to reach p / 2"),
     sampling_mode=Option(
-        "sample",
-        "scheduled sampling feeds a token drawn from the "
-        "model's distribution (as TFA's sampler) or its argmax",
-        ("sample", "argmax"),
+        "sample", "scheduled sampling feeds a drawn token or the argmax", ("sample", "argmax")
     ),
-    bucket_boundaries=Option(
-        [10, 20, 30, 40],
-        "source lengths (tokens) where length buckets split; [] for plain batching",
-    ),
+    bucket_boundaries=Option([10, 20, 30, 40], "source lengths where buckets split; []: none"),
     **vectors.SIDE_EMBEDDING_OPTIONS,
     **common.decoding_options(
         5, notes={"beam_size": "translate, export and the scores; 1: greedy"}
@@ -166,22 +139,15 @@ OPTIONS = common.data_options(
     max_length_ratio=Option(0.0, "> 0: at most ceil(ratio * source length) tokens"),
     readout_dtype=Option(
         "float32",
-        "precision of the readout matmul when decoding: "
-        "bfloat16 is faster on a CPU with AVX512-BF16 and approximate "
-        "(Seq2Seq.generate)",
+        "the decoding readout's precision (bfloat16: faster on AVX512-BF16, approximate)",
         ("float32", "bfloat16", "float16"),
     ),
     n_best=Option(
         None,
-        "hypotheses per input of the SavedModel's translate_n_best "
-        "signature (null: beam_size); given to `translate`, it prints the K "
-        "best of each input with their scores (beam search widens to K)",
+        "hypotheses of translate_n_best (null: beam_size); given to `translate`, the K "
+        "best of each input with their scores",
     ),
-    replace_unk=Option(
-        False,
-        "an output [UNK] becomes the source token with the highest "
-        "attention weight at that step (translate, evaluate, SavedModel)",
-    ),
+    replace_unk=Option(False, "an output [UNK] becomes the source token it attended to most"),
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
     **FUSION_OPTIONS,
     **COPY_OPTIONS,
@@ -209,9 +175,8 @@ def load_pairs(config, spec, split):
 
 
 def build_sides(config, sources, targets):
-    """The (source, target) `kerasrnn.data.text.TextSide` of the training sentences,
-    the source one extended by the words of `source_embeddings` (`embeddings_extend`),
-    and the vectors of each embedding layer (``{layer: WordVectors or None}``)."""
+    """The (source, target) `TextSide` of the training sentences (the source extended
+    by `embeddings_extend`), and ``{embedding layer: WordVectors or None}``."""
     from kerasrnn.data.text import TextSide
 
     if config["embeddings_extend"] and config["source_tokenizer"] != "word":
@@ -242,9 +207,8 @@ def build_sides(config, sources, targets):
 
 
 def save_sides(config, sides):
-    """Writes each side's vocabulary (``source_vocab.txt``, ``target_vocab.txt``) and
-    learned SentencePiece model (``source_subwords.model``, ...) into the run, for the
-    user's tools (a target-side language model's ``--vocabulary-file``)."""
+    """Writes each side's vocabulary and subword model into the run, for the user's
+    tools (a target-side language model's ``--vocabulary-file``)."""
     for name, side in zip(("source", "target"), sides):
         side.vocabulary.save(os.path.join(config["output_dir"], f"{name}_vocab.txt"))
         if side.subword_model is not None:
@@ -256,13 +220,9 @@ def save_sides(config, sides):
 
 
 def build_model(config, preprocessor, pretrained=None):
-    """The translator as a `kerasrnn.seq2seq.Seq2Seq` over `preprocessor`'s
-    vocabularies: a bidirectional `RNNEncoder` of `num_layers` layers, the learned
-    bridge, the attentive decoder (`attention`), dropout on the embeddings, between
-    encoder layers and before the readout, scheduled sampling and copy attention as
-    configured. It trains on ``{"source", "target_in"}`` -> ``target_out`` and decodes
-    text with `generate`. `pretrained` (`build_sides`' second value) starts the
-    embeddings from vectors, whose width then replaces ``embedding_dim``."""
+    """The configured `Seq2Seq` over `preprocessor`: a bidirectional `RNNEncoder`, the
+    dense bridge, the attentive decoder, scheduled sampling and copy attention;
+    `pretrained` (`build_sides`' second value) starts the embeddings from vectors."""
     pretrained = pretrained or {}
     config = vectors.width(config, *pretrained.values())
     import kerasrnn
@@ -332,10 +292,8 @@ def build_model(config, preprocessor, pretrained=None):
 
 
 def search_strategy(config, beam_size=None, n_best=1):
-    """The run's strategy of width `beam_size` (None: the run's) returning `n_best`
-    hypotheses (`kerasrnn.decoding.search`): greedy search for 1, else beam search
-    (diverse with `beam_groups` > 1) with the run's length normalisation; both with its
-    `max_length_ratio`."""
+    """`kerasrnn.decoding.search` of width `beam_size` (None: the run's) returning
+    `n_best` hypotheses, with the run's scorer, groups and `max_length_ratio`."""
     from kerasrnn import decoding
 
     beam_size = config["beam_size"] if beam_size is None else int(beam_size)
@@ -355,10 +313,7 @@ def search_strategy(config, beam_size=None, n_best=1):
 
 def n_best(config):
     """The hypotheses of the n-best outputs: `n_best`, or the beam size."""
-    k = config["n_best"] or config["beam_size"]
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise common.ConfigError(f"`n_best` must be an integer >= 1; got {k!r}.")
-    return k
+    return config["n_best"] or config["beam_size"]
 
 
 def fusion(config, task):
@@ -380,19 +335,13 @@ def fusion(config, task):
 
 
 def decoding_settings(config, task):
-    """`generate`'s settings of the run: its readout precision and the target-side
-    language model fused in (`lm`)."""
-    return {
-        "readout_dtype": config["readout_dtype"],
-        "fusion": fusion(config, task),
-    }
+    """`generate`'s settings of the run: its readout precision and its fusion."""
+    return {"readout_dtype": config["readout_dtype"], "fusion": fusion(config, task)}
 
 
 def translation_scores(task, config, sources, references, beam_sizes):
-    """BLEU (sacreBLEU's corpus BLEU), exact match, speed and 5 samples of the run's
-    translations per beam size (1: "greedy", k: "beam<k>"). With `lowercase` the
-    translations can only be lower-case, so the references are lower-cased as the
-    target tokenizer does: the scores are then case-insensitive (``"cased": false``)."""
+    """BLEU, exact match, speed and 5 samples per beam size (1: "greedy", k: "beam<k>");
+    with `lowercase` the references are lower-cased too (``"cased": false``)."""
     import time
 
     from kerasrnn.data.text import lower_graph
@@ -421,10 +370,8 @@ def translation_scores(task, config, sources, references, beam_sizes):
 
 
 def write_heatmaps(task, config, texts, name="attention"):
-    """The attention weights that decoding each text returned (the run's strategy), as
-    ``<output_dir>/<name>_<i>.png`` (`kerasrnn.visualize.plot_alignments`): one column
-    per source token, one row per token of the best hypothesis, its end included.
-    Returns their paths."""
+    """The attention weights of decoding each text as ``<output_dir>/<name>_<i>.png``
+    (`kerasrnn.visualize.plot_alignments`); returns their paths."""
     from kerasrnn.visualize import plot_alignments
 
     paths = []
@@ -467,8 +414,6 @@ class TranslatorRecipe(common.Recipe):
         return load_pairs(config, spec, split)
 
     def prepare(self, config, splits):
-        """The preprocessor (both sides, also in source_vocab.txt and target_vocab.txt)
-        and the datasets."""
         from kerasrnn.seq2seq import Seq2SeqPreprocessor
 
         sources, targets = splits["train"]
@@ -552,8 +497,6 @@ class TranslatorRecipe(common.Recipe):
         parser.add_argument("--input", help="a file with one sentence per line")
 
     def _predict(self, config, args):
-        """``translate``; with ``--n-best K`` given, the K best of each input with
-        their scores."""
         config = self.stored(config, args)
         task, texts = self.load(config), self.inputs_of(config, args)
         settings = decoding_settings(config, task)
@@ -605,19 +548,14 @@ RECIPE = TranslatorRecipe()
 
 
 def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a translator (`common.Recipe.train`; `splits`: optional ``{"train":
-    (sources, targets), "valid": ..., "test": ...}``) and writes ``source_vocab.txt``,
-    ``target_vocab.txt``, ``best.keras`` (the task with its preprocessor; the folder is
-    its preset), ``results.json`` (history; BLEU on the test set, greedy and beam
-    search) and ``training_curves.png`` into ``output_dir``."""
+    """Trains a translator into ``output_dir`` (`common.Recipe.train`; `splits`:
+    optional ``{"train": (sources, targets), "valid": ..., "test": ...}``)."""
     return RECIPE.train(config, splits, callbacks, continue_run)
 
 
 def _run_lm_text(config, args):
-    """Writes the run's training (and validation) targets in its own target tokens, one
-    sentence per line (tokens joined by spaces), into ``--text-dir`` (train.txt,
-    valid.txt): a target-side language model's text (``language_model train
-    --batching sentences --vocabulary-file <run>/target_vocab.txt``)."""
+    """The run's training and validation targets in its target tokens, one sentence a
+    line, as ``--text-dir``'s train.txt and valid.txt: a target-side LM's text."""
     config = RECIPE.stored(config, args)
     target = RECIPE.load(config).preprocessor.target
     os.makedirs(args.text_dir, exist_ok=True)
@@ -635,8 +573,7 @@ def _run_lm_text(config, args):
 
 
 def _run_heatmap(config, args):
-    """One attention heatmap PNG per sentence, ``heatmap_<i>.png`` in the run folder:
-    the alignments decoding returned for the translation `translate` gives."""
+    """One attention heatmap PNG per sentence, ``heatmap_<i>.png`` in the run folder."""
     config = RECIPE.stored(config, args)
     texts = RECIPE.inputs_of(config, args)
     if not texts:
@@ -651,9 +588,8 @@ def _run_heatmap(config, args):
 
 
 def demo(config, data=None, examples=30000, test_examples=1000, log=print):
-    """The main job: trains on generated dates (or the `data` files), scores the
-    held-out pairs, prints beam-search translations, writes attention heatmaps and
-    exports the SavedModel. Returns the summary (also in ``demo.json``)."""
+    """Trains on generated dates (or the `data` files), scores the held-out pairs,
+    prints translations, draws heatmaps, exports the SavedModel; returns the summary."""
     from kerasrnn.data.specs import holdout
     from kerasrnn.export import export_task
     from kerasrnn.tasks import date_translation_task

@@ -1,60 +1,46 @@
-"""Pretrained word vectors in the recipes: the options (`EMBEDDING_OPTIONS` for a recipe
-with one word vocabulary, `SIDE_EMBEDDING_OPTIONS` for the translator's two sides), the
-vectors of a run (`load`: `kerasrnn.data.vectors.load_vectors` with the coverage logged
-on stderr at the start of training and recorded in results.json) and their copy into the
-built model's embedding layer, frozen or fine-tuned (`RunVectors.apply`)."""
+"""Pretrained word vectors in the recipes: the options (`EMBEDDING_OPTIONS`, and the
+translator's `SIDE_EMBEDDING_OPTIONS`), a run's vectors (`load`, their coverage logged)
+and their copy into the built model's embedding layers (`apply`)."""
 
 import sys
 
 from recipes.config import Option, count_or_zero
 
-_FORMATS = (
-    "word2vec/GloVe text with or without its 'count dim' header line, fastText .vec or "
-    "word2vec binary (gzip too)"
-)
+_FORMATS = "word2vec or GloVe text, fastText .vec, word2vec binary; gzip too"
 EMBEDDING_OPTIONS = {
     "embeddings": Option(
         None,
-        f"a word-vector file ({_FORMATS}) whose vectors start the word embedding (its "
-        "width replaces `embedding_dim`; words it lacks start random at its scale); "
-        "null: off",
+        f"a word-vector file ({_FORMATS}) that starts the word embedding (its width "
+        "replaces `embedding_dim`); null: off",
     ),
-    "freeze_embeddings": Option(
-        False, "with `embeddings`: keep the word embedding fixed in training (else fine-tuned)"
-    ),
+    "freeze_embeddings": Option(False, "with `embeddings`: keep the word embedding fixed"),
     "embeddings_extend": Option(
         0,
-        "with `embeddings`: the file's N most frequent words that the training data lacks "
-        "join the vocabulary with their vectors (then best frozen: held-out words keep "
-        "a pretrained vector); 0: off",
+        "with `embeddings`: the file's N most frequent words join the vocabulary; 0: off",
         check=count_or_zero("0: off"),
     ),
 }
 SIDE_EMBEDDING_OPTIONS = {
     "source_embeddings": Option(
         None,
-        f"a word-vector file ({_FORMATS}) for the source embedding (its width replaces "
-        "`embedding_dim`); null: off",
+        f"a word-vector file ({_FORMATS}) for the source embedding; null: off",
     ),
     "target_embeddings": Option(
         None,
-        "a word-vector file for the target embedding (the width of the source side's, "
-        "if both are given); null: off",
+        "a word-vector file for the target embedding; null: off",
     ),
     "freeze_embeddings": EMBEDDING_OPTIONS["freeze_embeddings"]._replace(
-        help="keep the embeddings that start from vectors fixed in training (else fine-tuned)"
+        help="keep the embeddings that start from vectors fixed"
     ),
     "embeddings_extend": EMBEDDING_OPTIONS["embeddings_extend"]._replace(
-        help="with `source_embeddings`: the file's N most frequent words that the training "
-        "sources lack join the source vocabulary with their vectors; 0: off"
+        help="with `source_embeddings`: its N most frequent words join the vocabulary; 0: off"
     ),
 }
 
 
 def load(config, vocabulary, key="embeddings", extend=True, lowercase=False):
-    """The `kerasrnn.data.vectors.WordVectors` of ``config[key]`` aligned to
-    `vocabulary` (extended by ``embeddings_extend`` words when `extend`), its coverage
-    logged; None when the option is off."""
+    """The `WordVectors` of ``config[key]`` for `vocabulary` (extended by
+    ``embeddings_extend`` words when `extend`), or None."""
     from kerasrnn.data.vectors import load_vectors
 
     path = config.get(key)
@@ -67,15 +53,13 @@ def load(config, vocabulary, key="embeddings", extend=True, lowercase=False):
 
 
 def info(named):
-    """``{"pretrained_vectors": {name: coverage}}`` of the loaded vectors in `named`
-    (``{name: WordVectors or None}``), for results.json; {} when there are none."""
+    """``{"pretrained_vectors": {name: coverage}}`` of `named`'s vectors, for results.json."""
     coverage = {name: v.coverage() for name, v in named.items() if v is not None}
     return {"pretrained_vectors": coverage} if coverage else {}
 
 
 def width(config, *vectors):
-    """`config` with ``embedding_dim`` the vectors' width (unchanged without vectors);
-    vectors of different widths are a one-line error."""
+    """`config` with ``embedding_dim`` the vectors' width (they must share one)."""
     from recipes.config import ConfigError
 
     dims = {v.dim: v.path for v in vectors if v is not None}
@@ -89,8 +73,7 @@ def width(config, *vectors):
 
 
 def find_layer(model, name):
-    """The layer called `name` anywhere in `model`: in nested models' `layers` and in
-    the layer attributes of subclassed layers (e.g. a `Seq2SeqBackbone`'s)."""
+    """The layer called `name` anywhere in `model`, nested layers' attributes too."""
     import keras
 
     stack, seen = [model], set()
@@ -107,9 +90,7 @@ def find_layer(model, name):
 
 
 def apply(model, config, named):
-    """Copies each loaded vectors of `named` (``{embedding layer name: WordVectors or
-    None}``) into that layer of the built `model`, frozen with ``freeze_embeddings``.
-    Returns `model`."""
+    """Copies `named`'s vectors (``{layer name: WordVectors or None}``) into `model`."""
     for name, vectors in named.items():
         if vectors is not None:
             vectors.initialize(find_layer(model, name), not config["freeze_embeddings"])
