@@ -6,7 +6,9 @@ ignored). A block preceded by `<!-- no-run: REASON -->` is skipped with that rea
 only for examples that need a trained run directory or ../shared/data, which the test
 suite cannot produce in seconds, or a process started with another backend (the JAX
 data-parallel example of docs/distributed.md, which tests/test_edges_distributed.py runs
-in a subprocess).
+in a subprocess). A block preceded by `<!-- runs: runs/ner=tiny_tagger ... -->` runs
+with a copy of each named session run (tests/conftest.py: a run folder the recipe's
+command line trained) at the path its code reads.
 """
 
 import contextlib
@@ -14,6 +16,7 @@ import io
 import linecache
 import pathlib
 import re
+import shutil
 
 import keras
 import pytest
@@ -23,12 +26,14 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 _FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<info>[^`]*)$")
 _NO_RUN = re.compile(r"^<!--\s*no-run:\s*(?P<reason>\S.*?)\s*-->$")
+_RUNS = re.compile(r"^<!--\s*runs:\s*(?P<runs>\S.*?)\s*-->$")
 _OUTPUT = "<!-- output -->"
 
 
 class Example:
-    def __init__(self, path, line, code, skip=None, output=None):
+    def __init__(self, path, line, code, skip=None, output=None, runs=None):
         self.path, self.line, self.code, self.skip, self.output = path, line, code, skip, output
+        self.runs = runs or {}
 
     @property
     def name(self):
@@ -70,7 +75,14 @@ def collect(text, path="<text>"):
                 skip = match["reason"]
             else:
                 skip = None
-            examples.append(Example(path, line, code, skip))
+            runs = {}
+            if previous.startswith("<!-- runs"):
+                match = _RUNS.match(previous)
+                pairs = [item.partition("=") for item in match["runs"].split()] if match else []
+                if not pairs or not all(fixture for _, _, fixture in pairs):
+                    raise ValueError(f"{path}:{line}: a runs marker lists PATH=FIXTURE pairs")
+                runs = {folder: fixture for folder, _, fixture in pairs}
+            examples.append(Example(path, line, code, skip, runs=runs))
         elif previous == _OUTPUT:
             if not examples or language != "text":
                 raise ValueError(
@@ -111,9 +123,11 @@ EXAMPLES = list(all_examples())
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="examples use TF")
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
-def test_example_runs(example, tmp_path, monkeypatch):
+def test_example_runs(example, tmp_path, monkeypatch, request):
     if example.skip:
         pytest.skip(example.skip)
+    for folder, fixture in example.runs.items():  # copies: an example may write into one
+        shutil.copytree(request.getfixturevalue(fixture), tmp_path / folder)
     monkeypatch.chdir(tmp_path)
     run(example)
 
@@ -189,6 +203,12 @@ def test_runner_fails_on_broken_examples():
 def test_markers_are_checked():
     with pytest.raises(ValueError, match="reason"):
         collect("<!-- no-run -->\n```python\npass\n```\n")
+    with pytest.raises(ValueError, match="PATH=FIXTURE"):
+        collect("<!-- runs: runs/a -->\n```python\npass\n```\n")
+    (example,) = collect(
+        "<!-- runs: runs/a=tiny_tagger b=tiny_classifier -->\n```python\npass\n```\n"
+    )
+    assert example.runs == {"runs/a": "tiny_tagger", "b": "tiny_classifier"}
     with pytest.raises(ValueError, match="must follow a python block"):
         collect("```sh\nls\n```\n\n<!-- output -->\n```text\nx\n```\n")
 
