@@ -1200,8 +1200,9 @@ def translator_lm(argv=None):
 
     config = common.saved_config(recipe.DEFAULTS, args.run_dir, {"beam_size": args.beam_size})
     trained = Seq2Seq.from_preset(args.run_dir, compile=False)
-    # the LM run checked (a forward LM of the translator's target vocabulary) up front
-    recipe.fusion(dict(config, lm=args.lm_dir), trained.preprocessor.target.vocabulary)
+    # the LM run checked up front (a forward LM of the translator's target vocabulary),
+    # as the recipe's --lm is
+    recipe.decoding_settings(dict(config, lm=args.lm_dir), trained)
     data, n = pathlib.Path(args.data), args.sentences or None
     splits = {
         name: [side[:n] for side in load_parallel_text(data / f"{s}.de.gz", data / f"{s}.en.gz")]
