@@ -335,8 +335,12 @@ def fusion(config, task):
 
 
 def decoding_settings(config, task):
-    """`generate`'s settings of the run: its readout precision and its fusion."""
-    return {"readout_dtype": config["readout_dtype"], "fusion": fusion(config, task)}
+    """`generate`'s settings of the run: its length, readout precision and fusion."""
+    return {
+        "max_length": config["max_decode_length"],
+        "readout_dtype": config["readout_dtype"],
+        "fusion": fusion(config, task),
+    }
 
 
 def translation_scores(task, config, sources, references, beam_sizes):
@@ -514,6 +518,8 @@ class TranslatorRecipe(common.Recipe):
         return {
             "strategy": search_strategy(config),
             "n_best_strategy": search_strategy(config, n_best=n_best(config)),
+            "max_length": config["max_decode_length"],
+            "readout_dtype": config["readout_dtype"],
         }
 
     def extra_commands(self):

@@ -163,11 +163,12 @@ class RNN(keras.layers.RNN):
        no peepholes or coupling, no recurrent dropout; `kerasrnn.cells.rnn.fused_kind`
        over `kerasrnn.cells.recurrence_spec`): the cell's own weights go to
        Keras' fused LSTM/GRU implementation, the one `keras.layers.LSTM` / `GRU` use:
-       cuDNN on a GPU with TensorFlow, JAX or PyTorch; on PyTorch's CPU a loop with the
-       input projection hoisted. Where that implementation declines (a CPU with
-       TensorFlow or JAX; masks the backend's kernel cannot take), the next way runs.
-       On JAX an unmasked LSTM skips this way for the next, which trained faster than
-       cuDNN on a GPU (`bench/gpu.py`).
+       cuDNN on a GPU with TensorFlow (right-padding masks too) or PyTorch (no mask);
+       on PyTorch's CPU a loop with the input projection hoisted; `lax.scan` for the
+       GRU on JAX. Where that implementation declines (a CPU with TensorFlow; masks
+       the backend's kernel cannot take), the next way runs. On JAX the LSTM skips
+       this way for the next, which trained faster there (`bench/gpu.py`): no call
+       reaches cuDNN on JAX.
        A cell in `kerasrnn.layers.WeightDrop` counts as the cell it wraps, with the
        recurrent kernel it drops for the call (ways 1 and 2).
     2. **Written-out backward pass** (the same LSTM cells, no mask, not unrolled):
@@ -255,10 +256,9 @@ class RNN(keras.layers.RNN):
         """The `PathConditions` of a call with these inputs."""
         kind = fused_kind(self) if self.fast_path else None
         lstm = kind == "lstm" and not self.unroll
-        # On JAX an unmasked LSTM takes the written-out loop before Keras' fused kernel
-        # (cuDNN on a GPU; on a CPU JAX has none): on an H100 a training step took 0.87x
-        # `nn.LSTM`'s against cuDNN's 1.15x at batch 64 x 100 steps x 256 units, and 2.25x
-        # both at 256 x 200 x 1024 (`bench/gpu.py`, bench/README.md).
+        # On JAX an unmasked LSTM takes the written-out loop before Keras' fused kernel:
+        # on a GPU its training step measured faster at batch 64 x 100 x 256 and level at
+        # 256 x 200 x 1024 (bench/results/gpu.json).
         return PathConditions(
             fused=kind is not None,
             lstm=lstm,

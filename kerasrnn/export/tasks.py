@@ -3,6 +3,8 @@ returns strings, or as an onnxruntime / LiteRT bundle (ids-in / ids-out graphs,
 ``deploy.json`` and the numpy-only reference client): each task's writer, chosen by
 the task's class."""
 
+import keras
+
 from kerasrnn.export.bundle import FORMATS
 from kerasrnn.export.classifier import (
     classifier_bundle,
@@ -28,6 +30,7 @@ def export_task(
     max_length=None,
     sequence_length=64,
     quantization=None,
+    readout_dtype="float32",
     verbose=False,
 ):
     """Writes `task` (a `kerasrnn.models` task with its preprocessor) for serving.
@@ -68,6 +71,7 @@ def export_task(
             ONNX file that goes through the LiteRT graph.
         quantization: None (float32), "dynamic_int8" (both formats) or "float16"
             (LiteRT), as `export_bundle` takes it.
+        readout_dtype: the translator SavedModel's readout precision (`generate`'s).
         verbose: let Keras print the saved variables (SavedModel).
 
     Returns:
@@ -83,10 +87,16 @@ def export_task(
             "so build the task with `preprocessor=` (or export the network itself with "
             "kerasrnn.export.export_onnx / export_litert / model.export)."
         )
+    if keras.backend.backend() != "tensorflow":  # the text path is TensorFlow ops
+        raise ValueError(
+            f"export_task writes TensorFlow graphs; got the {keras.backend.backend()!r} "
+            "backend: run the export with KERAS_BACKEND=tensorflow (a run trained on any "
+            "backend loads there)."
+        )
     if isinstance(task, LanguageModel):  # trained on stateful windows: served row by row
         task = task.stateless()
     if format == "saved_model":
-        endpoints = _endpoints(task, strategy, n_best_strategy, max_length)
+        endpoints = _endpoints(task, strategy, n_best_strategy, max_length, readout_dtype)
         track = task.preprocessor.resources()
         return export_saved_model(path, task, endpoints, track=track, verbose=verbose)
     if isinstance(task, Seq2Seq):
@@ -103,9 +113,9 @@ def export_task(
     return writers[_kind(task, writers)](task, path, format, sequence_length, quantization)
 
 
-def _endpoints(task, strategy, n_best_strategy, max_length):
+def _endpoints(task, strategy, n_best_strategy, max_length, readout_dtype):
     if isinstance(task, Seq2Seq):
-        return translator_endpoints(task, strategy, n_best_strategy, max_length)
+        return translator_endpoints(task, strategy, n_best_strategy, max_length, readout_dtype)
     if isinstance(task, LanguageModel):
         return language_model_endpoints(task, strategy, max_length)
     writers = {

@@ -218,6 +218,7 @@ class GenerativeTask(Task):
         jit_compile: "bool | str" = "auto",
         fusion: "decoding.ShallowFusion | None" = None,
         return_scores: bool = False,
+        batch_size: int | None = None,
     ) -> Any:
         """Decodes a batch of token ids, or text.
 
@@ -233,8 +234,8 @@ class GenerativeTask(Task):
             inputs: int ids `(batch, length)` padded with `pad_id` (a `Seq2Seq`'s
                 sources; a `LanguageModel`'s prompts, each starting with the boundary
                 token it was trained to read before a sentence); or, with a
-                preprocessor, text: a string or a list of strings (each decoded in
-                batches of 64, in order of length).
+                preprocessor, text: a string or a list of strings (decoded in
+                batches of `batch_size`, in order of length).
             strategy: a `kerasrnn.decoding` strategy (`GreedySearch()`,
                 `RandomSampling(...)`, `BeamSearch(...)`, your own subclass), a name
                 ("greedy", "sample", "beam") or None: the task's `sampler` (set by
@@ -266,6 +267,7 @@ class GenerativeTask(Task):
             return_scores: text only: each result is the list of the strategy's
                 `n_best` hypotheses, best first, as ``{"text", "score"}`` dicts (else
                 the best hypothesis' text alone).
+            batch_size: text only: texts decoded per batch (default 64).
 
         Returns:
             For ids, a `kerasrnn.decoding.DecodeResult` with tokens int32 `(batch, n,
@@ -314,9 +316,12 @@ class GenerativeTask(Task):
                     return [[{"text": t, "score": s} for t, s in row] for row in found]
                 return [row[0][0] for row in found]
 
-            return self._each_text_batch(inputs, None, hypotheses)
-        if return_scores:
-            raise ValueError("`return_scores` is for text; a DecodeResult holds the scores.")
+            return self._each_text_batch(inputs, batch_size, hypotheses)
+        if return_scores or batch_size is not None:
+            raise ValueError(
+                "`return_scores` and `batch_size` are for text; a DecodeResult holds the "
+                "scores of the batch of ids given."
+            )
         return self.generate_ids(
             self._generation_inputs(inputs), return_alignments is not False, **settings
         )
