@@ -27,7 +27,7 @@ install: $(VENV)/.installed
 # TF_CPP_MIN_LOG_LEVEL unset (or 1-3): the recipes silence TensorFlow's start-up lines
 # themselves (0 asks for TensorFlow's own logging).
 demo: $(VENV)/.base-installed
-	$(PY) -m recipes.translator demo
+	$(VENV)/bin/kerasrnn translator demo
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
 # decoding, seq2seq, losses, layers incl. the CRF and the regularisers, the callbacks incl.

@@ -1,10 +1,10 @@
 """The recipes' command line: one `Parser` per recipe (``--version``, a subcommand
 per command, a flag per option it takes in its ``--help`` group, booleans as
 ``--crf`` / ``--no-crf`` switches, choices shown, example commands, each value checked
-at parse time), `main`
-(JSON result on stdout, everything else on stderr, one-line errors with exit status 2)
-and the options reference of docs/cli.md (`options_markdown`). Imports neither
-TensorFlow nor Keras: ``--help`` and a bad flag answer before TensorFlow would start."""
+at parse time) and `main` (JSON result on stdout, everything else on stderr, one-line
+errors with exit status 2); tools/cli_docs.py writes docs/cli.md from the same tables.
+Imports neither TensorFlow nor Keras: ``--help`` and a bad flag answer before
+TensorFlow would start."""
 
 import argparse
 import contextlib
@@ -351,35 +351,3 @@ def main(argv, prog, description, options, commands, examples=None):
             flush=True,
         )
     return 0
-
-
-def options_markdown(recipe):
-    """The options reference of a recipe as Markdown tables, one per ``--help`` group
-    (docs/cli.md holds them)."""
-    lines = [f"### `python -m recipes.{recipe.name}`", "", recipe.description, ""]
-    tables = {}
-    for key, option in recipe.options.items():
-        tables.setdefault(group_of(key, option), []).append((key, option))
-    for group in GROUPS:
-        if group not in tables:
-            continue
-        lines += [
-            f"#### {recipe.name}: {group} options",
-            "",
-            "| option | what it does | default |",
-            "| --- | --- | --- |",
-        ]
-        for key, option in tables[group]:
-            text = option.help.rstrip(".")
-            check = check_of(key, option)
-            if option.choices is not None:
-                text += "; one of " + ", ".join(f"`{_shown(c)}`" for c in option.choices)
-            elif check is not None and check.short():
-                text += f"; {check.short()}"
-            text = text.replace("|", "\\|")
-            flag = f"`{_flag(key)}`"
-            if is_switch(option):
-                flag += f" / `--no-{_flag(key)[2:]}`"
-            lines.append(f"| {flag} | {text} | `{_shown(option.default)}` |")
-        lines.append("")
-    return "\n".join(lines)

@@ -13,7 +13,7 @@ names of the recipe toolkit, each defined in the module of its concern:
 * `recipes.training` -- `make_cell`, `sentence_encoder`, `optimizer`,
   `learning_rate_schedule`, `distribution`, `load_splits`, `fit` (a
   `kerasrnn.callbacks.TrainingRun`), `set_seed`;
-* `recipes.cli` -- `Parser`, `build_parser`, `main`, `options_markdown`;
+* `recipes.cli` -- `Parser`, `build_parser`, `main`;
 * `recipes.usage` -- the example commands of every recipe's ``--help``;
 * `recipes.skeleton` -- `Recipe` and `Prepared`.
 
@@ -27,7 +27,7 @@ trains) and write the hooks `load_examples`, `prepare`, `build` and `evaluate_ru
 """
 
 # ruff: noqa: F401 (this module is the namespace: every name is for the recipes to use)
-from recipes.cli import Parser, build_parser, main, option_help, options_markdown, version
+from recipes.cli import Parser, build_parser, main, option_help, version
 from recipes.config import (
     CHECKS,
     ConfigError,

@@ -1,7 +1,8 @@
 """The ``kerasrnn`` command: ``kerasrnn RECIPE COMMAND [options]`` runs a recipe's
 command line as ``python -m recipes.RECIPE COMMAND [options]`` does (pyproject.toml's
 console script; ``python -m recipes`` is the same). ``kerasrnn --help`` lists the
-recipes, ``kerasrnn configs`` the shipped configurations (``--config NAME``);
+recipes, ``kerasrnn configs`` the shipped configurations (``--config NAME``),
+``kerasrnn lm_corpus`` writes the transfer language model's English text;
 `recipe_parser` builds a recipe's whole parser without running anything.
 
 Imports no recipe (so no TensorFlow) before it knows which one is asked for: ``--help``
@@ -55,7 +56,7 @@ def _parser(prog):
         usage=f"{prog} [-h] [--version] RECIPE COMMAND [options]",
         description="Command lines over kerasrnn: train, evaluate, predict and export "
         "the recipes' models.\n\nrecipes:\n" + listing + "\n\nother commands:\n"
-        f"  {'configs':{width}}  {CONFIGS_HELP}",
+        f"  {'configs':{width}}  {CONFIGS_HELP}\n  {'lm_corpus':{width}}  {LM_CORPUS_HELP}",
         epilog=textwrap.fill(
             f"`{prog} RECIPE --help` lists a recipe's commands; `{prog} RECIPE COMMAND "
             f"--help` a command's options, with examples, e.g. `{prog} translator train "
@@ -70,6 +71,7 @@ def _parser(prog):
 
 
 CONFIGS_HELP = "list the shipped configurations (--config NAME) and the figure each reproduces"
+LM_CORPUS_HELP = "write the offline corpora's training text for a transfer language model"
 
 
 def configs(argv, prog):
@@ -94,6 +96,10 @@ def main(argv=None, prog="kerasrnn"):
         parser.parse_args(argv[:1])  # --help, --version or an unknown flag: exits
     if argv[0] == "configs":
         return configs(argv[1:], prog)
+    if argv[0] in ("lm_corpus", "lm-corpus"):
+        from recipes import lm_corpus
+
+        return lm_corpus.main(argv[1:], prog=f"{prog} lm_corpus")
     try:
         recipe = recipe_of(argv[0])
     except ValueError as error:

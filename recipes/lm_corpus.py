@@ -2,7 +2,7 @@
 the training splits of the corpora in the data folder, one lower-cased, whitespace-
 tokenised sentence per line, for ``language_model train --train-file``.
 
-    python -m recipes.lm_corpus --output-dir runs/lm_corpus [--data DIR] [--valid-lines 2000]
+    kerasrnn lm_corpus --output-dir runs/lm_corpus [--data DIR] [--valid-lines 2000]
 
 The corpora are read from ``--data DIR``, else from ``$KERASRNN_DATA``.
 
@@ -90,8 +90,8 @@ def build(output_dir, data=None, valid_lines=2000, seed=0):
     return summary
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="recipes.lm_corpus", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog="recipes.lm_corpus"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", default="runs/lm_corpus", help="where to write")
     parser.add_argument("--data", default=None, help="the corpora folder (default: $KERASRNN_DATA)")
     parser.add_argument("--valid-lines", type=int, default=2000, help="lines held out as valid.txt")
@@ -100,7 +100,7 @@ def main(argv=None):
     try:
         summary = build(args.output_dir, args.data, args.valid_lines, args.seed)
     except (FileNotFoundError, ValueError) as error:
-        print(f"recipes.lm_corpus: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=1))
     return 0
