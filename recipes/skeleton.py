@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from recipes import run_folder
 from recipes.cli import main, recipe_parser
-from recipes.config import ConfigError, defaults_of
+from recipes.config import ConfigError, RecipeError, defaults_of
 from recipes.files import read_json, run_files, saved_config, tidy, write_json
 from recipes.options import COMMON_OPTIONS
 from recipes.training import distribution, fit, load_splits, set_seed
@@ -167,10 +167,23 @@ class Recipe:
     def load(self, config):
         """The trained task of the run in ``config["output_dir"]`` (its best epoch):
         `Task.from_preset` of the run folder."""
+        import zipfile
+
         import kerasrnn
 
         run_folder.recover(config["output_dir"])
-        return getattr(kerasrnn.models, self.task).from_preset(config["output_dir"])
+        try:
+            return getattr(kerasrnn.models, self.task).from_preset(config["output_dir"])
+        except kerasrnn.models.PresetError:
+            raise
+        except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            # Keras' own errors of a file cut short or changed (a bad zip, a CRC that
+            # does not match, "File not found" for a truncated archive): one line
+            reason = " ".join(str(error).split())[:240] or type(error).__name__
+            raise RecipeError(
+                f"{run_files(config)['best']} is damaged: it does not load as a .keras "
+                f"archive ({reason}); train the run again (train --overwrite)."
+            ) from None
 
     # ---- the flow ------------------------------------------------------------------
     def train(self, config, splits=None, callbacks=(), continue_run=False):
