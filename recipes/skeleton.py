@@ -230,7 +230,15 @@ class Recipe:
             if continue_run:
                 from kerasrnn.callbacks import TrainingRun
 
-                TrainingRun(config["output_dir"]).restore_last_epoch(model)
+                try:
+                    TrainingRun(config["output_dir"]).restore_last_epoch(model)
+                except ValueError as error:  # e.g. other data: another vocabulary
+                    reason = " ".join(str(error).split())[:240]
+                    raise RecipeError(
+                        f"{run_files(config)['last']} does not fit the model that this "
+                        f"config and data build ({reason}): --continue trains the run on "
+                        "with its own data and options."
+                    ) from None
         from kerasrnn.models.preset import write_preset_file
 
         # the run folder is the task's preset: its best epoch, once written
