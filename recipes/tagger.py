@@ -361,11 +361,13 @@ class TaggerRecipe(common.Recipe):
         n_best = 1 if args is None else args.n_best
         if n_best < 1:
             raise common.ConfigError(f"--n-best must be 1 or more; got {n_best}.")
-        sentences = [text.split() for text in texts]
+        # the texts as strings (the task splits them on whitespace): a blank one is
+        # text, where its empty token list alone is not
+        texts = list(texts)
         if n_best != 1:
-            found = trained.predict_n_best(sentences, n_best)
-            return [{"tokens": s, "n_best": n} for s, n in zip(sentences, found)]
-        return trained.predict(sentences)
+            found = trained.predict_n_best(texts, n_best)
+            return [{"tokens": t.split(), "n_best": n} for t, n in zip(texts, found)]
+        return trained.predict(texts)
 
 
 RECIPE = TaggerRecipe()
