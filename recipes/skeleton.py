@@ -296,6 +296,8 @@ class Recipe:
 
     def predict_rows(self, trained, config, texts, args=None):
         """``predict``'s result: one dict per input."""
+        if not texts:  # (Keras' predict would take an empty list for no arrays)
+            return []
         return [{"text": t, **p} for t, p in zip(texts, trained.predict(texts))]
 
     def export_options(self, config):

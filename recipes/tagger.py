@@ -364,6 +364,8 @@ class TaggerRecipe(common.Recipe):
         # the texts as strings (the task splits them on whitespace): a blank one is
         # text, where its empty token list alone is not
         texts = list(texts)
+        if not texts:
+            return []
         if n_best != 1:
             found = trained.predict_n_best(texts, n_best)
             return [{"tokens": t.split(), "n_best": n} for t, n in zip(texts, found)]
