@@ -133,9 +133,8 @@ def parse_error(module, argv):
 
 
 COMMANDS = all_commands()
-# lm_corpus and translator_lm are plain scripts (one argparse parser each), not recipes;
-# they are checked apart.
-OTHER_MODULES = {"lm_corpus", "translator_lm"}
+# lm_corpus is a plain script (one argparse parser), not a recipe; it is checked apart.
+OTHER_MODULES = {"lm_corpus"}
 
 
 @pytest.mark.parametrize("module,argv,fails", COMMANDS)

@@ -1,22 +1,24 @@
-"""recipes.classifier: model, learning, resume, command line and bad input."""
+"""recipes.classifier: its model, the Naive Bayes option, tensorflow-datasets data, the
+resume of an interrupted run, the command line on the shared run and bad input."""
 
 import json
+import shutil
 
 import keras
 import numpy as np
 import pytest
 
-from kerasrnn.layers import MaskedPooling1D
 from recipes import classifier, common
+from tests.conftest import CLASSIFIER_LABELS, CLASSIFIER_TEXTS, main_json
 
 TINY = {
-    "embedding_dim": 16,
+    "embedding_dim": 8,
     "units": 8,
     "batch_size": 16,
-    "epochs": 2,
+    "epochs": 1,
     "verbose": 0,
     "valid_fraction": 0.0,
-    "bucket_boundaries": [8, 16],
+    "bucket_boundaries": [],
 }
 
 
@@ -26,35 +28,13 @@ def _config(tmp_path, **overrides):
     )
 
 
-def _polarity(shared_data, n):
-    from kerasrnn.data import load_class_files
-
-    folder = shared_data("sentence_polarity")
-    texts, labels = load_class_files(
-        [folder / "rt-polarity.pos", folder / "rt-polarity.neg"], encoding="cp1252"
-    )
-    order = np.random.default_rng(0).permutation(len(texts))[:n]
-    return [texts[i] for i in order], [labels[i] for i in order]
-
-
-def test_masked_pooling_matches_numpy():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(3, 5, 4)).astype("float32")
-    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]], bool)
-    mean = MaskedPooling1D("mean")(x, mask=mask).numpy()
-    high = MaskedPooling1D("max")(x, mask=mask).numpy()
-    np.testing.assert_allclose(mean[0], x[0, :3].mean(0), rtol=1e-5)
-    np.testing.assert_allclose(high[1], x[1].max(0), rtol=1e-5)
-    np.testing.assert_array_equal(mean[2], 0)
-    np.testing.assert_array_equal(high[2], 0)
-    layer = MaskedPooling1D.from_config(MaskedPooling1D("max").get_config())
-    assert layer.mode == "max"
-    with pytest.raises(ValueError, match="`mode`"):
-        MaskedPooling1D("median")
+def _tsv(path, texts, labels):
+    path.write_text("".join(f"{label}\t{text}\n" for text, label in zip(texts, labels)))
+    return path
 
 
 def test_padding_never_changes_the_prediction(tmp_path):
-    # ("last" is covered by test_common; "mean" by the pooling test.)
+    # ("last" is covered by test_common; "mean" by the pooling layer's tests.)
     config = _config(tmp_path, pooling="max", num_layers=2, cell="gru")
     model = classifier.build_model(config, vocab_size=20, num_classes=3)
     ids = np.array([[5, 6, 7, 8, 0, 0, 0]], "int32")
@@ -63,100 +43,80 @@ def test_padding_never_changes_the_prediction(tmp_path):
     assert full.shape == (1, 3) and np.isclose(full.sum(), 1, atol=1e-5)
 
 
-def test_naive_bayes_expert_matches_counting():
-    sentences = [[4, 5, 6], [4, 5], [6, 7, 4], [7, 7]]
-    classes = [0, 0, 1, 1]
-    expert = classifier.NaiveBayesExpert(vocab_size=9, num_classes=2, order=2, scale=0.5)
-    expert.estimate(sentences, classes)
-
-    # Reference: n-grams as tuples, each counted once per sentence, add-1 smoothing.
-    grams = lambda s: set(s) | set(zip(s, s[1:]))  # noqa: E731
-    counts = [{}, {}]
-    for s, c in zip(sentences, classes):
-        for g in grams(s):
-            counts[c][g] = counts[c].get(g, 0) + 1
-    seen = set(counts[0]) | set(counts[1])
-    totals = [sum(counts[c].get(g, 0) + 1 for g in seen) for c in (0, 1)]
-    log_p = lambda g, c: np.log((counts[c].get(g, 0) + 1) / totals[c])  # noqa: E731
-    query = [4, 5, 8, 6]  # 8 and its bigrams were never seen: they score 0
-    scores = np.array([sum(log_p(g, c) for g in grams(query) if g in seen) for c in (0, 1)])
-
-    ids = np.array([query + [0, 0], [0] * 6], "int32")
-    np.testing.assert_allclose(expert.scores(ids).numpy(), [scores, [0, 0]], rtol=1e-5)
-    model_p = np.array([[0.3, 0.7], [0.6, 0.4]], "float32")
-    combined = model_p[0] * np.exp(0.5 * scores)
-    np.testing.assert_allclose(
-        expert([ids, model_p]).numpy(), [combined / combined.sum(), model_p[1]], rtol=1e-5
-    )
-    with pytest.raises(ValueError, match="`order`"):
-        classifier.NaiveBayesExpert(9, 2, order=3)
-
-    # Bigram codes a * vocab_size + b past int32 (vocab > 46,340 words) still find their row.
-    big = classifier.NaiveBayesExpert(vocab_size=60000, num_classes=2, buckets=7)
-    big.estimate([[59998, 59999], [3]], [0, 1])
-    table = big.log_likelihood.numpy()
-    expected = table[big.ngram_rows([59998, 59999])].sum(axis=0)
-    np.testing.assert_allclose(
-        big.scores(np.array([[59998, 59999]])).numpy()[0], expected, rtol=1e-6
-    )
-
-
-def test_naive_bayes_option_multiplies_the_expert_in(tmp_path):
+def test_naive_bayes_from_a_config_file_multiplies_the_expert_in(tmp_path, capsys):
+    """``train --config`` with ``naive_bayes: 2``: best.keras is the classifier times the
+    expert counted on the training and (naive_bayes_counts_valid) validation texts."""
     texts = ["good film", "bad film", "great fun", "dull plot"] * 4
     labels = ["pos", "neg", "pos", "neg"] * 4
-    splits = {"train": (texts, labels), "valid": (["fun film"], ["pos"]), "test": None}
-    config = _config(
-        tmp_path, naive_bayes=2, naive_bayes_buckets=101, epochs=1, naive_bayes_counts_valid=True
-    )
-    classifier.train(config, splits)
-    trained = classifier.Classifier.from_run(config)  # reloaded from best.keras
-    model, expert = trained.model, trained.model.get_layer("naive_bayes")
-    fun_film = trained.vocabulary.encode(["fun", "film"])
+    train = _tsv(tmp_path / "train.tsv", texts, labels)
+    valid = _tsv(tmp_path / "valid.tsv", ["fun film"], ["pos"])
+    options = tmp_path / "c.json"
+    settings = {"naive_bayes": 2, "naive_bayes_buckets": 101, "naive_bayes_counts_valid": True}
+    options.write_text(json.dumps({**TINY, **settings, "pooling": "mean", "cell": "simple"}))
+    run = tmp_path / "run"
+    flags = ["--config", str(options), "--train", str(train), "--valid", str(valid)]
+    results = main_json(classifier, "train", *flags, "--output-dir", str(run))
+    assert results["train_examples"] == 16 and results["labels"] == ["neg", "pos"]
+    assert json.loads((run / "results.json").read_text())["labels"] == ["neg", "pos"]
+
+    trained = classifier.RECIPE.load(common.saved_config(classifier.OPTIONS, str(run)))
+    expert = trained.get_layer("naive_bayes")
+    assert (expert.order, expert.buckets) == (2, 101)
+    fun_film = trained.preprocessor.vocabulary.encode(["fun", "film"])
     bigram = expert.ngram_rows(fun_film)[-1]  # only in the validation sentence
-    assert np.abs(expert.log_likelihood.numpy()[bigram]).min() > 0
-    parts = keras.Model(
-        model.inputs, [model.get_layer("classes").output, expert.scores(model.inputs[0])]
-    )
+    assert np.abs(np.asarray(expert.log_likelihood)[bigram]).min() > 0
     ids = np.array([[5, 6, 0], [7, 8, 9]], "int32")
-    rnn, scores = parts.predict(ids, verbose=0)
+    without = keras.Model(trained.inputs, trained.get_layer("classes").output)
+    rnn, scores = without.predict(ids, verbose=0), np.asarray(expert.scores(ids))
     assert np.abs(scores).max() > 0  # the counted table survived saving
     np.testing.assert_allclose(
-        model.predict(ids, verbose=0),
+        trained.predict(ids, verbose=0),
         keras.ops.softmax(np.log(rnn) + expert.scale * scores).numpy(),
         rtol=1e-5,
+    )
+    # predict prints the product's label and probabilities
+    rows = main_json(classifier, "predict", "--output-dir", str(run), "fun film")
+    probabilities = trained.predict(trained.preprocessor.encode(["fun film"]), verbose=0)[0]
+    np.testing.assert_allclose(
+        [rows[0]["probabilities"][k] for k in ("neg", "pos")], probabilities, rtol=1e-5
     )
     for bad, match in (
         ({"naive_bayes": 3}, "`naive_bayes`"),
         ({"naive_bayes_scale": -1}, "`naive_bayes_scale`"),
     ):
+        splits = {"train": (texts, labels), "valid": None, "test": None}
         with pytest.raises(common.ConfigError, match=match):
-            classifier.train(_config(tmp_path, **bad), splits)
+            classifier.train(_config(tmp_path, output_dir=str(tmp_path / "bad"), **bad), splits)
 
 
-def test_learns_a_slice_of_sentence_polarity(tmp_path, shared_data):
-    texts, labels = _polarity(shared_data, 200)
-    config = _config(
-        tmp_path, epochs=5, units=16, embedding_dropout=0.0, dropout=0.0, learning_rate=0.01
-    )
-    results = classifier.train(
-        config, {"train": (texts, labels), "valid": None, "test": (texts, labels)}
-    )
-    # Fitting the training sentences shows that gradients reach the embeddings and RNN.
-    assert results["test"]["accuracy"] > 0.9
-    assert results["history"]["loss"][-1] < results["history"]["loss"][0]
-    predictions = classifier.Classifier.from_run(config).predict(["", "zzzq unknownword", texts[0]])
-    assert [p["label"] in ("neg", "pos") for p in predictions] == [True] * 3
-    assert all(abs(sum(p["probabilities"].values()) - 1) < 1e-5 for p in predictions)
-    assert predictions[2]["label"] == labels[0]
+def test_predict_and_evaluate_on_the_shared_run(tiny_classifier, tmp_path):
+    """The shared run: a blank and an unknown input still get a label and probabilities
+    summing to 1; evaluate's accuracy is that of predict's labels (computed here)."""
+    flags = ["--output-dir", str(tiny_classifier)]
+    rows = main_json(classifier, "predict", *flags, "", "zzzq unknownword", CLASSIFIER_TEXTS[0])
+    assert [r["text"] for r in rows] == ["", "zzzq unknownword", CLASSIFIER_TEXTS[0]]
+    for row in rows:
+        assert row["label"] in ("neg", "pos") and set(row["probabilities"]) == {"neg", "pos"}
+        assert sum(row["probabilities"].values()) == pytest.approx(1, abs=1e-5)
+        assert row["probability"] == max(row["probabilities"].values())
+    listed = tmp_path / "inputs.txt"
+    listed.write_text("zzzq unknownword\n")
+    assert main_json(classifier, "predict", *flags, "--input", str(listed)) == rows[1:2]
+    assert main_json(classifier, "predict", *flags) == []
+
+    run = shutil.copytree(tiny_classifier, tmp_path / "run")  # evaluate writes into it
+    texts, labels = CLASSIFIER_TEXTS[:8], CLASSIFIER_LABELS[:8]
+    test = _tsv(tmp_path / "test.tsv", texts, labels)
+    scores = main_json(classifier, "evaluate", "--output-dir", str(run), "--test", str(test))
+    predicted = [r["label"] for r in main_json(classifier, "predict", *flags, *texts)]
+    assert scores["examples"] == 8
+    assert scores["accuracy"] == pytest.approx(np.mean([p == g for p, g in zip(predicted, labels)]))
+    assert set(scores["per_class"]) == {"neg", "pos"}
+    assert json.loads((run / "evaluation.json").read_text()) == scores
 
 
-class _Interrupt(keras.callbacks.Callback):
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == 0:
-            raise KeyboardInterrupt("simulated kill after the first epoch")
-
-
-def test_trains_on_a_tensorflow_datasets_dataset(tmp_path):
+def test_reads_a_tensorflow_datasets_dataset(tiny_classifier, tmp_path):
+    """``tfds:NAME[:SPLIT]`` data specs: train's splits and evaluate's --test."""
     import tensorflow_datasets as tfds
 
     config = _config(
@@ -164,12 +124,23 @@ def test_trains_on_a_tensorflow_datasets_dataset(tmp_path):
         train="tfds:imdb_reviews",
         test="tfds:imdb_reviews:test",
         tfds_data_dir=str(tmp_path / "tfds"),
-        epochs=1,
     )
+    run = shutil.copytree(tiny_classifier, tmp_path / "run")
     with tfds.testing.mock_data(num_examples=32):
-        results = classifier.train(config)
-    assert results["labels"] == ["neg", "pos"]
-    assert results["test"]["examples"] == 32
+        splits = classifier.RECIPE.load_splits(config)
+        flags = ["--output-dir", str(run), "--tfds-data-dir", str(tmp_path / "tfds")]
+        scores = main_json(classifier, "evaluate", *flags, "--test", "tfds:imdb_reviews:test")
+    texts, labels = splits["train"]
+    assert len(texts) == len(labels) == 32 and set(labels) <= {"neg", "pos"}
+    assert all(isinstance(t, str) for t in texts) and len(splits["test"][0]) == 32
+    assert splits["valid"] is None  # valid_fraction 0
+    assert scores["examples"] == 32 and set(scores["per_class"]) == {"neg", "pos"}
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 0:
+            raise KeyboardInterrupt("simulated kill after the first epoch")
 
 
 def test_backup_and_restore_resumes_an_interrupted_run(tmp_path):
@@ -182,6 +153,7 @@ def test_backup_and_restore_resumes_an_interrupted_run(tmp_path):
     assert (tmp_path / "run" / "backup").exists()
     resumed = classifier.train(config, splits)
     assert resumed["history"]["first_epoch"] == 2 and resumed["history"]["epochs_run"] == 1
+    assert len(resumed["history"]["loss"]) == 2  # epoch 1's row kept from the backup
     assert not (tmp_path / "run" / "backup").exists()  # removed after a completed run
 
 
@@ -200,6 +172,9 @@ def test_cli_bad_input(tmp_path, capsys):
     (tmp_path / "empty.tsv").write_text("")
     code, _, err = _cli(capsys, "train", "--train", tmp_path / "empty.tsv", *run)
     assert code == 2 and "empty.tsv: the file contains no examples" in err
+    (tmp_path / "one.tsv").write_text("pos\tgood\npos\tfine\n")
+    code, _, err = _cli(capsys, "train", "--train", tmp_path / "one.tsv", *run)
+    assert code == 2 and "a single label ['pos']; a classifier needs 2+" in err
     (tmp_path / "c.yaml").write_text("unitz: 3\n")
     code, _, err = _cli(capsys, "train", "--config", tmp_path / "c.yaml", *run)
     assert code == 2 and "unknown config key(s) ['unitz']" in err
@@ -222,24 +197,16 @@ def test_cli_bad_input(tmp_path, capsys):
     assert exit_.value.code == 2
     assert "argument --valid-fraction: must be a number in [0, 1)" in capsys.readouterr().err
     code, _, err = _cli(capsys, "predict", "--output-dir", tmp_path / "never-trained", "hi")
-    assert code == 2 and "config.json" in err
+    assert code == 2 and "config.json" in err and err.count("\n") == 1
     with pytest.raises(SystemExit):
         classifier.main(["train", "--no-such-flag", "1"])
 
 
-def test_cli_train_predict_evaluate(tmp_path, capsys):
-    data = tmp_path / "d.tsv"
-    data.write_text(
-        "".join(f"{label}\t{t}\n" for t, label in [("good film", "pos"), ("bad film", "neg")] * 10)
-    )
-    run = ["--output-dir", tmp_path / "run"]
-    config = tmp_path / "c.json"
-    config.write_text(json.dumps({**TINY, "pooling": "mean", "cell": "simple"}))
-    code, out, _ = _cli(capsys, "train", "--config", config, "--train", data, *run)
-    assert code == 0 and json.loads(out)["train_examples"] == 20
-    saved = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert saved["labels"] == ["neg", "pos"]
-    code, out, _ = _cli(capsys, "predict", *run, "good film", "")
-    assert code == 0 and [p["text"] for p in json.loads(out)] == ["good film", ""]
-    code, out, _ = _cli(capsys, "evaluate", *run, "--test", data)
-    assert code == 0 and json.loads(out)["examples"] == 20
+def test_evaluate_names_labels_the_run_never_saw(tiny_classifier, tmp_path, capsys):
+    run = shutil.copytree(tiny_classifier, tmp_path / "run")
+    other = _tsv(tmp_path / "other.tsv", ["fine"], ["maybe"])
+    code, _, err = _cli(capsys, "evaluate", "--output-dir", run, "--test", other)
+    assert code == 2 and err.count("\n") == 1
+    assert "label set mismatch: the evaluation data has label(s) ['maybe']" in err
+    code, _, err = _cli(capsys, "evaluate", "--output-dir", run)
+    assert code == 2 and "evaluate needs `--test`" in err

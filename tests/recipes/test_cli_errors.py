@@ -35,19 +35,12 @@ def _fresh(*args):
     "args, expected",
     [
         (["--dropout", "1.5"], "argument --dropout: must be a number in [0, 1) (a rate), got 1.5"),
-        (
-            ["--bucket-boundaries", "[10, x]"],
-            "argument --bucket-boundaries: must be a list of increasing integers >= 1, e.g. "
-            "[10, 20, 30] ([] for plain batching), got [10, x]",
-        ),
-        (
-            ["--learning-rate", "-1"],
-            "argument --learning-rate: must be a number > 0 (a learning rate, e.g. 0.001), got -1",
-        ),
         (["--epoch", "1"], "unrecognized arguments: --epoch 1"),  # not taken as --epochs
     ],
 )
 def test_a_cli_mistake_is_one_line_with_exit_status_2_in_a_fresh_process(args, expected):
+    # (a value's check and an unknown flag; the other checks' lines in this process:
+    # test_numeric_options_are_range_checked_at_parse_time)
     code, out, err = _fresh("train", "--train", "data.tsv", *args)
     assert code == 2, err
     assert out == ""
@@ -81,6 +74,13 @@ def _error(capsys, recipe, *args):
         ("--units", "many", "must be of type int (like its default 128), got 'many'"),
         ("--pooling", "sum", "invalid choice 'sum' (choose from last, mean, max, concat)"),
         ("--embedding-dim", "0", "must be an integer >= 1"),
+        (
+            "--bucket-boundaries",
+            "[10, x]",
+            "must be a list of increasing integers >= 1, e.g. [10, 20, 30] ([] for plain "
+            "batching), got [10, x]",
+        ),
+        ("--learning-rate", "-1", "must be a number > 0 (a learning rate, e.g. 0.001), got -1"),
     ],
 )
 def test_numeric_options_are_range_checked_at_parse_time(capsys, flag, value, must):

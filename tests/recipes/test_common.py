@@ -2,7 +2,6 @@
 
 import json
 
-import keras
 import numpy as np
 import pytest
 
@@ -69,11 +68,21 @@ def test_make_cell_and_errors():
         common.make_cell("lstm", 4, no_such_option=1)
 
 
-def test_bidirectional_last_state_ignores_padding():
-    """rnn_stack(return_sequences=False) gives [h_fwd_T ; h_bwd_1] of the real tokens."""
-    ids = keras.Input((None,), dtype="int32")
-    x = keras.layers.Embedding(10, 3, mask_zero=True)(ids)
-    model = keras.Model(ids, common.rnn_stack(x, "gru", 4, 2, True, return_sequences=False))
+def test_the_sentence_encoders_last_state_ignores_padding():
+    """`sentence_encoder` (pooling "last", bidirectional) gives [h_fwd_T ; h_bwd_1] of
+    the real tokens."""
+    config = {
+        "embedding_dim": 3,
+        "cell": "gru",
+        "cell_options": {},
+        "units": 4,
+        "num_layers": 2,
+        "bidirectional": True,
+        "pooling": "last",
+        "dropout": 0.0,
+        "embedding_dropout": 0.0,
+    }
+    model = common.sentence_encoder(config, 10)
     short = np.array([[3, 4, 5]])
     padded = np.array([[3, 4, 5, 0, 0]])
     out = model.predict(short, verbose=0)
@@ -82,16 +91,16 @@ def test_bidirectional_last_state_ignores_padding():
     reversed_out = model.predict(short[:, ::-1], verbose=0)
     assert out.shape == (1, 8)
     assert not np.allclose(out, reversed_out)
+    with pytest.raises(common.ConfigError, match="`num_layers` must be >= 1"):
+        common.sentence_encoder(dict(config, num_layers=0), 10)
 
 
-def test_per_class_scores_and_label_check():
-    scores = common.per_class_scores(list("aabbc"), list("abbbc"), ["a", "b", "c", "d"])
-    assert scores["a"] == {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "support": 2}
-    assert scores["b"]["precision"] == pytest.approx(2 / 3) and scores["b"]["recall"] == 1
-    assert scores["d"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+def test_check_labels_names_the_unseen_ones():
+    # (the per-class scores are kerasrnn.metrics': tests/metrics/test_scores_from_recipes.py)
+    common.check_labels(["a", "b"], ["b", "a", "a"], "test")
     with pytest.raises(
         common.RecipeError,
-        match=r"label set mismatch: the test data has "
-        r"label\(s\) \['z'\]",
+        match=r"label set mismatch: the test data \(t.tsv\) has "
+        r"label\(s\) \['y', 'z'\] that are not in the training data",
     ):
-        common.check_labels(["a", "b"], ["a", "z"], "test")
+        common.check_labels(["a", "b"], ["a", "z", "y"], "test", "t.tsv")

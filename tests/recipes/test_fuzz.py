@@ -1,10 +1,10 @@
 """Seeded random corruptions of every input format the recipes read -- TSV, CoNLL
 columns, CoNLL-U, parallel text, SICK, sentence pairs, plain text, YAML and JSON
-configs -- and of every run file (config.json, results.json, history.json, the
-vocabularies and tag lists, manifest.json, deploy.json): each case ends in a correct
-parse or a one-line error (a ValueError: the loaders' DataFormatError, the recipes'
-RecipeError / ConfigError, the client's DeployFileError), never another exception, a
-traceback or a hang. The loaders run in this process; the counts of cases tried are
+configs -- and of every run file a user can edit (config.json, results.json,
+history.json, preset.json, a vocabulary given as an option, deploy.json): each case ends
+in a correct parse or a one-line error (a ValueError: the loaders' DataFormatError, the
+recipes' RecipeError / ConfigError, kerasrnn's PresetError, the client's
+DeployFileError), never another exception, a traceback or a hang. The loaders run in this process; the counts of cases tried are
 printed (``pytest -s``)."""
 
 import json
@@ -20,9 +20,11 @@ from kerasrnn.data.loaders import (
     load_conll_columns,
     load_conllu,
     load_parallel_text,
+    load_sick,
     load_tsv,
 )
 from kerasrnn.export.client import read_deploy
+from kerasrnn.models.preset import read_preset
 from recipes import classifier, files, pair_classifier
 from recipes.config import load_config
 from recipes.files import saved_config
@@ -52,6 +54,10 @@ SAMPLES = {
     "json": b'{"units": 8, "cell": "gru", "bucket_boundaries": [10, 20], "dropout": 0.1}',
     "vocab": b"[PAD]\n[UNK]\n[START]\n[END]\nthe\ncat\n",
     "history": b'{"rows": [{"epoch": 1, "loss": 0.5, "val_loss": 0.6}]}',
+    "preset": (
+        b'{"format": 1, "task": "kerasrnn>TextClassifier", "file": "best.keras", '
+        b'"kerasrnn_version": "0.2.0", "keras_version": "3.10.0"}'
+    ),
     "deploy": json.dumps(
         {
             "task": "classifier",
@@ -144,7 +150,7 @@ def _conllu(folder, path):
 
 
 def _sick(folder, path):
-    a, b, scores, labels = pair_classifier.load_pairs(path)
+    a, b, scores, labels = load_sick(path)
     assert len(a) == len(b) == len(scores) == len(labels)
 
 
@@ -188,17 +194,12 @@ def _vocabulary(folder, path):
     assert len(files.read_vocabulary(path)) >= 4
 
 
-def _manifest(folder, path):
-    # a good vocabulary, the manifest of a corrupted copy: a mismatch is one line
-    good = os.path.join(folder, "vocab.txt")
-    with open(path, "rb") as f:
-        data = f.read()
-    with open(good, "wb") as f:
-        f.write(SAMPLES["vocab"])
-    files.write_manifest({"output_dir": folder})
-    with open(good, "wb") as f:
-        f.write(data)
-    files.check_manifest(folder)
+def _preset(folder, path):
+    # a run folder's preset.json (best.keras beside it), as `from_preset` reads it first
+    os.replace(path, os.path.join(folder, "preset.json"))
+    with open(os.path.join(folder, "best.keras"), "wb") as f:
+        f.write(b"PK")
+    assert read_preset(folder)["task"] is not None
 
 
 def _deploy(folder, path):
@@ -220,7 +221,7 @@ FORMATS = {
     "results.json": ("history", ".json", _results),
     "history.json": ("history", ".json", _history),
     "vocabulary": ("vocab", ".txt", _vocabulary),
-    "manifest": ("vocab", ".txt", _manifest),
+    "preset.json": ("preset", ".json", _preset),
     "deploy.json": ("deploy", ".json", _deploy),
 }
 

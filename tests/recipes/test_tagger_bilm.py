@@ -1,16 +1,17 @@
 """The tagger with a biLM's contextual features (`--contextual-lm RUN_DIR`): end to end
-from the command line, frozen versus fine-tuned, the word normalisation, the errors."""
+from the command line, frozen versus fine-tuned, the errors. (The biLM's word
+normalisation is the tagger preprocessor's: tests/models/test_from_recipes.py.)"""
 
 import json
+import os
 
 import numpy as np
 import pytest
 
 pytest.importorskip("tensorflow")
 
-from test_language_model import tiny_config  # noqa: E402
-
 from recipes import common, language_model, tagger  # noqa: E402
+from tests.conftest import LM_SENTENCES, main_json  # noqa: E402
 
 TINY = [
     "--embedding-dim",
@@ -28,30 +29,32 @@ TINY = [
     "--bucket-boundaries",
     "[]",
 ]
-# tagged sentences in the words of the biLM's corpus (test_language_model.write_corpus)
+# tagged sentences in the words of the biLM's text (tests/conftest.py's LM_SENTENCES)
 ROWS = (
-    "The DET\ncat NOUN\nsat VERB\non ADP\na DET\nmat NOUN\n12 NUM\n\n"
-    "the DET\nDog NOUN\nran VERB\n\n"
+    "The DET\ncat NOUN\nsat VERB\non ADP\nthe DET\nmat NOUN\n12 NUM\n\n"
+    "the DET\nDog NOUN\nran VERB\nhome NOUN\n\n"
 )
 
 
 @pytest.fixture(scope="module")
 def bilm_run(tmp_path_factory):
-    """A tiny trained biLM (1 epoch); its run directory."""
-    folder = tmp_path_factory.mktemp("bilm")
-    config = tiny_config(
-        folder, bidirectional=True, epochs=1, optimizer="adam", learning_rate=0.01, units=8
+    """A tiny word biLM trained one epoch; its run folder."""
+    folder = tmp_path_factory.mktemp("bilm") / "run"
+    overrides = dict(
+        bidirectional=True,
+        units=8,
+        num_layers=1,
+        steps=5,
+        batch_size=4,
+        epochs=1,
+        optimizer="adam",
+        learning_rate=0.01,
+        verbose=0,
+        output_dir=str(folder),
     )
-    language_model.train(config)
-    return config["output_dir"]
-
-
-@pytest.fixture(scope="module")
-def forward_run(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("forward_lm")
-    config = tiny_config(folder, epochs=1, units=8)
-    language_model.train(config)
-    return config["output_dir"]
+    config = common.load_config(language_model.DEFAULTS, overrides=overrides)
+    language_model.train(config, {"train": LM_SENTENCES, "valid": LM_SENTENCES[:6], "test": None})
+    return str(folder)
 
 
 def _data(tmp_path):
@@ -60,48 +63,49 @@ def _data(tmp_path):
     return str(path)
 
 
-def test_lm_normalisation_lowercases_and_writes_numbers_as_n():
-    words = [["The", "1,000", "3.5", "12:30", "1/2", "-4", ".5", "A1", "2nd", "Éte", ""]]
-    assert tagger.lm_sentences(words) == [
-        ["the", "N", "N", "N", "N", "N", "N", "a1", "2nd", "éte", ""]
-    ]
-
-
-def test_cli_train_evaluate_predict_export(tmp_path, bilm_run, capsys):
+def test_cli_train_evaluate_predict_export(tmp_path, bilm_run):
     import tensorflow as tf
+
+    from kerasrnn.models import LanguageModel, SequenceTagger
 
     data = _data(tmp_path)
     run = ["--output-dir", str(tmp_path / "run")]
-    code = tagger.main(
-        [
-            "train",
-            "--train",
-            data,
-            "--valid",
-            data,
-            "--epochs",
-            "1",
-            "--contextual-lm",
-            bilm_run,
-            *TINY,
-            *run,
-        ]
+    trained = main_json(
+        tagger,
+        "train",
+        "--train",
+        data,
+        "--valid",
+        data,
+        "--epochs",
+        "1",
+        "--contextual-lm",
+        bilm_run,
+        *TINY,
+        *run,
     )
-    trained = json.loads(capsys.readouterr().out)
-    assert code == 0 and trained["valid"]["tokens"] == 40
-    assert (tmp_path / "run" / "lm_vocab.txt").exists()
+    assert trained["valid"]["tokens"] == 44
+    task = SequenceTagger.from_preset(tmp_path / "run")
+    bilm = LanguageModel.from_preset(bilm_run, compile=False)
+    # the biLM's vocabulary in the preprocessor, its weights in the tagger's best.keras
+    assert task.preprocessor.lm_words.tokens == bilm.preprocessor.vocabulary.tokens
+    assert "lm_ids" in task.preprocessor.encode([["the", "cat"]])
+    features = task.backbone.get_layer("bilm")
+    pairs = [(features.embedding, bilm.backbone.token_embedding)]
+    pairs += list(zip(features.forward_layers, bilm.backbone.rnn_layers("forward")))
+    pairs += list(zip(features.backward_layers, bilm.backbone.rnn_layers("backward")))
+    for ours, lms in pairs:  # frozen: as trained
+        for mine, theirs in zip(ours.get_weights(), lms.get_weights(), strict=True):
+            np.testing.assert_array_equal(mine, theirs)
 
-    assert tagger.main(["evaluate", *run, "--test", data]) == 0
-    evaluated = json.loads(capsys.readouterr().out)
+    evaluated = main_json(tagger, "evaluate", *run, "--test", data)
     assert evaluated["accuracy"] == pytest.approx(trained["valid"]["accuracy"])
 
-    assert tagger.main(["predict", *run, "The cat sat on 3 mats", ""]) == 0
-    predicted = json.loads(capsys.readouterr().out)
+    predicted = main_json(tagger, "predict", *run, "The cat sat on 3 mats", "")
     assert [len(p["tags"]) for p in predicted] == [6, 0]
 
-    assert tagger.main(["export", *run, "--export-dir", str(tmp_path / "saved")]) == 0
-    capsys.readouterr()
-    served = tf.saved_model.load(str(tmp_path / "saved")).signatures["tag_text"](
+    saved = main_json(tagger, "export", *run, "--export-dir", str(tmp_path / "saved"))
+    served = tf.saved_model.load(saved["saved_model"]).signatures["tag_text"](
         text=tf.constant(["The cat sat on 3 mats"])
     )
     assert [t.decode() for t in served["tags"].numpy()[0]] == predicted[0]["tags"]
@@ -132,8 +136,6 @@ def test_the_biLM_moves_only_when_trainable(tmp_path, bilm_run):
         )
         recipe = tagger.RECIPE
         splits = recipe.load_splits(config)
-        import os
-
         os.makedirs(config["output_dir"], exist_ok=True)
         prepared = recipe.prepare(config, splits)
         model = recipe.build(config, prepared)
@@ -155,20 +157,14 @@ def test_the_biLM_moves_only_when_trainable(tmp_path, bilm_run):
     assert changed[True]["bilm"] > 0 and changed[True]["bilm_mix"] > 0
 
 
-def test_contextual_lm_errors_are_one_line(tmp_path, forward_run, capsys):
+def test_contextual_lm_errors_are_one_line(
+    tmp_path, tiny_tagger, tiny_language_model, capsys
+):
     data = _data(tmp_path)
-    tagger_run = tmp_path / "tagger_run"
-    assert (
-        tagger.main(
-            ["train", "--train", data, "--epochs", "1", *TINY, "--output-dir", str(tagger_run)]
-        )
-        == 0
-    )
-    capsys.readouterr()
     cases = {
         str(tmp_path / "missing"): "no such run directory",
-        str(tagger_run): "is not a language-model run",
-        forward_run: "is not bidirectional; train one with --bidirectional true",
+        str(tiny_tagger): "is not a language-model run",
+        str(tiny_language_model): "is not bidirectional; train one with --bidirectional true",
     }
     for run_dir, message in cases.items():
         code = tagger.main(
@@ -184,4 +180,6 @@ def test_contextual_lm_errors_are_one_line(tmp_path, forward_run, capsys):
             ]
         )
         err = capsys.readouterr().err.strip()
-        assert code == 2 and message in err and len(err.splitlines()) == 1
+        assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not os.path.exists(tmp_path / "run" / "config.json")  # refused before training
+    assert json.loads((tiny_tagger / "results.json").read_text())  # the shared runs untouched

@@ -1,110 +1,51 @@
-"""recipes.tagger for named entities on a CoNLL-2003 slice: BIOES training with CRF
-constraints, predictions and scores in the file's BIO, entity F1 equal to seqeval's,
-entity spans from predict and the SavedModel, and the bad-input lines."""
+"""recipes.tagger for named entities, on the shared run (tests/conftest.py's
+`tiny_tagger`: BIO data trained in BIOES with a constrained CRF): predictions, scores
+and n best in the file's BIO, entity spans from predict and the SavedModel, the tag
+scheme options' choices and their bad-input lines."""
 
-import gzip
 import json
+import os
+import shutil
 
 import numpy as np
 import pytest
 
 from kerasrnn.layers import check_tags, convert_tags, crf_log_likelihood
 from kerasrnn.metrics import entity_spans
-from recipes import tagger
+from recipes import common, tagger
+from tests.conftest import NER_SENTENCES, main_json
 
-TINY = [
-    "--embedding-dim",
-    "16",
-    "--units",
-    "16",
-    "--char-dim",
-    "8",
-    "--char-units",
-    "8",
-    "--batch-size",
-    "16",
-    "--verbose",
-    "0",
-    "--bucket-boundaries",
-    "[10, 20]",
-    "--format",
-    "columns",
+SENTENCES = [
+    ["Peter", "Blackburn", "flew", "to", "Brussels", "."],
+    ["EU", "rejects", "German", "call", "."],
+    ["The", "cat", "sat", "on", "the", "mat", "."],
+    ["Peter", "rejects", "the", "call", "to", "Brussels"],
 ]
+BIO_NAMES = {"O"} | {f"{p}-{k}" for p in "BI" for k in ("PER", "ORG", "LOC", "MISC")}
 
 
-def conll_slice(path, source, sentences, convert=None):
-    """The first `sentences` sentences of a CoNLL-2003 file (tags optionally rewritten)."""
-    blocks, block = [], []
-    with gzip.open(source, "rt", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("-DOCSTART-"):
-                continue
-            if line.strip():
-                block.append(line.split())
-            elif block:
-                blocks.append(block)
-                block = []
-            if len(blocks) == sentences:
-                break
-    with open(path, "w", encoding="utf-8") as f:
-        for block in blocks:
-            tags = [row[-1] for row in block]
-            tags = convert(tags) if convert else tags
-            f.write("".join(f"{row[0]} {tag}\n" for row, tag in zip(block, tags)) + "\n")
-    return path
+@pytest.fixture(scope="module")
+def trained(tiny_tagger):
+    """The shared run's task and its predict rows of `SENTENCES`."""
+    from kerasrnn.models import SequenceTagger
 
-
-def test_bioes_constrained_crf_end_to_end(tmp_path, capsys, shared_data):
-    seqeval = pytest.importorskip("seqeval.metrics")
-    import tensorflow as tf
-
-    train = conll_slice(tmp_path / "train.txt", shared_data("conll2003", "train.txt.gz"), 150)
-    test = conll_slice(tmp_path / "test.txt", shared_data("conll2003", "valid.txt.gz"), 60)
-    run = ["--output-dir", str(tmp_path / "run")]
-    code = tagger.main(
-        [
-            "train",
-            "--train",
-            str(train),
-            "--valid",
-            str(train),
-            "--test",
-            str(test),
-            "--crf",
-            "true",
-            "--tag-scheme",
-            "bioes",
-            "--epochs",
-            "3",
-            "--learning-rate",
-            "0.02",
-            *TINY,
-            *run,
-        ]
+    rows = main_json(
+        tagger, "predict", "--output-dir", str(tiny_tagger), *(" ".join(s) for s in SENTENCES)
     )
-    assert code == 0
-    results = json.loads(capsys.readouterr().out)
+    return SequenceTagger.from_preset(tiny_tagger), rows
+
+
+def test_trained_in_bioes_reported_in_bio(tiny_tagger, trained):
+    task, rows = trained
+    results = json.loads((tiny_tagger / "results.json").read_text())
     assert results["tag_schemes"] == ["BIO", "BIOES"]
-    assert any(t.startswith("S-") for t in results["tags"])  # trained on BIOES
-    entities = results["test"]["entities"]
-    assert set(entities["per_type"]) <= {"PER", "ORG", "LOC", "MISC"}
-    assert {"precision", "recall", "f1"} <= set(entities["per_type"]["PER"])
-    assert set(results["test"]["per_tag"]) <= {"O"} | {
-        f"{p}-{k}" for p in "BI" for k in ("PER", "ORG", "LOC", "MISC")
-    }
-
-    config = tagger.common.saved_config(tagger.DEFAULTS, str(tmp_path / "run"))
-    model = tagger.Tagger.from_run(config)
-    assert model.model.get_layer("crf").allowed_transitions is not None
-    from kerasrnn.data import load_conll_columns
-
-    sentences, gold = load_conll_columns(str(test))
-    rows = model.predict(sentences)
+    assert any(t.startswith("S-") for t in results["tags"]) and results["tags"] == task.tags
+    assert task.scheme == "BIOES" and task.get_layer("crf").allowed_transitions is not None
+    assert set(results["valid"]["per_tag"]) <= BIO_NAMES  # scored in the file's scheme
     predicted = [r["tags"] for r in rows]
     check_tags(predicted, "BIO", "predictions")  # constrained: well-formed, in BIO
-    assert any(t != "O" for s in predicted for t in s)
-    np.testing.assert_allclose(entities["f1"], seqeval.f1_score(gold, predicted), atol=1e-9)
-    for sentence, row in zip(sentences, rows):
+    for sentence, row in zip(SENTENCES, rows):
+        assert row["tokens"] == sentence and set(row["tags"]) <= BIO_NAMES
         assert [(e["start"], e["end"], e["type"]) for e in row["entities"]] == entity_spans(
             row["tags"]
         )
@@ -112,103 +53,130 @@ def test_bioes_constrained_crf_end_to_end(tmp_path, capsys, shared_data):
             " ".join(sentence[e["start"] : e["end"]]) for e in row["entities"]
         ]
 
-    code = tagger.main(["predict", *run, " ".join(sentences[0]), ""])
-    assert code == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed[0]["entities"] == rows[0]["entities"] and printed[1]["entities"] == []
 
-    # the n best: well-formed BIO, distinct, best first, the first Viterbi's path, each
-    # probability exp(log-likelihood) of its path by the forward algorithm
-    batch = sentences[:6]
-    n_best = model.predict_n_best(batch, 4)
-    width = max(map(len, batch))
-    potentials, lengths = model._model_outputs(
-        tf.constant([s + [""] * (width - len(s)) for s in batch])
+def test_entity_scores_equal_seqevals(tiny_tagger, tmp_path, trained):
+    seqeval = pytest.importorskip("seqeval.metrics")
+    _, rows = trained
+    run = shutil.copytree(tiny_tagger, tmp_path / "run")  # evaluate writes into it
+    sentences, gold = (list(x) for x in zip(*NER_SENTENCES[:3]))
+    data = tmp_path / "test.txt"
+    data.write_text(
+        "".join("".join(f"{w} {t}\n" for w, t in zip(s, g)) + "\n" for s, g in zip(sentences, gold))
     )
-    mask = tf.sequence_mask(lengths, width)
+    scores = main_json(tagger, "evaluate", "--output-dir", str(run), "--test", str(data))
+    assert [r["tokens"] for r in rows[:3]] == sentences  # the same 3 sentences
+    predicted = [r["tags"] for r in rows[:3]]
+    np.testing.assert_allclose(scores["entities"]["f1"], seqeval.f1_score(gold, predicted))
+    np.testing.assert_allclose(
+        scores["entities"]["precision"], seqeval.precision_score(gold, predicted)
+    )
+    assert set(scores["entities"]["per_type"]) <= {"PER", "ORG", "LOC", "MISC"}
+
+
+def test_n_best_paths_are_bio_distinct_and_their_probabilities_the_crfs(tiny_tagger, trained):
+    """The n best: well-formed BIO, distinct, best first, the first predict's path, each
+    probability exp(log-likelihood) of its (BIOES) path by the forward algorithm."""
+    import tensorflow as tf
+
+    task, rows = trained
+    printed = main_json(
+        tagger,
+        "predict",
+        "--output-dir",
+        str(tiny_tagger),
+        "--n-best",
+        "4",
+        *(" ".join(s) for s in SENTENCES),
+    )
+    assert [p["tokens"] for p in printed] == SENTENCES
+    inputs = task.preprocessor.encode(SENTENCES)
+    potentials = task(inputs, training=False)
+    mask = tf.not_equal(inputs["word_ids"], 0)
+    width = mask.shape[1]
     ids, probabilities = [], []
-    for row, found in zip(rows, n_best):
+    for row, found in zip(rows, printed):
+        found = found["n_best"]
         assert found[0]["tags"] == row["tags"] and found[0]["entities"] == row["entities"]
         check_tags([c["tags"] for c in found], "BIO", "n-best")
         assert len({tuple(c["tags"]) for c in found}) == len(found) == 4
         assert [c["score"] for c in found] == sorted((c["score"] for c in found), reverse=True)
         for candidate in found:
-            path = [model.tags.index(t) for t in convert_tags(candidate["tags"], "BIOES")]
+            path = [task.tags.index(t) for t in convert_tags(candidate["tags"], "BIOES")]
             ids.append(path + [0] * (width - len(path)))
             probabilities.append(candidate["probability"])
     log_p = crf_log_likelihood(
         tf.repeat(potentials, 4, axis=0), np.array(ids), tf.repeat(mask, 4, axis=0)
     )
     np.testing.assert_allclose(np.exp(log_p), probabilities, rtol=1e-3)
-    code = tagger.main(["predict", *run, "--n-best", "3", " ".join(sentences[0])])
-    printed = json.loads(capsys.readouterr().out)[0]["n_best"]
-    assert code == 0 and [c["tags"] for c in printed] == [c["tags"] for c in n_best[0][:3]]
-    np.testing.assert_allclose(
-        [c["score"] for c in printed], [c["score"] for c in n_best[0][:3]], rtol=1e-4
-    )
 
-    code = tagger.main(["export", *run])
-    assert code == 0
-    loaded = tf.saved_model.load(json.loads(capsys.readouterr().out)["saved_model"])
-    out = loaded.signatures["tag_text"](text=tf.constant([" ".join(s) for s in sentences[:8]]))
-    for i, row in enumerate(rows[:8]):
+
+def test_the_saved_model_tags_and_finds_the_entities_as_predict(tiny_tagger, tmp_path, trained):
+    import tensorflow as tf
+
+    _, rows = trained
+    path = main_json(
+        tagger, "export", "--output-dir", str(tiny_tagger), "--export-dir", str(tmp_path / "sm")
+    )["saved_model"]
+    assert path == str(tmp_path / "sm")
+    loaded = tf.saved_model.load(path)
+    out = loaded.signatures["tag_text"](text=tf.constant([" ".join(s) for s in SENTENCES]))
+    for i, row in enumerate(rows):
+        n = len(row["tags"])
+        assert [t.decode() for t in out["tags"].numpy()[i][:n]] == row["tags"]
+        np.testing.assert_allclose(out["probability"].numpy()[i][:n], row["probabilities"], rtol=1e-5)
         starts = [int(s) for s in out["entity_start"].numpy()[i] if s >= 0]
         assert starts == [e["start"] for e in row["entities"]]
         texts = [t.decode() for t in out["entity_text"].numpy()[i][: len(starts)]]
         assert texts == [e["text"] for e in row["entities"]]
+    assert not os.path.exists(tiny_tagger / "saved_model")  # the shared run is unchanged
 
 
-def test_entity_outputs_read_spans_as_conlleval():
-    """The serving graph's spans against entity_spans on hand-made, also ill-formed, tags."""
-    import tensorflow as tf
-
-    tags = [
-        ["B-PER", "I-PER", "O", "I-LOC", "B-LOC"],
-        ["I-ORG", "B-MISC", "I-MISC", "", ""],
-        ["O", "O", "O", "O", "O"],
-        ["S-LOC", "B-PER", "E-PER", "E-PER", "I-ORG"],
-    ]
-    tokens = [[f"w{i}{j}" if t else "" for j, t in enumerate(s)] for i, s in enumerate(tags)]
-    out = tagger.entity_outputs(tf.constant(tokens), tf.constant(tags))
-    for i, sentence in enumerate(tags):
-        expected = entity_spans([t for t in sentence if t])
-        got = [
-            (int(s), int(e), k.decode())
-            for s, e, k in zip(
-                out["entity_start"].numpy()[i],
-                out["entity_end"].numpy()[i],
-                out["entity_type"].numpy()[i],
-            )
-            if s >= 0
-        ]
-        assert got == expected
-        texts = [t.decode() for t in out["entity_text"].numpy()[i][: len(got)]]
-        assert texts == [" ".join(tokens[i][s:e]) for s, e, _ in expected]
-
-
-def test_bad_scheme_input_is_one_line(tmp_path, capsys, shared_data):
-    iob1 = conll_slice(
-        tmp_path / "iob1.txt",
-        shared_data("conll2003", "train.txt.gz"),
-        30,
-        lambda tags: convert_tags(tags, "IOB1"),
+def _schemes(tmp_path, tags, **options):
+    """What the recipe makes of training tags: the results' schemes, the preprocessor's
+    reporting and the CRF's constraint (prepared, not trained)."""
+    config = common.load_config(
+        tagger.DEFAULTS,
+        overrides={"output_dir": str(tmp_path), "char_dim": 0, "crf": True, **options},
     )
-    run = ["--output-dir", str(tmp_path / "run"), "--epochs", "1", *TINY]
+    sentences = [[f"w{i}" for i in range(len(s))] for s in tags]
+    prepared = tagger.RECIPE.prepare(config, {"train": (sentences, tags), "valid": None})
+    return (
+        prepared.info["tag_schemes"],
+        prepared.model["preprocessor"].bio_output,
+        prepared.model["scheme"],
+    )
+
+
+def test_the_tag_scheme_options_choose_training_reporting_and_constraints(tmp_path):
+    bio = [["B-PER", "I-PER", "O"], ["B-LOC", "O"]]
+    bioes = [convert_tags(s, "BIOES") for s in bio]
+    iob1 = [convert_tags(s, "IOB1") for s in bio]
+    assert _schemes(tmp_path / "a", bio) == (["BIO", "BIO"], False, "BIO")
+    assert _schemes(tmp_path / "b", bio, tag_scheme="bioes") == (["BIO", "BIOES"], True, "BIOES")
+    # a BIOES file stays BIOES; an IOB1 one trained in BIOES is reported in BIO
+    assert _schemes(tmp_path / "c", bioes, tag_scheme="bioes")[:2] == (["BIOES", "BIOES"], False)
+    assert _schemes(tmp_path / "d", iob1, tag_scheme="bioes")[:2] == (["IOB1", "BIOES"], True)
+    assert _schemes(tmp_path / "e", bio, crf_constraints="false")[2] is None
+    assert _schemes(tmp_path / "f", [["NOUN", "VERB"]]) == ([None, None], False, None)
+
+
+def test_bad_scheme_input_is_one_line(tmp_path, capsys):
+    iob1 = tmp_path / "iob1.txt"
+    # IOB1: I- opens an entity (B- only starts one right after another of its type)
+    rows = [["I-PER", "I-PER", "O"], ["I-ORG", "O", "I-LOC"]]
+    iob1.write_text("".join("".join(f"w{i} {t}\n" for i, t in enumerate(s)) + "\n" for s in rows))
+    run = ["--output-dir", str(tmp_path / "run"), "--epochs", "1", "--format", "columns"]
     code = tagger.main(["train", "--train", str(iob1), "--tag-scheme", "bio", *run])
     err = capsys.readouterr().err
-    assert code == 2 and "--tag-scheme bio: train: sentence" in err and "IOB1" in err
+    assert code == 2 and "--tag-scheme bio: the training tags: sentence 1, token 1" in err
+    assert "declare the data IOB1" in err
+    assert err.count("\n") == 1
     pos = tmp_path / "pos.txt"
     pos.write_text("The DET\ncat NOUN\n\n" * 4)
     code = tagger.main(
-        ["train", "--train", str(pos), "--crf", "true", "--crf-constraints", "true", *run]
+        ["train", "--train", str(pos), "--crf", "--crf-constraints", "true", *run]
     )
     err = capsys.readouterr().err
-    assert code == 2 and "--crf-constraints true needs entity tags" in err
+    assert code == 2 and "--crf-constraints true needs entity tags" in err and err.count("\n") == 1
+    assert not (tmp_path / "run" / "config.json").exists()  # refused before training
 
-
-def test_bioes_predictions_are_reported_in_the_files_scheme():
-    names = ["B-X", "E-X", "I-X", "O", "S-X"]
-    assert tagger.output_tags(names, ("BIO", "BIOES")) == ["B-X", "I-X", "O"]
-    assert tagger.output_tags(names, ("IOB1", "BIOES")) == ["B-X", "I-X", "O"]
-    assert tagger.output_tags(names, ("BIOES", "BIOES")) == names  # a BIOES file stays
-    assert tagger.output_tags(["B-X", "O"], (None, None)) == ["B-X", "O"]

@@ -54,7 +54,8 @@ def test_time_budget_stops_a_long_run_within_the_budget_and_reports_it(tmp_path)
     with open(tmp_path / "run" / "results.json", encoding="utf-8") as f:
         assert json.load(f)["time_budget"]["steps"] == used["steps"]
     assert (tmp_path / "run" / "best.keras").exists()  # reloads: the schedule serialises
-    classifier.Classifier.from_run(config)
+    schedule = classifier.RECIPE.load(config).optimizer.get_config()["learning_rate"]
+    assert schedule["class_name"] == "OneCycle"
 
 
 def test_find_lr_picks_the_peak_inside_the_budget_and_reports_its_curve(tmp_path, capsys):
@@ -85,6 +86,7 @@ def test_find_lr_picks_the_peak_inside_the_budget_and_reports_its_curve(tmp_path
 
 def test_find_lr_and_the_wsd_schedule_on_the_command_line(tmp_path, capsys):
     args = ["train", "--train", str(tmp_path / "missing.tsv"), "--time-budget", "1"]
+    args += ["--output-dir", str(tmp_path / "run")]
     config = common.load_config(classifier.DEFAULTS, overrides={"budget_schedule": "wsd"})
     assert config["find_lr"] is True and config["budget_schedule"] == "wsd"
     assert classifier.main([*args, "--no-find-lr", "--budget-schedule", "wsd"]) == 2
@@ -230,7 +232,7 @@ def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_load
     assert results["time_budget"]["steps"] > 0
     assert 0 < results["epochs"][0]["learning_rate"] < config["learning_rate"]  # warmup
     assert math.isfinite(results["test"]["perplexity"])
-    model = keras.saving.load_model(tmp_path / "run" / "best.keras", compile=False)
+    model = keras.saving.load_model(tmp_path / "run" / "best.keras", compile=False).backbone
     assert isinstance(model.get_layer("embedding"), EmbeddingDropout)
     assert all(isinstance(model.get_layer(f"rnn_{i}").cell, WeightDrop) for i in range(2))
     assert isinstance(model.get_layer("locked_dropout_in"), keras.layers.SpatialDropout1D)
@@ -241,60 +243,23 @@ def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_load
             common.load_config(language_model.DEFAULTS, overrides={**overrides, **bad})
 
 
-def _budget_model(peak, optimizer=keras.optimizers.Adam):
+def test_find_peak_is_off_without_find_lr_and_a_continue_keeps_its_first_pick(tmp_path):
+    """The recipes' range test (`recipes.training.find_peak`; its rules are
+    `kerasrnn.callbacks.find_budget_peak`'s: tests/callbacks/test_budget_peak_from_recipes.py):
+    a continued run takes the pick its first run wrote into results.json, no new sweep."""
     from kerasrnn.callbacks import WarmupStableDecay
+    from recipes.training import find_peak
 
-    schedule = WarmupStableDecay(peak, total_steps=100)
+    schedule = WarmupStableDecay(0.003, total_steps=100)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    model.compile(optimizer(schedule), "mse")
-    return model, schedule
-
-
-def test_find_peak_takes_the_floor_when_too_few_steps_fit_and_a_continue_keeps_its_pick(
-    tmp_path,
-):
-    from recipes.training import FIND_LR_MIN_STEPS, find_peak
-
-    config = {"output_dir": str(tmp_path), "time_budget": 1e-6, "find_lr": True}
+    model.compile(keras.optimizers.Adam(schedule), "mse")
+    config = {"output_dir": str(tmp_path), "time_budget": 1.0, "find_lr": True}
     config.update(learning_rate=0.003, batch_size=8)
-    model, schedule = _budget_model(0.003)
     data = (np.ones((32, 2), "float32"), np.zeros((32, 1), "float32"))
-    search = find_peak(model, config, data)  # 6e-5 seconds: the sweep is cut to 5 steps
-    assert search["planned_steps"] == 5 < FIND_LR_MIN_STEPS
-    floor = 0.003 / schedule.mean_fraction()  # the trapezoid's mean rate is 0.003
-    assert search["pick"] == schedule.peak == pytest.approx(floor) and floor > 0.003
-    assert "the floor" in search["rule"] and "under 20" in search["rule"]
-    (tmp_path / "results.json").write_text(json.dumps({"find_lr": {**search, "pick": 0.02}}))
-    again = find_peak(model, config, data, continue_run=True)  # no new sweep
-    assert schedule.peak == again["pick"] == 0.02 and again["seconds"] == 0.0
     assert find_peak(model, {**config, "find_lr": False}, data) is None
-
-
-def test_find_peak_takes_the_floor_when_the_loss_falls_nowhere_in_the_sweep(tmp_path):
-    from recipes.training import find_peak
-
-    config = {"output_dir": str(tmp_path), "time_budget": 10.0, "find_lr": True}
-    # SGD from 1 to 1e5 on (w1 + w2 + b)^2, which diverges above 1/3: every rate too high
-    config.update(learning_rate=1000.0, batch_size=8)
-    model, schedule = _budget_model(1000.0, keras.optimizers.SGD)
-    data = (np.ones((32, 2), "float32"), np.zeros((32, 1), "float32"))
-    search = find_peak(model, config, data)
-    assert search["planned_steps"] == 100 and search["minimum_rate"] == search["rates"][0]
-    assert search["pick"] == schedule.peak == pytest.approx(1000.0 / schedule.mean_fraction())
-    assert "fell nowhere" in search["rule"]
-
-
-def test_find_peak_raises_a_pick_below_the_floor_to_it(tmp_path):
-    from recipes.training import find_peak
-
-    # SGD on least squares, configured at half its divergence point 2 / L: the test
-    # picks a tenth of where the loss stops falling, below the configured rate
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 2)).astype("float32")
-    y = x @ np.array([[1.0], [-2.0]], "float32")
-    config = {"output_dir": str(tmp_path), "time_budget": 10.0, "find_lr": True}
-    config.update(learning_rate=0.4, batch_size=32)
-    model, schedule = _budget_model(0.4, keras.optimizers.SGD)
-    search = find_peak(model, config, (x, y))
-    assert search["pick"] == schedule.peak == pytest.approx(0.4 / schedule.mean_fraction())
-    assert "is below it" in search["rule"], search["rule"]
+    assert find_peak(model, {**config, "time_budget": 0.0}, data) is None
+    assert schedule.peak == 0.003
+    earlier = {"rates": [0.01], "losses": [1.0], "steps": 1, "pick": 0.02, "rule": "r"}
+    (tmp_path / "results.json").write_text(json.dumps({"find_lr": earlier}))
+    again = find_peak(model, config, data, continue_run=True)
+    assert schedule.peak == again["pick"] == 0.02 and again["seconds"] == 0.0
