@@ -94,6 +94,10 @@ EXAMPLES = {
             "--output-dir runs/de-en 'ein Mann läuft .'",
             "--output-dir runs/de-en --input sentences.de",
         ),
+        "lm-text": (
+            "--output-dir runs/de-en --text-dir runs/de-en-lm-text",
+            "--output-dir runs/multi30k --text-dir runs/multi30k-lm-text",
+        ),
         "export": _exports("runs/de-en"),
         "demo": ("", "--data my.src my.tgt --epochs 10 --output-dir runs/my-demo"),
     },
