@@ -47,11 +47,25 @@ def _classifier_data(folder):
     (folder / "train.tsv").write_text("".join(lines))
 
 
-def _flags(tmp_path):
-    from tests.recipes.test_translator import _date_corpus, _split_flags
+def _date_corpus(folder, splits):
+    """Generated date pairs written as parallel files: {split: [source, target]} for
+    `splits` = {split: (count, seed)}."""
+    from kerasrnn.tasks import date_translation_task
 
+    files = {}
+    for split, (count, seed) in splits.items():
+        sources, targets = date_translation_task(count, seed=seed)
+        files[split] = [str(folder / f"{split}.src"), str(folder / f"{split}.tgt")]
+        for path, lines in zip(files[split], (sources, targets)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+    return files
+
+
+def _flags(tmp_path):
     _classifier_data(tmp_path)
     files = _date_corpus(tmp_path, {"train": (64, 1), "valid": (32, 2)})
+    split_flags = [a for split in files for a in (f"--{split}", json.dumps(files[split]))]
     # One batch per epoch (the whole training set): tf.data shuffles differently once
     # the dataset is split over workers, and with one batch the order cannot matter.
     # No dropout (its masks are drawn per replica); no clipping (applied per replica).
@@ -86,7 +100,7 @@ def _flags(tmp_path):
     ]
     translator = [
         "train",
-        *_split_flags(files),
+        *split_flags,
         "--batch-size",
         "64",
         "--epochs",
@@ -189,22 +203,29 @@ def test_two_local_workers_train_to_the_single_process_loss(tmp_path):
 
 
 def test_multi_worker_needs_tf_config(monkeypatch):
+    """kerasrnn.distribute's checks of TF_CONFIG, each one line; the recipes' `--strategy`
+    names the option before it."""
+    from kerasrnn.distribute import distribution_strategy
     from recipes import common
+    from recipes.training import distribution
 
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    with pytest.raises(common.ConfigError, match="TF_CONFIG"):
-        common.distribution_strategy("multi_worker")
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        distribution_strategy("multi_worker")
+    config = {"strategy": "multi_worker", "mirrored_cpus": 2, "output_dir": "unused"}
+    with pytest.raises(common.ConfigError, match="^--strategy multi_worker: .*TF_CONFIG"):
+        distribution(config)
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {}}')
-    with pytest.raises(common.ConfigError, match="not a valid cluster spec"):
-        common.distribution_strategy("multi_worker")
+    with pytest.raises(ValueError, match="not a valid cluster spec"):
+        distribution_strategy("multi_worker")
     monkeypatch.setenv(
         "TF_CONFIG",
         json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}),
     )
-    with pytest.raises(common.ConfigError, match="does not name one of the 1 workers"):
-        common.distribution_strategy("multi_worker")
-    with pytest.raises(common.ConfigError, match="multi_worker"):
-        common.distribution_strategy("parameter_server")
+    with pytest.raises(ValueError, match="does not name one of the 1 workers"):
+        distribution_strategy("multi_worker")
+    with pytest.raises(ValueError, match="multi_worker"):
+        distribution_strategy("parameter_server")
 
 
 JAX_DATA_PARALLEL = """

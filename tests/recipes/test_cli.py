@@ -410,7 +410,7 @@ def test_continue_extends_a_finished_run_from_its_last_epoch(tmp_path, capsys):
     assert code == 0 and len(out["history"]["loss"]) == 3
     # Not more epochs than trained: a one-line error.
     assert classifier.main(["train", "--continue", "--output-dir", str(run), "--epochs", "3"]) == 2
-    assert "has trained 3 epoch(s); --continue needs `epochs` above that" in (
+    assert "has trained 3 epoch(s); continuing it needs `epochs` above that, got 3" in (
         capsys.readouterr().err
     )
 

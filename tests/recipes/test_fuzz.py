@@ -4,8 +4,8 @@ configs -- and of every run file a user can edit (config.json, results.json,
 history.json, preset.json, a vocabulary given as an option, deploy.json): each case ends
 in a correct parse or a one-line error (a ValueError: the loaders' DataFormatError, the
 recipes' RecipeError / ConfigError, kerasrnn's PresetError, the client's
-DeployFileError), never another exception, a traceback or a hang. The loaders run in this process; the counts of cases tried are
-printed (``pytest -s``)."""
+DeployFileError), never another exception, a traceback or a hang. The loaders run in
+this process; the counts of cases tried are printed (``pytest -s``)."""
 
 import json
 import os

@@ -5,6 +5,7 @@ does not leave behind)."""
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,16 +23,27 @@ TINY = ["--embedding-dim", "4", "--units", "4", "--batch-size", "8", "--epochs",
 TINY += ["--verbose", "0", "--bucket-boundaries", "[]", "--patience", "0"]
 
 
-def _data(tmp_path):
-    data = tmp_path / "d.tsv"
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A classifier run trained one epoch from the command line (its data file beside
+    it); each test works on a copy of it (`_copy`)."""
+    folder = tmp_path_factory.mktemp("finished")
+    data = folder / "d.tsv"
     data.write_text("".join(f"{label}\t{t}\n" for t, label in zip(TEXTS, LABELS)))
-    return data
+    args = ["train", "--train", str(data), "--output-dir", str(folder / "run")]
+    assert classifier.main(args + TINY) == 0
+    return folder
 
 
-def _train(tmp_path, *extra):
-    run = tmp_path / "run"
+def _copy(finished, tmp_path):
+    """A copy of the finished run in tmp_path/run (its config names the module's data
+    file, which the commands here train on too)."""
+    return shutil.copytree(finished / "run", tmp_path / "run")
+
+
+def _train(run, data, *extra):
     return classifier.main(
-        ["train", "--train", str(_data(tmp_path)), "--output-dir", str(run)] + TINY + list(extra)
+        ["train", "--train", str(data), "--output-dir", str(run)] + TINY + list(extra)
     )
 
 
@@ -53,13 +65,12 @@ def _last_line(capsys):
     return err[-1] if err else ""
 
 
-def test_a_finished_run_is_refused_then_continued_or_overwritten(tmp_path, capsys):
-    run = tmp_path / "run"
-    assert _train(tmp_path) == 0
+def test_a_finished_run_is_refused_then_continued_or_overwritten(finished, tmp_path, capsys):
+    run, data = _copy(finished, tmp_path), finished / "d.tsv"
     before = _digest(run)
     capsys.readouterr()
     # The same command again: refused in one line, the run untouched.
-    assert _train(tmp_path, "--epochs", "2") == 2
+    assert _train(run, data, "--epochs", "2") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert f"{run} holds a finished run" in err and "--continue" in err and "--overwrite" in err
@@ -72,22 +83,21 @@ def test_a_finished_run_is_refused_then_continued_or_overwritten(tmp_path, capsy
         == 0
     )
     assert len(classifier.common.read_json(str(run / "history.json"))["rows"]) == 2
-    assert _train(tmp_path, "--overwrite") == 0
+    assert _train(run, data, "--overwrite") == 0
     assert len(classifier.common.read_json(str(run / "history.json"))["rows"]) == 1
     assert not (run / run_folder.PREVIOUS).exists()
-    assert _train(tmp_path, "--overwrite", "--continue") == 2
+    assert _train(run, data, "--overwrite", "--continue") == 2
     assert "exclude each other" in _last_line(capsys)
 
 
-def test_an_interrupted_run_resumes_only_with_its_own_options(tmp_path, capsys):
-    run = tmp_path / "run"
-    assert _train(tmp_path) == 0
+def test_an_interrupted_run_resumes_only_with_its_own_options(finished, tmp_path, capsys):
+    run, data = _copy(finished, tmp_path), finished / "d.tsv"
     os.remove(run / "results.json")  # as if killed before the end
     capsys.readouterr()
-    assert _train(tmp_path, "--units", "6") == 2
+    assert _train(run, data, "--units", "6") == 2
     line = _last_line(capsys)
     assert "holds an interrupted run trained with other options (units)" in line, line
-    assert _train(tmp_path, "--verbose", "0") == 0  # the same options: it resumes
+    assert _train(run, data, "--verbose", "0") == 0  # the same options: it resumes
     assert (run / "results.json").exists()
 
 
@@ -95,8 +105,10 @@ def test_files_that_are_not_a_run_are_never_written(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     (run / "notes.txt").write_text("mine")
+    data = tmp_path / "d.tsv"
+    data.write_text("pos\tgood\nneg\tbad\n")
     for extra in ((), ("--overwrite",)):
-        assert _train(tmp_path, *extra) == 2
+        assert _train(run, data, *extra) == 2
         assert "holds files that are not a run's" in _last_line(capsys)
     assert sorted(os.listdir(run)) == [".lock", "notes.txt"]
     assert (
@@ -105,6 +117,7 @@ def test_files_that_are_not_a_run_are_never_written(tmp_path, capsys):
         )
         == 2
     )
+    assert "none/config.json (did `train` run with this output_dir?)" in _last_line(capsys)
 
 
 HOLD = """
@@ -128,13 +141,12 @@ def _holder(folder):
     return process
 
 
-def test_one_writer_per_folder_and_a_killed_holder_leaves_no_lock(tmp_path, capsys):
-    run = tmp_path / "run"
-    assert _train(tmp_path) == 0
+def test_one_writer_per_folder_and_a_killed_holder_leaves_no_lock(finished, tmp_path, capsys):
+    run, data = _copy(finished, tmp_path), finished / "d.tsv"
     holder = _holder(run)
     try:
         capsys.readouterr()
-        assert _train(tmp_path, "--overwrite") == 2
+        assert _train(run, data, "--overwrite") == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1, err
         assert f"{run} is being written by another process (pid {holder.pid})" in err
@@ -150,7 +162,6 @@ def test_one_writer_per_folder_and_a_killed_holder_leaves_no_lock(tmp_path, caps
         holder.wait()
     with run_folder.lock(str(run)):  # the OS dropped the dead holder's lock
         assert open(run / run_folder.LOCK).read().strip() == str(os.getpid())
-    assert _train(tmp_path, "--overwrite") == 0
 
 
 def test_the_lock_is_reentrant_in_a_process(tmp_path):

@@ -51,7 +51,11 @@ def test_predict_tags_each_whitespace_token_unknown_words_too(softmax_run, capsy
     run = ["--output-dir", softmax_run[0]]
     code, out, _ = _run(capsys, "predict", *run, "Peter rejects EU", "", "The Qzxwvuts .")
     rows = json.loads(out)
-    assert code == 0 and [r["tokens"] for r in rows] == [["Peter", "rejects", "EU"], [], ["The", "Qzxwvuts", "."]]
+    assert code == 0 and [r["tokens"] for r in rows] == [
+        ["Peter", "rejects", "EU"],
+        [],
+        ["The", "Qzxwvuts", "."],
+    ]
     assert [len(r["tags"]) for r in rows] == [3, 0, 3]
     for row in rows:
         assert set(row["tags"]) <= TAGS and all(0 < p <= 1 for p in row["probabilities"])
@@ -86,7 +90,9 @@ def test_evaluate_reads_column_and_conllu_files(softmax_run, tmp_path, capsys):
     assert code == 0 and json.loads(out) == results["valid"]  # the same sentences
     # CoNLL-U (by its name): the tags of its upos column
     conllu = tmp_path / "test.conllu"
-    conllu.write_text("1\tPeter\t_\tB-PER\t_\t_\t_\t_\t_\t_\n2\tBlackburn\t_\tI-PER\t_\t_\t_\t_\t_\t_\n\n")
+    conllu.write_text(
+        "1\tPeter\t_\tB-PER\t_\t_\t_\t_\t_\t_\n2\tBlackburn\t_\tI-PER\t_\t_\t_\t_\t_\t_\n\n"
+    )
     code, out, _ = _run(capsys, "evaluate", "--output-dir", run, "--test", conllu)
     assert code == 0 and json.loads(out)["tokens"] == 2 and json.loads(out)["sentences"] == 1
 

@@ -123,7 +123,9 @@ def test_the_saved_model_tags_and_finds_the_entities_as_predict(tiny_tagger, tmp
     for i, row in enumerate(rows):
         n = len(row["tags"])
         assert [t.decode() for t in out["tags"].numpy()[i][:n]] == row["tags"]
-        np.testing.assert_allclose(out["probability"].numpy()[i][:n], row["probabilities"], rtol=1e-5)
+        np.testing.assert_allclose(
+            out["probability"].numpy()[i][:n], row["probabilities"], rtol=1e-5
+        )
         starts = [int(s) for s in out["entity_start"].numpy()[i] if s >= 0]
         assert starts == [e["start"] for e in row["entities"]]
         texts = [t.decode() for t in out["entity_text"].numpy()[i][: len(starts)]]
@@ -173,10 +175,7 @@ def test_bad_scheme_input_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1
     pos = tmp_path / "pos.txt"
     pos.write_text("The DET\ncat NOUN\n\n" * 4)
-    code = tagger.main(
-        ["train", "--train", str(pos), "--crf", "--crf-constraints", "true", *run]
-    )
+    code = tagger.main(["train", "--train", str(pos), "--crf", "--crf-constraints", "true", *run])
     err = capsys.readouterr().err
     assert code == 2 and "--crf-constraints true needs entity tags" in err and err.count("\n") == 1
     assert not (tmp_path / "run" / "config.json").exists()  # refused before training
-

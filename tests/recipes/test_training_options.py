@@ -46,7 +46,8 @@ def test_time_budget_stops_a_long_run_within_the_budget_and_reports_it(tmp_path)
     results = classifier.train(config, _splits())
     used = results["time_budget"]
     assert used["stopped_by_budget"] and used["minutes"] == minutes
-    assert used["seconds_used"] <= 6.0 + 2.0  # the last step and the last epoch's end
+    # the last step and the last epoch's end after it (seconds on a loaded machine)
+    assert used["seconds_used"] <= 6.0 + 4.0
     assert results["history"]["epochs_run"] < 100000
     assert used["steps"] >= 4 * (results["history"]["epochs_run"] - 1) + 1
     if used["steps"] > 11:  # the schedule is set after the first step and 10 timed ones

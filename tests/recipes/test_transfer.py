@@ -135,7 +135,9 @@ def test_ulmfit_finetunes_and_extends_the_lm_then_trains_the_head(ulmfit_run, ti
     extended = transfer.lm_vocabulary(finetuned).tokens
     counts = collections.Counter(w for words in tokenize(CLASSIFIER_TEXTS, True) for w in words)
     assert extended[: len(start)] == start
-    assert set(extended[len(start) :]) == {w for w, n in counts.items() if n >= 2 and w not in start}
+    assert set(extended[len(start) :]) == {
+        w for w, n in counts.items() if n >= 2 and w not in start
+    }
     assert len(extended) > len(start)
     task = classifier.RECIPE.load(config)
     assert task.preprocessor.vocabulary.tokens == extended
