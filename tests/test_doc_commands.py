@@ -66,8 +66,13 @@ def commands_in(code):
     refused."""
     found = []
     lines = _logical_lines(code)
+    # a block of prompts (``$ kerasrnn ...``) and what they print: only the prompts are
+    # commands (an error line, ``kerasrnn classifier train: error: ...``, is output)
+    prompted = any(line.lstrip().startswith("$ ") for line in lines)
     for n, line in enumerate(lines):
         if "-m recipes." not in line and "kerasrnn " not in line:
+            continue
+        if prompted and not line.lstrip().startswith("$ "):
             continue
         following = lines[n + 1] if n + 1 < len(lines) else ""
         fails = line.lstrip().startswith("$ ") and ": error: " in following
@@ -190,6 +195,9 @@ def test_commands_are_read_as_a_shell_reads_them():
         ("language_model", ["generate", "--output-dir", "r", "x"], False),
     ]  # fmt: skip
     shown = "$ python -m recipes.tagger train --cell x\nrecipes.tagger train: error: ...\n"
+    assert commands_in(shown) == [("tagger", ["train", "--cell", "x"], True)]
+    # the error line a kerasrnn prompt prints is output, not another command
+    shown = "$ kerasrnn tagger train --cell x\nkerasrnn tagger train: error: ...\n"
     assert commands_in(shown) == [("tagger", ["train", "--cell", "x"], True)]
     console = (
         "KERASRNN_DATA=d kerasrnn classifier train --config sentence_polarity\n"
