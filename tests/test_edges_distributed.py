@@ -1,7 +1,8 @@
 """Scale-out: `--strategy multi_worker` (two local worker processes, TF_CONFIG) trains the
-classifier and the translator to the loss of one process on the same global batch; on
-JAX, a keras.ops core model trains data-parallel over 2 CPU devices with Keras'
-distribution API."""
+classifier and the translator to the loss of one process on the same global batch;
+`kerasrnn.distribute`'s strategies by name and each worker's output folder; on JAX, a
+keras.ops core model trains data-parallel over 2 CPU devices with Keras' distribution
+API."""
 
 import json
 import os
@@ -47,11 +48,25 @@ def _classifier_data(folder):
     (folder / "train.tsv").write_text("".join(lines))
 
 
-def _flags(tmp_path):
-    from tests.recipes.test_translator import _date_corpus, _split_flags
+def _date_corpus(folder, splits):
+    """Generated date pairs as parallel files: {split: [source, target]} for `splits` =
+    {split: (count, seed)}."""
+    from kerasrnn.tasks import date_translation_task
 
+    files = {}
+    for split, (count, seed) in splits.items():
+        sources, targets = date_translation_task(count, seed=seed)
+        files[split] = [str(folder / f"{split}.src"), str(folder / f"{split}.tgt")]
+        for path, lines in zip(files[split], (sources, targets)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+    return files
+
+
+def _flags(tmp_path):
     _classifier_data(tmp_path)
     files = _date_corpus(tmp_path, {"train": (64, 1), "valid": (32, 2)})
+    split_flags = [a for split in files for a in (f"--{split}", json.dumps(files[split]))]
     # One batch per epoch (the whole training set): tf.data shuffles differently once
     # the dataset is split over workers, and with one batch the order cannot matter.
     # No dropout (its masks are drawn per replica); no clipping (applied per replica).
@@ -86,7 +101,7 @@ def _flags(tmp_path):
     ]
     translator = [
         "train",
-        *_split_flags(files),
+        *split_flags,
         "--batch-size",
         "64",
         "--epochs",
@@ -189,22 +204,75 @@ def test_two_local_workers_train_to_the_single_process_loss(tmp_path):
 
 
 def test_multi_worker_needs_tf_config(monkeypatch):
-    from recipes import common
+    from kerasrnn.distribute import distribution_strategy
 
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    with pytest.raises(common.ConfigError, match="TF_CONFIG"):
-        common.distribution_strategy("multi_worker")
+    with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
+        distribution_strategy("multi_worker")
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {}}')
-    with pytest.raises(common.ConfigError, match="not a valid cluster spec"):
-        common.distribution_strategy("multi_worker")
+    with pytest.raises(ValueError, match="not a valid cluster spec"):
+        distribution_strategy("multi_worker")
     monkeypatch.setenv(
         "TF_CONFIG",
         json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}),
     )
-    with pytest.raises(common.ConfigError, match="does not name one of the 1 workers"):
-        common.distribution_strategy("multi_worker")
-    with pytest.raises(common.ConfigError, match="multi_worker"):
-        common.distribution_strategy("parameter_server")
+    with pytest.raises(ValueError, match="does not name one of the 1 workers"):
+        distribution_strategy("multi_worker")
+    with pytest.raises(ValueError, match="`strategy` must be one of .*multi_worker"):
+        distribution_strategy("parameter_server")
+
+
+class _Resolver:
+    """A cluster resolver's task (what `worker_output_dir` reads)."""
+
+    def __init__(self, task_type, task_id, jobs):
+        self.task_type, self.task_id, self.jobs = task_type, task_id, jobs
+
+    def cluster_spec(self):
+        import types
+
+        return types.SimpleNamespace(jobs=self.jobs)
+
+
+class _Extended:
+    def __init__(self, multi_worker):
+        self.multi_worker = multi_worker
+
+    def _in_multi_worker_mode(self):
+        return self.multi_worker
+
+
+class _Strategy:
+    def __init__(self, resolver, multi_worker=True):
+        self.cluster_resolver, self.extended = resolver, _Extended(multi_worker)
+
+
+@pytest.mark.parametrize(
+    "task_type,task_id,jobs,multi_worker,folder",
+    [
+        ("worker", 0, ["worker"], True, "run"),  # worker 0 is the chief without one
+        ("worker", 1, ["worker"], True, "run/workers/1"),
+        ("chief", 0, ["chief", "worker"], True, "run"),
+        ("worker", 0, ["chief", "worker"], True, "run/workers/0"),  # a chief is named
+        ("worker", 1, ["worker"], False, "run"),  # one worker: not multi-worker mode
+    ],
+)
+def test_each_worker_writes_to_its_own_folder(task_type, task_id, jobs, multi_worker, folder):
+    from kerasrnn.distribute import worker_output_dir
+
+    strategy = _Strategy(_Resolver(task_type, task_id, jobs), multi_worker)
+    assert worker_output_dir("run", strategy) == os.path.join(*folder.split("/"))
+
+
+def test_the_default_and_mirrored_strategies_write_to_the_run_folder():
+    import tensorflow as tf
+
+    from kerasrnn.distribute import distribution_strategy, worker_output_dir
+
+    strategy = distribution_strategy("default")
+    assert strategy is tf.distribute.get_strategy()
+    assert worker_output_dir("run", strategy) == "run"
+    assert worker_output_dir("run", _Strategy(None)) == "run"
 
 
 JAX_DATA_PARALLEL = """
