@@ -1,7 +1,8 @@
 """Scale-out: `--strategy multi_worker` (two local worker processes, TF_CONFIG) trains the
-classifier and the translator to the loss of one process on the same global batch; on
-JAX, a keras.ops core model trains data-parallel over 2 CPU devices with Keras'
-distribution API."""
+classifier and the translator to the loss of one process on the same global batch;
+`kerasrnn.distribute`'s strategies by name and each worker's output folder; on JAX, a
+keras.ops core model trains data-parallel over 2 CPU devices with Keras' distribution
+API."""
 
 import json
 import os
@@ -210,7 +211,7 @@ def test_multi_worker_needs_tf_config(monkeypatch):
     from recipes.training import distribution
 
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    with pytest.raises(ValueError, match="TF_CONFIG"):
+    with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
         distribution_strategy("multi_worker")
     config = {"strategy": "multi_worker", "mirrored_cpus": 2, "output_dir": "unused"}
     with pytest.raises(common.ConfigError, match="^--strategy multi_worker: .*TF_CONFIG"):
@@ -224,8 +225,61 @@ def test_multi_worker_needs_tf_config(monkeypatch):
     )
     with pytest.raises(ValueError, match="does not name one of the 1 workers"):
         distribution_strategy("multi_worker")
-    with pytest.raises(ValueError, match="multi_worker"):
+    with pytest.raises(ValueError, match="`strategy` must be one of .*multi_worker"):
         distribution_strategy("parameter_server")
+
+
+class _Resolver:
+    """A cluster resolver's task (what `worker_output_dir` reads)."""
+
+    def __init__(self, task_type, task_id, jobs):
+        self.task_type, self.task_id, self.jobs = task_type, task_id, jobs
+
+    def cluster_spec(self):
+        import types
+
+        return types.SimpleNamespace(jobs=self.jobs)
+
+
+class _Extended:
+    def __init__(self, multi_worker):
+        self.multi_worker = multi_worker
+
+    def _in_multi_worker_mode(self):
+        return self.multi_worker
+
+
+class _Strategy:
+    def __init__(self, resolver, multi_worker=True):
+        self.cluster_resolver, self.extended = resolver, _Extended(multi_worker)
+
+
+@pytest.mark.parametrize(
+    "task_type,task_id,jobs,multi_worker,folder",
+    [
+        ("worker", 0, ["worker"], True, "run"),  # worker 0 is the chief without one
+        ("worker", 1, ["worker"], True, "run/workers/1"),
+        ("chief", 0, ["chief", "worker"], True, "run"),
+        ("worker", 0, ["chief", "worker"], True, "run/workers/0"),  # a chief is named
+        ("worker", 1, ["worker"], False, "run"),  # one worker: not multi-worker mode
+    ],
+)
+def test_each_worker_writes_to_its_own_folder(task_type, task_id, jobs, multi_worker, folder):
+    from kerasrnn.distribute import worker_output_dir
+
+    strategy = _Strategy(_Resolver(task_type, task_id, jobs), multi_worker)
+    assert worker_output_dir("run", strategy) == os.path.join(*folder.split("/"))
+
+
+def test_the_default_and_mirrored_strategies_write_to_the_run_folder():
+    import tensorflow as tf
+
+    from kerasrnn.distribute import distribution_strategy, worker_output_dir
+
+    strategy = distribution_strategy("default")
+    assert strategy is tf.distribute.get_strategy()
+    assert worker_output_dir("run", strategy) == "run"
+    assert worker_output_dir("run", _Strategy(None)) == "run"
 
 
 JAX_DATA_PARALLEL = """

@@ -39,7 +39,9 @@ def is_text(x):
     if isinstance(x, dict):
         return any(is_text(value) for value in x.values())
     if isinstance(x, (list, tuple)):
-        return bool(x) and all(is_text(item) for item in x)
+        # an empty token list (a tagger's empty sentence) is text beside other text
+        items = [item for item in x if not (isinstance(item, (list, tuple)) and not item)]
+        return bool(items) and all(is_text(item) for item in items)
     dtype = getattr(x, "dtype", None)
     if isinstance(x, np.ndarray):
         return dtype.kind in "USO" and (x.size == 0 or isinstance(x.flat[0], (str, bytes)))

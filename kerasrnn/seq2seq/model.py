@@ -136,6 +136,18 @@ class Seq2Seq(GenerativeTask, keras.Model):
                 "`copy_readout` copies through one attention; the backbone's decoder "
                 f"cell has {len(backbone.decoder.cell.mechanisms)} mechanisms."
             )
+        if self.preprocessor is not None:  # (a mismatch fails deep in a traced lookup)
+            for side, size in (
+                ("source", backbone.source_vocab_size),
+                ("target", backbone.target_vocab_size),
+            ):
+                tokens = len(getattr(self.preprocessor, side).vocabulary)
+                if tokens != size:
+                    raise ValueError(
+                        f"the preprocessor's {side} vocabulary has {tokens} tokens but the "
+                        f"backbone's {side}_vocab_size is {size}: give the vocabularies "
+                        "the model was built with."
+                    )
         self.backbone = backbone
         self.copy_readout = copy_readout
         self.start_id, self.end_id = start_id, end_id

@@ -9,7 +9,13 @@ import keras
 import numpy as np
 import pytest
 
-from kerasrnn.callbacks import NTASGD, ExponentialAveraging, PolyakAveraging, average_checkpoints
+from kerasrnn.callbacks import (
+    NTASGD,
+    ExponentialAveraging,
+    PolyakAveraging,
+    StartAveraging,
+    average_checkpoints,
+)
 from tests.callbacks.test_callbacks import _Stop
 
 X = np.random.default_rng(0).normal(size=(8, 3)).astype("float32")
@@ -294,3 +300,54 @@ def test_checkpoint_average_names_the_file_that_does_not_fit(tmp_path):
         average_checkpoints(["missing.keras"])
     with pytest.raises(ValueError, match="pass the model"):
         average_checkpoints([good])
+
+
+def test_start_averaging_without_a_rule_starts_after_the_first_epoch():
+    record, average = Record(), PolyakAveraging(start=None)
+    model = tiny_model()
+    history = fit(model, [record, average, StartAveraging(average)], epochs=3)
+    # epoch 1's two steps are not averaged; epochs 2 and 3's four are
+    assert average.count == 4 and len(record.steps) == 6
+    for got, want in zip(average.averaged_weights(), mean_of(record.steps[2:])):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert history.history["averaged_steps"] == [0, 2, 4]
+
+
+@pytest.mark.parametrize(
+    "values,patience",
+    [([5.0, 4.0, 3.0, 3.5, 4.5, 2.0], 2), ([3.0, 2.0, 1.0, 0.5], 1), ([1.0, 2.0, 0.5, 3.0], 1)],
+)
+def test_start_averaging_starts_where_its_nt_asgd_rule_triggers(values, patience):
+    """A given validation history, fed epoch by epoch: averaging starts after the epoch
+    AWD-LSTM's own test names (`awd_lstm_trigger`), and the history stays the values
+    seen until then."""
+    average = PolyakAveraging(start=None)
+    start = StartAveraging(average, NTASGD(patience=patience, monitor="valid_perplexity"))
+    average.set_model(tiny_model())
+    average.on_train_begin()
+    start.on_train_begin()
+    started = None
+    for epoch, value in enumerate(values):
+        average.on_train_batch_end(0)  # one step per epoch
+        logs = {"valid_perplexity": value}
+        start.on_epoch_end(epoch, logs)
+        assert logs["averaged_steps"] == average.count
+        if started is None and average.start is not None:
+            started = epoch
+    assert started == awd_lstm_trigger(values, patience)
+    assert {5.0: 4, 3.0: None, 1.0: 3}[values[0]] == started  # the cases differ
+    # the values up to the one that triggered: the rule reads none after the start
+    seen = values if started is None else values[: started + 1]
+    assert start.get_state() == {"history": seen}
+    assert average.count == (0 if started is None else len(values) - started - 1)
+    # the history a backup keeps comes back
+    again = StartAveraging(PolyakAveraging(start=None), NTASGD(patience, "valid_perplexity"))
+    again.set_state({"history": [9.0, 8.0]})
+    assert again.rule.history == [9.0, 8.0] and again.get_state() == {"history": [9.0, 8.0]}
+    assert StartAveraging(average).get_state() == {"history": []}
+
+
+def test_start_averaging_names_a_missing_monitor():
+    start = StartAveraging(PolyakAveraging(start=None), NTASGD(monitor="valid_perplexity"))
+    with pytest.raises(ValueError, match="monitors 'valid_perplexity', which the epoch's logs"):
+        start.on_epoch_end(0, {"loss": 1.0})

@@ -128,3 +128,88 @@ def test_a_time_limit_cuts_the_sweep_and_it_still_ends_at_the_last_rate(problem)
     assert search.rates[-1] == pytest.approx(1e-2)
     roomy = LearningRateFinder(1e-5, 1e-2, steps=8, max_seconds=600.0)
     assert roomy.find(model, x, y, batch_size=32).planned_steps == 8  # no cut
+
+
+# ---- find_budget_peak: the floor rules, on a fake search --------------------------------
+def _fake_search(planned_steps, lowest, pick):
+    """A `LearningRateSearch` of `planned_steps` rates whose smoothed loss is lowest at
+    step `lowest` (0-based), with `pick` as the test's pick."""
+    rates = [1e-4 * 1.1**k for k in range(planned_steps)]
+    smoothed = [abs(k - lowest) + 1.0 for k in range(planned_steps)]
+    return LearningRateSearch(
+        rates=rates,
+        losses=smoothed,
+        smoothed=smoothed,
+        minimum_rate=rates[lowest],
+        pick=pick,
+        rule="0.1 x the loss-minimising rate",
+        steps=planned_steps,
+        planned_steps=planned_steps,
+        diverged=False,
+        seconds=0.1,
+    )
+
+
+@pytest.mark.parametrize(
+    "planned,lowest,pick,floored,why",
+    [
+        (100, 60, 0.5, False, None),  # a pick above the floor stands
+        (100, 60, 1e-4, True, "is below it"),
+        (19, 10, 0.5, True, "held 19 steps, under 20"),
+        (100, 9, 0.5, True, "the lowest loss came at step 10 of 100"),
+        (100, 10, 0.5, False, None),  # step 11 of 100: not in the first tenth
+    ],
+)
+def test_find_budget_peak_keeps_the_floor_where_the_test_cannot_pick(
+    monkeypatch, planned, lowest, pick, floored, why
+):
+    from kerasrnn.callbacks import WarmupCosineDecay, find_budget_peak
+
+    seen = {}
+
+    def find(finder, model, x, y=None, batch_size=None):
+        seen.update(low=finder.min_rate, high=finder.max_rate, seconds=finder.max_seconds)
+        return _fake_search(planned, lowest, pick)
+
+    monkeypatch.setattr(LearningRateFinder, "find", find)
+    schedule = WarmupCosineDecay(1e-3, 100, warmup=0.1)
+    model = dense_model(keras.optimizers.SGD(schedule))
+    search = find_budget_peak(model, None, learning_rate=0.01, seconds=300.0)
+    # the sweep: five decades around the configured rate, a tenth of the budget
+    assert seen == pytest.approx({"low": 1e-5, "high": 1.0, "seconds": 30.0})
+    floor = 0.01 / schedule.mean_fraction()
+    assert 1.8 < floor / 0.01 < 2.2  # a cosine's mean is about half its peak
+    if floored:
+        assert search.pick == pytest.approx(floor)
+        assert search.rule.startswith("the floor, learning_rate / mean fraction: ")
+        assert why in search.rule
+    else:
+        assert search.pick == pick and search.rule == "0.1 x the loss-minimising rate"
+    assert schedule.peak == pytest.approx(search.pick)  # set as the schedule's peak
+
+
+def test_set_peak_sets_a_constant_rate_without_a_budget_schedule():
+    from kerasrnn.callbacks import WarmupCosineDecay, set_peak
+
+    constant = dense_model(keras.optimizers.Adam(1e-3))
+    set_peak(constant, 0.02)
+    np.testing.assert_allclose(float(constant.optimizer.learning_rate), 0.02)
+    schedule = WarmupCosineDecay(1e-3, 10, warmup=0.0)
+    scheduled = dense_model(keras.optimizers.Adam(schedule))
+    set_peak(scheduled, 0.02)
+    assert schedule.peak == pytest.approx(0.02)
+    np.testing.assert_allclose(float(schedule(0)), 0.02, rtol=1e-6)  # no warmup: the peak
+
+
+def test_find_budget_peak_on_a_real_sweep_picks_within_the_range(problem):
+    """A short real sweep (no fake): its pick is the test's or the floor, and the
+    weights are as before."""
+    from kerasrnn.callbacks import find_budget_peak
+
+    x, y, _ = problem
+    model = dense_model(keras.optimizers.SGD(WarmupStableDecay(0.01, 200, warmup=0.1)))
+    before = model.get_weights()
+    search = find_budget_peak(model, x, y, batch_size=64, learning_rate=0.01, seconds=600.0)
+    floor = 0.01 / WarmupStableDecay(0.01, 200, warmup=0.1).mean_fraction()
+    assert search.planned_steps == 100 and search.pick >= floor * (1 - 1e-6)
+    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))

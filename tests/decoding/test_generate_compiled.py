@@ -188,10 +188,16 @@ def test_compile_sets_the_default_strategy_and_saves_it(tmp_path):
 
 
 def test_token_ids_as_strings_or_ragged_lists_fail_in_one_line(model):
-    with pytest.raises(TypeError, match="holds strings.*integer token ids"):
+    # strings are text, which a task without a preprocessor does not take
+    with pytest.raises(ValueError, match="has no preprocessor, so it takes token ids, not text"):
         model.generate(np.array([["5", "6"]]))
-    with pytest.raises(TypeError, match="holds strings"):
+    with pytest.raises(ValueError, match="has no preprocessor, so it takes token ids, not text"):
         model.generate([["a", "b"]])
+    # ids mixed with strings are neither
+    with pytest.raises(TypeError, match="holds strings.*integer token ids"):
+        model.generate(np.array([[5, "6"]], dtype=object))
+    with pytest.raises(TypeError, match="holds strings"):
+        model.generate([[5, "a"]])
     with pytest.raises(
         ValueError,
         match=r"ragged list \(rows of lengths \[1, 3\]\).*"

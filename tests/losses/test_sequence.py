@@ -112,6 +112,29 @@ def test_probabilities_and_per_sequence_weights(batch):
     np.testing.assert_allclose(got, (per_token * w).sum() / w.sum(), rtol=1e-5)
 
 
+def test_per_sequence_is_the_token_mean_times_the_window_length(batch):
+    """Zaremba et al.'s loss over truncated-BPTT windows: each window's summed
+    cross-entropy averaged over the batch, i.e. the token mean times T (padding not
+    counted in the mean, as ever)."""
+    logits, targets, weights = batch
+    per_token = reference_losses(targets, logits)
+    real = targets != 0
+    loss = SequenceCrossEntropy(per_sequence=True)
+    got = np_(loss(targets, logits))
+    np.testing.assert_allclose(got, per_token[real].mean() * targets.shape[1], rtol=1e-5)
+    unpadded = np.where(real, targets, 1)  # nothing padded: the per-window sum's mean
+    np.testing.assert_allclose(
+        np_(loss(unpadded, logits)), reference_losses(unpadded, logits).sum(1).mean(), rtol=1e-5
+    )
+    weighted = np_(loss(targets, logits, sample_weight=weights))
+    w = weights * real
+    np.testing.assert_allclose(weighted, (per_token * w).sum() / w.sum() * 5, rtol=1e-5)
+    again = SequenceCrossEntropy.from_config(loss.get_config())
+    assert again.per_sequence and again.get_config() == loss.get_config()
+    with pytest.raises(ValueError, match="`per_sequence` scales the average over time and batch"):
+        SequenceCrossEntropy(per_sequence=True, average_across_timesteps=False)
+
+
 def test_all_padding_gives_zero_not_nan():
     got = np_(SequenceCrossEntropy()(np.zeros((2, 3), "int32"), np.ones((2, 3, 4), "float32")))
     assert got == 0.0

@@ -170,3 +170,52 @@ def test_saved_model_round_trip(tmp_path):
     np.testing.assert_allclose(
         loaded.logits(prompts)["logits"].numpy(), np_(model(prompts)), atol=1e-6
     )
+
+
+def test_stateless_is_the_same_model_without_the_fixed_batch():
+    stateful = LanguageModel(
+        LanguageModelBackbone(
+            V,
+            6,
+            initializer=keras.initializers.RandomUniform(-0.5, 0.5, seed=1),
+            rnn_options={"stateful": True, "batch_size": 2},
+        ),
+        max_length=4,
+    )
+    plain = stateful.stateless()
+    assert plain is not stateful and not plain.backbone.rnn_options.get("stateful")
+    assert (plain.end_id, plain.max_length, plain.preprocessor) == (END, 4, None)
+    x = np.array([[3, 5, 6], [3, 7, 8]])
+    for layer in stateful.backbone.rnn_layers():
+        layer.reset_state()
+    np.testing.assert_allclose(np_(plain(x)), np_(stateful(x)), atol=1e-6)
+    # any batch size now, and the first window again (no state carried)
+    three = np.concatenate([x, x[:1]])
+    np.testing.assert_allclose(np_(plain(three))[:2], np_(plain(x)), atol=1e-6)
+    model = _model()
+    assert model.stateless() is model
+
+
+def test_extended_weights_give_new_words_the_mean_of_the_old_ones():
+    from kerasrnn.models.language_model import extended_weights
+
+    embedding = np.arange(8.0).reshape(4, 2)
+    kernel = np.arange(8.0).reshape(2, 4)
+    bias = np.array([1.0, 2.0, 3.0, 6.0])
+    lstm = np.ones((2, 8))  # not a vocabulary axis: kept as it is
+    grown = extended_weights([embedding, kernel, bias, lstm], [(6, 2), (2, 6), (6,), (2, 8)], 4)
+    np.testing.assert_array_equal(grown[0], np.concatenate([embedding, [[3.0, 4.0]] * 2]))
+    np.testing.assert_array_equal(grown[1], np.concatenate([kernel, [[1.5] * 2, [5.5] * 2]], 1))
+    np.testing.assert_array_equal(grown[2], [1.0, 2.0, 3.0, 6.0, 3.0, 3.0])
+    assert grown[3] is lstm
+    same = extended_weights([embedding], [(4, 2)], 4)
+    np.testing.assert_array_equal(same[0], embedding)
+    for weights, shapes in (
+        ([embedding], [(6, 2), (2,)]),  # another number of weights
+        ([embedding], [(6, 3)]),  # two axes differ
+        ([embedding], [(3, 2)]),  # smaller
+        ([embedding], [(6, 2, 1)]),  # another rank
+        ([np.ones((5, 2))], [(6, 2)]),  # the axis that grew is not the vocabulary's
+    ):
+        with pytest.raises(ValueError, match="weights do not fit this one"):
+            extended_weights(weights, shapes, 4)

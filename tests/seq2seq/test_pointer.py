@@ -222,24 +222,35 @@ def test_bad_arguments_fail_in_one_line():
         copying.generate(SOURCE, "greedy", fusion=fusion)
 
 
+def _sides(source, target):
+    from kerasrnn.data.text import TextSide
+    from kerasrnn.seq2seq import Seq2SeqPreprocessor
+
+    return Seq2SeqPreprocessor(TextSide(source, "word"), TextSide(target, "word"))
+
+
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="export: tensorflow")
-def test_runtime_bundles_refuse_copy_attention(model, tmp_path):
-    from kerasrnn.export import TextTranslator
-    from kerasrnn.export.translator_runtime import export_translator_runtime
+def test_runtime_bundles_refuse_copy_attention(tmp_path):
+    from kerasrnn.export import export_task
 
     words = [f"w{i}" for i in range(len(TABLE) - 4)]
-    texts = TextTranslator(
-        model, Vocabulary(words), Vocabulary(words[: V - 4]), max_source_length=6
+    model = Seq2Seq(
+        Seq2SeqBackbone(len(TABLE), V, embedding_dim=4, units=4),
+        max_source_length=6,
+        copy_readout=CopyReadout(TABLE),
+        preprocessor=_sides(Vocabulary(words), Vocabulary(words[: V - 4])),
     )
-    with pytest.raises(ValueError, match="do not decode a model with copy attention"):
-        export_translator_runtime(texts, tmp_path, "onnx", {}, {})
+    for format_name in ("onnx", "litert"):
+        with pytest.raises(ValueError, match="translator cannot hold copy attention"):
+            export_task(model, tmp_path / format_name, format=format_name)
+    assert not any(tmp_path.iterdir())  # refused before anything is written
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel: tensorflow")
 def test_exported_saved_model_writes_copied_source_words(tmp_path):
     import tensorflow as tf
 
-    from kerasrnn.export import TextTranslator
+    from kerasrnn.export import export_task
 
     source = Vocabulary(["anna", "sees", "bob", "carl"])
     target = Vocabulary(["sieht", "anna"])
@@ -249,12 +260,12 @@ def test_exported_saved_model_writes_copied_source_words(tmp_path):
         max_source_length=4,
         max_target_length=3,
         copy_readout=CopyReadout(copy_vocabulary_map(source, target)),
+        preprocessor=_sides(source, target),
     )
     model.build()
     model.copy_readout.b.assign(np.array([-30.0], "float32"))  # p_gen ~ 0: copy only
     texts = ["bob sees carl", "carl anna"]
-    translator = TextTranslator(model, source, target, max_length=3)
-    translator.export(tmp_path / "sm", translate_n_best=decoding.GreedySearch())
+    export_task(model, tmp_path / "sm", n_best_strategy=decoding.GreedySearch())
     served = tf.saved_model.load(str(tmp_path / "sm")).signatures["translate"]
     got = [t.decode() for t in served(text=tf.constant(texts))["translation"].numpy()]
     ids = keras.utils.pad_sequences([source.encode(t.split()) for t in texts], 4, padding="post")
@@ -266,3 +277,5 @@ def test_exported_saved_model_writes_copied_source_words(tmp_path):
     assert got == expected
     # copied source words the target vocabulary lacks, not [UNK]
     assert got[0] and set(got[0].split()) <= {"bob", "sees", "carl"}
+    # and generate on text gives what the SavedModel serves
+    assert model.generate(texts, max_length=3) == got
