@@ -1,5 +1,6 @@
-"""Serving edge cases, through the exported SavedModels loaded in a fresh process that
-never imports kerasrnn: empty and whitespace-only inputs, and a 10,000-character input."""
+"""Serving edge cases, through the exported SavedModels (of the session's tiny
+classifier and tagger runs, tests/conftest.py) loaded in a fresh process that never
+imports kerasrnn: empty and whitespace-only inputs, and a 10,000-character input."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import sys
 import numpy as np
 
 from recipes import classifier, tagger
+from tests.conftest import main_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -28,54 +30,24 @@ print(json.dumps({
     "lengths": tags["lengths"].numpy().tolist(),
     "tags": [[x.decode() for x in row] for row in tags["tags"].numpy()],
     "tag_probability": tags["probability"].numpy().tolist(),
+    "labels": [x.decode() for x in out["labels"].numpy()[0]],
     "kerasrnn_imported": any(m.startswith(("kerasrnn", "recipes")) for m in sys.modules),
 }))
 """
 
 
-def test_empty_whitespace_and_10000_character_inputs(tmp_path):
-    tsv = tmp_path / "train.tsv"
-    tsv.write_text("pos\tgood film\nneg\tbad film\n" * 10)
-    ner = tmp_path / "ner.txt"
-    ner.write_text("Peter B-PER\nrejects O\nEU B-ORG\n\n" * 10)
-    tiny = {"epochs": 1, "units": 8, "embedding_dim": 8, "verbose": 0, "batch_size": 8}
-    cls_run, tag_run = tmp_path / "cls", tmp_path / "tag"
-    classifier.train(
-        classifier.common.load_config(
-            classifier.DEFAULTS,
-            overrides={
-                **tiny,
-                "train": str(tsv),
-                "valid_fraction": 0.0,
-                "output_dir": str(cls_run),
-            },
-        )
-    )
-    tagger.train(
-        tagger.common.load_config(
-            tagger.DEFAULTS,
-            overrides={
-                **tiny,
-                "train": str(ner),
-                "char_dim": 4,
-                "char_units": 4,
-                "output_dir": str(tag_run),
-            },
-        )
-    )
-    for recipe, run in ((classifier, cls_run), (tagger, tag_run)):
-        assert recipe.main(["export", "--output-dir", str(run)]) == 0
+def test_empty_whitespace_and_10000_character_inputs(tiny_classifier, tiny_tagger, tmp_path):
+    from kerasrnn.models import SequenceTagger, TextClassifier
+
+    saved = {}
+    for recipe, run in ((classifier, tiny_classifier), (tagger, tiny_tagger)):
+        folder = str(tmp_path / recipe.__name__.split(".")[-1])
+        exported = main_json(recipe, "export", "--output-dir", str(run), "--export-dir", folder)
+        saved[recipe] = exported["saved_model"]
 
     texts = ["", "   \t ", LONG, "good film"]
     served = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            SERVE,
-            str(cls_run / "saved_model"),
-            str(tag_run / "saved_model"),
-            json.dumps(texts),
-        ],
+        [sys.executable, "-c", SERVE, saved[classifier], saved[tagger], json.dumps(texts)],
         env=ENV,
         cwd=str(tmp_path),
         capture_output=True,
@@ -93,13 +65,23 @@ def test_empty_whitespace_and_10000_character_inputs(tmp_path):
     np.testing.assert_allclose(probabilities.sum(axis=1), 1, atol=1e-5)
     np.testing.assert_allclose(probabilities[0], probabilities[1], atol=1e-6)
     assert out["label"][0] == out["label"][1] in ("neg", "pos")
+    # The 10,000-character input: no model has a maximum length (an RNN reads any
+    # number of steps), so it is read whole, as the task reads it in Python.
+    expected = TextClassifier.from_preset(tiny_classifier).predict(texts[2:])
+    assert out["label"][2:] == [e["label"] for e in expected]
+    np.testing.assert_allclose(
+        probabilities[2:],
+        [[e["probabilities"][k] for k in out["labels"]] for e in expected],
+        atol=1e-5,
+    )
     # Tagger: no tokens, no tags.
     assert out["lengths"][:2] == [0, 0]
     assert set(out["tags"][0]) <= {""} and set(out["tags"][1]) <= {""}
-    # The 10,000-character input: neither model has a maximum length (an RNN reads any
-    # number of steps), so it is read whole: a tag for each of its tokens, and a label.
+    # The 10,000-character input: a tag for each of its tokens, the task's.
     assert out["lengths"][2] == len(LONG.split()) == 1667
-    assert set(out["tags"][2]) <= {"B-PER", "B-ORG", "O"} and len(out["tags"][2]) == 1667
-    assert np.isfinite(out["tag_probability"][2]).all()
     assert out["lengths"][3] == 2 and out["tags"][3][2:] == [""] * 1665  # padded row
-    assert np.isfinite(probabilities[2]).all()
+    expected = SequenceTagger.from_preset(tiny_tagger).predict([t.split() for t in texts[2:]])
+    assert out["tags"][2] == expected[0]["tags"]
+    assert out["tags"][3][:2] == expected[1]["tags"]
+    assert set(out["tags"][2]) <= {"B-PER", "I-PER", "B-LOC", "B-ORG", "B-MISC", "O"}
+    np.testing.assert_allclose(out["tag_probability"][2], expected[0]["probabilities"], atol=1e-5)
