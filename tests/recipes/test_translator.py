@@ -157,6 +157,62 @@ def test_lowercase_scores_against_lowercased_references(kind, reference, lowered
     assert cased["greedy"]["exact_match"] == 0.5 and cased["greedy"]["bleu"] < 100.0
 
 
+# ----------------------------------------------------------------------------- model
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(attention="bahdanau", cell="gru"),
+        dict(
+            attention="luong",
+            luong_score="concat",
+            input_feeding=False,
+            attention_layer_size=5,
+            cell="lstm",
+            num_layers=2,
+        ),
+    ],
+    ids=["bahdanau", "luong"],
+)
+def test_attention_and_cell_options_build_the_decoder(options):
+    """``--attention bahdanau`` (additive, W_a of `attention_units`, attending before
+    the cell runs: s_{i-1}) or ``luong`` (its score, after the cell, input feeding as
+    set, an attentional vector of `attention_layer_size`), each over `cell`."""
+    import kerasrnn
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.data.text import TextSide
+    from kerasrnn.seq2seq import Seq2SeqPreprocessor
+    from recipes import translator
+
+    config = _small_config(**options)
+    sides = [TextSide(Vocabulary(list("abcdefgh"))), TextSide(Vocabulary(list("ABCDEFGHIJ")))]
+    task = translator.build_model(config, Seq2SeqPreprocessor(*sides))
+    cell = task.backbone.decoder.cell
+    kind = {"gru": kerasrnn.GRUCell, "lstm": kerasrnn.LSTMCell}[options["cell"]]
+    assert type(cell.cell) is kind and cell.cell.units == 7
+    encoder = task.backbone.encoder.get_config()
+    assert encoder["num_layers"] == options.get("num_layers", 1) and encoder["bidirectional"]
+    if options["attention"] == "bahdanau":
+        assert type(cell.attention) is kerasrnn.BahdanauAttention
+        assert cell.attention.get_config()["units"] == 4
+        assert type(cell.step_order) is kerasrnn.AttendThenRun
+        width = 7 + 2 * 6  # the readout reads [s_i; c_i], c_i of the two encoder directions
+    else:
+        assert type(cell.attention) is kerasrnn.LuongAttention
+        assert cell.attention.get_config()["score"] == "concat"
+        assert type(cell.step_order) is kerasrnn.RunThenAttend
+        assert cell.step_order.get_config()["input_feeding"] is False
+        assert cell.projection.get_config()["units"] == 5
+        width = 5
+    assert tuple(task.backbone.readout.kernel.shape) == (width, 14)  # 10 letters + 4
+    # it decodes: each generated token's attention is a distribution over the source
+    result = task.generate(np.array([[4, 5, 6, 0]], "int32"), "greedy", max_length=3)
+    alignments = np.asarray(result.alignments)[0, 0, : int(np.asarray(result.lengths)[0, 0])]
+    np.testing.assert_allclose(alignments.sum(-1), 1.0, atol=1e-5)
+    assert (alignments[:, 3] == 0).all()  # never on the padding
+
+
 # -------------------------------------------------------------------- the main job
 
 
