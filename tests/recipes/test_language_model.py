@@ -275,10 +275,9 @@ def test_sentence_mode_learns_and_generates_with_each_method(grammar_run):
     expected = [greedy_reference(task, p, config["gen_length"]) for p in PROMPTS]
     assert [r["continuation"] for r in greedy] == expected
     assert re.fullmatch("the " + GRAMMAR, expected[1])
-    # sampling: seeded, and top_k=1 leaves no choice (greedy decoding)
+    # sampling: seeded (its top_k / top_p / temperature: test_decoding_options_...)
     sampled = generate("--method", "sample", "--seed", "7", "--temperature", "1.5")
     assert sampled == generate("--method", "sample", "--seed", "7", "--temperature", "1.5")
-    assert generate("--method", "sample", "--top-k", "1", "--seed", "1") == greedy
     for row in sampled:  # no special token other than [UNK] is ever shown
         assert set(row["continuation"].split()) <= WORDS, row
     assert any(row["continuation"] for row in sampled)
