@@ -477,6 +477,8 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
     )  # fmt: skip
     assert code == 0
     trained = json.loads(stdout)  # stdout holds the result alone (logs go to stderr)
+    train_lines = open(files["train"]).read().splitlines()
+    os.remove(files["train"])  # evaluate reads the split it scores, not the training text
     code, stdout, _ = _cli(capsys, "evaluate", "--output-dir", out, "--split", "test")
     assert code == 0
     assert set(json.loads(stdout)) == {"test"}
@@ -493,7 +495,7 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
     assert trained["train_seconds"] == pytest.approx(sum(row["train_seconds"] for row in rows))
     evaluation = sum(row["eval_seconds"] for row in rows)
     assert 0 < trained["train_seconds"] <= trained["wall_seconds"] - evaluation
-    stream_tokens = sum(len(line) + 1 for line in open(files["train"]).read().splitlines())
+    stream_tokens = sum(len(line) + 1 for line in train_lines)
     assert trained["tokens_per_second"] == pytest.approx(
         stream_tokens * len(rows) / trained["train_seconds"]
     )
