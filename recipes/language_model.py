@@ -113,18 +113,15 @@ INIT_ARCHITECTURE = (
 # ------------------------------------------------------------------------------ data
 
 
-def read_splits(config):
-    """``{"train", "valid", "test"}``: the corpora's sentences as token lists (valid and
-    test None when their file option is empty)."""
+def read_splits(config, names=("train", "valid", "test")):
+    """``{name: sentences}`` of the splits `names` (default all three): the corpora's
+    sentences as token lists (valid and test None when their file option is empty)."""
     from kerasrnn.data.language_model import read_corpus
 
     def read(split):
         return read_corpus(config[f"{split}_file"], config["level"], config["unk_token"])
 
-    splits = {"train": read("train")}
-    for split in ("valid", "test"):
-        splits[split] = read(split) if config[f"{split}_file"] else None
-    return splits
+    return {s: read(s) if s == "train" or config[f"{s}_file"] else None for s in names}
 
 
 def stream(config):
@@ -486,7 +483,7 @@ class LanguageModelRecipe(common.Recipe):
         def run_evaluate(config, args):
             config = self.stored(config, args)
             names = (args.split,) if args.split else ("valid", "test")
-            return evaluate(config, self.load(config), read_splits(config), names)
+            return evaluate(config, self.load(config), read_splits(config, names), names)
 
         def embeddings_arguments(parser):
             parser.add_argument(

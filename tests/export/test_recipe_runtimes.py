@@ -1,8 +1,13 @@
 """The recipes exported to ONNX and LiteRT (`export --format onnx|litert`): the
 reference client (`kerasrnn/export/client.py`, copied beside the model) runs in a
 process where tensorflow, keras and kerasrnn cannot be imported, and reproduces the
-recipe's own SavedModel on the same inputs. Tiny models (8 units), untrained or trained
-for one epoch on a few synthetic sentences."""
+recipe's own task (its `predict` / `generate`) or SavedModel on the same inputs.
+
+The session's trained runs (tests/conftest.py) where one exists for the network under
+test, each converted once per format; untrained tiny models (8 units) built by the
+recipes for the variants that change the network (a tagger without a CRF or without
+characters, the relatedness head, a language model whose greedy continuations are not
+empty)."""
 
 import json
 import os
@@ -13,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from recipes import classifier, common, tagger
+from recipes import classifier, common, language_model, pair_classifier, tagger, translator
 from tests.conftest import main_json
 
 FORMATS = ("onnx", "litert")
@@ -100,41 +105,53 @@ def _texts(n, seed=0):
     return [" ".join(rng.choice(WORDS, rng.integers(2, 7))) for _ in range(n)]
 
 
-def _train_tiny(main, folder, train_name, lines, *flags):
-    """The run flags (``--output-dir``) of a tiny model (8 units, one epoch) that a
-    recipe's `main` trained through its command line on `lines` written to
-    `folder`/`train_name`."""
-    (folder / train_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = ["--output-dir", str(folder / "run")]
-    tiny = ["--epochs", "1", "--embedding-dim", "8", "--units", "8", "--verbose", "0"]
-    assert main(["train", "--train", str(folder / train_name), *tiny, *flags, *run]) == 0
-    return run
+def _export(recipe, run, format_name, folder, *flags):
+    """``<recipe> export --format FORMAT --export-dir FOLDER`` of a run (the session's
+    runs are never written into); the folder."""
+    exported = main_json(
+        recipe, "export", "--output-dir", str(run), "--format", format_name,
+        "--export-dir", str(folder), *flags,
+    )  # fmt: skip
+    assert exported == {format_name: str(folder)}
+    return str(folder)
 
 
-@pytest.fixture(scope="module")
-def classifier_run(tmp_path_factory):
-    """A classifier trained for one epoch through the command line."""
-    texts = _texts(48)
-    labels = ["pos" if ("good" in t or "great" in t) else "neg" for t in texts]
-    lines = [f"{label}\t{text}" for label, text in zip(labels, texts)]
-    folder = tmp_path_factory.mktemp("classifier")
-    return _train_tiny(classifier.main, folder, "train.tsv", lines, "--valid-fraction", "0",
-                       "--lowercase", "true")  # fmt: skip
+def _built(recipe, tmp_path, splits, **overrides):
+    """An untrained task as `recipe` builds it for `splits` (its vocabularies written
+    into a scratch run folder), with the recipe's config."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    config = common.load_config(
+        recipe.DEFAULTS, overrides=dict(output_dir=str(tmp_path / "built"), **overrides)
+    )
+    os.makedirs(config["output_dir"])
+    prepared = recipe.RECIPE.prepare(config, splits)
+    return recipe.RECIPE.build(config, prepared), config
+
+
+def _class_rows(rows, labels):
+    """(labels, probabilities (n, classes) in the order `labels`, probability) of
+    `{label, probability, probabilities}` results."""
+    return (
+        [r["label"] for r in rows],
+        np.array([[r["probabilities"][k] for k in labels] for r in rows]),
+        np.array([r["probability"] for r in rows]),
+    )
+
+
+# -------------------------------------------------------------------------- classifier
+
+CLASSIFIER_TEXTS = ["Good film", "awful PLOT never-seen-word", "", "a  gripping good film dull"]
 
 
 @pytest.mark.parametrize("format_name", FORMATS)
-def test_classifier_client_reproduces_the_saved_model(classifier_run, format_name, capfd):
-    import tensorflow as tf
+def test_classifier_client_reproduces_the_task(tiny_classifier, format_name, tmp_path, capfd):
+    from kerasrnn.models import TextClassifier
 
     capfd.readouterr()
-    assert classifier.main(["export", *classifier_run]) == 0
-    out, err = capfd.readouterr()
-    saved = json.loads(out)["saved_model"]
-    assert_no_third_party_messages(err)
-    assert classifier.main(["export", *classifier_run, "--format", format_name]) == 0
-    out, err = capfd.readouterr()
-    folder = json.loads(out)[format_name]
-    assert_no_third_party_messages(err)
+    folder = _export(classifier, tiny_classifier, format_name, tmp_path / format_name)
+    assert_no_third_party_messages(capfd.readouterr().err)
     assert sorted(os.listdir(folder)) == sorted(
         ["client.py", "deploy.json", "model." + {"onnx": "onnx", "litert": "tflite"}[format_name]]
     )
@@ -144,130 +161,105 @@ def test_classifier_client_reproduces_the_saved_model(classifier_run, format_nam
     if format_name == "onnx":  # the BiLSTM as one bidirectional LSTM operator
         ops = operators(os.path.join(folder, "model.onnx"))
         assert ops.count("LSTM") == 1 and "Loop" not in ops
-    texts = ["Good film", "awful PLOT never-seen-word", "", "the  cat sat on a mat fine"]
-    out = tf.saved_model.load(saved).signatures["serving_default"](text=tf.constant(texts))
-    got = run_client(folder, texts)
-    assert [g["label"] for g in got] == [t.decode() for t in out["label"].numpy()]
+    expected = TextClassifier.from_preset(tiny_classifier).predict(CLASSIFIER_TEXTS)
+    got = run_client(folder, CLASSIFIER_TEXTS)
     labels = list(got[0]["probabilities"])
-    probabilities = np.array([[g["probabilities"][k] for k in labels] for g in got])
-    np.testing.assert_allclose(probabilities, out["probabilities"].numpy(), atol=1e-5)
-    np.testing.assert_allclose(
-        [g["probability"] for g in got], out["probability"].numpy(), atol=1e-5
+    assert sorted(labels) == ["neg", "pos"]
+    (want_labels, want, want_best), (got_labels, probabilities, best) = (
+        _class_rows(expected, labels),
+        _class_rows(got, labels),
     )
+    assert got_labels == want_labels
+    np.testing.assert_allclose(probabilities, want, atol=1e-5)
+    np.testing.assert_allclose(best, want_best, atol=1e-5)
 
 
-def test_export_format_errors_are_one_line(classifier_run, capsys):
+def test_export_format_errors_are_one_line(tiny_classifier, capsys):
     with pytest.raises(SystemExit) as exit_:
-        classifier.main(["export", *classifier_run, "--format", "tflite"])
+        classifier.main(["export", "--output-dir", str(tiny_classifier), "--format", "tflite"])
     assert exit_.value.code == 2
     assert "argument --format: invalid choice: 'tflite'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    "format_name, quantization", [("onnx", "dynamic_int8"), ("litert", "float16")]
-)
-def test_quantized_export_stays_close_to_the_saved_model(
-    classifier_run, format_name, quantization, tmp_path, capsys
-):
-    import tensorflow as tf
+def test_quantized_export_stays_close_to_the_task(tiny_classifier, tmp_path):
+    from kerasrnn.models import TextClassifier
 
-    folder = str(tmp_path / quantization)
-    capsys.readouterr()
-    assert classifier.main(["export", *classifier_run, "--export-dir", str(tmp_path / "sm")]) == 0
-    export = ["export", *classifier_run, "--format", format_name, "--export-dir", folder]
-    assert classifier.main([*export, "--quantization", quantization]) == 0
+    quantization = "dynamic_int8"
+    folder = _export(
+        classifier, tiny_classifier, "onnx", tmp_path / "q", "--quantization", quantization
+    )
     with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
         assert json.load(file)["quantization"] == quantization
-    texts = ["Good film", "awful PLOT never-seen-word", "the  cat sat on a mat fine"]
-    out = tf.saved_model.load(str(tmp_path / "sm")).signatures["serving_default"](
-        text=tf.constant(texts)
-    )
+    texts = CLASSIFIER_TEXTS[:2] + CLASSIFIER_TEXTS[3:]
+    expected = TextClassifier.from_preset(tiny_classifier).predict(texts)
     got = run_client(folder, texts)
     labels = list(got[0]["probabilities"])
-    probabilities = np.array([[g["probabilities"][k] for k in labels] for g in got])
-    # 8-bit or 16-bit weights: close to float32, not equal
-    np.testing.assert_allclose(probabilities, out["probabilities"].numpy(), atol=2e-2)
+    # 8-bit weights: close to float32, not equal
+    np.testing.assert_allclose(
+        _class_rows(got, labels)[1], _class_rows(expected, labels)[1], atol=2e-2
+    )
 
 
-def test_quantization_a_format_cannot_take_is_a_one_line_error(classifier_run, capsys):
+def test_quantization_a_format_cannot_take_is_a_one_line_error(tiny_classifier, tmp_path, capsys):
     for fmt, quantization, fix in [
         ("saved_model", "dynamic_int8", "use --format onnx or litert"),
         ("onnx", "float16", "use --format litert"),
     ]:
         capsys.readouterr()
-        code = classifier.main(["export", *classifier_run, "--format", fmt,
-                                "--quantization", quantization])  # fmt: skip
+        code = classifier.main(["export", "--output-dir", str(tiny_classifier), "--format", fmt,
+                                "--quantization", quantization,
+                                "--export-dir", str(tmp_path / fmt)])  # fmt: skip
         err = capsys.readouterr().err.strip()
         assert code == 2 and "\n" not in err
         assert f"--quantization {quantization} does not apply to --format {fmt}: {fix}" in err
+        assert not (tmp_path / fmt).exists()
 
 
-def _tagger(tmp_path, crf, chars=True, seed=0):
-    """An untrained tagger (fixed seed) with its vocabularies, and its SavedModel."""
-    import keras
-
-    from kerasrnn.data import Vocabulary
-
-    keras.utils.set_random_seed(seed)
-    config = common.load_config(
-        tagger.DEFAULTS,
-        overrides={
-            "embedding_dim": 8,
-            "units": 8,
-            "char_dim": 8 if chars else 0,
-            "char_units": 8,
-            "max_chars": 6,
-            "crf": crf,
-            "output_dir": str(tmp_path / "run"),
-        },
-    )
-    sentences = [t.split() for t in _texts(20, seed=1)]
-    words = Vocabulary.build([[w.lower() for w in s] for s in sentences])
-    char_vocab = Vocabulary.build([list(w) for s in sentences for w in s]) if chars else None
-    tags = ["ADJ", "NOUN", "VERB", "DET"]
-    model = tagger.build_model(config, len(words), len(char_vocab) if chars else 0, len(tags))
-    if crf:  # random transitions, so that the Viterbi path is not the per-word argmax
-        for weight in model.weights:
-            if "transition" in weight.path:
-                weight.assign(np.random.default_rng(seed).normal(size=weight.shape))
-    trained = tagger.Tagger(model, words, char_vocab, tags, True, 6)
-    saved = str(tmp_path / "saved_model")
-    trained.export(saved)
-    return trained, saved
-
+# ------------------------------------------------------------------------------ tagger
 
 TAGGER_INPUTS = [
-    "The cat sat on a mat".split(),
+    "Peter Blackburn flew to Brussels .".split(),
     "good Unseen-Word-longer-than-six film".split(),
-    [],
-    ["FINE"],
+    ["EU"],
+    ["FINE", "cat", "."],
 ]
 
 
-def _saved_tags(saved, sentences):
-    """The SavedModel's tags and probabilities, each sentence alone."""
-    import tensorflow as tf
+def _tagger(variant, tmp_path, tiny_tagger):
+    """The tagger of a variant: "crf" the session's run (a CRF constrained to BIOES,
+    characters, trained in BIOES and reporting BIO); "softmax" (characters) and
+    "words" (no characters) untrained as the recipe builds them, 6 characters a word."""
+    from kerasrnn.models import SequenceTagger
 
-    serve = tf.saved_model.load(saved).signatures["serving_default"]
-    results = []
-    for sentence in sentences:
-        n = len(sentence)
-        out = serve(tokens=tf.constant([sentence or [""]]))  # an empty one: one pad
-        tags = [t.decode() for t in out["tags"].numpy()[0, :n]]
-        results.append((tags, out["probability"].numpy()[0, :n]))
-    return results
+    if variant == "crf":
+        return SequenceTagger.from_preset(tiny_tagger), tiny_tagger
+    sentences = [t.split() for t in _texts(20, seed=1)]
+    tags = [["ADJ", "NOUN", "VERB", "DET"][: len(s)] + ["NOUN"] * (len(s) - 4) for s in sentences]
+    task, _ = _built(
+        tagger, tmp_path, {"train": (sentences, tags)},
+        embedding_dim=8, units=8, char_dim=8 if variant == "softmax" else 0, char_units=8,
+        max_chars=6, crf=False, bucket_boundaries=[],
+    )  # fmt: skip
+    return task, None
 
 
 @pytest.mark.parametrize("format_name", FORMATS)
-@pytest.mark.parametrize(
-    "crf, chars", [(False, True), (True, True), (False, False)], ids=["softmax", "crf", "words"]
-)
-def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, chars, capfd, caplog):
-    trained, saved = _tagger(tmp_path, crf, chars)
+@pytest.mark.parametrize("variant", ["crf", "softmax", "words"])
+def test_tagger_client_reproduces_the_task(
+    tiny_tagger, variant, format_name, tmp_path, capfd, caplog
+):
+    from kerasrnn.export import export_task
+
+    task, run = _tagger(variant, tmp_path, tiny_tagger)
+    chars = task.preprocessor.chars is not None
     capfd.readouterr()
-    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 12)
-    err = capfd.readouterr().err
-    assert_no_third_party_messages(err)
+    folder = str(tmp_path / format_name)
+    if run is not None:  # the recipe's command line, sequences of 12 tokens
+        _export(tagger, run, format_name, folder, "--sequence-length", "12")
+    else:
+        export_task(task, folder, format_name, sequence_length=12)
+    assert_no_third_party_messages(capfd.readouterr().err)
+    crf = variant == "crf"
     if format_name == "litert":
         # the word BiLSTM (and the character one) on LiteRT's fused kernel, one per
         # direction; a loop only for the CRF's Viterbi decode
@@ -284,56 +276,61 @@ def test_tagger_client_reproduces_the_saved_model(tmp_path, format_name, crf, ch
         assert len(notes) == 1 and "the loop of layer 'viterbi' (ViterbiOutputs)" in notes[0]
     # each sentence alone, unpadded: the client pads to the LiteRT file's fixed length,
     # and padding words must change nothing (they stay masked with character features)
-    expected = _saved_tags(saved, TAGGER_INPUTS)
-    got = run_client(folder, TAGGER_INPUTS)
-    assert [g["tags"] for g in got] == [tags for tags, _ in expected]
-    assert any(got[0]["tags"])
-    for g, (_, probability) in zip(got, expected):
-        np.testing.assert_allclose(g["probabilities"], probability, atol=1e-5)
+    expected = task.predict(TAGGER_INPUTS)
+    got = run_client(folder, TAGGER_INPUTS + [[]])
+    assert got[-1] == {"tags": [], "probabilities": []}  # no tokens, no tags
+    assert [g["tags"] for g in got[:-1]] == [e["tags"] for e in expected]
+    assert all(g["tags"] for g in got[:-1])
+    if crf:  # trained in BIOES, reported in BIO
+        assert not {t[:2] for g in got for t in g["tags"]} & {"E-", "S-"}
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g["probabilities"], e["probabilities"], atol=1e-5)
 
 
-@pytest.fixture(scope="module")
-def translator_run(tiny_translator):
-    """The session's tiny translator run (words -> characters, beam size 2, trained one
-    epoch on generated dates; tests/conftest.py)."""
-    return tiny_translator
-
+# ------------------------------------------------------------------------- translator
 
 TRANSLATOR_INPUTS = ["3rd of May 1999", "12 march, 2014", "", "zzzz qqqq", "5 june 1987 a b c d"]
 
 
-_EXPORTED: dict = {}
+@pytest.fixture(scope="module")
+def translator_exports(tiny_translator, tmp_path_factory):
+    """``get(format)``: ``translator export --format FORMAT`` of the session's tiny
+    translator run (words -> characters, beam size 2) through the command line, once
+    per format ("saved_model" too)."""
+    folder, exported = tmp_path_factory.mktemp("translator_exports"), {}
+
+    def get(format_name):
+        if format_name not in exported:
+            exported[format_name] = _export(
+                translator, tiny_translator, format_name, folder / format_name
+            )
+        return exported[format_name]
+
+    return get
 
 
-def _translator_folder(run, format_name):
-    """``translator export --format FORMAT`` of the run through the command line, once
-    per format (the ONNX export of the decoding loops takes the longest)."""
-    from recipes import translator
-
-    key = (str(run), format_name)
-    if key not in _EXPORTED:
-        exported = main_json(
-            translator, "export", "--output-dir", str(run), "--format", format_name
-        )
-        _EXPORTED[key] = exported[format_name]
-    return _EXPORTED[key]
+@pytest.fixture(scope="module")
+def translator_greedy(tiny_translator):
+    """The task's greedy translations of the inputs (the run's greedy search, its
+    constraints included), with their scores; and the task."""
+    config = common.saved_config(translator.OPTIONS, str(tiny_translator), {})
+    task = translator.RECIPE.load(config)
+    found = task.generate(
+        TRANSLATOR_INPUTS, translator.search_strategy(config, 1), return_scores=True
+    )
+    return [row[0] for row in found], task
 
 
 @pytest.mark.parametrize("format_name", FORMATS)
-def test_translator_client_reproduces_the_saved_model(translator_run, format_name):
+def test_translator_client_reproduces_the_saved_model_and_the_task(
+    translator_exports, translator_greedy, format_name
+):
     """Beam search (the run's beam size, 2) against the SavedModel's ``translate``
-    signature; greedy search against the library's own graph (`Translator.translate`
-    with beam size 1): translations identical, scores within 1e-5."""
+    signature; greedy search against the task's own `generate`: translations identical,
+    scores within 1e-5."""
     import tensorflow as tf
 
-    from recipes import translator
-
-    saved = str(translator_run / "sm")
-    if not os.path.exists(saved):
-        translator.Translator.from_run(
-            common.saved_config(translator.DEFAULTS, str(translator_run))
-        ).export(saved)
-    folder = _translator_folder(translator_run, format_name)
+    folder = translator_exports(format_name)
     extension = "onnx" if format_name == "onnx" else "tflite"
     if format_name == "onnx":  # the bidirectional GRU encoder as one operator
         for graph in ("beam", "greedy", "encoder"):
@@ -346,43 +343,112 @@ def test_translator_client_reproduces_the_saved_model(translator_run, format_nam
         f"encoder.{extension}",
         f"greedy.{extension}",
     ]
-    served = tf.saved_model.load(str(translator_run / "sm")).signatures["translate"](
-        text=tf.constant(TRANSLATOR_INPUTS)
-    )
+    saved = tf.saved_model.load(translator_exports("saved_model"))
+    served = saved.signatures["translate"](text=tf.constant(TRANSLATOR_INPUTS))
     beam = run_client(folder, TRANSLATOR_INPUTS, "translate")
     assert [b["translation"] for b in beam] == [t.decode() for t in served["translation"].numpy()]
-    assert any(b["translation"] for b in beam)
+    assert any(b["translation"] for b in beam) and beam[2]["translation"] == ""
     np.testing.assert_allclose([b["score"] for b in beam], served["score"].numpy(), atol=1e-5)
 
-    trained = translator.Translator.from_run(
-        common.saved_config(translator.DEFAULTS, str(translator_run))
-    )
-    expected = trained.translate(TRANSLATOR_INPUTS, 1, return_scores=True)
+    expected, _ = translator_greedy
     greedy = run_client(folder, TRANSLATOR_INPUTS, "translate_greedy")
-    assert [g["translation"] for g in greedy] == [e[0]["translation"] for e in expected]
+    assert [g["translation"] for g in greedy] == [e["text"] for e in expected]
     np.testing.assert_allclose(
-        [g["score"] for g in greedy], [e[0]["score"] for e in expected], atol=1e-5
+        [g["score"] for g in greedy], [e["score"] for e in expected], atol=1e-5
     )
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_translator_streaming_loop_equals_greedy_generate(
+    translator_exports, translator_greedy, format_name
+):
+    """The client's loop over the ``encoder`` and ``decoder_step`` graphs gives the
+    task's greedy translations and scores."""
+    expected, _ = translator_greedy
+    streamed = run_client(translator_exports(format_name), TRANSLATOR_INPUTS, "stream_translate")
+    assert [s["translation"] for s in streamed] == [e["text"] for e in expected]
+    np.testing.assert_allclose(
+        [s["score"] for s in streamed], [e["score"] for e in expected], atol=1e-4
+    )
+
+
+def test_translator_saved_model_streaming_signatures(translator_exports, translator_greedy):
+    """The SavedModel's ``encode`` and ``decoder_step`` signatures, in a greedy loop,
+    give the task's greedy translations."""
+    import tensorflow as tf
+
+    from kerasrnn.data import END_ID, START_ID
+
+    expected, task = translator_greedy
+    loaded = tf.saved_model.load(translator_exports("saved_model"))
+    encode, step = loaded.signatures["encode"], loaded.signatures["decoder_step"]
+    texts = [t for t in TRANSLATOR_INPUTS if t]  # a blank text has no translation to stream
+    encoded = encode(text=tf.constant(texts))
+    memory = {k: v for k, v in encoded.items() if k.startswith("memory_")}
+    states = {k: v for k, v in encoded.items() if k.startswith("state_")}
+    token = tf.fill([len(texts)], START_ID)
+    done = np.zeros(len(texts), bool)
+    out = []
+    for _ in range(task.max_target_length):  # the run's max_length_ratio is None
+        outputs = step(token=token, **states, **memory)
+        states = {k: outputs[k] for k in states}
+        chosen = outputs["logits"].numpy().argmax(-1)
+        out.append(np.where(done, END_ID, chosen))
+        done |= chosen == END_ID
+        token = tf.constant(chosen, tf.int32)
+    streamed = task.preprocessor.target.decode_graph(np.stack(out, 1)).numpy()
+    greedy = [e["text"] for t, e in zip(TRANSLATOR_INPUTS, expected) if t]
+    assert [s.decode() for s in streamed] == greedy
+
+
+def test_formats_a_recipe_cannot_hold_are_one_line_errors(
+    tiny_translator, tiny_language_model, tmp_path, capsys
+):
+    """Diverse beam search (the translator) and sampling (the language model) have no
+    runtime graph: one line, exit status 2, nothing written."""
+    for recipe, flags in (
+        (translator, ["--output-dir", str(tiny_translator), "--beam-size", "4",
+                      "--beam-groups", "2"]),
+        (language_model, ["--output-dir", str(tiny_language_model), "--method", "sample"]),
+    ):  # fmt: skip
+        capsys.readouterr()
+        folder = tmp_path / recipe.__name__
+        args = ["export", *flags, "--format", "onnx", "--export-dir", str(folder)]
+        code = recipe.main(args)
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "\n" not in err, err
+        assert not folder.exists()
+        if recipe is translator:
+            assert "runs greedy or beam search, not diverse beam search" in err
+        else:
+            assert "export supports method 'greedy' or 'beam', got 'sample'" in err
+
+
+# --------------------------------------------------------------------- language model
 
 
 @pytest.fixture(scope="module")
-def language_model_run():
-    """A tiny untrained word-level language model (2 LSTM layers of 8 units, fixed
-    seed: its greedy continuations are not empty), greedy decoding."""
+def language_model_task(tmp_path_factory):
+    """A tiny untrained word-level language model as the recipe builds it (2 LSTM
+    layers of 8 units, large initial weights and a fixed seed: its greedy continuations
+    are not empty), its export options (greedy, 8 tokens) and its SavedModel."""
     import keras
 
     from kerasrnn.data import Vocabulary
-    from recipes import language_model
+    from kerasrnn.export import export_task
+    from kerasrnn.models import LanguageModelPreprocessor
 
     keras.utils.set_random_seed(3)
+    config = common.load_config(
+        language_model.DEFAULTS,
+        overrides=dict(units=8, num_layers=2, init_scale=0.5, seed=3, gen_length=8),
+    )
     words = Vocabulary.build([["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log"]])
-    config = dict(language_model.DEFAULTS)
-    config.update(
-        units=8, num_layers=2, init_scale=0.5, seed=3, gen_length=8, method="greedy",
-        output_dir="unused",
-    )  # fmt: skip
-    model = language_model.build_model(config, len(words))
-    return language_model.LanguageModel(model, words, config)
+    first = language_model.first_token(config)
+    task = language_model.build_model(config, LanguageModelPreprocessor(words, "word", first))
+    options = language_model.RECIPE.export_options(config)
+    saved = export_task(task, str(tmp_path_factory.mktemp("lm") / "saved_model"), **options)
+    return task, options, saved
 
 
 def _stream(step, ids, max_length):
@@ -416,101 +482,37 @@ PROMPTS = ["the", "the dog", "a zebra", ""]
 
 @pytest.mark.parametrize("format_name", FORMATS)
 def test_language_model_client_generates_and_streams_as_generate(
-    language_model_run, format_name, tmp_path, capfd
+    language_model_task, format_name, tmp_path, capfd
 ):
-    """The in-graph loop (``generate``) equals the SavedModel; the streaming loop
-    (``step``, one call per token) equals the library's `generate` (GreedySearch)."""
+    """The in-graph loop (``generate``) and the SavedModel equal the task's `generate`;
+    the streaming loop (``step``, one call per token) does too, by the SavedModel's
+    step and by the client's."""
     import tensorflow as tf
 
-    from recipes import language_model
+    from kerasrnn.export import export_task
 
-    trained = language_model_run
-    saved = str(tmp_path / "saved_model")
-    trained.export(saved)
-    served = tf.saved_model.load(saved).signatures["serving_default"](prompt=tf.constant(PROMPTS))
-    expected = [c.decode() for c in served["continuation"].numpy()]
-    assert expected == [r["continuation"] for r in trained.generate(PROMPTS)]
+    task, options, saved = language_model_task
+    expected = task.generate(PROMPTS, options["strategy"], options["max_length"])
+    assert any(expected)
+    loaded = tf.saved_model.load(saved)
+    served = loaded.signatures["serving_default"](prompt=tf.constant(PROMPTS))
+    assert [c.decode() for c in served["continuation"].numpy()] == expected
     # the SavedModel's streaming step, in a greedy loop
-    step = tf.saved_model.load(saved).signatures["step"]
-    first = language_model.first_token(trained.config)
-    streamed = [_stream(step, [first, *trained.vocabulary.encode(p.split())], 8) for p in PROMPTS]
-    assert [" ".join(trained.vocabulary.decode(ids, skip_special=True)) for ids in streamed] == (
-        expected
-    )
+    preprocessor = task.preprocessor
+    streamed = [
+        _stream(loaded.signatures["step"], preprocessor.encode([p]).numpy()[0], 8) for p in PROMPTS
+    ]
+    words = preprocessor.vocabulary
+    assert [" ".join(words.decode(ids, skip_special=True)) for ids in streamed] == expected
     capfd.readouterr()
-    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 6)
+    folder = export_task(task, str(tmp_path / format_name), format_name, sequence_length=6,
+                         **options)  # fmt: skip
     assert_no_third_party_messages(capfd.readouterr().err)
     assert run_client(folder, PROMPTS) == expected
     assert run_client(folder, PROMPTS, "stream") == expected
-    assert any(expected)
 
 
-@pytest.mark.parametrize("format_name", FORMATS)
-def test_translator_streaming_loop_equals_greedy_generate(translator_run, format_name, tmp_path):
-    """The client's loop over the ``encoder`` and ``decoder_step`` graphs gives the
-    tokens of the library's `Seq2Seq.generate` with `GreedySearch`."""
-    from recipes import translator
-
-    trained = translator.Translator.from_run(
-        common.saved_config(translator.DEFAULTS, str(translator_run))
-    )
-    folder = _translator_folder(translator_run, format_name)
-    expected = trained.translate(TRANSLATOR_INPUTS, 1, return_scores=True)
-    streamed = run_client(folder, TRANSLATOR_INPUTS, "stream_translate")
-    assert [s["translation"] for s in streamed] == [e[0]["translation"] for e in expected]
-    np.testing.assert_allclose(
-        [s["score"] for s in streamed], [e[0]["score"] for e in expected], atol=1e-4
-    )
-
-
-def test_translator_saved_model_streaming_signatures(translator_run, tmp_path):
-    """The SavedModel's ``encode`` and ``decoder_step`` signatures, in a greedy loop,
-    give the library's greedy translations (`Translator.translate` with beam size 1)."""
-    import tensorflow as tf
-
-    from kerasrnn.data import END_ID, START_ID
-    from kerasrnn.export.client import detokenize
-    from recipes import translator
-
-    trained = translator.Translator.from_run(
-        common.saved_config(translator.DEFAULTS, str(translator_run))
-    )
-    loaded = tf.saved_model.load(trained.export(str(tmp_path / "sm")))
-    encode, step = loaded.signatures["encode"], loaded.signatures["decoder_step"]
-    texts = [t for t in TRANSLATOR_INPUTS if t]  # a blank text has no translation to stream
-    encoded = encode(text=tf.constant(texts))
-    memory = {k: v for k, v in encoded.items() if k.startswith("memory_")}
-    states = {k: v for k, v in encoded.items() if k.startswith("state_")}
-    token = tf.fill([len(texts)], START_ID)
-    done = np.zeros(len(texts), bool)
-    out = []
-    for _ in range(trained.settings["max_length"]):  # the run's max_length_ratio is None
-        outputs = step(token=token, **states, **memory)
-        states = {k: outputs[k] for k in states}
-        chosen = outputs["logits"].numpy().argmax(-1)
-        out.append(np.where(done, END_ID, chosen))
-        done |= chosen == END_ID
-        token = tf.constant(chosen, tf.int32)
-    target = trained.target_vocabulary.tokens
-    streamed = []
-    for row in np.stack(out, 1):
-        ids = list(row[: list(row).index(END_ID)] if END_ID in row else row)
-        streamed.append(detokenize([target[i] for i in ids], "char"))
-    assert streamed == trained.translate(texts, 1)
-
-
-def test_formats_a_recipe_cannot_hold_are_one_line_errors(language_model_run, tmp_path):
-    from recipes import language_model
-
-    trained = language_model_run
-    sampling = language_model.LanguageModel(
-        trained.model, trained.vocabulary, {**trained.config, "method": "sample"}
-    )
-    with pytest.raises(common.ConfigError, match="pass --method greedy") as error:
-        sampling.export_runtime(str(tmp_path / "x"), "onnx")
-    assert "\n" not in str(error.value) and "the onnx export" in str(error.value)
-    assert not os.path.exists(tmp_path / "x")
-
+# ------------------------------------------------------------------ pair classifier
 
 PAIRS = [
     ("A man is playing a guitar", "a person plays THE guitar"),
@@ -519,62 +521,33 @@ PAIRS = [
 ]
 
 
-def _saved_pairs(saved, pairs):
-    import tensorflow as tf
-
-    serve = tf.saved_model.load(saved).signatures["serving_default"]
-    a, b = zip(*pairs)
-    return serve(sentence_a=tf.constant(a), sentence_b=tf.constant(b))
-
-
-@pytest.fixture(scope="module")
-def pair_run(tmp_path_factory):
-    """An entailment pair model trained for one epoch through the command line."""
-    from recipes import pair_classifier
-
-    rng = np.random.default_rng(0)
-    rows = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
-    for i in range(30):
-        a, b = (" ".join(rng.choice(WORDS, rng.integers(2, 6))) for _ in range(2))
-        rows.append(f"{i}\t{a}\t{b}\t{rng.uniform(1, 5):.1f}\t{pair_classifier.LABELS[i % 3]}")
-    folder = tmp_path_factory.mktemp("pairs")
-    return _train_tiny(pair_classifier.main, folder, "train.txt", rows, "--hidden-units", "8")
-
-
 @pytest.mark.parametrize("format_name", FORMATS)
-def test_pair_classifier_client_reproduces_the_saved_model(pair_run, format_name, capsys):
-    from recipes import pair_classifier
+def test_pair_classifier_client_reproduces_the_task(tiny_pair_classifier, format_name, tmp_path):
+    from kerasrnn.models import PairClassifier
 
-    capsys.readouterr()
-    assert pair_classifier.main(["export", *pair_run]) == 0
-    saved = json.loads(capsys.readouterr().out)["saved_model"]
-    assert pair_classifier.main(["export", *pair_run, "--format", format_name]) == 0
-    folder = json.loads(capsys.readouterr().out)[format_name]
-    out = _saved_pairs(saved, PAIRS)
+    folder = _export(pair_classifier, tiny_pair_classifier, format_name, tmp_path / format_name)
+    expected = PairClassifier.from_preset(tiny_pair_classifier).predict(PAIRS)
     got = run_client(folder, PAIRS)
-    assert [g["label"] for g in got] == [t.decode() for t in out["label"].numpy()]
-    probabilities = [[g["probabilities"][k] for k in pair_classifier.LABELS] for g in got]
-    np.testing.assert_allclose(probabilities, out["probabilities"].numpy(), atol=1e-5)
+    labels = pair_classifier.LABELS
+    assert _class_rows(got, labels)[0] == _class_rows(expected, labels)[0]
+    np.testing.assert_allclose(
+        _class_rows(got, labels)[1], _class_rows(expected, labels)[1], atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("format_name", FORMATS)
-def test_pair_relatedness_client_reproduces_the_saved_model(tmp_path, format_name):
+def test_pair_relatedness_client_reproduces_the_task(tmp_path, format_name):
     """Tai et al.'s distribution head (a dict of outputs): the client gets the score."""
-    import keras
+    from kerasrnn.export import export_task
 
-    from kerasrnn.data import Vocabulary
-    from recipes import pair_classifier
-
-    keras.utils.set_random_seed(0)
-    overrides = {"task": "relatedness", "relatedness_target": "distribution", "units": 8,
-                 "embedding_dim": 8, "hidden_units": 8, "max_length": 4}  # fmt: skip
-    config = common.load_config(pair_classifier.DEFAULTS, overrides=overrides)
-    words = Vocabulary.build([s.lower().split() for pair in PAIRS for s in pair])
-    model = pair_classifier.build_model(config, len(words))
-    trained = pair_classifier.PairClassifier(model, words, "relatedness", True, 4)
-    trained.export(str(tmp_path / "saved_model"))
-    folder = trained.export_runtime(str(tmp_path / format_name), format_name, 4)
-    expected = _saved_pairs(str(tmp_path / "saved_model"), PAIRS)["score"].numpy()
+    a, b = (list(column) for column in zip(*PAIRS))
+    task, _ = _built(
+        pair_classifier, tmp_path, {"train": (a, b, [4.5, 1.0, 3.0], None)},
+        task="relatedness", relatedness_target="distribution", units=8, embedding_dim=8,
+        hidden_units=8, max_length=4,
+    )  # fmt: skip
+    folder = export_task(task, str(tmp_path / format_name), format_name, sequence_length=4)
+    expected = [row["score"] for row in task.predict(PAIRS)]
     got = [g["score"] for g in run_client(folder, PAIRS)]
     np.testing.assert_allclose(got, expected, atol=1e-5)
     assert np.ptp(got) > 0  # the pairs differ, and so do their scores

@@ -1,92 +1,89 @@
-"""The translator with a target-side language model (`--lm RUN --lm-weight W`): the LM
-trained by the language model recipe on `recipes.translator_lm`'s text with the
-translator's target vocabulary; lambda = 0 translates as without it, a huge lambda as
-the LM alone would write.
+"""The translator with a target-side language model (`--lm RUN --lm-weight W`, shallow
+fusion): a language model trained by the language-model recipe with the session's tiny
+translator's target vocabulary (``--vocabulary-file``) on its targets in target tokens
+(what the translator's ``lm-text`` writes; tests/recipes/test_translator_subwords.py
+runs that command); lambda = 0 translates as without it, a huge lambda as the LM alone
+would write, and a language model of another vocabulary is refused in one line.
 
 TensorFlow-specific (the recipes): not run on JAX."""
-
-import json
 
 import numpy as np
 import pytest
 
 from tests.conftest import main_json as _main
-from tests.recipes.test_translator import _date_corpus
+
+SOURCES = ["1 may 2000", "march 3, 1999", "12/07/2014"]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    from recipes import language_model, translator, translator_lm
+def runs(tiny_translator, tmp_path_factory):
+    """``(translator run, language model run)``."""
+    from kerasrnn.tasks import date_translation_task
+    from recipes import common, language_model, translator
 
     folder = tmp_path_factory.mktemp("fusion")
-    files = _date_corpus(folder, {"train": (64, 1), "valid": (8, 2)})
-    t_dir, lm_dir, text_dir = (str(folder / name) for name in ("t", "lm", "text"))
+    config = common.saved_config(translator.OPTIONS, str(tiny_translator), {})
+    target = translator.RECIPE.load(config).preprocessor.target
+    _, targets = date_translation_task(56, seed=5)
+    lines = [" ".join(tokens) for tokens in target.tokenize(targets)]
+    (folder / "train.txt").write_text("\n".join(lines[:48]) + "\n", encoding="utf-8")
+    (folder / "valid.txt").write_text("\n".join(lines[48:]) + "\n", encoding="utf-8")
+    lm_dir = str(folder / "lm")
     _main(
-        translator,
-        "train",
-        *(a for split in files for a in (f"--{split}", json.dumps(files[split]))),
-        *("--target-tokenizer", "char", "--embedding-dim", "5", "--encoder-units", "6"),
-        *("--decoder-units", "7", "--attention-units", "4", "--epochs", "1", "--heatmaps", "0"),
-        *("--beam-size", "1", "--max-decode-length", "12", "--verbose", "0"),
-        *("--output-dir", t_dir),
-    )
-    text = _main(translator_lm, "--output-dir", t_dir, "--text-dir", text_dir)
-    _main(
-        language_model,
-        "train",
-        *("--train-file", text["train"]["path"], "--valid-file", text["valid"]["path"]),
-        *("--test-file", "", "--vocabulary-file", f"{t_dir}/target_vocab.txt"),
+        language_model, "train",
+        *("--train-file", str(folder / "train.txt"), "--valid-file", str(folder / "valid.txt")),
+        *("--test-file", "", "--vocabulary-file", f"{tiny_translator}/target_vocab.txt"),
         *("--batching", "sentences", "--units", "8", "--num-layers", "1", "--epochs", "1"),
         *("--optimizer", "adam", "--learning-rate", "0.01", "--verbose", "0"),
         *("--output-dir", lm_dir),
-    )
-    return t_dir, lm_dir, text
-
-
-SOURCES = ["1 may 2000", "march 3, 1999", "12/07/2014"]
+    )  # fmt: skip
+    return str(tiny_translator), lm_dir
 
 
 def _translations(t_dir, *flags):
     from recipes import translator
 
-    rows = _main(translator, "translate", "--output-dir", t_dir, *flags, *SOURCES)
+    rows = _main(translator, "translate", "--output-dir", t_dir, "--beam-size", "1", *flags,
+                 *SOURCES)  # fmt: skip
     return [row["translation"] for row in rows]
-
-
-def test_the_lm_text_is_the_targets_in_target_tokens(runs):
-    _, _, text = runs
-    with open(text["train"]["path"], encoding="utf-8") as f:
-        first = f.readline().split()
-    assert text["train"]["lines"] == 64 and text["valid"]["lines"] == 8
-    assert len(first) == 10 and first[4] == "-"  # 'YYYY-MM-DD', one character a token
 
 
 def test_weight_zero_translates_as_without_and_a_huge_weight_as_the_lm_alone(runs):
     from kerasrnn import decoding
-    from recipes import common, language_model
+    from kerasrnn.models import LanguageModel, Seq2Seq
+    from kerasrnn.special_tokens import START_ID
 
-    t_dir, lm_dir, _ = runs
+    t_dir, lm_dir = runs
     plain = _translations(t_dir)
     assert _translations(t_dir, "--lm", lm_dir, "--lm-weight", "0") == plain
     # lambda = 1e4: the translator's log-probabilities no longer matter
     lm_only = _translations(t_dir, "--lm", lm_dir, "--lm-weight", "10000")
-    trained = language_model.LanguageModel.from_run(
-        common.saved_config(language_model.OPTIONS, lm_dir)
+    translator_task = Seq2Seq.from_preset(t_dir, compile=False)
+    lm = LanguageModel.from_preset(lm_dir, compile=False)
+    assert lm.preprocessor.boundary_id == START_ID  # sentence batches: [START] first
+    greedy = lm.generate(
+        np.array([[START_ID]]), decoding.GreedySearch(), translator_task.max_target_length
     )
-    greedy = trained.task.generate(np.array([[2]]), decoding.GreedySearch(), max_length=12)
-    tokens = np.asarray(greedy.tokens)[0, 0, : int(np.asarray(greedy.lengths)[0, 0])]
-    words = [trained.vocabulary.tokens[i] for i in tokens if i > 3]
-    assert lm_only == ["".join(words).replace("▁", " ")] * len(SOURCES)
+    tokens = np.asarray(greedy.tokens)[0, :1, : int(np.asarray(greedy.lengths)[0, 0])]
+    written = translator_task.preprocessor.target.decode_graph(tokens).numpy()[0].decode()
+    assert lm_only == [written] * len(SOURCES)
+    assert lm_only != plain
 
 
-def test_a_language_model_of_another_vocabulary_is_refused_in_one_line(runs):
+def test_a_language_model_of_another_vocabulary_is_refused_in_one_line(runs, capsys):
     from kerasrnn.data import Vocabulary
-    from recipes import common, translator_lm
+    from recipes import common, translator
 
-    t_dir, lm_dir, _ = runs
+    t_dir, lm_dir = runs
+    config = common.saved_config(translator.OPTIONS, t_dir, {})
     target = Vocabulary.load(f"{t_dir}/target_vocab.txt")
     other = Vocabulary(target.tokens[:-1] + ["@"])
-    with pytest.raises(common.ConfigError, match=r"id \d+ is .* --vocabulary-file"):
-        translator_lm.load_language_model(lm_dir, other)
-    with pytest.raises(common.ConfigError, match="not a trained language model run"):
-        translator_lm.load_language_model(t_dir, target)
+    with pytest.raises(common.ConfigError, match=r"id \d+ is .*, the translator's '@'"):
+        translator.fusion(dict(config, lm=lm_dir), other)
+    with pytest.raises(common.ConfigError, match=r"--vocabulary-file"):
+        translator.fusion(dict(config, lm=lm_dir), Vocabulary(target.tokens[4:-1]))
+    # a translator run is no language model: one line, exit status 2
+    capsys.readouterr()
+    assert translator.main(["translate", "--output-dir", t_dir, "--lm", t_dir, "a"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "`lm`" in err and "not a LanguageModel" in err

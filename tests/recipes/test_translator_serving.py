@@ -49,8 +49,7 @@ def run(tiny_translator):
 
 
 def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
-    import keras
-
+    from kerasrnn import decoding
     from recipes import common, translator
 
     exported = _main(
@@ -89,11 +88,11 @@ def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
         [[h["score"] for h in row["hypotheses"]] for row in cli], scores[2:], atol=1e-5
     )
     # ... which are Seq2Seq.generate's beam-search scores on the encoded sources.
-    trained = translator.Translator.from_run(common.saved_config(translator.OPTIONS, str(run), {}))
-    ids = keras.utils.pad_sequences(trained.source.encode(TEXTS[3:]), padding="post")
-    import kerasrnn.decoding
-
-    result = trained.model.generate(ids, kerasrnn.decoding.BeamSearch(K), max_length=8)
+    config = common.saved_config(translator.OPTIONS, str(run), {})
+    task = translator.RECIPE.load(config)
+    ids, _, _ = task.preprocessor.encode(TEXTS[3:], task.max_source_length)
+    scorer = decoding.Scorer(config["length_normalization"])
+    result = task.generate(ids.numpy(), decoding.BeamSearch(K, n_best=K, scorer=scorer))
     np.testing.assert_allclose(scores[3:], np.asarray(result.scores), atol=1e-5)
     # translate (beam_size 2) gives the best of its own, narrower search.
     assert (
@@ -103,9 +102,10 @@ def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
 
 
 def _forced_unk_translator(replace_unk):
-    """An untrained translator whose readout always prefers [UNK]."""
+    """An untrained translator whose readout always prefers [UNK], and its config."""
     from kerasrnn.data import Vocabulary
     from kerasrnn.data.text import TextSide
+    from kerasrnn.seq2seq import Seq2SeqPreprocessor
     from recipes import common, translator
 
     config = common.load_config(
@@ -124,30 +124,48 @@ def _forced_unk_translator(replace_unk):
     )
     source = TextSide(Vocabulary([*Vocabulary([]).tokens, "ein", "Haus"]))
     target = TextSide(Vocabulary([*Vocabulary([]).tokens, "a", "house"]))
-    model = translator.build_model(config, len(source.vocabulary), len(target.vocabulary))
-    model.readout.kernel.assign(np.zeros(model.readout.kernel.shape, "float32"))
-    model.readout.bias.assign(np.eye(len(target.vocabulary), dtype="float32")[1] * 10)
-    return translator.Translator(model, source, target, config)
+    preprocessor = Seq2SeqPreprocessor(source, target, replace_unk=config["replace_unk"])
+    task = translator.build_model(config, preprocessor)
+    # weights of unit scale, so that the attention is decisive (a fresh model's is
+    # nearly uniform, its argmax a matter of rounding)
+    rng = np.random.default_rng(0)
+    for weight in task.backbone.weights:
+        weight.assign(rng.normal(size=weight.shape).astype("float32"))
+    readout = task.backbone.readout
+    readout.kernel.assign(np.zeros(readout.kernel.shape, "float32"))
+    readout.bias.assign(np.eye(len(target.vocabulary), dtype="float32")[1] * 10)
+    return task, config
+
+
+def _translate(task, config, texts):
+    from recipes import translator
+
+    settings = translator.decoding_settings(config, task)
+    return task.generate(texts, translator.search_strategy(config), **settings)
 
 
 def test_replace_unk_copies_the_most_attended_source_token(tmp_path):
     import tensorflow as tf
 
-    plain = _forced_unk_translator(False)
-    assert plain.translate(["Zwiesel", ""]) == ["[UNK] [UNK] [UNK] [UNK]", ""]
-    copying = _forced_unk_translator(True)
+    from kerasrnn.export import export_task
+    from recipes import translator
+
+    plain, config = _forced_unk_translator(False)
+    assert _translate(plain, config, ["Zwiesel", ""]) == ["[UNK] [UNK] [UNK] [UNK]", ""]
+    copying, config = _forced_unk_translator(True)
     # One source token: all attention is on it, every [UNK] becomes it (unknown to
     # the source vocabulary too: the text's own token is copied).
-    assert copying.translate(["Zwiesel", ""]) == ["Zwiesel Zwiesel Zwiesel Zwiesel", ""]
+    assert _translate(copying, config, ["Zwiesel", ""]) == ["Zwiesel Zwiesel Zwiesel Zwiesel", ""]
     # Several: at each step, the source token with the highest weight in the
     # alignments greedy decoding returns (a NumPy argmax here).
-    text = "ein Haus in Zwiesel"
-    ids = np.array(copying.source.encode([text]), "int32")
-    weights = np.asarray(copying.model.generate(ids, "greedy", max_length=4).alignments)
+    text = "in Zwiesel Haus ein"
+    ids = np.array(copying.preprocessor.source.encode([text]), "int32")
+    weights = np.asarray(copying.generate(ids, "greedy", max_length=4).alignments)
     expected = " ".join(text.split()[i] for i in weights[0, 0].argmax(-1))
-    assert copying.translate([text]) == [expected]
-    # The same in the SavedModel.
-    path = copying.export(str(tmp_path / "sm"))
+    assert len(set(expected.split())) > 1  # the test can tell the positions apart
+    assert _translate(copying, config, [text]) == [expected]
+    # The same in the SavedModel the recipe exports.
+    path = export_task(copying, str(tmp_path / "sm"), **translator.RECIPE.export_options(config))
     served = (
         tf.saved_model.load(path)
         .signatures["translate"](text=tf.constant([text, "Zwiesel", " "]))["translation"]
@@ -156,20 +174,24 @@ def test_replace_unk_copies_the_most_attended_source_token(tmp_path):
     assert [t.decode() for t in served] == [expected, "Zwiesel Zwiesel Zwiesel Zwiesel", ""]
 
 
-def test_readout_dtype_option_reaches_generate(monkeypatch):
-    from recipes import translator
+def test_readout_dtype_option_reaches_generate(run, monkeypatch):
+    """``--readout-dtype bfloat16`` reaches `Seq2Seq.generate` (float32 by default)."""
+    from kerasrnn.seq2seq import Seq2Seq
+    from recipes import common, translator
 
-    exact = _forced_unk_translator(False)
-    fast = translator.Translator(
-        exact.model, exact.source, exact.target, dict(exact.config, readout_dtype="bfloat16")
-    )
-    seen, generate = [], exact.model.generate
+    seen, generate = [], Seq2Seq.generate
 
-    def recording(*args, **kwargs):
-        seen.append(kwargs["readout_dtype"])
-        return generate(*args, **kwargs)
+    def recording(self, *args, **kwargs):
+        seen.append(kwargs.get("readout_dtype"))
+        return generate(self, *args, **kwargs)
 
-    monkeypatch.setattr(exact.model, "generate", recording)
-    # the bias prefers [UNK] by 10: rounding the readout cannot change the pick
-    assert fast.translate(["ein Haus"]) == exact.translate(["ein Haus"]) == ["[UNK]" + " [UNK]" * 3]
-    assert seen == ["bfloat16", "float32"]
+    monkeypatch.setattr(Seq2Seq, "generate", recording)
+    texts = ["3rd of may 1999", "12 march 2014"]
+    flags = ["--output-dir", str(run), "--readout-dtype", "bfloat16"]
+    fast = _main(translator, "translate", *flags, *texts)
+    assert seen == ["bfloat16"]
+    assert [r["text"] for r in fast] == texts
+    assert all(isinstance(r["translation"], str) for r in fast)
+    task, config = _forced_unk_translator(False)
+    settings = translator.decoding_settings(common.load_config(translator.DEFAULTS), task)
+    assert settings == {"readout_dtype": "float32", "fusion": None}
