@@ -28,17 +28,11 @@ import shutil
 
 from recipes.config import RecipeError
 
-LOCK = ".lock"
+LOCK = ".lock"  # kerasrnn.callbacks.folder_lock's file
 PREVIOUS = ".previous-run"
 # Options that do not change what a run computes: a resume may change them.
 _NOT_THE_RUN = ("output_dir", "verbose", "tensorboard")
 
-try:  # POSIX; elsewhere the folder is not locked
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
-
-_held = {}  # realpath -> [file object, count]: the locks of this process (re-entrant)
 _policy = contextvars.ContextVar("run_folder_policy", default=None)
 
 
@@ -46,56 +40,16 @@ class RunFolderError(RecipeError):
     """A run folder that cannot be written as asked (locked, or holding a run)."""
 
 
-def _holder(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
 @contextlib.contextmanager
 def lock(folder):
-    """Holds the run folder's write lock for the block (`fcntl.flock` on
-    ``<folder>/.lock``, which holds the writer's process id). The OS drops the lock
-    when the process ends, however it ends, so a killed writer leaves none behind.
-    Re-entrant within a process.
+    """`kerasrnn.callbacks.folder_lock` of the run folder, a holder a `RunFolderError`."""
+    from kerasrnn.callbacks import FolderLockedError, folder_lock
 
-    Raises:
-        RunFolderError: another process holds the lock (the message names the folder
-            and that process' id).
-    """
-    os.makedirs(folder, exist_ok=True)
-    key = os.path.realpath(folder)
-    if key in _held:
-        _held[key][1] += 1
-        try:
-            yield
-        finally:
-            _held[key][1] -= 1
-        return
-    path = os.path.join(folder, LOCK)
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held across the block)
     try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise RunFolderError(
-                    f"{folder} is being written by another process (pid {_holder(path)}): "
-                    "wait for it to finish, or use another --output-dir."
-                ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        _held[key] = [handle, 1]
-        try:
+        with folder_lock(folder):
             yield
-        finally:
-            del _held[key]
-    finally:
-        handle.close()  # releases the lock
+    except FolderLockedError as error:
+        raise RunFolderError(str(error).replace("another folder", "another --output-dir")) from None
 
 
 def _entries(folder):

@@ -27,10 +27,8 @@ def _log(line):
 
 
 class Prepared(NamedTuple):
-    """What `Recipe.prepare` returns: the training and validation data for `fit` (a
-    `tf.data.Dataset`, an ``(x, y)`` pair or None), what `Recipe.build` needs (`model`:
-    the task's preprocessor, pretrained vectors ...) and facts for ``results.json``
-    (`info`)."""
+    """What `Recipe.prepare` returns: the data for `fit`, what `Recipe.build` needs
+    (`model`: the preprocessor, pretrained vectors ...) and facts for results.json."""
 
     train: Any
     valid: Any
@@ -46,15 +44,11 @@ class Recipe:
     holds the trained task with its preprocessor, named by ``preset.json``; `load`
     reads it, and ``evaluate``, ``predict`` and ``export`` run that task.
 
-    Class attributes: `name` (the module ``recipes.<name>``; its docstring's first
-    paragraph is the `description`), `options` (``{name: Option}``, including
-    `COMMON_OPTIONS`), `task` (the name of the `kerasrnn.models` task class the recipe
-    trains), `holdouts` (splits that ``<split>_fraction`` may hold out of the training
-    data), `metric` (the task metric of the curves) and `test_help` (what ``evaluate
-    --test`` takes), `predict_command` (the name of the command that runs the trained
-    model: predict, translate, generate), `run_options` (options that evaluate /
-    predict / export take beyond `RUN_OPTIONS`: they only list those, as they run a
-    trained model; `train` takes all).
+    Class attributes: `name` (the module ``recipes.<name>``, whose docstring's first
+    paragraph is the `description`), `options`, `task` (the `kerasrnn.models` class it
+    trains), `holdouts` (splits ``<split>_fraction`` may hold out), `metric` (of the
+    curves), `test_help`, `predict_command` (predict, translate, generate) and
+    `run_options` (what the commands on a trained run take beyond `RUN_OPTIONS`).
 
     Hooks: `check_config`, `load_examples` (one data spec -> examples), `load_splits`,
     `check_data`, `prepare` (the preprocessor and the datasets -> `Prepared`), `build`
@@ -74,20 +68,12 @@ class Recipe:
 
     # The options every command on a trained run takes (not only `train`): where the
     # run is, the test data and how to read it, progress output.
-    RUN_OPTIONS = (
-        "output_dir",
-        "test",
-        "encoding",
-        "tfds_data_dir",
-        "format",
-        "batch_size",
-        "verbose",
-        "seed",
+    RUN_OPTIONS = tuple(
+        "output_dir test encoding tfds_data_dir format batch_size verbose seed".split()
     )
 
     def options_of(self, command):
-        """The options a non-training command lists and accepts: `RUN_OPTIONS` and the
-        recipe's `run_options` (e.g. decoding settings), those of its table."""
+        """The options a command on a trained run takes: `RUN_OPTIONS`, `run_options`."""
         wanted = set(self.RUN_OPTIONS) | set(self.run_options)
         return [key for key in self.options if key in wanted]
 
@@ -97,8 +83,7 @@ class Recipe:
 
     @property
     def examples(self):
-        """``{command: [arguments, ...]}``: the example commands of its ``--help``
-        (`recipes.usage`)."""
+        """``{command: [arguments, ...]}`` of its ``--help`` (`recipes.usage`)."""
         return EXAMPLES.get(self.name, {})
 
     @property
@@ -109,8 +94,7 @@ class Recipe:
 
     # ---- hooks ---------------------------------------------------------------------
     def load_examples(self, config, spec, split):
-        """One data spec (a file, files, ``tfds:NAME[:SPLIT]``) -> the split's examples
-        as aligned columns, e.g. ``(texts, labels)``."""
+        """One data spec -> the split's examples as columns, e.g. ``(texts, labels)``."""
         raise NotImplementedError
 
     def load_splits(self, config):
@@ -118,15 +102,13 @@ class Recipe:
         return load_splits(config, self.load_examples, self.holdouts)
 
     def check_config(self, config):
-        """Raises a `ConfigError` for options that cannot work together (first thing,
-        before any TensorFlow device is set up)."""
+        """Raises a `ConfigError` for options that cannot work together."""
 
     def check_data(self, config, splits):
         """Raises a `RecipeError` for data the recipe cannot use (before training)."""
 
     def prepare(self, config, splits):
-        """Builds (and saves into the run folder) what turns examples into model
-        inputs, and the datasets: returns a `Prepared`."""
+        """The preprocessor and the datasets: a `Prepared`."""
         raise NotImplementedError
 
     def build(self, config, prepared):
@@ -138,18 +120,15 @@ class Recipe:
         return "val_loss", "min"
 
     def curve_metric(self, config):
-        """The logged metric that ``training_curves.png`` plots beside the loss (where
-        it depends on the options; default: `metric`)."""
+        """The metric ``training_curves.png`` plots beside the loss."""
         return self.metric
 
     def fit_callbacks(self, config, prepared):
-        """Callbacks that run before the checkpoints at each epoch end (e.g. one that
-        puts the monitored validation score into the logs)."""
+        """Callbacks run before the checkpoints (one that logs the monitored value)."""
         return []
 
     def summarize(self, config, prepared, results, rows):
-        """The results dict after training (`rows`: the logs of every epoch), before
-        the evaluation is added."""
+        """The results after training (`rows`: every epoch's logs)."""
         return results
 
     def after_fit(self, config, prepared, splits):
@@ -165,8 +144,7 @@ class Recipe:
         return results
 
     def load(self, config):
-        """The trained task of the run in ``config["output_dir"]`` (its best epoch):
-        `Task.from_preset` of the run folder."""
+        """The run's trained task: `from_preset` of its folder."""
         import zipfile
 
         import kerasrnn
@@ -187,25 +165,11 @@ class Recipe:
 
     # ---- the flow ------------------------------------------------------------------
     def train(self, config, splits=None, callbacks=(), continue_run=False):
-        """Trains as configured and writes into ``config["output_dir"]``: config.json,
-        the vocabularies, best.keras, last.weights.h5, history.json, results.json and
-        training_curves.png.
-
-        Args:
-            config: a complete config (`load_config` of the recipe's options).
-            splits: optional ``{"train": examples, "valid": ..., "test": ...}`` instead
-                of the config's data.
-            callbacks: extra Keras callbacks.
-            continue_run: extend the finished run in ``output_dir`` from its last epoch
-                (weights and optimizer state) to ``config["epochs"]``.
-
-        Returns:
-            The results dict (as written to results.json).
-
-        Raises:
-            RunFolderError: another process writes into ``output_dir`` (its lock); on
-                the command line, also a run there that the command may not replace.
-        """
+        """Trains `config` (complete: `load_config` of the options) into its run folder,
+        on `splits` (``{"train": examples, "valid": ..., "test": ...}``) or its data,
+        with extra Keras `callbacks`; `continue_run` extends the finished run there.
+        Returns the results (results.json). A `RunFolderError` when another process
+        writes there, or (command line) the run there may not be replaced."""
         self.check_config(config)
         strategy, config = distribution(config)  # multi_worker: a folder per worker
         with run_folder.lock(config["output_dir"]):  # one writer at a time
@@ -301,8 +265,7 @@ class Recipe:
         return [{"text": t, **p} for t, p in zip(texts, trained.predict(texts))]
 
     def export_options(self, config):
-        """What `kerasrnn.export.export_task` takes beyond the format: a generative
-        task's decoding strategies and length."""
+        """`export_task`'s settings beyond the format (a generative task's decoding)."""
         return {}
 
     def stored(self, config, args):
@@ -371,25 +334,21 @@ class Recipe:
         return {fmt: path}
 
     def commands(self):
-        """``{name: (help, add_arguments, run[, option names])}`` of the command line
-        (without names: every option)."""
+        """``{name: (help, add_arguments, run[, option names])}`` (no names: all)."""
 
         def train_arguments(parser):
             parser.add_argument(
                 "--continue",
                 dest="continue_run",
                 action="store_true",
-                help="train the run in --output-dir on: a finished one from its last "
-                "epoch (weights and optimizer state) to --epochs, an interrupted one from "
-                "its last finished epoch; its stored config is used, with the given flags "
-                "on top",
+                help="train the run in --output-dir on to --epochs, from its last epoch "
+                "(its stored config, the given flags on top)",
             )
             parser.add_argument(
                 "--overwrite",
                 action="store_true",
-                help="start over in an --output-dir that holds a run; the old run is "
-                "removed once the new one has finished its first epoch (killed before, "
-                "the old run stays)",
+                help="start over in an --output-dir that holds a run (the old one goes "
+                "once the new one has an epoch)",
             )
 
         def export_arguments(parser):
@@ -402,26 +361,22 @@ class Recipe:
                 dest="export_format",
                 default="saved_model",
                 choices=EXPORT_FORMATS,
-                help="saved_model: strings in and out (default); onnx, litert: token ids "
-                "in and out, with the vocabularies and the numpy-only client.py beside "
-                "the model file",
+                help="saved_model: strings in and out (default); onnx, litert: token ids, "
+                "with the vocabularies and a numpy-only client.py",
             )
             parser.add_argument(
                 "--sequence-length",
                 metavar="INT",
                 type=int,
                 default=64,
-                help="tokens per input in a LiteRT file (fixed shapes; also an ONNX file "
-                "that goes through the LiteRT graph); longer inputs need a re-export "
-                "(default: 64)",
+                help="tokens per input of a LiteRT file (and an ONNX file made through one): "
+                "fixed shapes (default: 64)",
             )
             parser.add_argument(
                 "--quantization",
                 default="none",
                 choices=("none", "dynamic_int8", "float16"),
-                help="weights of an onnx or litert file: none (float32, default), "
-                "dynamic_int8 (8-bit weights, activations quantised at run time; both "
-                "formats) or float16 (litert)",
+                help="onnx or litert weights: none (default), dynamic_int8, float16 (litert)",
             )
 
         run = self.options_of("run")
@@ -447,13 +402,11 @@ class Recipe:
         return commands
 
     def extra_commands(self):
-        """More subcommands, or replacements: ``{name: (help, add_arguments, run[, option
-        names])}`` (e.g. ``self.options_of(name)`` for one that runs a trained model)."""
+        """More commands, or replacements, as `commands` gives them."""
         return {}
 
     def parser(self, prog=None):
-        """The recipe's whole command-line parser (every command, option and example;
-        `prog`: default ``recipes.NAME``): builds it, runs nothing."""
+        """The recipe's whole parser (`prog`: default ``recipes.NAME``); runs nothing."""
         return recipe_parser(
             prog or f"recipes.{self.name}",
             self.description,
@@ -463,8 +416,7 @@ class Recipe:
         )
 
     def main(self, argv=None, prog=None):
-        """The recipe's command line (`prog`: how it is called, default
-        ``recipes.NAME``); returns the exit status."""
+        """The recipe's command line (`prog`: default ``recipes.NAME``): the exit status."""
         return main(
             sys.argv[1:] if argv is None else argv,
             prog or f"recipes.{self.name}",

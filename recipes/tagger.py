@@ -20,11 +20,7 @@ FORMATS = ("auto", "conllu", "columns", "tfds")
 OPTIONS = common.data_options(
     "runs/tagger",
     "a CoNLL-U file, a CoNLL-2003-style column file, or tfds:NAME[:SPLIT]",
-    format=Option(
-        "auto",
-        "how to read the data (auto: tfds: prefix, .conllu in the name -> conllu, else columns)",
-        FORMATS,
-    ),
+    format=Option("auto", "how to read the data (auto: by the spec's name)", FORMATS),
     column=Option("upos", "CoNLL-U tag column", ("upos", "xpos")),
     token_column=Option(0, "column files: the token's column"),
     tag_column=Option(-1, "column files: the tag's column (negative: from the right)"),
@@ -53,40 +49,22 @@ OPTIONS = common.data_options(
         notes={"units": "the sentence BiRNN's (the characters': `char_units`)"},
     ),
     dropout=Option(0.33, "dropout rate between recurrent layers and before the output"),
-    crf=Option(
-        False,
-        "a linear-chain CRF output layer (NLL training, Viterbi decoding, "
-        "marginal probabilities per tag)",
-    ),
+    crf=Option(False, "a linear-chain CRF output layer (Viterbi decoding)"),
     tag_scheme=Option(
         "auto",
-        "entity tags: the scheme of the training tags (auto: the "
-        "file's, detected; iob1/bio: the file's, checked; bioes: converted "
-        "from the file's to BIOES for training, predictions written back in "
-        "BIO)",
+        "entity tags' scheme (auto: detected); bioes: trained in BIOES, written in BIO",
         ("auto", "iob1", "bio", "bioes"),
     ),
     crf_constraints=Option(
         "auto",
-        "with --crf: forbid the tag scheme's impossible "
-        "transitions in training and Viterbi (auto: when the tags are "
-        "entity tags)",
+        "with --crf: forbid the scheme's impossible transitions (auto: for entity tags)",
         ("auto", "true", "false"),
     ),
     contextual_lm=Option(
-        "",
-        "a biLM run directory (recipes.language_model train "
-        "--bidirectional true): its layers' features, mixed by a learned "
-        "ScalarMix, join the word features; empty: none",
+        "", "a biLM's run folder: its mixed layer features join the words'; empty: none"
     ),
-    contextual_lm_trainable=Option(
-        False,
-        "fine-tune the biLM with the tagger (else it stays frozen; the mix is learned either way)",
-    ),
-    bucket_boundaries=Option(
-        [10, 20, 30, 50],
-        "sentence lengths (tokens) where length buckets split; [] for plain batching",
-    ),
+    contextual_lm_trainable=Option(False, "fine-tune the biLM too (else frozen)"),
+    bucket_boundaries=Option([10, 20, 30, 50], "sentence lengths where buckets split; []: none"),
     **common.training_options(epochs=20),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
@@ -101,8 +79,6 @@ def load_examples(config, spec, split):
     from kerasrnn.data.specs import tfds_spec
 
     fmt = config["format"]
-    if fmt not in FORMATS:
-        raise common.ConfigError(f"`format` must be one of {FORMATS}, got {fmt!r}.")
     tfds = tfds_spec(str(spec), split)
     if fmt == "tfds" and tfds is None:
         tfds = tfds_spec(f"tfds:{spec}", split)
@@ -128,19 +104,14 @@ def load_splits(config):
 
 
 def build_model(config, preprocessor, tags, bilm=None, scheme=None):
-    """The configured `kerasrnn.models.SequenceTagger` over the vocabularies of
-    `preprocessor` (a `SequenceTaggerPreprocessor`): ``{"word_ids", "char_ids"}`` ->
-    tag probabilities (batch, time, tags) (with `crf`, the CRF's potentials); `tags`:
-    the tag names; `bilm` (a `kerasrnn.layers.BiLMFeatures`, with `contextual_lm`): its
-    layers, mixed by `ScalarMix`, join the word features (input ``"lm_ids"``); `scheme`
-    (with `crf`): the tag scheme whose transitions constrain it."""
+    """The configured `kerasrnn.models.SequenceTagger` of `tags` over `preprocessor`;
+    `bilm`: a `kerasrnn.layers.BiLMFeatures` whose features join the words'; `scheme`:
+    the tag scheme whose transitions constrain the CRF."""
     from kerasrnn.models import SequenceTagger, SequenceTaggerBackbone
 
     def cell(units):
         return common.make_cell(config["cell"], units, **(config["cell_options"] or {}))
 
-    if config["num_layers"] < 1:
-        raise common.ConfigError(f"`num_layers` must be >= 1, got {config['num_layers']}.")
     chars = preprocessor.chars
     backbone = SequenceTaggerBackbone(
         len(preprocessor.words),
@@ -162,9 +133,8 @@ def build_model(config, preprocessor, tags, bilm=None, scheme=None):
 
 
 def contextual_lm(run_dir):
-    """The biLM of ``--contextual-lm`` (its run folder's preset), checked: a one-line
-    `ConfigError` unless it is a word-level bidirectional language model whose layers
-    have one width (to be mixed)."""
+    """The biLM of ``--contextual-lm``: a word-level bidirectional language model whose
+    layers have one width (to be mixed), else a one-line `ConfigError`."""
     from kerasrnn.models import LanguageModel, PresetError
 
     try:
@@ -187,9 +157,7 @@ def contextual_lm(run_dir):
 
 
 def tag_schemes(config, tags):
-    """``(file scheme, training scheme)`` of the training tags
-    (`kerasrnn.layers.training_schemes`), a declared scheme the tags do not fit a
-    `ConfigError`."""
+    """``(file scheme, training scheme)`` of the training tags (`training_schemes`)."""
     from kerasrnn.layers import training_schemes
 
     declared = config["tag_scheme"]
@@ -233,8 +201,6 @@ class TaggerRecipe(common.Recipe):
                 )
 
     def prepare(self, config, splits):
-        """The preprocessor (word and character vocabularies, also in vocab.txt and
-        chars.txt; the tag set in tags.txt) and the datasets."""
         from kerasrnn.data import Vocabulary
         from kerasrnn.data.tagging import lowercase_tokens
         from kerasrnn.layers import convert_tags
@@ -352,9 +318,7 @@ class TaggerRecipe(common.Recipe):
             type=int,
             default=1,
             metavar="K",
-            help="the K best tag sequences of each sentence, best first, each with its "
-            "score and probability (list Viterbi with --crf); 1: the best one's tags and "
-            "per-tag probabilities",
+            help="the K best tag sequences of each sentence with their scores; 1: the best",
         )
 
     def predict_rows(self, trained, config, texts, args=None):
@@ -376,11 +340,7 @@ RECIPE = TaggerRecipe()
 
 
 def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a tagger as configured and writes to ``config["output_dir"]``:
-    ``config.json``, ``vocab.txt``, ``chars.txt``, ``tags.txt``, ``best.keras`` (the
-    task with its preprocessor; the folder is its preset), ``results.json`` (history,
-    valid and test scores) and ``training_curves.png``. Returns the results dict (see
-    `common.Recipe.train` for the arguments)."""
+    """Trains a tagger into ``output_dir`` (`common.Recipe.train`)."""
     return RECIPE.train(config, splits, callbacks, continue_run)
 
 

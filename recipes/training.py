@@ -1,8 +1,6 @@
-"""The recipes' training flow over the library: the config's cell (`make_cell`), encoder
-(`sentence_encoder`), optimizer and schedule, the data splits (`load_splits`) and `fit`
-(`model.fit` with the standard callbacks of `training_callbacks`: the crash-safe
-checkpoints and backup of `kerasrnn.callbacks`, early stopping, weight averaging, the
-epoch log, the training curves)."""
+"""The recipes' training flow over the library: the config's cell, encoder, optimizer
+and schedule, data splits and strategy, and `fit` (a `kerasrnn.callbacks.TrainingRun`
+with the configured callbacks)."""
 
 import os
 import sys
@@ -22,17 +20,12 @@ def make_cell(name, units, **options):
 
 
 def sentence_encoder(config, vocabulary_size, embedding_matrix=None):
-    """The configured `kerasrnn.models.SentenceEncoder` (embedding, embedding dropout,
-    a `kerasrnn.RNNStack`, then its final state or a masked pooling of its outputs): the
-    backbone of the classifier and of each side of the pair classifier.
-    `embedding_matrix` (pretrained vectors) initialises the embedding and fixes its
-    width; ``freeze_embeddings`` keeps it fixed."""
+    """The configured `kerasrnn.models.SentenceEncoder` of the classifier and the pair
+    model; `embedding_matrix` (pretrained vectors) initialises the embedding."""
     import keras
 
     from kerasrnn.models import SentenceEncoder
 
-    if config["num_layers"] < 1:
-        raise ConfigError(f"`num_layers` must be >= 1, got {config['num_layers']}.")
     initializer, dim = "uniform", config["embedding_dim"]
     if embedding_matrix is not None:
         initializer = keras.initializers.Constant(embedding_matrix)
@@ -52,11 +45,8 @@ def sentence_encoder(config, vocabulary_size, embedding_matrix=None):
 
 
 def learning_rate_schedule(config):
-    """The optimizer's learning rate: ``config["learning_rate"]``, or with a
-    `time_budget` the `budget_schedule` peaking at it (a `kerasrnn.callbacks`
-    `WarmupCosineDecay` or `OneCycle` whose length `fit`'s `TimeBudget` sets from the
-    measured speed; until then it is a long guess, so the first steps stay in the
-    warmup)."""
+    """``learning_rate``, or with a `time_budget` the `budget_schedule` peaking at it
+    (its length set by `fit`'s `TimeBudget` from the measured speed)."""
     from kerasrnn.callbacks import OneCycle, WarmupCosineDecay, WarmupStableDecay
 
     if not config.get("time_budget") or config["budget_schedule"] == "constant":
@@ -67,10 +57,8 @@ def learning_rate_schedule(config):
 
 
 def find_peak(model, config, train_data, continue_run=False):
-    """With a `time_budget` and `find_lr`: the budget's peak rate by the range test
-    (`kerasrnn.callbacks.find_budget_peak`), set on the compiled `model`'s schedule;
-    returns the `LearningRateSearch` (None when off). A continued run keeps the peak
-    its first run picked (results.json's ``find_lr``)."""
+    """With a `time_budget` and `find_lr`: `find_budget_peak`'s rate set on `model`'s
+    schedule (a continued run keeps its first pick); the search, or None."""
     from kerasrnn.callbacks import LearningRateSearch, find_budget_peak, set_peak
 
     if not (config.get("time_budget") and config.get("find_lr")):
@@ -95,8 +83,7 @@ def find_peak(model, config, train_data, continue_run=False):
 
 
 def optimizer(config):
-    """Adam with the configured `learning_rate` (a schedule with a `time_budget`) and
-    gradient-norm clipping."""
+    """Adam at `learning_rate_schedule`, clipped to ``clipnorm``."""
     import keras
 
     clipnorm = config["clipnorm"] or None
@@ -104,12 +91,8 @@ def optimizer(config):
 
 
 def averaging_callbacks(config, monitor="val_loss", mode="min"):
-    """``(average, trigger)`` for ``config["averaging"]``: a `PolyakAveraging` (an
-    `ExponentialAveraging` for ``ema``) with ``swap_on_epoch=True`` (listed before the
-    checkpoints and the recipe's evaluation, which then see the average) and the
-    `StartAveraging` that starts it (listed after the callbacks that put `monitor` into
-    the logs): at the end of the first epoch (``polyak``, ``ema``) or by NT-ASGD's rule
-    (``ntasgd``); ``(None, None)`` for ``none``."""
+    """``(average, trigger)`` of ``averaging``: the weight average the checkpoints see
+    and the `StartAveraging` that starts it (after the first epoch, or by NT-ASGD)."""
     from kerasrnn.callbacks import NTASGD, ExponentialAveraging, PolyakAveraging, StartAveraging
 
     if config.get("averaging", "none") == "none":
@@ -127,20 +110,11 @@ def averaging_callbacks(config, monitor="val_loss", mode="min"):
 
 
 def fit(model, config, train_data, valid_data, monitor="val_loss", mode="min", **options):
-    """`model.fit` as a `kerasrnn.callbacks.TrainingRun` in ``config["output_dir"]`` (the
-    best and last checkpoints, the epochs' rows, the backup a re-run resumes from, the
-    curves), with the config's callbacks: `TimeBudget` (with a `time_budget`), the weight
-    average of ``averaging`` (`averaging_callbacks`), `options`' ``before`` (callbacks
-    that put `monitor` into the logs), early stopping after ``patience`` epochs,
-    TensorBoard (``logs/``) and `options`' ``callbacks``. `options`: ``continue_run``,
-    ``before``, ``callbacks``, ``metric`` (the curves' beside the loss).
-
-    `train_data` is a `tf.data.Dataset` or an ``(x, y)`` pair of arrays (batched by
-    ``config["batch_size"]``, not shuffled). Returns `TrainingRun.fit`'s history, with,
-    under a `time_budget`, ``time_budget`` (`TimeBudget.summary`) and, with `find_lr`
-    too, ``find_lr`` (the range test that picked the schedule's peak, `find_peak`; its
-    seconds count in the budget).
-    """
+    """`model.fit` as a `TrainingRun` in the run folder with the config's callbacks
+    (time budget, weight averaging, `options`' ``before`` ones that log `monitor`,
+    early stopping, TensorBoard, `options`' ``callbacks``); `train_data`: a dataset or
+    an ``(x, y)`` pair. `options`: also ``continue_run`` and ``metric`` (the curves').
+    Returns the history, with ``time_budget`` and ``find_lr`` when they ran."""
     import keras
 
     from kerasrnn.callbacks import TimeBudget, TrainingRun
@@ -196,12 +170,9 @@ def set_seed(seed):
 
 
 def load_splits(config, load_examples, holdouts=()):
-    """The train / valid / test examples the config describes (None where absent).
-
-    ``load_examples(config, spec, split)`` reads one data spec. A split in `holdouts`
-    ("test", "valid") without its own data is held out of the training data when its
-    ``<split>_fraction`` option is set (seeded by ``seed`` + 1 for test, + 2 for valid).
-    """
+    """The train / valid / test examples (None where absent), each spec read by
+    ``load_examples(config, spec, split)``; a split of `holdouts` without data is held
+    out of the training data by its ``<split>_fraction``."""
     from kerasrnn.data.specs import holdout
 
     if config["train"] is None:
@@ -227,10 +198,8 @@ def load_splits(config, load_examples, holdouts=()):
 
 
 def distribution(config):
-    """``(strategy, config)``: the config's `kerasrnn.distribute` strategy and the config
-    of this process (`output_dir` a worker's own folder on the non-chief workers of a
-    multi-worker run). First thing: "mirrored" on CPU must split the device before any
-    TensorFlow op runs."""
+    """``(strategy, config)``: the configured strategy and this worker's config (its
+    own `output_dir` on a non-chief worker). First: a CPU split precedes any op."""
     from kerasrnn.distribute import distribution_strategy, worker_output_dir
 
     try:

@@ -8,7 +8,7 @@
   for any file a training script writes;
 * `TrainingRun`: `model.fit` into a folder that survives being killed (best and last
   checkpoints, a backup a re-run resumes from, the epochs' rows, the curves) and that a
-  later `fit` continues;
+  later `fit` continues, holding the folder's `folder_lock` (one writer at a time);
 * `EpochLog`: every epoch's logs as rows, kept on disk across a resume;
 * `TrainingCurves` / `plot_training_curves`: a PNG of the loss and a metric per epoch;
 * `PolyakAveraging` / `ExponentialAveraging` / `NTASGD` / `StartAveraging` /
@@ -70,6 +70,7 @@ from kerasrnn.callbacks.checkpoints import (
     write_json_atomically,
 )
 from kerasrnn.callbacks.curves import EpochLog, TrainingCurves, plot_training_curves
+from kerasrnn.callbacks.folder_lock import FolderLockedError, folder_lock
 from kerasrnn.callbacks.language_model import LanguageModelEvaluation, language_model_perplexity
 from kerasrnn.callbacks.lr_finder import (
     LearningRateFinder,
@@ -112,6 +113,8 @@ __all__ = [
     "AtomicBackupAndRestore",
     "AtomicModelCheckpoint",
     "EpochLog",
+    "FolderLockedError",
+    "folder_lock",
     "LanguageModelEvaluation",
     "language_model_perplexity",
     "TrainingCurves",

@@ -13,6 +13,7 @@ from kerasrnn.callbacks.checkpoints import (
     write_json_atomically,
 )
 from kerasrnn.callbacks.curves import EpochLog, plot_training_curves
+from kerasrnn.callbacks.folder_lock import folder_lock
 
 # The files of a run folder (`TrainingRun.path`).
 FILES = {
@@ -137,7 +138,14 @@ class TrainingRun:
         Returns the history of every epoch of the run as a dict of lists, plus
         ``epochs_run`` (the epochs this call trained: fewer than `epochs` after a
         resume, a continue or an early stop) and ``first_epoch`` (the first of them,
-        1-based)."""
+        1-based). The folder's `folder_lock` is held throughout: another process
+        fitting into it is a `FolderLockedError`."""
+        with folder_lock(self.folder):
+            return self._fit(
+                model, x, y, epochs, continue_run, callbacks, curve_metric, fit_options
+            )
+
+    def _fit(self, model, x, y, epochs, continue_run, callbacks, curve_metric, fit_options):
         rows = self.earlier_epochs(continue_run)
         initial_epoch = max((r["epoch"] for r in rows), default=0) if continue_run else 0
         if continue_run and epochs <= initial_epoch:
