@@ -91,11 +91,6 @@ def load_examples(config, spec, split):
     return texts, labels
 
 
-def load_splits(config):
-    """The train / valid / test examples the config describes (None where absent)."""
-    return common.load_splits(config, load_examples, holdouts=("test", "valid"))
-
-
 # ----------------------------------------------------------------------------- model
 
 
@@ -111,7 +106,7 @@ def build_model(config, vocab_size, num_classes, preprocessor=None):
 # -------------------------------------------------------------------------- commands
 
 
-class ClassifierRecipe(common.Recipe):
+class ClassifierRecipe(transfer.SentenceRecipe):
     """The classifier on the recipe skeleton (`common.Recipe`)."""
 
     name = "classifier"
@@ -119,8 +114,7 @@ class ClassifierRecipe(common.Recipe):
     task = "TextClassifier"
     holdouts = ("test", "valid")
 
-    def load_examples(self, config, spec, split):
-        return load_examples(config, spec, split)
+    load_examples = staticmethod(load_examples)
 
     def check_data(self, config, splits):
         labels = sorted(set(splits["train"][1]))
@@ -133,27 +127,17 @@ class ClassifierRecipe(common.Recipe):
                 common.check_labels(labels, splits[name][1], name, config[name])
 
     def prepare(self, config, splits):
-        from kerasrnn.data import Vocabulary
         from kerasrnn.data.tokenizers import tokenize
         from kerasrnn.models import TextClassifierPreprocessor
 
-        out = config["output_dir"]
         texts, labels = splits["train"]
         label_names = sorted(set(labels))
         tokens = tokenize(texts, config["lowercase"])
-        lm_dir, lm_results = None, None
-        if config["pretrained_lm"]:  # the LM's vocabulary, after its optional fine-tuning
-            valid_texts = splits["valid"][0] if splits.get("valid") else []
-            lm_dir, lm_results = transfer.finetune_lm(
-                config, tokens, tokenize(valid_texts, config["lowercase"])
-            )
-            vocab = transfer.lm_vocabulary(lm_dir)
-        else:
-            vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
-        pretrained = vectors.load(config, vocab, lowercase=config["lowercase"])
-        vocab = pretrained.vocabulary if pretrained else vocab  # with `embeddings_extend`
-        vocab.save(os.path.join(out, "vocab.txt"))
-        with open(os.path.join(out, "labels.txt"), "w", encoding="utf-8") as f:
+        valid_texts = splits["valid"][0] if splits.get("valid") else []
+        vocab, parts, info = self.vocabulary(
+            config, tokens, tokenize(valid_texts, config["lowercase"])
+        )
+        with open(os.path.join(config["output_dir"], "labels.txt"), "w", encoding="utf-8") as f:
             f.write("".join(label + "\n" for label in label_names))
         preprocessor = TextClassifierPreprocessor(vocab, label_names, config["lowercase"])
 
@@ -172,23 +156,14 @@ class ClassifierRecipe(common.Recipe):
         return common.Prepared(
             dataset(splits["train"], True),
             dataset(splits["valid"], False) if splits.get("valid") else None,
-            {
-                "preprocessor": preprocessor,
-                "vectors": pretrained,
-                "counted": counted,
-                "lm_dir": lm_dir,
-            },
+            {"preprocessor": preprocessor, "counted": counted, **parts},
             {
                 "train_examples": len(texts),
                 "vocabulary_size": len(vocab),
                 "labels": label_names,
-                **vectors.info({"embeddings": pretrained}),
-                **transfer.summary(lm_dir, lm_results),
+                **info,
             },
         )
-
-    def train(self, config, splits=None, callbacks=(), continue_run=False):
-        return super().train(transfer.adopt_lm(config), splits, callbacks, continue_run)
 
     def build(self, config, prepared):
         parts = prepared.model
@@ -199,18 +174,10 @@ class ClassifierRecipe(common.Recipe):
             len(preprocessor.labels),
             preprocessor,
         )
-        vectors.apply(model, config, {"embedding": parts["vectors"]})
-        if parts["lm_dir"]:
-            transfer.copy_lm_weights(model, parts["lm_dir"])
-        parts["fit_callbacks"] = transfer.fit_callbacks(config, model)
-        model.compile(optimizer=transfer.optimizer(config, model, prepared.info["train_examples"]))
-        return model
+        return self.start(model, config, parts, prepared.info["train_examples"])
 
     def monitor(self, config, prepared):
         return ("val_accuracy" if prepared.valid is not None else "accuracy"), "max"
-
-    def fit_callbacks(self, config, prepared):
-        return prepared.model.get("fit_callbacks", [])
 
     def after_fit(self, config, prepared, splits):
         """With `naive_bayes`: best.keras times a `NaiveBayesExpert` of the training
@@ -249,17 +216,7 @@ class ClassifierRecipe(common.Recipe):
 
 
 RECIPE = ClassifierRecipe()
-
-
-def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a classifier into ``output_dir`` (`common.Recipe.train`; `splits`:
-    optional ``{"train": (texts, labels), "valid": ..., "test": ...}``, as the
-    benchmark's cross-validation gives them)."""
-    return RECIPE.train(config, splits, callbacks, continue_run)
-
-
-def main(argv=None):
-    return RECIPE.main(argv)
+train, main = RECIPE.train, RECIPE.main  # the module's API: `train(config, splits)`
 
 
 if __name__ == "__main__":

@@ -33,17 +33,14 @@ def _flag(key):
 
 
 def version():
-    """The kerasrnn version ``--version`` prints: `kerasrnn.__version__`, the installed
-    package's metadata ("0+unknown" in a source tree that is not installed)."""
+    """`kerasrnn.__version__`, which ``--version`` prints."""
     import kerasrnn  # already imported: `recipes` imports it first (the quiet start-up)
 
     return kerasrnn.__version__
 
 
 def option_help(option, key=None):
-    """The help text of an option: what it does, then its range (`check_of` gives it
-    for `key`; its choices are the flag's metavar, ``{lstm,gru,...}``) and its
-    default."""
+    """An option's help: what it does, its range (choices: the metavar) and default."""
     check = check_of(key, option) if key is not None and option.choices is None else None
     interval = check.short() if check is not None else ""
     shown = f"default: {_shown(option.default)}"
@@ -64,9 +61,7 @@ METAVARS = {int: "INT", float: "FLOAT", str: "TEXT", list: "LIST", dict: "DICT"}
 
 
 def option_metavar(option, key=None):
-    """What ``--help`` shows as an option's value: its choices, ``{lstm,gru,simple}``,
-    or the kind of value: INT, FLOAT, TEXT, LIST, DICT (a default of None: what its
-    range takes, else VALUE)."""
+    """An option's ``--help`` value: its choices, ``{lstm,gru}``, or INT, FLOAT, TEXT..."""
     if option.choices is not None:
         return "{" + ",".join(_shown(c) for c in option.choices) + "}"
     if option.default is None:
@@ -82,10 +77,8 @@ def is_switch(option):
 
 
 def option_type(key, option):
-    """An argparse `type` that converts a flag's text as `load_config` does (YAML
-    scalars and collections) and checks its type, `choices` and range (`check_of`) at
-    parse time, before any TensorFlow work: a bad value is one line naming the flag,
-    the value and what it must be (exit status 2)."""
+    """An argparse `type` that converts a flag's text as `load_config` does and checks
+    its type, choices and range at parse time, before TensorFlow starts."""
 
     def convert(text):
         try:
@@ -114,11 +107,9 @@ _TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
 
 
 class Parser(argparse.ArgumentParser):
-    """`argparse.ArgumentParser` whose flags must be spelled out (``--epoch`` is not
-    ``--epochs``: prefix matching would break when a new option shares the prefix),
-    whose errors are one line on stderr, ``PROG: error: MESSAGE (see --help)``, exit
-    status 2, and whose switches (``--crf`` / ``--no-crf``) also take the form of a
-    config file, ``--crf true`` / ``--crf=false``."""
+    """`argparse.ArgumentParser` with flags spelled out (``--epoch`` is not
+    ``--epochs``), one-line errors (exit status 2), and switches (``--crf`` /
+    ``--no-crf``) that also take a config file's form, ``--crf true``."""
 
     def __init__(self, *args, **kwargs):
         kwargs["allow_abbrev"] = False
@@ -131,8 +122,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
     def group(self, name):
-        """The ``--help`` group `name` of `GROUPS` ("data", "model", ...), made on
-        first use (groups list in the order they are first used)."""
+        """The ``--help`` group `name` of `GROUPS`, made on first use."""
         if name not in self.groups:
             self.groups[name] = self.add_argument_group(f"{name} options", GROUPS.get(name))
         return self.groups[name]
@@ -158,9 +148,8 @@ class Parser(argparse.ArgumentParser):
         )
 
     def _switches_spelled(self, args):
-        """`args` with ``--flag true`` / ``--flag=false`` of a switch written as
-        ``--flag`` / ``--no-flag`` (the form a config file takes, kept on the command
-        line); after ``--``, nothing is rewritten."""
+        """`args` with a switch's ``--flag true`` / ``--flag=false`` as ``--flag`` /
+        ``--no-flag`` (nothing after ``--``)."""
         out, i = [], 0
         while i < len(args):
             arg = args[i]
@@ -181,14 +170,12 @@ class Parser(argparse.ArgumentParser):
 
 
 def invocation(prog):
-    """How a user types `prog` (a recipe's ``recipes.NAME``: ``python -m
-    recipes.NAME``; ``kerasrnn NAME`` as it is)."""
+    """How a user types `prog` (``recipes.NAME`` as ``python -m recipes.NAME``)."""
     return f"python -m {prog}" if prog.startswith("recipes.") else prog
 
 
 def _wrapped(command, width=80):
-    """A shell command as lines of at most `width` characters where it can (broken
-    before a flag, continued with a backslash)."""
+    """A shell command broken before flags into lines of at most `width` characters."""
     lines = []
     for part in re.split(r" (?=--)", command):
         if lines and len(lines[-1]) + 1 + len(part) + 2 <= width:
@@ -207,16 +194,10 @@ def examples_epilog(prog, command, examples):
 
 
 def build_parser(prog, description, options, commands, examples=None):
-    """A `Parser` with ``--version`` and one subcommand per entry of `commands` (name
-    -> ``(help, add_arguments function or None[, options])``: the options it takes, a
-    list of names of `options` (all without one) or a table of its own, e.g. with
-    other defaults, as `with_defaults` gives); each takes ``--config FILE`` and a flag
-    per option, in the ``--help`` group of the option (`group_of`: data, model,
-    training, decoding, export, run), whose help says what it does, its range and its
-    default, whose metavar shows its choices (``{lstm,gru,...}``), whose booleans are
-    switches (``--crf`` / ``--no-crf``) and whose value is checked at parse time
-    (`option_type`). `examples` (``{command: [arguments, ...]}``) become each
-    command's epilog. Builds the parser only: runs nothing, imports no TensorFlow."""
+    """A `Parser` with ``--version`` and a subcommand per `commands` entry (name ->
+    ``(help, add_arguments or None[, options])``: names of `options`, all without
+    them, or a table of its own); each takes ``--config`` and a checked flag per option
+    in its ``--help`` group, `examples` as its epilog. Runs nothing."""
     examples = examples or {}
     parser = Parser(
         prog=prog,
@@ -277,8 +258,7 @@ def build_parser(prog, description, options, commands, examples=None):
 
 
 def recipe_parser(prog, description, options, commands, examples=None):
-    """`build_parser` for a recipe's `commands` as `main` takes them (``(help,
-    add_arguments, run[, options])``)."""
+    """`build_parser` of `commands` as `main` takes them (with their run functions)."""
     return build_parser(
         prog,
         description,
@@ -290,9 +270,8 @@ def recipe_parser(prog, description, options, commands, examples=None):
 
 @contextlib.contextmanager
 def _stdout_to_stderr():
-    """Everything printed while a command runs (Keras' progress bars, logs) goes to
-    stderr, so that stdout holds only the command's JSON result. At the file-descriptor
-    level too when stdout is the process' own (native code writes there)."""
+    """What a command prints goes to stderr (at the file-descriptor level too, where
+    native code writes), so that stdout holds only its JSON result."""
     sys.stdout.flush()
     saved = None
     if sys.stdout is sys.__stdout__:
@@ -313,12 +292,9 @@ def _stdout_to_stderr():
 
 
 def main(argv, prog, description, options, commands, examples=None):
-    """Runs a recipe's command line. `commands` maps a subcommand to ``(help,
-    add_arguments, run[, options])`` (`build_parser`); ``run(config, args)`` returns a
-    JSON-able result, which is printed on stdout, numbers rounded by `tidy`
-    (``args.overrides`` holds the options given on the command line). Everything else
-    the command prints goes to stderr. Configuration and data errors exit with a
-    one-line message (status 2)."""
+    """Runs a recipe's command line: ``run(config, args)`` of the chosen command
+    (``args.overrides``: the flags given) returns what is printed as JSON on stdout;
+    configuration and data errors are one line (status 2)."""
     parser = recipe_parser(prog, description, options, commands, examples)
     args = parser.parse_args(argv)
     overrides = {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_")}

@@ -10,12 +10,8 @@ from typing import Any, NamedTuple
 
 
 class Option(NamedTuple):
-    """One option of a recipe: its default, what it does, (when the option takes one
-    of a few values) the allowed values, (for a number or a list of numbers) the
-    `check` of its range (None: the one `CHECKS` has for its name) and the ``--help``
-    `group` it is listed in (None: the one `GROUP_OF` has for its name, see `group_of`).
-    The command line's ``--help`` and parser, the checks of `load_config` and the
-    options reference in docs/cli.md all read it."""
+    """One option: its default, help, allowed `choices`, range `check` (None: `CHECKS`'
+    for its name) and ``--help`` `group` (None: `GROUP_OF`'s)."""
 
     default: Any
     help: str
@@ -25,9 +21,8 @@ class Option(NamedTuple):
 
 
 class Range:
-    """The allowed interval of a numeric option: ``low <= value`` (``<`` when
-    `low_open`) and ``value <= high`` (``<`` when `high_open`); `integer`: whole
-    numbers only. `hint` says what such a value is (shown in the error)."""
+    """A numeric option's interval (open ends with `low_open` / `high_open`; whole
+    numbers with `integer`); `hint` says what such a value is."""
 
     def __init__(
         self, low=None, high=None, low_open=False, high_open=False, integer=False, hint=""
@@ -36,8 +31,7 @@ class Range:
         self.integer, self.hint = integer, hint
 
     def short(self):
-        """The interval alone, for ``--help`` (whose metavar says INT or FLOAT and whose
-        text says what the special values mean): ``in [0, 1)``, ``>= 1``; "" for none."""
+        """The interval alone, ``in [0, 1)``, ``>= 1`` ("" for none), for ``--help``."""
         if self.low is not None and self.high is not None:
             low, high = "(" if self.low_open else "[", ")" if self.high_open else "]"
             return f"in {low}{self.low}, {self.high}{high}"
@@ -165,8 +159,7 @@ CHECKS = {
 
 
 def check_of(key, option):
-    """The range check of an option (its own, or `CHECKS`' for its name), None for a
-    non-numeric one."""
+    """An option's range check (its own or `CHECKS`'), or None."""
     if not isinstance(option, Option):
         return None
     check = option.check if option.check is not None else CHECKS.get(key)
@@ -182,8 +175,7 @@ def check_of(key, option):
 
 
 class Defaults(dict):
-    """``{name: default}`` of an options table, which remembers the table (`options`),
-    so that `load_config` given the defaults still checks the allowed values."""
+    """``{name: default}`` remembering its `options` (for `load_config`'s checks)."""
 
     def __init__(self, options):
         super().__init__((k, v.default if isinstance(v, Option) else v) for k, v in options.items())
@@ -207,8 +199,7 @@ class RecipeError(ValueError):
 
 
 def check_labels(train_labels, other_labels, split, source=None):
-    """Raises `RecipeError` when `split` (read from `source`, the file or files, if
-    given) has labels that training never saw."""
+    """A `RecipeError` when `split` (read from `source`) has labels training never saw."""
     unseen = sorted(set(other_labels) - set(train_labels))
     if unseen:
         where = f" ({source})" if source else ""
@@ -219,8 +210,7 @@ def check_labels(train_labels, other_labels, split, source=None):
 
 
 def _one_line(error):
-    """A parser's error in one line: YAML's ``problem`` and where (its message spans
-    lines, with the offending text and a caret), else the first line."""
+    """A parser's error in one line (YAML's ``problem`` and where)."""
     mark = getattr(error, "problem_mark", None)
     problem = getattr(error, "problem", None)
     if mark is not None and problem:
@@ -261,9 +251,8 @@ def _header(text):
 
 
 def shipped_configs():
-    """Every shipped configuration: ``{name: {"recipe", "figure", "results", "command"}}``
-    (`results`: the names of its sections of docs/results.md; `command`: how to train
-    it), read from the header comments of ``recipes/configs/NAME.yaml``."""
+    """``{name: {"recipe", "figure", "results", "command"}}`` of the shipped configs,
+    from their header comments."""
     listing = {}
     for name, entry in _shipped_files().items():
         fields = _header(entry.read_text(encoding="utf-8"))
@@ -278,17 +267,15 @@ def shipped_configs():
 
 
 def _shipped_name(spec):
-    """The shipped config's name a ``--config`` value that is no file stands for: a bare
-    name, with or without ``.yaml`` (``sentence_polarity``); None for a path."""
+    """The shipped config a ``--config`` value names (with or without ``.yaml``), or
+    None for a path."""
     if os.sep in spec or "/" in spec:
         return None
     return spec[: -len(".yaml")] if spec.endswith(".yaml") else spec
 
 
 def _config_text(spec):
-    """``(where, text)`` of a ``--config`` value: an existing file, else the shipped
-    config of that name (`shipped_configs`); else a one-line FileNotFoundError that
-    lists the shipped names."""
+    """``(where, text)`` of a ``--config`` value: a file, else a shipped config's."""
     if os.path.isfile(spec):
         with open(spec, encoding="utf-8") as f:
             return spec, f.read()
@@ -326,8 +313,7 @@ def _read_config_file(path):
 
 
 def _convert(key, value, default):
-    """Checks `value` against the type of `default` (str values from the command line
-    are parsed as YAML scalars/collections)."""
+    """`value` checked against `default`'s type (text parsed as YAML)."""
     if isinstance(value, str) and not isinstance(default, str):
         import yaml
 
@@ -363,8 +349,8 @@ def _convert(key, value, default):
 
 
 def _check_choice(key, value, option):
-    """`value` if it is one of the option's `choices` and in its range (`check_of`),
-    else a `ConfigError` naming the option, the value and what it must be."""
+    """`value` if it is one of the option's choices and in its range, else a
+    `ConfigError` naming both."""
     if isinstance(option, Option) and option.choices is not None and value not in option.choices:
         raise ConfigError(f"`{key}` must be one of {list(option.choices)}, got {value!r}.")
     check = check_of(key, option)
@@ -376,24 +362,9 @@ def _check_choice(key, value, option):
 
 
 def load_config(defaults, path=None, overrides=None):
-    """Defaults <- config file (YAML or JSON) <- overrides (e.g. command-line flags).
-
-    Args:
-        defaults: the recipe's options: a table of `Option` (or a plain dict of default
-            values). Every key of the file and of `overrides` must be one of them;
-            values must have the default's type (an int is accepted for a float; a
-            default of None accepts anything) and be one of the option's `choices`.
-        path: a ``.json`` file, or YAML for any other extension; or the name of a
-            shipped config (``sentence_polarity``: `shipped_configs`); None for none.
-        overrides: a dict of options that win over the file.
-
-    Returns:
-        A new dict with every key of `defaults`.
-
-    Raises:
-        ConfigError: an unknown key (the message lists the valid ones), a bad type or a
-            value outside the allowed ones (the message lists them).
-    """
+    """Defaults <- the config file at `path` (JSON, YAML or a shipped config's name)
+    <- `overrides`, every key one of `defaults`' and every value of its type, choices
+    and range, else a `ConfigError` listing what is allowed. Returns a new dict."""
     defaults = getattr(defaults, "options", defaults)
     plain = dict(defaults_of(defaults))
     config = dict(plain)

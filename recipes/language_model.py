@@ -305,18 +305,9 @@ class LanguageModelRecipe(common.Recipe):
     metric = "perplexity"
     predict_command = "generate"
     run_options = (
-        "valid_file",
-        "test_file",
-        "unk_token",
-        "prompt",
-        "method",
-        "gen_length",
-        "temperature",
-        "top_k",
-        "top_p",
-        "beam_size",
-        "length_normalization",
-    )
+        "valid_file test_file unk_token prompt method gen_length temperature top_k top_p "
+        "beam_size length_normalization"
+    ).split()
 
     def check_config(self, config):
         if config["strategy"] in ("mirrored", "multi_worker") and stream(config):
@@ -534,16 +525,7 @@ def export_embeddings(config, path, task):
 
 
 RECIPE = LanguageModelRecipe()
-
-
-def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a language model into ``output_dir`` (`common.Recipe.train`; `splits`:
-    optional ``{"train": sentences, "valid": ..., "test": ...}`` of token lists)."""
-    return RECIPE.train(config, splits, callbacks, continue_run)
-
-
-def main(argv=None):
-    return RECIPE.main(argv)
+train, main = RECIPE.train, RECIPE.main  # the module's API: `train(config, splits)`
 
 
 if __name__ == "__main__":

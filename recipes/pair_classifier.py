@@ -9,7 +9,6 @@ tab-separated files (the header names the columns). The commands, options and me
 results: docs/recipes/pair_classifier.md.
 """
 
-import os
 import sys
 
 import numpy as np
@@ -147,7 +146,7 @@ def read_pair_lines(path, encoding="utf-8"):
 # -------------------------------------------------------------------------- commands
 
 
-class PairRecipe(common.Recipe):
+class PairRecipe(transfer.SentenceRecipe):
     """The sentence-pair model on the recipe skeleton (`common.Recipe`)."""
 
     name = "pair_classifier"
@@ -161,25 +160,16 @@ class PairRecipe(common.Recipe):
         return load_sick(spec, config["encoding"])
 
     def prepare(self, config, splits):
-        from kerasrnn.data import Vocabulary
         from kerasrnn.data.tokenizers import tokenize
         from kerasrnn.models import PairClassifierPreprocessor
 
         a, b = splits["train"][:2]
         tokens = tokenize(list(a) + list(b), config["lowercase"])
         valid = splits.get("valid")
-        lm_dir, lm_results = None, None
-        if config["pretrained_lm"]:  # the LM's vocabulary, after its optional fine-tuning
-            valid_texts = list(valid[0]) + list(valid[1]) if valid else []
-            lm_dir, lm_results = transfer.finetune_lm(
-                config, tokens, tokenize(valid_texts, config["lowercase"])
-            )
-            vocab = transfer.lm_vocabulary(lm_dir)
-        else:
-            vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
-        pretrained = vectors.load(config, vocab, lowercase=config["lowercase"])
-        vocab = pretrained.vocabulary if pretrained else vocab  # with `embeddings_extend`
-        vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
+        valid_texts = list(valid[0]) + list(valid[1]) if valid else []
+        vocab, parts, info = self.vocabulary(
+            config, tokens, tokenize(valid_texts, config["lowercase"])
+        )
         labels = LABELS if config["task"] == "entailment" else None
         preprocessor = PairClassifierPreprocessor(
             vocab, labels, config["lowercase"], config["max_length"]
@@ -187,38 +177,19 @@ class PairRecipe(common.Recipe):
         return common.Prepared(
             _dataset(preprocessor, splits["train"], config, shuffle=True),
             _dataset(preprocessor, valid, config, shuffle=False) if valid else None,
-            {
-                "preprocessor": preprocessor,
-                "lm_dir": lm_dir,
-                "train_pairs": len(a),
-                "vectors": pretrained,
-            },
+            {"preprocessor": preprocessor, **parts},
             {
                 "task": config["task"],
                 "train_pairs": len(a),
                 "vocabulary_size": len(vocab),
-                **transfer.summary(lm_dir, lm_results),
-                **vectors.info({"embeddings": pretrained}),
+                **info,
             },
         )
-
-    def train(self, config, splits=None, callbacks=(), continue_run=False):
-        return super().train(transfer.adopt_lm(config), splits, callbacks, continue_run)
 
     def build(self, config, prepared):
         parts = prepared.model
         model = build_model(vectors.width(config, parts["vectors"]), parts["preprocessor"])
-        vectors.apply(model, config, {"embedding": parts["vectors"]})
-        if parts["lm_dir"]:
-            transfer.copy_lm_weights(model, parts["lm_dir"])
-        parts["fit_callbacks"] = transfer.fit_callbacks(config, model)
-        # the head's default loss and metrics; a slanted triangular schedule's length
-        # is that of the training pairs
-        model.compile(transfer.optimizer(config, model, parts["train_pairs"]))
-        return model
-
-    def fit_callbacks(self, config, prepared):
-        return prepared.model.get("fit_callbacks", [])
+        return self.start(model, config, parts, prepared.info["train_pairs"])
 
     def monitor(self, config, prepared):
         monitor, mode = ("accuracy", "max") if config["task"] == "entailment" else ("loss", "min")
@@ -281,15 +252,7 @@ class PairRecipe(common.Recipe):
 
 
 RECIPE = PairRecipe()
-
-
-def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a pair model into ``output_dir`` (`common.Recipe.train`)."""
-    return RECIPE.train(config, splits, callbacks, continue_run)
-
-
-def main(argv=None):
-    return RECIPE.main(argv)
+train, main = RECIPE.train, RECIPE.main  # the module's API: `train(config, splits)`
 
 
 if __name__ == "__main__":

@@ -95,11 +95,6 @@ def load_examples(config, spec, split):
     )
 
 
-def load_splits(config):
-    """The train / valid / test examples the config describes (None where absent)."""
-    return common.load_splits(config, load_examples)
-
-
 # ----------------------------------------------------------------------------- model
 
 
@@ -184,8 +179,7 @@ class TaggerRecipe(common.Recipe):
     task = "SequenceTagger"
     test_help = "the tagged data"
 
-    def load_examples(self, config, spec, split):
-        return load_examples(config, spec, split)
+    load_examples = staticmethod(load_examples)
 
     def check_config(self, config):
         if config["contextual_lm"]:
@@ -337,15 +331,7 @@ class TaggerRecipe(common.Recipe):
 
 
 RECIPE = TaggerRecipe()
-
-
-def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a tagger into ``output_dir`` (`common.Recipe.train`)."""
-    return RECIPE.train(config, splits, callbacks, continue_run)
-
-
-def main(argv=None):
-    return RECIPE.main(argv)
+train, main = RECIPE.train, RECIPE.main  # the module's API: `train(config, splits)`
 
 
 if __name__ == "__main__":

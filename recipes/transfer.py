@@ -10,8 +10,10 @@ import os
 import subprocess
 import sys
 
+from recipes import vectors
 from recipes.config import ConfigError, Option, Range, count_or_zero
 from recipes.files import read_json
+from recipes.skeleton import Recipe
 
 TRANSFER_OPTIONS = {
     "pretrained_lm": Option(
@@ -229,3 +231,43 @@ def fit_callbacks(config, model):
     if config.get("freeze_embeddings"):
         groups = groups[1:]
     return [GradualUnfreezing(groups)]
+
+
+class SentenceRecipe(Recipe):
+    """A sentence recipe (the classifier, the pair model): its vocabulary and encoder
+    may start from a pretrained LM (`pretrained_lm`) or word vectors (`embeddings`),
+    and it fine-tunes with `TRANSFER_OPTIONS`."""
+
+    def train(self, config, splits=None, callbacks=(), continue_run=False):
+        return super().train(adopt_lm(config), splits, callbacks, continue_run)
+
+    def vocabulary(self, config, tokens, valid_tokens):
+        """``(vocabulary, parts, info)``: the LM's vocabulary (after its fine-tuning) or
+        one of `tokens`, extended by the word vectors (also in vocab.txt); what
+        `start` needs; the transfer's part of results.json."""
+        from kerasrnn.data import Vocabulary
+
+        lm_dir, lm_results = None, None
+        if config["pretrained_lm"]:
+            lm_dir, lm_results = finetune_lm(config, tokens, valid_tokens)
+            vocab = lm_vocabulary(lm_dir)
+        else:
+            vocab = Vocabulary.build(tokens, config["max_vocab"], config["min_freq"])
+        pretrained = vectors.load(config, vocab, lowercase=config["lowercase"])
+        vocab = pretrained.vocabulary if pretrained else vocab  # with `embeddings_extend`
+        vocab.save(os.path.join(config["output_dir"], "vocab.txt"))
+        info = {**vectors.info({"embeddings": pretrained}), **summary(lm_dir, lm_results)}
+        return vocab, {"vectors": pretrained, "lm_dir": lm_dir}, info
+
+    def start(self, model, config, parts, train_examples):
+        """`model` with the pretrained weights `parts` name, compiled with the
+        fine-tuning optimizer (its default loss and metrics)."""
+        vectors.apply(model, config, {"embedding": parts["vectors"]})
+        if parts["lm_dir"]:
+            copy_lm_weights(model, parts["lm_dir"])
+        parts["fit_callbacks"] = fit_callbacks(config, model)
+        model.compile(optimizer(config, model, train_examples))
+        return model
+
+    def fit_callbacks(self, config, prepared):
+        return prepared.model.get("fit_callbacks", [])

@@ -400,22 +400,11 @@ class TranslatorRecipe(common.Recipe):
     test_help = "[SOURCE_FILE, TARGET_FILE]"
     predict_command = "translate"
     run_options = (
-        (
-            "beam_size",
-            "length_normalization",
-            "max_decode_length",
-            "max_length_ratio",
-            "readout_dtype",
-            "n_best",
-            "replace_unk",
-            "heatmaps",
-        )
-        + tuple(FUSION_OPTIONS)
-        + tuple(DIVERSE_OPTIONS)
-    )
+        "beam_size length_normalization max_decode_length max_length_ratio readout_dtype "
+        "n_best replace_unk heatmaps"
+    ).split() + [*FUSION_OPTIONS, *DIVERSE_OPTIONS]
 
-    def load_examples(self, config, spec, split):
-        return load_pairs(config, spec, split)
+    load_examples = staticmethod(load_pairs)
 
     def prepare(self, config, splits):
         from kerasrnn.seq2seq import Seq2SeqPreprocessor
@@ -551,12 +540,7 @@ class TranslatorRecipe(common.Recipe):
 
 
 RECIPE = TranslatorRecipe()
-
-
-def train(config, splits=None, callbacks=(), continue_run=False):
-    """Trains a translator into ``output_dir`` (`common.Recipe.train`; `splits`:
-    optional ``{"train": (sources, targets), "valid": ..., "test": ...}``)."""
-    return RECIPE.train(config, splits, callbacks, continue_run)
+train, main = RECIPE.train, RECIPE.main  # the module's API: `train(config, splits)`
 
 
 def _run_lm_text(config, args):
@@ -681,10 +665,6 @@ def _demo_arguments(parser):
         metavar="INT",
         help="held-out pairs for the final scores (default: 1000)",
     )
-
-
-def main(argv=None):
-    return RECIPE.main(argv)
 
 
 if __name__ == "__main__":
