@@ -44,7 +44,7 @@ def distribution_strategy(name="default", mirrored_cpus=2):
     if name != "mirrored":
         raise ValueError(f"`strategy` must be one of {list(STRATEGIES)}, got {name!r}.")
     if tf.config.list_physical_devices("GPU"):
-        return tf.distribute.MirroredStrategy()
+        return _mirrored(None)
     cpu = tf.config.list_physical_devices("CPU")[0]
     wanted = [tf.config.LogicalDeviceConfiguration()] * int(mirrored_cpus)
     current = tf.config.get_logical_device_configuration(cpu)
@@ -59,10 +59,24 @@ def distribution_strategy(name="default", mirrored_cpus=2):
                 "the command line) or call distribution_strategy() first."
             ) from None
     devices = [d.name for d in tf.config.list_logical_devices("CPU")]
-    return tf.distribute.MirroredStrategy(devices)
+    return _mirrored(tuple(devices))
 
 
 _MULTI_WORKER = None
+# One MirroredStrategy per set of devices and process: a second one numbers its
+# collective all-reduces from the first one's keys again, and a second run's fit then
+# meets the first run's shapes ("Shape mismatch in the collective instance").
+_MIRRORED: dict = {}
+
+
+def _mirrored(devices):
+    import tensorflow as tf
+
+    if devices not in _MIRRORED:
+        _MIRRORED[devices] = tf.distribute.MirroredStrategy(
+            None if devices is None else list(devices)
+        )
+    return _MIRRORED[devices]
 
 
 def _multi_worker_strategy():

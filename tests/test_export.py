@@ -19,7 +19,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 # One fresh process trains both runs: `--strategy mirrored` splits the CPU in two
-# devices before TensorFlow initialises them, which this process did long ago.
+# devices before TensorFlow initialises them, which this process did long ago. (Two
+# MirroredStrategy objects in one process collided on their collective keys: the
+# second run's fit failed; kerasrnn.distribute keeps one per set of devices.)
 TRAIN = r"""
 import json, sys
 from recipes import classifier, tagger
