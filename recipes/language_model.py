@@ -205,17 +205,11 @@ def compile_model(model, config):
         common.learning_rate_schedule(config), global_clipnorm=config["clipnorm"] or None
     )
 
-    def loss():
-        return SequenceCrossEntropy(per_sequence=config["loss_reduction"] == "sum_over_time")
-
-    losses, weights = loss(), None
-    if config["bidirectional"]:
-        losses, weights = {d: loss() for d in DIRECTIONS}, {d: 0.5 for d in DIRECTIONS}
+    loss = SequenceCrossEntropy(per_sequence=config["loss_reduction"] == "sum_over_time")
     multi_device = tf.distribute.get_strategy().num_replicas_in_sync > 1
     model.compile(
         optimizer,
-        losses,
-        loss_weights=weights,
+        loss,
         jit_compile=False if multi_device else config["jit_compile"],
         sampler=decoding_strategy(config),
     )

@@ -374,8 +374,8 @@ class LanguageModel(GenerativeTask, keras.Model):
         """`keras.Model.compile` with a language model's defaults: "auto" gives Adam
         (learning rate 1e-3, gradient norm clipped at 5), the token cross-entropy
         averaged over the real targets (`kerasrnn.losses.SequenceCrossEntropy`, padding
-        0 masked) and keras-hub's `Perplexity` metric; a biLM gets one loss per
-        direction, weighted 0.5 each. `sampler` is `generate`'s default strategy."""
+        0 masked) and keras-hub's `Perplexity` metric; a biLM given one loss gets a copy
+        per direction, weighted 0.5 each. `sampler` is `generate`'s default strategy."""
         from kerasrnn.losses import SequenceCrossEntropy
 
         _register_keras_hub()
@@ -386,9 +386,9 @@ class LanguageModel(GenerativeTask, keras.Model):
             optimizer = keras.optimizers.Adam(1e-3, global_clipnorm=5.0)
         if loss == "auto":
             loss = SequenceCrossEntropy(pad_id=PAD_ID)
-            if directions:
-                loss = {d: SequenceCrossEntropy(pad_id=PAD_ID) for d in directions}
-                kwargs.setdefault("loss_weights", {d: 0.5 for d in directions})
+        if directions and not isinstance(loss, dict):  # one copy per direction, averaged
+            loss = {d: keras.losses.get(keras.losses.serialize(loss)) for d in directions}
+            kwargs.setdefault("loss_weights", {d: 0.5 for d in directions})
         if metrics == "auto":
 
             def metric():
