@@ -23,14 +23,8 @@ OPTIONS = common.data_options(
     "a TSV file (label<TAB>text), a list of files one per class "
     "(label = extension), a {label: file} mapping, or tfds:NAME[:SPLIT]",
     holdouts=("valid", "test"),
-    encoding=Option(
-        "utf-8", "text encoding of local files (the sentence polarity corpus needs cp1252)"
-    ),
-    format=Option(
-        "auto",
-        "how to read the data specs (auto: tfds: prefix, several files = one per class, else TSV)",
-        FORMATS,
-    ),
+    encoding=Option("utf-8", "text encoding of local files (sentence polarity: cp1252)"),
+    format=Option("auto", "how to read the data (auto: by the spec's form)", FORMATS),
     valid_fraction=Option(0.1, "part of `train` held out without `valid`; 0: none"),
     test_fraction=Option(0.0, "part of `train` held out without `test`; 0: none"),
     **common.vocabulary_options(
@@ -43,22 +37,12 @@ OPTIONS = common.data_options(
     **vectors.EMBEDDING_OPTIONS,
     **common.cell_options("lstm", units=128, num_layers=1, bidirectional=True),
     dropout=Option(0.5, "dropout rate between recurrent layers and before the output"),
-    pooling=Option(
-        "last",
-        "the sentence vector: the last states, the mean or max over steps, or all three",
-        POOLINGS,
-    ),
+    pooling=Option("last", "the sentence vector: last states, mean, max or all", POOLINGS),
     **transfer.TRANSFER_OPTIONS,
-    naive_bayes=Option(
-        0, "multiply in a Naive Bayes expert over n-grams up to this order (0: off)", (0, 1, 2)
-    ),
+    naive_bayes=Option(0, "a Naive Bayes expert over n-grams to this order; 0: off", (0, 1, 2)),
     naive_bayes_buckets=Option(1000003, "hash buckets of the Naive Bayes bigrams"),
-    naive_bayes_scale=Option(
-        1.0, "exponent of the Naive Bayes expert: 1 is the plain product, < 1 tempers it"
-    ),
-    naive_bayes_counts_valid=Option(
-        False, "count the validation sentences into the Naive Bayes expert too"
-    ),
+    naive_bayes_scale=Option(1.0, "the Naive Bayes expert's exponent (< 1 tempers it)"),
+    naive_bayes_counts_valid=Option(False, "the Naive Bayes expert counts `valid` too"),
     bucket_boundaries=Option([10, 20, 30, 45], "sentence lengths where buckets split; []: none"),
 )
 DEFAULTS = common.defaults_of(OPTIONS)
@@ -184,6 +168,7 @@ class ClassifierRecipe(transfer.SentenceRecipe):
         sentences (`TextClassifier.with_expert`)."""
         if not config["naive_bayes"]:
             return
+        from kerasrnn.callbacks import save_model_atomically
         from kerasrnn.layers import NaiveBayesExpert
 
         model = self.load(config)
@@ -201,8 +186,8 @@ class ClassifierRecipe(transfer.SentenceRecipe):
             [vocab.encode(t) for tokens, _ in counted for t in tokens],
             [labels.index(y) for _, split_labels in counted for y in split_labels],
         )
-        best = os.path.join(config["output_dir"], "best.keras")
-        common.save_model(model.with_expert(expert), best)
+        best = common.run_files(config)["best"]
+        save_model_atomically(model.with_expert(expert), best)
 
     def evaluate_run(self, trained, config, examples):
         """Accuracy and per-class precision/recall/F1 on labelled examples."""

@@ -195,7 +195,7 @@ def examples_epilog(prog, command, examples):
 
 def build_parser(prog, description, options, commands, examples=None):
     """A `Parser` with ``--version`` and a subcommand per `commands` entry (name ->
-    ``(help, add_arguments or None[, options])``: names of `options`, all without
+    ``(help, add_arguments or None, run[, options])``: names of `options`, all without
     them, or a table of its own); each takes ``--config`` and a checked flag per option
     in its ``--help`` group, `examples` as its epilog. Runs nothing."""
     examples = examples or {}
@@ -212,7 +212,7 @@ def build_parser(prog, description, options, commands, examples=None):
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (help_text, add_arguments, *selected) in commands.items():
+    for name, (help_text, add_arguments, _, *selected) in commands.items():
         chosen = selected[0] if selected else None
         if isinstance(chosen, Mapping):
             table = {k: v if isinstance(v, Option) else Option(v, "") for k, v in chosen.items()}
@@ -257,17 +257,6 @@ def build_parser(prog, description, options, commands, examples=None):
     return parser
 
 
-def recipe_parser(prog, description, options, commands, examples=None):
-    """`build_parser` of `commands` as `main` takes them (with their run functions)."""
-    return build_parser(
-        prog,
-        description,
-        options,
-        {k: (v[0], v[1], *v[3:]) for k, v in commands.items()},
-        examples,
-    )
-
-
 @contextlib.contextmanager
 def _stdout_to_stderr():
     """What a command prints goes to stderr (at the file-descriptor level too, where
@@ -291,11 +280,12 @@ def _stdout_to_stderr():
             os.close(saved)
 
 
-def main(argv, prog, description, options, commands, examples=None):
-    """Runs a recipe's command line: ``run(config, args)`` of the chosen command
-    (``args.overrides``: the flags given) returns what is printed as JSON on stdout;
-    configuration and data errors are one line (status 2)."""
-    parser = recipe_parser(prog, description, options, commands, examples)
+def main(argv, parser, options, commands):
+    """Runs a recipe's command line (`parser`: `build_parser` of `options` and
+    `commands`): ``run(config, args)`` of the chosen command (``args.overrides``: the
+    flags given) returns what is printed as JSON on stdout; configuration and data
+    errors are one line (status 2)."""
+    prog = parser.prog
     args = parser.parse_args(argv)
     overrides = {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_")}
     args.overrides = overrides

@@ -1,30 +1,9 @@
 """What a recipe module uses, in one namespace (``from recipes import common``): the
-names of the recipe toolkit, each defined in the module of its concern:
-
-* `recipes.config` -- one option (`Option`), the ranges of numeric options (`Range`,
-  `CHECKS`), `load_config` (defaults <- a YAML or JSON file <- flags) and
-  `check_labels` (held-out labels seen in training);
-* `recipes.options` -- the option tables: the groups the recipes share, each defined
-  once (`COMMON_OPTIONS`, `data_options`, `training_options`, `vocabulary_options`,
-  `cell_options`, `decoding_options`; `retuned`, `with_defaults`), and the ``--help``
-  groups (`GROUPS`, `group_of`);
-* `recipes.files` -- the run folder (`run_files`), results JSON (`tidy`, `write_json`,
-  `read_json`), `save_model`, `saved_config`;
-* `recipes.training` -- `make_cell`, `sentence_encoder`, `optimizer`,
-  `learning_rate_schedule`, `distribution`, `load_splits`, `fit` (a
-  `kerasrnn.callbacks.TrainingRun`), `set_seed`;
-* `recipes.cli` -- `Parser`, `build_parser`, `main`;
-* `recipes.usage` -- the example commands of every recipe's ``--help``;
-* `recipes.skeleton` -- `Recipe` and `Prepared`.
-
-The crash-safe checkpoints, the epoch log and the training curves are library callbacks:
-`kerasrnn.callbacks`.
-
-A new recipe: subclass `Recipe`, set `name`, `options` (``data_options(...)`` or
-``dict(COMMON_OPTIONS, ...)``), `task` (the name of the `kerasrnn.models` task it
-trains) and write the hooks `load_examples`, `prepare`, `build` and `evaluate_run`;
-`Recipe.main` is then its whole command line (see recipes/classifier.py).
-"""
+option tables and checks (`recipes.options`, `recipes.config`), the run folder's files
+(`recipes.files`), the training flow (`recipes.training`), the command line
+(`recipes.cli`) and the skeleton (`recipes.skeleton`). A new recipe subclasses `Recipe`,
+sets `name`, `options` and `task` (a `kerasrnn.models` class name) and writes the hooks
+`load_examples`, `prepare`, `build` and `evaluate_run` (see recipes/classifier.py)."""
 
 # ruff: noqa: F401 (this module is the namespace: every name is for the recipes to use)
 from recipes.cli import Parser, build_parser, main, option_help, version
@@ -43,7 +22,6 @@ from recipes.config import (
 from recipes.files import (
     read_json,
     run_files,
-    save_model,
     saved_config,
     tidy,
     write_json,

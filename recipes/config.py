@@ -133,6 +133,8 @@ CHECKS = {
     "max_length_ratio": non_negative("0: off"),
     "lm_weight": non_negative("0: the translator alone"),
     "coverage_weight": non_negative("0: no coverage loss"),
+    "beam_diversity": non_negative("0: independent groups"),
+    "discriminative_decay": Range(1, hint="1: off, ULMFiT: 2.6"),
     "ar_alpha": non_negative("0: off"),
     "tar_beta": non_negative("0: off"),
     "time_budget": non_negative("minutes; 0: off"),
@@ -143,7 +145,8 @@ CHECKS = {
         "attention_layer_size hidden_units embedding_dim char_units beam_size n_best "
         "gen_length max_decode_length max_length max_source_length max_target_length "
         "max_chars max_vocab min_freq mirrored_cpus naive_bayes_buckets steps "
-        "sampling_steps subword_vocab_size".split(),
+        "sampling_steps subword_vocab_size beam_groups extend_vocabulary lm_finetune_epochs "
+        "lm_extend_vocabulary embeddings_extend".split(),
         count(),
     ),
     **dict.fromkeys(

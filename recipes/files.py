@@ -97,13 +97,6 @@ def saved_config(defaults, output_dir, overrides=None):
     return load_config(defaults, overrides=stored)
 
 
-def save_model(model, path):
-    """`model.save(path)` (a ``.keras`` file), atomically."""
-    from kerasrnn.callbacks import save_model_atomically
-
-    save_model_atomically(model, path)
-
-
 def run_files(config):
     """The run folder's files: config.json and results.json beside `TrainingRun`'s."""
     from kerasrnn.callbacks.run import FILES

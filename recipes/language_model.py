@@ -15,7 +15,6 @@ import sys
 
 from recipes import common
 from recipes.common import ConfigError, Option
-from recipes.config import count_or_zero
 from recipes.files import read_vocabulary
 
 PTB = "corpus:ptb"  # kerasrnn.datasets: $KERASRNN_DATA/ptb, the cache, or a download
@@ -25,15 +24,13 @@ OPTIONS = dict(
     common.COMMON_OPTIONS,
     output_dir=Option("runs/language_model", common.COMMON_OPTIONS["output_dir"].help),
     # data
-    train_file=Option(
-        f"{PTB}/ptb.train.txt", "training text, a sentence a line (plain, gzip or corpus:)"
-    ),
+    train_file=Option(f"{PTB}/ptb.train.txt", "training text, a sentence a line"),
     valid_file=Option(f"{PTB}/ptb.valid.txt", "validation text; empty: none"),
     test_file=Option(f"{PTB}/ptb.test.txt", "test text; empty: none"),
     level=Option("word", "tokens: whitespace-separated words or characters", ("word", "char")),
     unk_token=Option("<unk>", "the corpus' own rare-word marker, read as [UNK]"),
     vocabulary_file=Option(
-        None, "a vocabulary file to use (a translator's target_vocab.txt); null: built"
+        None, "a vocabulary file (a translator's target_vocab.txt); null: built"
     ),
     **common.vocabulary_options(
         0,
@@ -43,27 +40,17 @@ OPTIONS = dict(
             "embedding_dim": "0: the same as units",
         },
     ),
-    batching=Option(
-        "stream",
-        "stream: stateful truncated-BPTT windows; sentences: padded sentence batches",
-        ("stream", "sentences"),
-    ),
+    batching=Option("stream", "stateful BPTT windows or padded sentences", ("stream", "sentences")),
     steps=Option(20, "unrolled steps per window (stream)"),
     max_sentence_length=Option(0, "cut longer sentences (sentences); 0: no limit"),
     # model (Zaremba et al.'s "small" configuration by default)
     bidirectional=Option(False, "a biLM: forward and backward LMs sharing embedding and readout"),
     **common.cell_options("lstm", units=200, num_layers=2),
     dropout=Option(0.0, "dropout rate on the non-recurrent connections"),
-    tie_embeddings=Option(
-        False, "the output layer reuses the embedding matrix (needs embedding_dim == units)"
-    ),
+    tie_embeddings=Option(False, "the readout reuses the embedding (embedding_dim == units)"),
     # AWD-LSTM's regularisers (Merity et al. 2018; kerasrnn.layers), all off by default
-    weight_drop=Option(
-        0.0, "DropConnect rate on each layer's recurrent kernel (WeightDrop; AWD-LSTM: 0.5)"
-    ),
-    embedding_dropout=Option(
-        0.0, "whole-word dropout rate on the embedding rows (EmbeddingDropout; AWD-LSTM: 0.1)"
-    ),
+    weight_drop=Option(0.0, "DropConnect rate on the recurrent kernels (AWD-LSTM: 0.5)"),
+    embedding_dropout=Option(0.0, "whole-word dropout rate on the embedding (AWD-LSTM: 0.1)"),
     locked_dropout=Option(0.0, "variational dropout rate: one mask per sequence, every step"),
     ar_alpha=Option(0.0, "AR: weight of the mean squared last-layer output (AWD-LSTM: 2)"),
     tar_beta=Option(0.0, "TAR: weight of the mean squared step-to-step change of it (AWD-LSTM: 1)"),
@@ -75,27 +62,18 @@ OPTIONS = dict(
     **common.training_options(
         batch_size=20,
         learning_rate=1.0,
-        clipnorm=Option(5.0, "clip the global gradient norm to this; 0 disables clipping"),
+        clipnorm=Option(5.0, "clip the global gradient norm to this; 0: off"),
         epochs=13,
         patience=0,
     ),
     lr_decay=Option(0.5, "after `lr_decay_after` epochs, the rate's factor per epoch"),
     lr_decay_after=Option(4, "epochs at the initial rate before decaying"),
     loss_reduction=Option(
-        "sum_over_time",
-        "the loss summed over a window's steps (Zaremba et al.) or per token",
-        ("sum_over_time", "mean"),
+        "sum_over_time", "summed over a window (Zaremba) or per token", ("sum_over_time", "mean")
     ),
     evaluate_test_each_epoch=Option(False, "also measure the test perplexity after every epoch"),
-    init_from=Option(
-        None, "a trained LM's run folder to start from (vocabulary, architecture, weights)"
-    ),
-    extend_vocabulary=Option(
-        0,
-        "with `init_from`: words seen this often that it lacks join it, at the mean "
-        "embedding (ULMFiT); 0: off",
-        check=count_or_zero("0: off"),
-    ),
+    init_from=Option(None, "a trained LM's run folder to start from (vocabulary, weights)"),
+    extend_vocabulary=Option(0, "with `init_from`: words seen this often join it (ULMFiT); 0: off"),
     # generation and export
     prompt=Option("", "generate: the prompt when none is given as an argument"),
     method=Option("greedy", "decoding (export: greedy or beam)", ("greedy", "sample", "beam")),
@@ -427,8 +405,9 @@ class LanguageModelRecipe(common.Recipe):
     def after_fit(self, config, prepared, splits):
         """A model of stateful windows is saved stateless, for any batch size."""
         if stream(config):
-            best = os.path.join(config["output_dir"], "best.keras")
-            common.save_model(self.load(config).stateless(), best)
+            from kerasrnn.callbacks import save_model_atomically
+
+            save_model_atomically(self.load(config).stateless(), common.run_files(config)["best"])
 
     def evaluate_splits(self, config, splits):
         return evaluate(config, self.load(config), splits)

@@ -41,7 +41,7 @@ GROUP_OF = {
             "crf_constraints contextual_lm contextual_lm_trainable tie_embeddings weight_drop "
             "locked_dropout init_scale unroll encoder_units decoder_units attention "
             "attention_units luong_score input_feeding attention_layer_size relatedness_target "
-            "hidden_units pretrained_lm init_from"
+            "hidden_units pretrained_lm init_from copy_attention coverage_weight"
         ).split(),
         "model",
     ),
@@ -60,7 +60,8 @@ GROUP_OF = {
     **dict.fromkeys(
         (
             "prompt method gen_length temperature top_k top_p beam_size length_normalization "
-            "max_decode_length max_length_ratio readout_dtype n_best replace_unk"
+            "max_decode_length max_length_ratio readout_dtype n_best replace_unk lm lm_weight "
+            "beam_groups beam_diversity"
         ).split(),
         "decoding",
     ),
@@ -111,38 +112,21 @@ _TRAINING = {
     "epochs": Option(10, "epochs to train at most (with --continue: the new total)"),
     "learning_rate": Option(1e-3, "the optimizer's learning rate"),
     "clipnorm": Option(5.0, "clip each gradient to this norm; 0 disables clipping"),
-    "patience": Option(
-        3, "early stopping: epochs without a better validation metric; 0 disables it"
-    ),
-    "time_budget": Option(
-        0.0,
-        "minutes of training: the rate follows `budget_schedule` over the steps that fit "
-        "in them, `epochs` only a cap (docs/regularization.md); 0: off",
-    ),
+    "patience": Option(3, "early stopping: epochs without a better validation metric; 0: off"),
+    "time_budget": Option(0.0, "minutes of training, the rate scheduled to fit them; 0: off"),
     "budget_schedule": Option(
         "cosine",
-        "the schedule of `time_budget`, peaking at `learning_rate` or `find_lr`'s pick: "
-        "warmup then cosine decay, warmup-stable-decay, one-cycle, or constant",
+        "`time_budget`'s schedule: warmup + cosine, warmup-stable-decay, one-cycle, constant",
         ("cosine", "wsd", "one_cycle", "constant"),
     ),
-    "warmup": Option(
-        0.05, "with `time_budget`: the fraction of the steps spent rising to the peak"
-    ),
-    "find_lr": Option(
-        True,
-        "with `time_budget`: pick the peak by a learning-rate range test in a tenth of "
-        "the budget (kerasrnn.callbacks.find_budget_peak; its curve in results.json)",
-    ),
+    "warmup": Option(0.05, "with `time_budget`: the fraction of steps rising to the peak"),
+    "find_lr": Option(True, "with `time_budget`: the peak by a range test in a tenth of it"),
     "averaging": Option(
         "none",
-        "weight averaging from the second epoch (polyak, ema) or from the epoch the "
-        "validation stops improving (ntasgd); checkpoints hold the average; none: off",
+        "weight averaging from epoch 2 (polyak, ema) or once validation stalls (ntasgd)",
         ("none", "polyak", "ema", "ntasgd"),
     ),
-    "ema_momentum": Option(
-        0.999,
-        "with `averaging: ema`: the moving average's momentum",
-    ),
+    "ema_momentum": Option(0.999, "with `averaging: ema`: the moving average's momentum"),
 }
 
 
@@ -157,19 +141,10 @@ COMMON_OPTIONS = {
     **_TRAINING,
     "tensorboard": Option(False, "write TensorBoard logs to <output_dir>/logs"),
     "strategy": Option(
-        "default",
-        "tf.distribute strategy: one device, all GPUs (or `mirrored_cpus` CPU replicas), "
-        "or the TF_CONFIG workers (docs/distributed.md)",
-        STRATEGIES,
+        "default", "one device, all GPUs (or CPU replicas), the TF_CONFIG workers", STRATEGIES
     ),
-    "mirrored_cpus": Option(
-        2, "logical CPU devices for `strategy: mirrored` on a machine without GPUs"
-    ),
-    "verbose": Option(
-        1,
-        "progress on stderr: 0 silent, 1 bar, 2 a line per epoch, 3 also TensorFlow's logs",
-        (0, 1, 2, 3),
-    ),
+    "mirrored_cpus": Option(2, "CPU replicas of `strategy: mirrored` on a machine without GPUs"),
+    "verbose": Option(1, "0 silent, 1 bar, 2 a line per epoch, 3 TensorFlow's logs", (0, 1, 2, 3)),
 }
 
 
@@ -185,11 +160,7 @@ def data_options(output_dir, train, holdouts=(), **more):
     return {
         **COMMON_OPTIONS,
         "output_dir": Option(output_dir, COMMON_OPTIONS["output_dir"].help),
-        "train": Option(
-            None,
-            f"training data: {train}; any file may be a "
-            "corpus:NAME/FILE of kerasrnn.datasets (fetched on first use)",
-        ),
+        "train": Option(None, f"training data: {train}; a file may be corpus:NAME/FILE"),
         "valid": other("valid", "validation"),
         "test": other("test", "test"),
         "encoding": Option("utf-8", "text encoding of local files"),
@@ -228,17 +199,8 @@ def cell_options(default, units=None, num_layers=None, bidirectional=None, notes
     `num_layers` and `bidirectional`; `notes` (``{name: text}``) extend their help."""
     return _group(
         {
-            "cell": Option(
-                default,
-                "the recurrent cell: lstm, gru, simple (Elman), or the "
-                "layer-normalised LSTM / Elman cell",
-                tuple(CELLS),
-            ),
-            "cell_options": Option(
-                {},
-                "extra arguments of the cell's constructor, e.g. "
-                "{recurrent_dropout: 0.1} or {peephole: true}",
-            ),
+            "cell": Option(default, "the recurrent cell (simple: Elman)", tuple(CELLS)),
+            "cell_options": Option({}, "the cell's arguments, e.g. {recurrent_dropout: 0.1}"),
             "units": None
             if units is None
             else Option(units, "cell units per layer (per direction when bidirectional)"),
@@ -263,9 +225,7 @@ def vocabulary_options(
             "lowercase": None
             if lowercase is None
             else Option(lowercase, "lower-case the text before tokenising"),
-            "max_vocab": Option(
-                max_vocab, "vocabulary size at most, the 4 special tokens included"
-            ),
+            "max_vocab": Option(max_vocab, "vocabulary size at most, with the 4 special tokens"),
             "min_freq": Option(min_freq, "tokens seen fewer times in training are [UNK]"),
             "embedding_dim": Option(embedding_dim, "token embedding width"),
             "embedding_dropout": None
@@ -285,20 +245,13 @@ def decoding_options(beam_size, length_normalization="average", sampling=False, 
     options = {
         "beam_size": Option(beam_size, "beam width of beam search"),
         "length_normalization": Option(
-            length_normalization,
-            "beam search length normalisation (null: none, average: score / length, "
-            "gnmt: Wu et al.'s penalty)",
-            LENGTH_NORMALIZATIONS,
+            length_normalization, "null, score / length, or GNMT's penalty", LENGTH_NORMALIZATIONS
         ),
     }
     if sampling:
         options.update(
-            temperature=Option(
-                1.0, "sampling: divide the logits by this (< 1 sharper, > 1 flatter)"
-            ),
+            temperature=Option(1.0, "sampling: logits / this (< 1 sharper, > 1 flatter)"),
             top_k=Option(0, "sampling: only the k most likely tokens; 0: all"),
-            top_p=Option(
-                0.0, "sampling: the smallest set of tokens with this much probability; 0: all"
-            ),
+            top_p=Option(0.0, "sampling: the fewest tokens with this probability; 0: all"),
         )
     return _group(options, notes)

@@ -26,22 +26,14 @@ OPTIONS = {
         "runs/pair",
         "a SICK-style tab-separated file (sentence_A, sentence_B, relatedness_score and "
         "entailment_judgment columns)",
-        task=Option(
-            "entailment",
-            "the head: entailment (one of three judgments) or relatedness (a score in [1, 5])",
-            TASKS,
-        ),
+        task=Option("entailment", "the head: 3 judgments, or a score in [1, 5]", TASKS),
         relatedness_target=Option(
             "score", "the relatedness head: a score, or Tai et al.'s distribution", TARGETS
         ),
         **common.vocabulary_options(30000, 100, lowercase=True, embedding_dropout=0.2),
         **vectors.EMBEDDING_OPTIONS,
         **common.cell_options("lstm", units=128, num_layers=1, bidirectional=True),
-        pooling=Option(
-            "max",
-            "the sentence vector: the last states, the mean or max over steps, or all three",
-            POOLINGS,
-        ),
+        pooling=Option("max", "the sentence vector: last states, mean, max or all", POOLINGS),
         hidden_units=Option(128, "width of the tanh layer over the pair features"),
         dropout=Option(0.2, "dropout between recurrent layers, on the features and hidden layer"),
         max_length=Option(100, "tokens kept of each sentence (longer ones are cut)"),

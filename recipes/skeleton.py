@@ -8,7 +8,7 @@ import sys
 from typing import Any, NamedTuple
 
 from recipes import run_folder
-from recipes.cli import main, recipe_parser
+from recipes.cli import build_parser, main
 from recipes.config import ConfigError, RecipeError, defaults_of
 from recipes.files import read_json, run_files, saved_config, tidy, write_json
 from recipes.options import COMMON_OPTIONS
@@ -407,7 +407,7 @@ class Recipe:
 
     def parser(self, prog=None):
         """The recipe's whole parser (`prog`: default ``recipes.NAME``); runs nothing."""
-        return recipe_parser(
+        return build_parser(
             prog or f"recipes.{self.name}",
             self.description,
             self.options,
@@ -417,11 +417,5 @@ class Recipe:
 
     def main(self, argv=None, prog=None):
         """The recipe's command line (`prog`: default ``recipes.NAME``): the exit status."""
-        return main(
-            sys.argv[1:] if argv is None else argv,
-            prog or f"recipes.{self.name}",
-            self.description,
-            self.options,
-            self.commands(),
-            self.examples,
-        )
+        argv = sys.argv[1:] if argv is None else argv
+        return main(argv, self.parser(prog), self.options, self.commands())

@@ -17,6 +17,8 @@ from recipes import common, vectors
 from recipes.common import Option
 
 FORMATS = ("auto", "conllu", "columns", "tfds")
+TAG_SCHEMES = ("auto", "iob1", "bio", "bioes")
+BOOLEAN_OR_AUTO = ("auto", "true", "false")
 OPTIONS = common.data_options(
     "runs/tagger",
     "a CoNLL-U file, a CoNLL-2003-style column file, or tfds:NAME[:SPLIT]",
@@ -24,9 +26,7 @@ OPTIONS = common.data_options(
     column=Option("upos", "CoNLL-U tag column", ("upos", "xpos")),
     token_column=Option(0, "column files: the token's column"),
     tag_column=Option(-1, "column files: the tag's column (negative: from the right)"),
-    tfds_tags_key=Option(
-        "ner", "tensorflow-datasets feature holding the tags (e.g. ner, pos, chunks)"
-    ),
+    tfds_tags_key=Option("ner", "the tensorflow-datasets feature of the tags (ner, pos ...)"),
     **common.vocabulary_options(
         50000,
         100,
@@ -50,19 +50,9 @@ OPTIONS = common.data_options(
     ),
     dropout=Option(0.33, "dropout rate between recurrent layers and before the output"),
     crf=Option(False, "a linear-chain CRF output layer (Viterbi decoding)"),
-    tag_scheme=Option(
-        "auto",
-        "entity tags' scheme (auto: detected); bioes: trained in BIOES, written in BIO",
-        ("auto", "iob1", "bio", "bioes"),
-    ),
-    crf_constraints=Option(
-        "auto",
-        "with --crf: forbid the scheme's impossible transitions (auto: for entity tags)",
-        ("auto", "true", "false"),
-    ),
-    contextual_lm=Option(
-        "", "a biLM's run folder: its mixed layer features join the words'; empty: none"
-    ),
+    tag_scheme=Option("auto", "entity tags' scheme (bioes: trained as BIOES)", TAG_SCHEMES),
+    crf_constraints=Option("auto", "with --crf: forbid impossible transitions", BOOLEAN_OR_AUTO),
+    contextual_lm=Option("", "a biLM's run folder: its layer mix joins the words'; empty: none"),
     contextual_lm_trainable=Option(False, "fine-tune the biLM too (else frozen)"),
     bucket_boundaries=Option([10, 20, 30, 50], "sentence lengths where buckets split; []: none"),
     **common.training_options(epochs=20),

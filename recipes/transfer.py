@@ -11,40 +11,26 @@ import subprocess
 import sys
 
 from recipes import vectors
-from recipes.config import ConfigError, Option, Range, count_or_zero
+from recipes.config import ConfigError, Option
 from recipes.files import read_json
 from recipes.skeleton import Recipe
 
 TRANSFER_OPTIONS = {
-    "pretrained_lm": Option(
-        None,
-        "a word-level language model's run folder: the encoder takes its vocabulary, "
-        "shapes and weights (forward only); null: off",
-    ),
-    "lm_finetune_epochs": Option(
-        0,
-        "with `pretrained_lm`: epochs of LM fine-tuning on the training texts first; 0: off",
-        check=count_or_zero("0: off"),
-    ),
+    "pretrained_lm": Option(None, "a word LM's run folder: the encoder starts from it; null: off"),
+    "lm_finetune_epochs": Option(0, "with `pretrained_lm`: epochs of LM fine-tuning first; 0: off"),
     "lm_extend_vocabulary": Option(
-        0,
-        "with `lm_finetune_epochs`: words seen this often that the LM lacks join it "
-        "(ULMFiT: 2); 0: off",
-        check=count_or_zero("0: off"),
+        0, "with lm_finetune_epochs: words seen this often join; 0: off"
     ),
     "lr_schedule": Option(
         "constant",
-        "constant, or ULMFiT's slanted triangular rise and fall",
+        "the rate: constant or ULMFiT's slanted triangle",
         ("constant", "slanted_triangular"),
     ),
     "discriminative_decay": Option(
-        1.0,
-        "each layer group learns at the rate of the group above divided by this "
-        "(ULMFiT: 2.6); 1: one rate",
-        check=Range(1, hint="1: off, ULMFiT: 2.6"),
+        1.0, "a layer group's rate: the one above's / this (ULMFiT: 2.6)"
     ),
     "gradual_unfreezing": Option(
-        False, "train the head alone first, then unfreeze a layer group per epoch"
+        False, "train the head first, then unfreeze a layer group an epoch"
     ),
 }
 

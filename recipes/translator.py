@@ -17,44 +17,24 @@ from kerasrnn.data.text import TOKENIZERS
 from kerasrnn.seq2seq import SCHEDULES
 from recipes import common, vectors
 from recipes.common import Option
-from recipes.config import count, non_negative
 
 # --lm / --lm-weight: shallow fusion with a target-side language model
 # (`kerasrnn.decoding.ShallowFusion`), trained on the text `lm-text` writes
 FUSION_OPTIONS = dict(
-    lm=Option(
-        None,
-        "a target-side language model's run folder (its text from `lm-text`): decoding "
-        "adds lm_weight * its log-probabilities; null: none",
-        group="decoding",
-    ),
-    lm_weight=Option(0.3, "with `lm`: the language model's weight", group="decoding"),
+    lm=Option(None, "a target-side language model's run folder (`lm-text`); null: none"),
+    lm_weight=Option(0.3, "with `lm`: the language model's weight"),
 )
 
 # --copy-attention: `kerasrnn.seq2seq.CopyReadout` (docs/seq2seq.md, copy attention)
 COPY_OPTIONS = dict(
-    copy_attention=Option(
-        False, "a pointer-generator readout: the decoder may copy source words", group="model"
-    ),
-    coverage_weight=Option(
-        0.0, "with copy_attention: the weight of See et al.'s coverage loss", group="model"
-    ),
+    copy_attention=Option(False, "a pointer-generator readout: it may copy source words"),
+    coverage_weight=Option(0.0, "with copy_attention: See et al.'s coverage loss weight"),
 )
 
 # --beam-groups: `kerasrnn.decoding.DiverseBeamSearch` (docs/decoding.md)
 DIVERSE_OPTIONS = dict(
-    beam_groups=Option(
-        1,
-        "diverse beam search: the beam in this many groups (dividing beam_size); 1: off",
-        check=count(),
-        group="decoding",
-    ),
-    beam_diversity=Option(
-        0.5,
-        "diverse beam search: the penalty per earlier group's choice of the same token",
-        check=non_negative("0: independent groups"),
-        group="decoding",
-    ),
+    beam_groups=Option(1, "diverse beam search: groups (dividing beam_size); 1: off"),
+    beam_diversity=Option(0.5, "diverse beam search: penalty per earlier group's same token"),
 )
 
 # The demo's generated dates: a small model and few epochs reach 100% exact match.
@@ -84,12 +64,8 @@ OPTIONS = common.data_options(
     "runs/translator",
     "[SOURCE_FILE, TARGET_FILE] (aligned line by line, plain or gzip) or tfds:NAME[:SPLIT]",
     holdouts=("valid",),
-    valid_fraction=Option(
-        0.05, "part of `train` held out for validation when `valid` is not given"
-    ),
-    source_tokenizer=Option(
-        "word", "source tokens: words, characters or learned subwords", TOKENIZERS
-    ),
+    valid_fraction=Option(0.05, "part of `train` held out for validation without `valid`"),
+    source_tokenizer=Option("word", "source tokens: words, characters or subwords", TOKENIZERS),
     target_tokenizer=Option("word", "target tokens, as `source_tokenizer`", TOKENIZERS),
     **common.vocabulary_options(
         30000,
@@ -103,50 +79,32 @@ OPTIONS = common.data_options(
     ),
     max_source_length=Option(50, "training pairs with a longer source (tokens) are dropped"),
     max_target_length=Option(50, "training pairs with a longer target (tokens) are dropped"),
-    subword_vocab_size=Option(
-        8000, "subword tokenizers: learned pieces per side, special tokens included"
-    ),
-    **common.cell_options(
-        "gru", num_layers=1, notes={"num_layers": "of the bidirectional encoder"}
-    ),
+    subword_vocab_size=Option(8000, "subword tokenizers: pieces per side, special tokens in"),
+    **common.cell_options("gru", num_layers=1, notes={"num_layers": "of the encoder"}),
     encoder_units=Option(256, "encoder units per direction"),
     decoder_units=Option(512, "decoder cell units"),
-    attention=Option(
-        "bahdanau", "additive (Bahdanau) or multiplicative (Luong)", ("bahdanau", "luong")
-    ),
+    attention=Option("bahdanau", "additive or multiplicative", ("bahdanau", "luong")),
     attention_units=Option(256, "Bahdanau's W_a width"),
     luong_score=Option("general", "Luong's score function", ("dot", "general", "concat")),
     input_feeding=Option(True, "Luong: feed the previous attentional vector to the cell"),
-    attention_layer_size=Option(
-        None, "width of the attentional vector tanh(W_c [c; h]); null: the mode's default"
-    ),
+    attention_layer_size=Option(None, "width of tanh(W_c [c; h]); null: the mode's default"),
     dropout=Option(0.2, "dropout on embeddings, between encoder layers, before the readout"),
     label_smoothing=Option(0.0, "label smoothing of the token cross-entropy"),
-    scheduled_sampling=Option(
-        "off", "scheduled sampling: p(feed the model's own token) by step", SCHEDULES
-    ),
+    scheduled_sampling=Option("off", "p(feed the model's own token) by step", SCHEDULES),
     sampling_probability=Option(0.25, "the p the sampling schedule grows to"),
     sampling_steps=Option(5000, "linear: steps to reach p; inverse_sigmoid: steps to reach p / 2"),
-    sampling_mode=Option(
-        "sample", "scheduled sampling feeds a drawn token or the argmax", ("sample", "argmax")
-    ),
+    sampling_mode=Option("sample", "feed a drawn token or the argmax", ("sample", "argmax")),
     bucket_boundaries=Option([10, 20, 30, 40], "source lengths where buckets split; []: none"),
     **vectors.SIDE_EMBEDDING_OPTIONS,
-    **common.decoding_options(
-        5, notes={"beam_size": "translate, export and the scores; 1: greedy"}
-    ),
+    **common.decoding_options(5, notes={"beam_size": "translate, export, scores; 1: greedy"}),
     max_decode_length=Option(80, "tokens generated at most"),
     max_length_ratio=Option(0.0, "> 0: at most ceil(ratio * source length) tokens"),
     readout_dtype=Option(
         "float32",
-        "the decoding readout's precision (bfloat16: faster on AVX512-BF16, approximate)",
+        "the readout's precision (bfloat16: AVX512-BF16)",
         ("float32", "bfloat16", "float16"),
     ),
-    n_best=Option(
-        None,
-        "hypotheses of translate_n_best (null: beam_size); given to `translate`, the K "
-        "best of each input with their scores",
-    ),
+    n_best=Option(None, "`translate` gives the K best of each input with scores (null: beam)"),
     replace_unk=Option(False, "an output [UNK] becomes the source token it attended to most"),
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
     **FUSION_OPTIONS,

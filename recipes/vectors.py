@@ -4,36 +4,22 @@ and their copy into the built model's embedding layers (`apply`)."""
 
 import sys
 
-from recipes.config import Option, count_or_zero
+from recipes.config import Option
 
-_FORMATS = "word2vec or GloVe text, fastText .vec, word2vec binary; gzip too"
+# word2vec or GloVe text, fastText .vec, word2vec binary; gzip too (kerasrnn.data.vectors)
 EMBEDDING_OPTIONS = {
-    "embeddings": Option(
-        None,
-        f"a word-vector file ({_FORMATS}) that starts the word embedding (its width "
-        "replaces `embedding_dim`); null: off",
-    ),
+    "embeddings": Option(None, "a word-vector file that starts the word embedding; null: off"),
     "freeze_embeddings": Option(False, "with `embeddings`: keep the word embedding fixed"),
-    "embeddings_extend": Option(
-        0,
-        "with `embeddings`: the file's N most frequent words join the vocabulary; 0: off",
-        check=count_or_zero("0: off"),
-    ),
+    "embeddings_extend": Option(0, "with `embeddings`: its N most frequent words join; 0: off"),
 }
 SIDE_EMBEDDING_OPTIONS = {
-    "source_embeddings": Option(
-        None,
-        f"a word-vector file ({_FORMATS}) for the source embedding; null: off",
-    ),
-    "target_embeddings": Option(
-        None,
-        "a word-vector file for the target embedding; null: off",
-    ),
+    "source_embeddings": Option(None, "a word-vector file for the source embedding; null: off"),
+    "target_embeddings": Option(None, "a word-vector file for the target embedding; null: off"),
     "freeze_embeddings": EMBEDDING_OPTIONS["freeze_embeddings"]._replace(
         help="keep the embeddings that start from vectors fixed"
     ),
     "embeddings_extend": EMBEDDING_OPTIONS["embeddings_extend"]._replace(
-        help="with `source_embeddings`: its N most frequent words join the vocabulary; 0: off"
+        help="with `source_embeddings`: its N most frequent words join; 0: off"
     ),
 }
 

@@ -17,7 +17,6 @@ import shlex
 
 import pytest
 
-from recipes.cli import build_parser
 from tests.test_docs import PAGES, REPO, _blocks
 
 RECIPES = ("classifier", "tagger", "language_model", "pair_classifier", "translator")
@@ -26,11 +25,7 @@ _SEPARATORS = {";", "&&", "||", "|", "&", ">", ">>", "2>", "<", "(", ")"}
 
 def recipe_parser(name):
     """The `argparse` parser of ``python -m recipes.NAME``, as its `main` builds it."""
-    recipe = importlib.import_module(f"recipes.{name}").RECIPE
-    if hasattr(recipe, "parser"):  # a recipe that builds its own parser publicly
-        return recipe.parser()
-    commands = {k: (v[0], v[1], *v[3:]) for k, v in recipe.commands().items()}
-    return build_parser(f"recipes.{recipe.name}", recipe.description, recipe.options, commands)
+    return importlib.import_module(f"recipes.{name}").RECIPE.parser()
 
 
 def _logical_lines(code):

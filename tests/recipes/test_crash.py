@@ -17,6 +17,7 @@ import keras
 import pytest
 
 import kerasrnn  # noqa: F401  (registers the layers best.keras needs)
+from kerasrnn.callbacks import save_model_atomically
 from recipes import common
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -270,6 +271,6 @@ def test_write_json_and_save_model_never_leave_half_a_file(tmp_path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
 
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
-    common.save_model(model, tmp_path / "best.keras")
+    save_model_atomically(model, tmp_path / "best.keras")
     assert keras.saving.load_model(tmp_path / "best.keras").count_params() == 8
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best.keras", "results.json"]
