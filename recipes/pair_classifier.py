@@ -89,50 +89,18 @@ def baselines(train_split, split):
     }
 
 
-def _dataset(preprocessor, split, config, shuffle):
-    import keras
-    import tensorflow as tf
-
+def targets_of(config, split):
+    """The split's targets for the configured head: its judgments, its scores, or
+    Tai et al.'s score distribution beside the scores."""
     from kerasrnn.models import score_distribution
 
-    a, b, scores, labels = split
-
-    def ids(texts):
-        rows = preprocessor.id_lists(texts)
-        return keras.utils.pad_sequences(rows, padding="post", dtype="int32")
-
-    inputs = {"sentence_a": ids(a), "sentence_b": ids(b)}
+    _, _, scores, labels = split
     if config["task"] == "entailment":
-        targets = np.array([LABELS.index(label) for label in labels], np.int32)
-    elif config["relatedness_target"] == "score":
-        targets = np.array(scores, np.float32)[:, None]
-    else:
-        targets = {
-            "distribution": score_distribution(scores),
-            "score": np.array(scores, np.float32)[:, None],
-        }
-    data = tf.data.Dataset.from_tensor_slices((inputs, targets))
-    if shuffle:
-        data = data.shuffle(len(a), seed=config["seed"], reshuffle_each_iteration=True)
-    return data.batch(config["batch_size"]).prefetch(tf.data.AUTOTUNE)
-
-
-def read_pair_lines(path, encoding="utf-8"):
-    """A file of one pair per line, the two sentences separated by a tab (blank lines
-    skipped) -> ``[(sentence_a, sentence_b), ...]``."""
-    from kerasrnn.data.loaders import DataFormatError, read_lines
-
-    pairs = []
-    for number, line in read_lines(path, encoding):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) != 2:
-            raise DataFormatError(
-                path, number, f"expected two tab-separated sentences, got {len(fields)} field(s)"
-            )
-        pairs.append(tuple(fields))
-    return pairs
+        return labels
+    scores = np.asarray(scores, np.float32)
+    if config["relatedness_target"] == "score":
+        return scores
+    return {"distribution": score_distribution(scores), "score": scores}
 
 
 # -------------------------------------------------------------------------- commands
@@ -166,9 +134,16 @@ class PairRecipe(transfer.SentenceRecipe):
         preprocessor = PairClassifierPreprocessor(
             vocab, labels, config["lowercase"], config["max_length"]
         )
+
+        def dataset(split, shuffle):
+            pairs = {"sentence_a": split[0], "sentence_b": split[1]}
+            return preprocessor.dataset(
+                pairs, targets_of(config, split), config["batch_size"], shuffle, config["seed"]
+            )
+
         return common.Prepared(
-            _dataset(preprocessor, splits["train"], config, shuffle=True),
-            _dataset(preprocessor, valid, config, shuffle=False) if valid else None,
+            dataset(splits["train"], True),
+            dataset(valid, False) if valid else None,
             {"preprocessor": preprocessor, **parts},
             {
                 "task": config["task"],
@@ -233,7 +208,9 @@ class PairRecipe(transfer.SentenceRecipe):
             )
         pairs = list(zip(texts[::2], texts[1::2]))
         if args.input:
-            pairs += read_pair_lines(args.input, config["encoding"])
+            from kerasrnn.data.loaders import load_sentence_pairs
+
+            pairs += load_sentence_pairs(args.input, config["encoding"])
         return pairs
 
     def predict_rows(self, trained, config, pairs, args=None):

@@ -337,19 +337,10 @@ class Recipe:
         """``{name: (help, add_arguments, run[, option names])}`` (no names: all)."""
 
         def train_arguments(parser):
-            parser.add_argument(
-                "--continue",
-                dest="continue_run",
-                action="store_true",
-                help="train the run in --output-dir on to --epochs, from its last epoch "
-                "(its stored config, the given flags on top)",
-            )
-            parser.add_argument(
-                "--overwrite",
-                action="store_true",
-                help="start over in an --output-dir that holds a run (the old one goes "
-                "once the new one has an epoch)",
-            )
+            on = "train the run in --output-dir on to --epochs (its config, flags on top)"
+            parser.add_argument("--continue", dest="continue_run", action="store_true", help=on)
+            over = "start over in --output-dir (its run goes once the new one has an epoch)"
+            parser.add_argument("--overwrite", action="store_true", help=over)
 
         def export_arguments(parser):
             parser = parser.group("export")  # the "export options" of its --help
@@ -361,16 +352,14 @@ class Recipe:
                 dest="export_format",
                 default="saved_model",
                 choices=EXPORT_FORMATS,
-                help="saved_model: strings in and out (default); onnx, litert: token ids, "
-                "with the vocabularies and a numpy-only client.py",
+                help="saved_model: strings in and out; onnx, litert: ids, vocabularies, client.py",
             )
             parser.add_argument(
                 "--sequence-length",
                 metavar="INT",
                 type=int,
                 default=64,
-                help="tokens per input of a LiteRT file (and an ONNX file made through one): "
-                "fixed shapes (default: 64)",
+                help="tokens per input of a LiteRT file (fixed shapes; default: 64)",
             )
             parser.add_argument(
                 "--quantization",

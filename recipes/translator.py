@@ -603,26 +603,12 @@ def _run_demo(config, args):
 
 
 def _demo_arguments(parser):
-    parser.add_argument(
-        "--data",
-        nargs=2,
-        metavar=("SOURCE", "TARGET"),
-        help="train on these parallel files instead of generated dates",
-    )
-    parser.add_argument(
-        "--examples",
-        type=int,
-        default=30000,
-        metavar="INT",
-        help="generated date pairs (train + valid + test; default: 30000)",
-    )
-    parser.add_argument(
-        "--test-examples",
-        type=int,
-        default=1000,
-        metavar="INT",
-        help="held-out pairs for the final scores (default: 1000)",
-    )
+    files = "train on these parallel files instead of generated dates"
+    parser.add_argument("--data", nargs=2, metavar=("SOURCE", "TARGET"), help=files)
+    pairs = "generated date pairs, train + valid + test (default: 30000)"
+    parser.add_argument("--examples", type=int, default=30000, metavar="INT", help=pairs)
+    held_out = "held-out pairs for the final scores (default: 1000)"
+    parser.add_argument("--test-examples", type=int, default=1000, metavar="INT", help=held_out)
 
 
 if __name__ == "__main__":

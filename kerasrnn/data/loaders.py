@@ -398,6 +398,27 @@ def load_tfds_tagging(
     return sentences, tags
 
 
+def load_sentence_pairs(path, encoding="utf-8"):
+    """Reads one sentence pair per line, the two sentences separated by a tab (plain
+    or gzip; blank lines skipped) -> ``[(sentence_a, sentence_b), ...]``.
+
+    Raises:
+        DataFormatError: a line without exactly two tab-separated fields (the message
+            names the file and line).
+    """
+    pairs = []
+    for number, line in read_lines(path, encoding):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataFormatError(
+                path, number, f"expected two tab-separated sentences, got {len(fields)} field(s)"
+            )
+        pairs.append(tuple(fields))
+    return pairs
+
+
 def load_parallel_text(source_path, target_path, encoding="utf-8"):
     """Loads a parallel corpus: two files with one sentence per line, line i of the
     source aligned with line i of the target (plain or gzip) -> ``(sources, targets)``.

@@ -13,6 +13,7 @@ from kerasrnn.models.preprocessor import (
 from kerasrnn.models.text_classifier_preprocessor import (
     class_outputs,
     class_results,
+    label_ids,
     label_names,
 )
 from kerasrnn.validation import check_int
@@ -118,6 +119,41 @@ class PairClassifierPreprocessor(Preprocessor):
                 )
             pairs.append((as_text(pair[0]), as_text(pair[1])))
         return pairs, False
+
+    def dataset(self, pairs, targets=None, batch_size=32, shuffle=False, seed=None):
+        """The pairs (any form `predict` takes) and their targets as a `tf.data.Dataset`
+        of padded, optionally shuffled batches, for `PairClassifier.fit`. `targets`:
+        judgments (names of `labels`, or class ids) for a "classes" head; scores
+        (floats, made (n, 1)) for a "score" head; a dict of those per output for a
+        "distribution" head (``{"distribution": score_distribution(s), "score": s}``)."""
+        import tensorflow as tf
+
+        examples, _ = self.examples(pairs)
+        inputs = {
+            side: keras.utils.pad_sequences(
+                self.id_lists([pair[i] for pair in examples]), padding="post", dtype="int32"
+            )
+            for i, side in enumerate(SIDES)
+        }
+        data = inputs if targets is None else (inputs, self._targets(targets, len(examples)))
+        data = tf.data.Dataset.from_tensor_slices(data)
+        if shuffle:
+            data = data.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+        return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+    def _targets(self, targets, count):
+        """Targets as arrays: judgments as class ids, scores as float32 (n, 1)."""
+        import numpy as np
+
+        if isinstance(targets, dict):
+            return {name: self._targets(value, count) for name, value in targets.items()}
+        values = np.asarray(targets)
+        if len(values) != count:
+            raise ValueError(f"{count} pairs but {len(values)} targets: give one per pair.")
+        if values.dtype.kind in "iuUSO":  # judgments: names or class ids
+            return np.asarray(label_ids(self.labels, list(targets)), np.int32)
+        values = values.astype(np.float32)
+        return values[:, None] if values.ndim == 1 else values
 
     def length(self, example):
         return max(len(example[0].split()), len(example[1].split()))

@@ -10,6 +10,7 @@ from kerasrnn.data.loaders import (
     load_class_files,
     load_conll_columns,
     load_conllu,
+    load_sentence_pairs,
     load_tfds_classification,
     load_tfds_tagging,
     load_tfds_translation,
@@ -65,6 +66,15 @@ def test_tsv_errors_name_file_and_line(tmp_path):
         load_tsv(_write(tmp_path / "empty.tsv", ""))
     with pytest.raises(FileNotFoundError, match="missing.tsv"):
         load_tsv(tmp_path / "missing.tsv")
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_sentence_pairs(tmp_path, compress):
+    path = _write(tmp_path / "p.txt", "A man runs\tA person moves\n\nx\ty\n", compress)
+    assert load_sentence_pairs(path) == [("A man runs", "A person moves"), ("x", "y")]
+    bad = _write(tmp_path / "bad.txt", "a\tb\nno tab\n")
+    with pytest.raises(DataFormatError, match=r"bad.txt, line 2: expected two tab-separated"):
+        load_sentence_pairs(bad)
 
 
 def test_class_files_cp1252_and_gzip(tmp_path):

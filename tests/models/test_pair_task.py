@@ -74,6 +74,29 @@ def test_saved_model_export_gives_the_same_outputs(tmp_path, saved_model_outputs
     np.testing.assert_allclose(exported, model.predict(PAIR, verbose=0), atol=1e-6)
 
 
+def test_dataset_of_string_pairs_feeds_fit():
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.models import PairClassifierPreprocessor
+
+    words = Vocabulary(["a", "man", "dog", "runs"])
+    judged = PairClassifierPreprocessor(words, ["yes", "no", "maybe"], lowercase=True)
+    pairs = [("A man runs", "a dog"), ("a dog", "")]
+    inputs, y = next(iter(judged.dataset(pairs, ["no", "yes"], batch_size=2)))
+    np.testing.assert_array_equal(inputs["sentence_a"], [[4, 5, 7], [4, 6, 0]])
+    np.testing.assert_array_equal(inputs["sentence_b"], [[4, 6], [0, 0]])
+    np.testing.assert_array_equal(y, [1, 0])
+    scored = PairClassifierPreprocessor(words)
+    _, y = next(iter(scored.dataset(pairs, np.array([1.5, 4.0]), batch_size=2)))
+    assert y.shape == (2, 1) and y.dtype == "float32"
+    both = {"distribution": score_distribution([1.5, 4.0]), "score": np.array([1.5, 4.0])}
+    _, y = next(iter(scored.dataset(pairs, both, batch_size=2)))
+    assert y["distribution"].shape == (2, 5) and y["score"].shape == (2, 1)
+    with pytest.raises(ValueError, match="2 pairs but 1 targets"):
+        scored.dataset(pairs, [1.0])
+    with pytest.raises(ValueError, match=r"labels \['yes'\] are not among"):
+        scored.dataset(pairs, ["yes", "yes"])
+
+
 def test_score_distribution_is_tai_et_al_target():
     p = score_distribution([1.0, 3.2, 5.0])
     np.testing.assert_allclose(p @ np.arange(1, 6), [1.0, 3.2, 5.0], rtol=1e-6)

@@ -20,12 +20,13 @@ from kerasrnn.data.loaders import (
     load_conll_columns,
     load_conllu,
     load_parallel_text,
+    load_sentence_pairs,
     load_sick,
     load_tsv,
 )
 from kerasrnn.export.client import read_deploy
 from kerasrnn.models.preset import read_preset
-from recipes import classifier, files, pair_classifier
+from recipes import classifier, files
 from recipes.config import load_config
 from recipes.files import saved_config
 
@@ -155,7 +156,7 @@ def _sick(folder, path):
 
 
 def _pairs(folder, path):
-    assert all(len(p) == 2 for p in pair_classifier.read_pair_lines(path))
+    assert all(len(p) == 2 for p in load_sentence_pairs(path))
 
 
 def _text(folder, path):
