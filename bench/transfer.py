@@ -458,9 +458,9 @@ def _shared_text(out, valid_lines=2000, seed=0):
     valid.txt (its last `valid_lines`) in `out`; their paths and line counts."""
     import random
 
-    from recipes import lm_corpus
+    from kerasrnn.data.english_text import english_training_sentences
 
-    texts = lm_corpus.corpora(str(DATA))
+    texts = english_training_sentences(str(DATA))
     lines = [" ".join(s).lower() for name in ("ptb", "ud_en_ewt", "conll2003") for s in texts[name]]
     random.Random(seed).shuffle(lines)
     parts = {"train": lines[:-valid_lines], "valid": lines[-valid_lines:]}

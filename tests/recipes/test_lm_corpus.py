@@ -4,6 +4,7 @@ validation or test sentence, never MR), lower-cased, one sentence per line."""
 import gzip
 import json
 
+from kerasrnn.data.english_text import PUNCTUATION
 from recipes import lm_corpus
 
 
@@ -25,9 +26,8 @@ def test_corpus_has_training_text_only(tmp_path, shared_data):
     # sentence may also occur in a training split)
     for path in (("ptb", "ptb.test.txt.gz"), ("multi30k", "test_2016_flickr.en.gz")):
         with gzip.open(shared_data(*path), "rt", encoding="utf-8") as f:
-            held_out = [
-                " ".join(lm_corpus.PUNCTUATION.sub(r" \1 ", line).split()).lower() for line in f
-            ][:300]
+            held_out = [" ".join(PUNCTUATION.sub(r" \1 ", line).split()) for line in f]
+        held_out = [s.lower() for s in held_out[:300]]
         long = [s for s in held_out if len(s.split()) > 12]
         assert len(long) > 50 and not any(s in lines for s in long)
     # MR (cross-validated) is left out
