@@ -178,16 +178,15 @@ def check_of(key, option):
 
 
 class Defaults(dict):
-    """``{name: default}`` remembering its `options` (for `load_config`'s checks)."""
+    """``{name: default}`` of an options table (plain values pass through), remembering
+    its `options` (for `load_config`'s checks)."""
 
     def __init__(self, options):
         super().__init__((k, v.default if isinstance(v, Option) else v) for k, v in options.items())
         self.options = options
 
 
-def defaults_of(options):
-    """``{name: default}`` of an options table (plain values pass through)."""
-    return Defaults(options)
+defaults_of = Defaults
 
 
 class ConfigError(ValueError):

@@ -2,8 +2,7 @@
 command line as ``python -m recipes.RECIPE COMMAND [options]`` does (pyproject.toml's
 console script; ``python -m recipes`` is the same). ``kerasrnn --help`` lists the
 recipes, ``kerasrnn configs`` the shipped configurations (``--config NAME``),
-``kerasrnn lm_corpus`` writes the transfer language model's English text;
-`recipe_parser` builds a recipe's whole parser without running anything.
+``kerasrnn lm_corpus`` writes the transfer language model's English text.
 
 Imports no recipe (so no TensorFlow) before it knows which one is asked for: ``--help``
 reads the recipes' descriptions from their source.
@@ -39,13 +38,6 @@ def recipe_of(name):
     if key not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}: choose from {', '.join(RECIPES)}")
     return importlib.import_module(f"recipes.{key}").RECIPE
-
-
-def recipe_parser(name, prog=None):
-    """Recipe `name`'s whole command-line parser (every command, option and example),
-    as ``python -m recipes.NAME`` parses (`prog`: default ``recipes.NAME``): builds it,
-    runs nothing."""
-    return recipe_of(name).parser(prog)
 
 
 def _parser(prog):

@@ -459,7 +459,10 @@ class LanguageModelRecipe(common.Recipe):
             if args.run:
                 config = dict(config, output_dir=args.run)
             config = self.stored(config, args)
-            return export_embeddings(config, args.out, self.load(config))
+            try:
+                return self.load(config).export_embeddings(args.out)
+            except ValueError as error:  # a character-level run
+                raise ConfigError(f"{config['output_dir']}: {error}") from None
 
         return {
             "evaluate": (
@@ -476,25 +479,6 @@ class LanguageModelRecipe(common.Recipe):
                 self.options_of("export-embeddings"),
             ),
         }
-
-
-def export_embeddings(config, path, task):
-    """Writes the word-level LM `task`'s input embedding as a ``.vec`` text file
-    (`kerasrnn.data.vectors.write_vectors`; special tokens left out)."""
-    from kerasrnn.data.vectors import write_vectors
-    from kerasrnn.special_tokens import SPECIAL_TOKENS
-
-    if config["level"] != "word":
-        raise ConfigError(
-            f"export-embeddings needs a word-level LM; the run in {config['output_dir']} "
-            f"is {config['level']}-level (its tokens are not words)."
-        )
-    import keras
-
-    matrix = keras.ops.convert_to_numpy(task.backbone.token_embedding.embeddings)
-    words = task.preprocessor.vocabulary.tokens[len(SPECIAL_TOKENS) :]
-    write_vectors(path, words, matrix[len(SPECIAL_TOKENS) :])
-    return {"vectors": os.fspath(path), "words": len(words), "dim": int(matrix.shape[1])}
 
 
 RECIPE = LanguageModelRecipe()

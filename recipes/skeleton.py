@@ -48,13 +48,9 @@ class Recipe:
     paragraph is the `description`), `options`, `task` (the `kerasrnn.models` class it
     trains), `holdouts` (splits ``<split>_fraction`` may hold out), `metric` (of the
     curves), `test_help`, `predict_command` (predict, translate, generate) and
-    `run_options` (what the commands on a trained run take beyond `RUN_OPTIONS`).
-
-    Hooks: `check_config`, `load_examples` (one data spec -> examples), `load_splits`,
-    `check_data`, `prepare` (the preprocessor and the datasets -> `Prepared`), `build`
-    (the compiled task), `monitor`, `curve_metric`, `fit_callbacks`, `summarize`,
-    `after_fit`, `evaluate_splits`, `evaluate_run`, `predict_arguments`, `predict_rows`,
-    `export_options`, `extra_commands`.
+    `run_options` (what the commands on a trained run take beyond `RUN_OPTIONS`). The
+    hooks below fill in the flow: `load_examples`, `prepare`, `build` and `evaluate_run`
+    have no default.
     """
 
     name = None

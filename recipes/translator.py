@@ -269,8 +269,7 @@ def search_strategy(config, beam_size=None, n_best=1):
         raise common.ConfigError(f"--beam-groups {config['beam_groups']}: {error}") from None
 
 
-def n_best(config):
-    """The hypotheses of the n-best outputs: `n_best`, or the beam size."""
+def n_best(config):  # the hypotheses of the n-best outputs
     return config["n_best"] or config["beam_size"]
 
 

@@ -240,6 +240,33 @@ class LanguageModel(GenerativeTask, keras.Model):
             name=self.name,
         )
 
+    def export_embeddings(self, path):
+        """Writes a word-level model's input embedding as a word2vec / fastText ``.vec``
+        text file (`kerasrnn.data.vectors.write_vectors`; the special tokens left out),
+        which `kerasrnn.data.vectors.load_vectors` reads to start another model's
+        embedding (ULMFiT's transfer). Returns ``{"vectors", "words", "dim"}``.
+
+        Raises:
+            ValueError: no preprocessor, or a character-level one (its tokens are not
+                words).
+        """
+        import os
+
+        from kerasrnn.data.vectors import write_vectors
+        from kerasrnn.special_tokens import SPECIAL_TOKENS
+
+        level = getattr(self.preprocessor, "level", None)
+        if level != "word":
+            raise ValueError(
+                "export_embeddings needs a word-level language model with its preprocessor; "
+                f"this one's is {f'{level}-level' if level else 'missing'} (its tokens are "
+                "not words)."
+            )
+        matrix = ops.convert_to_numpy(self.backbone.token_embedding.embeddings)
+        words = self.preprocessor.vocabulary.tokens[len(SPECIAL_TOKENS) :]
+        write_vectors(path, words, matrix[len(SPECIAL_TOKENS) :])
+        return {"vectors": os.fspath(path), "words": len(words), "dim": int(matrix.shape[1])}
+
     def _variant(self, **rnn_options):
         """The backbone's `variant` with `rnn_options`, with this one's weights; made once
         per options (its compiled predict function is kept), its weights refreshed."""

@@ -219,3 +219,29 @@ def test_extended_weights_give_new_words_the_mean_of_the_old_ones():
     ):
         with pytest.raises(ValueError, match="weights do not fit this one"):
             extended_weights(weights, shapes, 4)
+
+
+def test_export_embeddings_writes_the_word_rows_load_vectors_reads(tmp_path):
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.data.vectors import load_vectors
+    from kerasrnn.models import LanguageModelPreprocessor
+
+    words = Vocabulary(["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far"])
+    model = LanguageModel(
+        LanguageModelBackbone(len(words), 6, num_layers=1),
+        preprocessor=LanguageModelPreprocessor(words, "word"),
+    )
+    model.build()
+    written = model.export_embeddings(tmp_path / "lm.vec")
+    assert written == {"vectors": str(tmp_path / "lm.vec"), "words": 9, "dim": 6}
+    loaded = load_vectors(tmp_path / "lm.vec", words)
+    matrix = np_(model.backbone.token_embedding.embeddings)
+    np.testing.assert_allclose(loaded.matrix[4:], matrix[4:], rtol=1e-5, atol=1e-6)
+    characters = LanguageModel(
+        LanguageModelBackbone(len(words), 6, num_layers=1),
+        preprocessor=LanguageModelPreprocessor(words, "char"),
+    )
+    with pytest.raises(ValueError, match="needs a word-level language model.*char-level"):
+        characters.export_embeddings(tmp_path / "chars.vec")
+    with pytest.raises(ValueError, match="missing"):
+        _model().export_embeddings(tmp_path / "none.vec")

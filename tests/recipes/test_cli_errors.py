@@ -177,7 +177,7 @@ def test_the_kerasrnn_command_runs_each_recipe_as_python_m_does(capsys, tmp_path
     assert err.startswith("kerasrnn classifier train: error: argument --dropout: must be")
     assert console.main(["language-model", "generate", "--output-dir", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.startswith("kerasrnn language_model generate: error: ")
-    parser = console.recipe_parser("tagger")
+    parser = console.recipe_of("tagger").parser()
     assert parser.parse_args(["train", "--crf"]).opt_crf is True
 
 

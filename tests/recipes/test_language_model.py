@@ -501,7 +501,7 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
     )
     # a character LM has no word embedding to export: one line naming the level
     code, _, err = _cli(capsys, "export-embeddings", out, tmp_path / "x.vec")
-    assert code == 2 and "needs a word-level LM" in err and "char-level" in err
+    assert code == 2 and "needs a word-level language model" in err and "char-level" in err
     assert not (tmp_path / "x.vec").exists()
 
 

@@ -47,3 +47,23 @@ def test_every_registered_kerasrnn_object_is_kerasrnns():
     }
     assert foreign == {}
     assert "kerasrnn>BiLMFeatures" in registered and "kerasrnn>PairFeatures" in registered
+
+
+def test_recipes_are_configuration_over_the_library():
+    """No Keras layer, model, loss, metric or callback is defined in recipes/, nothing
+    private of kerasrnn is imported there, no file exists to meet a line count, and the
+    whole of recipes/ stays within 4,500 lines."""
+    files = sorted(FOLDER.glob("*.py"))
+    assert not [p.name for p in files if p.name.endswith("_parts.py")]
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base) for base in node.bases]
+                assert not [b for b in bases if "keras" in b or "Callback" in b], (path.name, bases)
+            if isinstance(node, ast.Import):
+                assert not [a.name for a in node.names if "._" in a.name], path.name
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kerasrnn"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                assert "._" not in f".{node.module}" and not private, (path.name, node.module)
+    assert sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files) <= 4500
