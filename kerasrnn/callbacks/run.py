@@ -57,7 +57,7 @@ class TrainingRun:
     >>> run = TrainingRun(tempfile.mkdtemp(), monitor="loss")
     >>> summary = run.fit(model, np.ones((8, 3)), np.zeros((8, 1)), epochs=2, verbose=0)
     >>> summary["epochs_run"], sorted(os.listdir(run.folder))
-    (2, ['best.keras', 'history.json', 'last.weights.h5', 'training_curves.png'])
+    (2, ['.lock', 'best.keras', 'history.json', 'last.weights.h5', 'training_curves.png'])
     """
 
     def __init__(self, folder, monitor="val_loss", mode="min"):

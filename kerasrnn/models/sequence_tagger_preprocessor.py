@@ -113,7 +113,7 @@ class SequenceTaggerPreprocessor(Preprocessor):
 
     >>> from kerasrnn.data import Vocabulary
     >>> preprocessor = SequenceTaggerPreprocessor(
-    ...     Vocabulary(["the", "cat"]), Vocabulary(list("thecat")), lowercase=True)
+    ...     Vocabulary(["the", "cat"]), Vocabulary(list("thecaT")), lowercase=True)
     >>> inputs = preprocessor.encode([["The", "cat"], ["a"]])
     >>> inputs["word_ids"].numpy().tolist(), inputs["char_ids"].shape.as_list()
     ([[4, 5], [1, 0]], [2, 2, 3])

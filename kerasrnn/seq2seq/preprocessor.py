@@ -48,7 +48,7 @@ class Seq2SeqPreprocessor(Preprocessor):
     >>> side = TextSide.build(["a man runs .", "a dog"], kind="word")
     >>> ids, tokens, blank = Seq2SeqPreprocessor(side, side).encode(["A man runs!", " "])
     >>> ids.numpy().tolist(), blank.numpy().tolist()
-    ([[1, 5, 6, 1], [0, 0, 0, 0]], [False, True])
+    ([[1, 7, 8, 1], [0, 0, 0, 0]], [False, True])
     """
 
     def __init__(self, source, target, replace_unk=False, **kwargs):

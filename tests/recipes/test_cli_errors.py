@@ -144,6 +144,7 @@ def test_commands_on_a_trained_run_list_only_their_own_options(capsys):
     assert "--output-dir" in predict and "--input" in predict
     for flag in ("--learning-rate", "--char-units", "--epochs", "--units"):
         assert flag in train and flag not in predict, flag
+
     def flags(text):
         return [line for line in text.splitlines() if line.lstrip().startswith("--")]
 

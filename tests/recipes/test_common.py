@@ -91,7 +91,7 @@ def test_the_sentence_encoders_last_state_ignores_padding():
     reversed_out = model.predict(short[:, ::-1], verbose=0)
     assert out.shape == (1, 8)
     assert not np.allclose(out, reversed_out)
-    with pytest.raises(common.ConfigError, match="`num_layers` must be >= 1"):
+    with pytest.raises(ValueError, match="`num_layers` must be an integer >= 1"):
         common.sentence_encoder(dict(config, num_layers=0), 10)
 
 

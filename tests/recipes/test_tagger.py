@@ -114,6 +114,3 @@ def test_bad_input_is_one_line(softmax_run, tmp_path, capsys):
 def test_unknown_format_is_a_config_error(tmp_path):
     with pytest.raises(common.ConfigError, match="`format` must be one of"):
         common.load_config(tagger.DEFAULTS, overrides={"format": "xml"})
-    config = dict(common.load_config(tagger.DEFAULTS), format="xml")  # (past the check)
-    with pytest.raises(common.ConfigError, match="`format` must be one of"):
-        tagger.load_examples(config, "x.txt", "train")

@@ -7,6 +7,8 @@ would write, and a language model of another vocabulary is refused in one line.
 
 TensorFlow-specific (the recipes): not run on JAX."""
 
+import types
+
 import numpy as np
 import pytest
 
@@ -77,11 +79,18 @@ def test_a_language_model_of_another_vocabulary_is_refused_in_one_line(runs, cap
     t_dir, lm_dir = runs
     config = common.saved_config(translator.OPTIONS, t_dir, {})
     target = Vocabulary.load(f"{t_dir}/target_vocab.txt")
-    other = Vocabulary(target.tokens[:-1] + ["@"])
+
+    def reading(tokens):  # a translator whose target side reads `tokens`
+        return types.SimpleNamespace(
+            preprocessor=types.SimpleNamespace(
+                target=types.SimpleNamespace(vocabulary=Vocabulary(tokens))
+            )
+        )
+
     with pytest.raises(common.ConfigError, match=r"id \d+ is .*, the translator's '@'"):
-        translator.fusion(dict(config, lm=lm_dir), other)
+        translator.fusion(dict(config, lm=lm_dir), reading(target.tokens[:-1] + ["@"]))
     with pytest.raises(common.ConfigError, match=r"--vocabulary-file"):
-        translator.fusion(dict(config, lm=lm_dir), Vocabulary(target.tokens[4:-1]))
+        translator.fusion(dict(config, lm=lm_dir), reading(target.tokens[4:-1]))
     # a translator run is no language model: one line, exit status 2
     capsys.readouterr()
     assert translator.main(["translate", "--output-dir", t_dir, "--lm", t_dir, "a"]) == 2

@@ -194,4 +194,4 @@ def test_readout_dtype_option_reaches_generate(run, monkeypatch):
     assert all(isinstance(r["translation"], str) for r in fast)
     task, config = _forced_unk_translator(False)
     settings = translator.decoding_settings(common.load_config(translator.DEFAULTS), task)
-    assert settings == {"readout_dtype": "float32", "fusion": None}
+    assert settings == {"max_length": 80, "readout_dtype": "float32", "fusion": None}

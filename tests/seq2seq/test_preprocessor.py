@@ -152,7 +152,7 @@ def test_text_where_ids_are_needed_and_ids_where_text_is_needed(model):
         model.generate(np.array([["the", "cat"]]))
     with pytest.raises(ValueError, match="`return_alignments` is for token ids"):
         model.generate(["the cat"], return_alignments=True)
-    with pytest.raises(ValueError, match="`return_scores` is for text"):
+    with pytest.raises(ValueError, match="`return_scores` and `batch_size` are for text"):
         model.generate(np.array([[4, 5]]), return_scores=True)
     with pytest.raises(TypeError, match="`source_ids` holds strings"):
         model.generate(["the cat", 4])  # not all text: ids, which these are not
