@@ -48,22 +48,9 @@ def _classifier_data(folder):
     (folder / "train.tsv").write_text("".join(lines))
 
 
-def _date_corpus(folder, splits):
-    """Generated date pairs written as parallel files: {split: [source, target]} for
-    `splits` = {split: (count, seed)}."""
-    from kerasrnn.tasks import date_translation_task
-
-    files = {}
-    for split, (count, seed) in splits.items():
-        sources, targets = date_translation_task(count, seed=seed)
-        files[split] = [str(folder / f"{split}.src"), str(folder / f"{split}.tgt")]
-        for path, lines in zip(files[split], (sources, targets)):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
-    return files
-
-
 def _flags(tmp_path):
+    from tests.recipes.test_translator import _date_corpus
+
     _classifier_data(tmp_path)
     files = _date_corpus(tmp_path, {"train": (64, 1), "valid": (32, 2)})
     split_flags = [a for split in files for a in (f"--{split}", json.dumps(files[split]))]
