@@ -37,6 +37,51 @@ def _batches(inputs, targets, batch_size):
         yield np.asarray(inputs[i : i + batch_size]), np.asarray(targets[i : i + batch_size])
 
 
+def _batch_predictor(model):
+    """The model's logits of one batch: `model.predict_on_batch` (the compiled predict
+    function: an eager call runs every time step op by op), except in two cases.
+
+    - Under a TensorFlow distribution strategy of several replicas `predict_on_batch`
+      hands every replica the whole batch and concatenates their outputs (every row
+      twice with two replicas); `model.predict` splits the batch between them.
+    - Keras keeps a stateful RNN's states out of the model's variables; JAX's compiled
+      predict is stateless, so it drops their update and every batch would start from
+      zeros. There the states go in and out of one jitted call explicitly
+      (`keras.StatelessScope`)."""
+    from kerasrnn._private import keras_nested_layers
+
+    strategy = getattr(model, "distribute_strategy", None)  # the TensorFlow backend's
+    if strategy is not None and strategy.num_replicas_in_sync > 1:
+        return lambda x: model.predict(x, batch_size=len(x), verbose=0)
+    states = [
+        state
+        for layer in keras_nested_layers(model)
+        if getattr(layer, "stateful", False)
+        for state in getattr(layer, "states", None) or ()
+    ]
+    if keras.backend.backend() != "jax" or not states:
+        return model.predict_on_batch
+    import jax
+
+    variables = model.variables
+
+    def run(values, state_values, x):
+        mapping = [*zip(variables, values), *zip(states, state_values)]
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            logits = model(x, training=False)
+        return logits, [scope.get_current_value(state) for state in states]
+
+    run = jax.jit(run)
+
+    def predict(x):
+        logits, carried = run([v.value for v in variables], [s.value for s in states], x)
+        for state, value in zip(states, carried):
+            state.assign(value)
+        return np.asarray(logits)
+
+    return predict
+
+
 def perplexity(model, inputs, targets=None, batch_size=32, metrics=()):
     """The perplexity of a Keras model `model` (token ids -> logits) on next-token data:
 
@@ -60,9 +105,9 @@ def perplexity(model, inputs, targets=None, batch_size=32, metrics=()):
         "bits_per_token": nll / ln 2, <metric name>: result ...}``.
     """
     total, count = 0.0, 0
+    predict = _batch_predictor(model)
     for x, y in _batches(inputs, targets, batch_size):
-        # the compiled predict function: an eager call runs every time step op by op
-        logits = model.predict_on_batch(x)
+        logits = predict(x)
         total += float(np.sum(ops.convert_to_numpy(token_nll(y, logits)), dtype="float64"))
         count += int((y != PAD_ID).sum())
         for metric in metrics:
@@ -427,6 +472,18 @@ class LanguageModel(GenerativeTask, keras.Model):
         self.set_sampler(sampler)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
         self._compile_config.config["sampler"] = self.sampler
+
+    def fit(self, *args, **kwargs):
+        """`keras.Model.fit`; a stateful backbone on JAX is refused (Keras keeps a
+        stateful RNN's states out of the model's variables, and JAX's compiled training
+        step drops their update: every window would start from zeros)."""
+        if keras.backend.backend() == "jax" and self.backbone.rnn_options.get("stateful"):
+            raise ValueError(
+                "LanguageModel.fit: on JAX, Keras does not carry a stateful RNN's states "
+                "from one training batch to the next; train stateful windows on the "
+                "TensorFlow or torch backend, or train on sentences (no `stateful`)."
+            )
+        return super().fit(*args, **kwargs)
 
     def get_config(self):
         return {

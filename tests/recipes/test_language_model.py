@@ -506,13 +506,6 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
     assert not (tmp_path / "x.vec").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: kerasrnn.models.language_model.perplexity scores batches with "
-    "Keras' predict_on_batch, which under a MirroredStrategy of 2 replicas returns every "
-    "row twice (a batch of 8 gives 16 rows of logits), so the per-epoch evaluation fails "
-    "with `target.shape=(8, 8), output.shape=(16, 8, 13)`",
-)
 def test_mirrored_strategy_trains_per_sentence_batches(tmp_path):
     files = write_corpus(str(tmp_path), lines_per_split=(64, 8, 8))
     # --strategy mirrored needs a fresh process: it splits the CPU in two devices
