@@ -31,10 +31,18 @@ demo: $(VENV)/.base-installed
 
 # The whole suite on TensorFlow, then the keras.ops-only core (cells, attention,
 # decoding, seq2seq, losses, layers incl. the CRF and the regularisers, the callbacks incl.
-# weight averaging and ULMFiT's optimizers, the TFA parity tests) again on JAX, and a subset
-# on PyTorch (CPU). Two pytest workers keep both cores busy.
+# weight averaging and ULMFiT's optimizers, the TFA parity tests) again on PyTorch (CPU)
+# and most of it on JAX. Two pytest workers keep both cores busy.
 CORE_TESTS := tests/cells tests/attention tests/decoding tests/seq2seq tests/losses \
               tests/layers tests/callbacks tests/compat
+
+# On JAX, where every test's shapes are compiled by XLA (most of its time), the core less
+# the decoding strategies' and the seq2seq pieces' own tests (keras.ops code, checked on
+# TensorFlow and torch): JAX runs the decoding loop compiled, the strategies' shared
+# tests and the Seq2Seq model's.
+JAX_TESTS := tests/cells tests/attention tests/losses tests/layers tests/callbacks \
+             tests/compat tests/decoding/test_decoding.py \
+             tests/decoding/test_generate_compiled.py tests/seq2seq/test_model.py
 
 test: test-tf test-jax test-torch docs
 
@@ -50,7 +58,7 @@ test-tf: $(VENV)/.installed
 # tests marked `learns` (training to a threshold: the same keras.ops code learns on
 # TensorFlow; each is minutes of CI on JAX for no new equation checked).
 test-jax: $(VENV)/.installed
-	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 --durations 15 -m "not learns" $(CORE_TESTS)
+	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 --durations 15 -m "not learns" $(JAX_TESTS)
 
 # Keras' torch backend runs the same core on PyTorch's CPU kernels (and its fused
 # LSTM/GRU, which kerasrnn.RNN's fast path reaches), less the tests marked `learns`:

@@ -65,22 +65,3 @@ def test_verbose_3_brings_tensorflows_and_the_converters_lines_back(tiny_classif
     assert code == 0, err
     assert "I0000" in err, err  # TensorFlow's C++ start-up lines
     assert "tf2onnx" in err, err  # the converter's own messages
-
-
-def test_the_demo_starts_with_its_own_first_line(tmp_path):
-    # `make demo` is `python -m recipes.translator demo`; here on a few generated dates
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    done = subprocess.run(
-        [sys.executable, "-m", "recipes.translator", "demo", "--examples", "120"]
-        + ["--test-examples", "12", "--epochs", "1", "--verbose", "0", "--heatmaps", "0"]
-        + ["--encoder-units", "8", "--decoder-units", "8", "--attention-units", "8"]
-        + ["--embedding-dim", "8", "--beam-size", "2", "--output-dir", str(tmp_path / "demo")],
-        cwd=REPO,
-        env=dict(env, PYTHONPATH=REPO),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.startswith("training on "), done.stderr
-    assert "E0000" not in done.stderr and "I0000" not in done.stderr, done.stderr
