@@ -92,8 +92,13 @@ def read_preset(folder):
     missing = [key for key in ("task", "file") if not isinstance(preset, dict) or key not in preset]
     if missing:
         raise PresetError(f"{path} is damaged: it lacks {missing}; write the preset again.")
-    model_file = preset["file"]
-    if preset.get("format", PRESET_FORMAT) > PRESET_FORMAT:
+    model_file, written_format = preset["file"], preset.get("format", PRESET_FORMAT)
+    if not isinstance(written_format, int) or isinstance(written_format, bool):
+        raise PresetError(
+            f"{path} is damaged: its format is {written_format!r}, not a whole number; "
+            "write the preset again."
+        )
+    if written_format > PRESET_FORMAT:
         raise PresetError(
             f"{folder} was written by kerasrnn {preset.get('kerasrnn_version')}, whose "
             f"preset format is newer than this kerasrnn {installed_version()} reads: "

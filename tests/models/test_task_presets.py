@@ -115,6 +115,9 @@ def test_damaged_and_newer_presets_are_one_line_errors(tmp_path, tagger_preset):
     _one_line_error(folder, r"is damaged: it lacks \['file'\]", SequenceTagger)
     index.write_text(json.dumps(dict(good, format=good["format"] + 1, kerasrnn_version="9.0")))
     _one_line_error(folder, "written by kerasrnn 9.0, whose preset format is newer", SequenceTagger)
+    for written in ("1", None, 1.5, True):
+        index.write_text(json.dumps(dict(good, format=written)))
+        _one_line_error(folder, "its format is .*, not a whole number", SequenceTagger)
     index.write_text(json.dumps(dict(good, file="gone.keras")))
     _one_line_error(folder, "names gone.keras, which is missing", SequenceTagger)
     assert issubclass(PresetError, ValueError)
