@@ -2,6 +2,7 @@
 `keras.Model` whose config holds its constructor's arguments, nested Keras objects
 serialized, so that `from_config` rebuilds it as it was built."""
 
+from kerasrnn._private import keras_nested_layers
 from kerasrnn.serialization import deserialize
 
 
@@ -15,7 +16,12 @@ class Backbone:
     subclassed one with its own `call`) and returns its constructor's arguments from
     `get_config`, starting from this class's (its name and whether it is trainable);
     `from_config` then passes them back, each nested Keras object (a cell, an encoder,
-    an initializer) deserialized first.
+    an initializer) deserialized first. The config also lists the backbone's frozen
+    layers (``frozen_layers``: those with ``trainable=False``, such as a word embedding
+    fixed to pretrained vectors after it was built, by their positions in Keras' walk
+    of the backbone's layers, as cells' generated names change between builds), and
+    `from_config` freezes exactly those, so a backbone loaded from a preset trains what
+    the saved one trained.
 
     A mixin rather than a `keras.Model` subclass: Keras turns the base of the first
     functional model built into a `Functional`, which would break the subclassed
@@ -28,8 +34,18 @@ class Backbone:
     def get_config(self):
         # Not Keras' own: a functional model's is its graph, which no backbone's
         # constructor takes.
-        return {"name": self.name, "trainable": self.trainable}
+        layers = keras_nested_layers(self)
+        frozen = [index for index, layer in enumerate(layers) if not layer.trainable]
+        return {"name": self.name, "trainable": self.trainable, "frozen_layers": frozen}
 
     @classmethod
     def from_config(cls, config):
-        return cls(**{key: deserialize(value) for key, value in config.items()})
+        config = dict(config)
+        frozen = config.pop("frozen_layers", None)
+        backbone = cls(**{key: deserialize(value) for key, value in config.items()})
+        if frozen is not None:
+            # Outer layers come before their own layers in this walk, and setting a
+            # layer's `trainable` sets its sublayers': each layer ends as it was saved.
+            for index, layer in enumerate(keras_nested_layers(backbone)):
+                layer.trainable = index not in frozen
+        return backbone

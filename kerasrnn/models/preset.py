@@ -56,6 +56,11 @@ def save_preset(task, folder):
 
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
+    optimizer = getattr(task, "optimizer", None)
+    if task.built and optimizer is not None and not optimizer.built:
+        # `from_preset` builds the loaded optimizer; an untrained task's unbuilt one
+        # would be saved without its slots and Keras would skip loading it, warning.
+        optimizer.build(task.trainable_variables)
     save_model_atomically(task, os.path.join(folder, TASK_FILE))
     write_preset_file(folder, type(task), TASK_FILE)
     return folder

@@ -104,7 +104,6 @@ class SentenceEncoder(Backbone, keras.Model):
         self.num_layers, self.bidirectional = num_layers, bool(bidirectional)
         self.pooling, self.dropout = pooling, float(dropout)
         self.embedding_dropout = float(embedding_dropout)
-        self.trainable_embeddings = bool(trainable_embeddings)
 
     @property
     def output_dim(self):
@@ -126,5 +125,5 @@ class SentenceEncoder(Backbone, keras.Model):
             "embeddings_initializer": keras.initializers.serialize(
                 embedding.embeddings_initializer
             ),
-            "trainable_embeddings": self.trainable_embeddings,
+            "trainable_embeddings": embedding.trainable,
         }

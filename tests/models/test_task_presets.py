@@ -121,3 +121,20 @@ def test_damaged_and_newer_presets_are_one_line_errors(tmp_path, tagger_preset):
     index.write_text(json.dumps(dict(good, file="gone.keras")))
     _one_line_error(folder, "names gone.keras, which is missing", SequenceTagger)
     assert issubclass(PresetError, ValueError)
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_frozen_layers_stay_frozen_and_nothing_else_does(name, tmp_path):
+    from kerasrnn._private import keras_nested_layers
+
+    task = BUILDERS[name]()
+    layers = keras_nested_layers(task.backbone)
+    frozen = next(layer for layer in layers if "embedding" in layer.name and layer.weights)
+    frozen.trainable = False
+    trainable = [(type(layer), layer.trainable) for layer in layers]
+    count = len(task.trainable_weights)
+    task.compile(optimizer="sgd")
+    loaded = type(task).from_preset(task.save_to_preset(tmp_path / "preset"))
+    got = [(type(layer), layer.trainable) for layer in keras_nested_layers(loaded.backbone)]
+    assert got == trainable and not got[layers.index(frozen)][1]
+    assert len(loaded.trainable_weights) == count < len(BUILDERS[name]().trainable_weights)

@@ -165,13 +165,6 @@ def test_embeddings_flags_and_bad_files_on_the_command_line(tmp_path, capsys):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kerasrnn.models.SequenceTaggerBackbone has no `trainable_embeddings` (as "
-    "SentenceEncoder has): its config rebuilds a trainable word embedding, so a tagger "
-    "trained with --freeze-embeddings loads from its preset with the embedding trainable "
-    "(and Keras skips its saved optimizer state)",
-)
 def test_a_frozen_embedding_stays_frozen_in_the_preset(tmp_path):
     from kerasrnn.models import SequenceTagger
 
