@@ -13,7 +13,7 @@ measured results: docs/recipes/language_model.md.
 import os
 import sys
 
-from recipes import common
+from recipes import common, decoding
 from recipes.common import ConfigError, Option
 from recipes.files import read_vocabulary
 
@@ -189,7 +189,7 @@ def compile_model(model, config):
         optimizer,
         loss,
         jit_compile=False if multi_device else config["jit_compile"],
-        sampler=decoding_strategy(config),
+        sampler=decoding.strategy(config),
     )
     return model
 
@@ -199,19 +199,6 @@ def learning_rate(config, epoch):
     return config["learning_rate"] * config["lr_decay"] ** max(
         0, epoch + 1 - config["lr_decay_after"]
     )
-
-
-def decoding_strategy(config):
-    """The configured `kerasrnn.decoding` strategy: `--method` and its options."""
-    from kerasrnn import decoding
-
-    if config["method"] == "sample":
-        top_k, top_p = config["top_k"] or None, config["top_p"] or None
-        return decoding.RandomSampling(config["temperature"], top_k, top_p, config["seed"])
-    if config["method"] == "beam":
-        scorer = decoding.Scorer(config["length_normalization"] or None)
-        return decoding.search(config["beam_size"], 1, scorer)
-    return decoding.GreedySearch()
 
 
 def first_token(config):
@@ -422,7 +409,7 @@ class LanguageModelRecipe(common.Recipe):
         """Each prompt's continuation and how many of its tokens are unknown."""
         prompts = list(texts) or [config["prompt"]]
         continuations = trained.generate(
-            prompts, decoding_strategy(config), max_length=config["gen_length"]
+            prompts, decoding.strategy(config), max_length=config["gen_length"]
         )
         return [
             {
@@ -438,7 +425,7 @@ class LanguageModelRecipe(common.Recipe):
             raise ConfigError(
                 f"export supports method 'greedy' or 'beam', got {config['method']!r}."
             )
-        return {"strategy": decoding_strategy(config), "max_length": config["gen_length"]}
+        return {"strategy": decoding.strategy(config), "max_length": config["gen_length"]}
 
     def extra_commands(self):
         def evaluate_arguments(parser):

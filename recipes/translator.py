@@ -17,6 +17,8 @@ from kerasrnn.data.text import TOKENIZERS
 from kerasrnn.seq2seq import SCHEDULES
 from recipes import common, vectors
 from recipes.common import Option
+from recipes.decoding import fusion
+from recipes.decoding import strategy as search_strategy
 
 # --lm / --lm-weight: shallow fusion with a target-side language model
 # (`kerasrnn.decoding.ShallowFusion`), trained on the text `lm-text` writes
@@ -249,48 +251,6 @@ def build_model(config, preprocessor, pretrained=None):
     return vectors.apply(model, config, pretrained)
 
 
-def search_strategy(config, beam_size=None, n_best=1):
-    """`kerasrnn.decoding.search` of width `beam_size` (None: the run's) returning
-    `n_best` hypotheses, with the run's scorer, groups and `max_length_ratio`."""
-    from kerasrnn import decoding
-
-    beam_size = config["beam_size"] if beam_size is None else int(beam_size)
-    constraints = decoding.Constraints(max_length_ratio=config["max_length_ratio"] or None)
-    try:
-        return decoding.search(
-            beam_size,
-            n_best,
-            decoding.Scorer(config["length_normalization"]),
-            constraints,
-            config["beam_groups"],
-            config["beam_diversity"],
-        )
-    except ValueError as error:  # a beam that the groups do not divide
-        raise common.ConfigError(f"--beam-groups {config['beam_groups']}: {error}") from None
-
-
-def n_best(config):  # the hypotheses of the n-best outputs
-    return config["n_best"] or config["beam_size"]
-
-
-def fusion(config, task):
-    """The `ShallowFusion` of the config's `lm` (a language model's run folder) into
-    `task` with weight `lm_weight` (`ShallowFusion.of`), or None without `lm`."""
-    from kerasrnn import decoding
-    from kerasrnn.models import LanguageModel, PresetError
-
-    if not config.get("lm"):
-        return None
-    try:
-        language_model = LanguageModel.from_preset(config["lm"], compile=False)
-        return decoding.ShallowFusion.of(language_model, task, config["lm_weight"])
-    except (PresetError, ValueError) as error:
-        raise common.ConfigError(
-            f"`lm` {config['lm']}: {error} (a language model run trained with "
-            "--vocabulary-file <this run>/target_vocab.txt)"
-        ) from None
-
-
 def decoding_settings(config, task):
     """`generate`'s settings of the run: its length, readout precision and fusion."""
     return {
@@ -301,33 +261,21 @@ def decoding_settings(config, task):
 
 
 def translation_scores(task, config, sources, references, beam_sizes):
-    """BLEU, exact match, speed and 5 samples per beam size (1: "greedy", k: "beam<k>");
+    """`kerasrnn.metrics.translation_report` per beam size (1: "greedy", k: "beam<k>");
     with `lowercase` the references are lower-cased too (``"cased": false``)."""
-    import time
-
     from kerasrnn.data.text import lower_graph
-    from kerasrnn.metrics import translation_scores as scores_of
+    from kerasrnn.metrics import translation_report
 
     if config["lowercase"]:
         lowered = lower_graph(list(references), config["target_tokenizer"]).numpy()
         references = [r.decode("utf-8") for r in lowered]
-    results = {"examples": len(sources), "cased": not config["lowercase"]}
+    strategies = {
+        "greedy" if beam == 1 else f"beam{beam}": search_strategy(config, beam)
+        for beam in beam_sizes
+    }
     settings = decoding_settings(config, task)
-    for beam in beam_sizes:
-        strategy = search_strategy(config, beam)
-        task.generate(list(sources[:2]), strategy, **settings)  # trace outside the timing
-        began = time.perf_counter()
-        hypotheses = task.generate(list(sources), strategy, **settings)
-        seconds = time.perf_counter() - began
-        results["greedy" if beam == 1 else f"beam{beam}"] = {
-            **scores_of(hypotheses, references),
-            "sentences_per_second": len(sources) / seconds,
-            "samples": [
-                {"source": s, "reference": r, "translation": h}
-                for s, r, h in list(zip(sources, references, hypotheses))[:5]
-            ],
-        }
-    return results
+    report = translation_report(task, sources, references, strategies, **settings)
+    return {**report, "cased": not config["lowercase"]}
 
 
 def write_heatmaps(task, config, texts, name="attention"):
@@ -451,7 +399,7 @@ class TranslatorRecipe(common.Recipe):
         task, texts = self.load(config), self.inputs_of(config, args)
         settings = decoding_settings(config, task)
         if "n_best" in args.overrides:
-            strategy = search_strategy(config, n_best=n_best(config))
+            strategy = search_strategy(config, n_best=config["n_best"] or config["beam_size"])
             found = task.generate(texts, strategy, return_scores=True, **settings)
             hypotheses = [
                 [{"translation": h["text"], "score": h["score"]} for h in row] for row in found
@@ -463,7 +411,9 @@ class TranslatorRecipe(common.Recipe):
     def export_options(self, config):
         return {
             "strategy": search_strategy(config),
-            "n_best_strategy": search_strategy(config, n_best=n_best(config)),
+            "n_best_strategy": search_strategy(
+                config, n_best=config["n_best"] or config["beam_size"]
+            ),
             "max_length": config["max_decode_length"],
             "readout_dtype": config["readout_dtype"],
         }

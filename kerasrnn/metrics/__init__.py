@@ -9,6 +9,7 @@ from kerasrnn.metrics.scores import (
     classification_scores,
     relatedness_scores,
     tagging_scores,
+    translation_report,
     translation_scores,
 )
 
@@ -22,6 +23,7 @@ __all__ = [
     "entity_spans",
     "relatedness_scores",
     "tagging_scores",
+    "translation_report",
     "translation_scores",
     "tokenize_13a",
 ]

@@ -9,6 +9,7 @@ from kerasrnn.metrics import (
     classification_scores,
     relatedness_scores,
     tagging_scores,
+    translation_report,
     translation_scores,
 )
 
@@ -60,6 +61,28 @@ def test_translation_scores_are_sacrebleus_bleu_and_the_exact_matches():
     assert 0 < scores["bleu"] < 100 and scores["exact_match"] == pytest.approx(1 / 3)
     perfect = translation_scores(references, references)
     assert perfect == {"bleu": pytest.approx(100.0), "exact_match": 1.0}
+
+
+def test_translation_report_scores_each_strategys_own_translations():
+    from kerasrnn.decoding import BeamSearch, GreedySearch
+    from tests import tiny_tasks
+
+    task = tiny_tasks.seq2seq()
+    sources, references = tiny_tasks.SOURCES, tiny_tasks.TARGETS
+    strategies = {"greedy": GreedySearch(), "beam2": BeamSearch(2)}
+    report = translation_report(task, sources, references, strategies, max_length=5)
+    assert report["examples"] == 3 and set(report) == {"examples", "greedy", "beam2"}
+    for name, strategy in strategies.items():
+        hypotheses = task.generate(sources, strategy, max_length=5)
+        row = report[name]
+        assert {k: row[k] for k in ("bleu", "exact_match")} == translation_scores(
+            hypotheses, references
+        )
+        assert row["sentences_per_second"] > 0
+        assert [s["translation"] for s in row["samples"]] == hypotheses
+        assert [s["reference"] for s in row["samples"]] == references
+    with pytest.raises(ValueError, match="3 sources but 2 references"):
+        translation_report(task, sources, references[:2], strategies)
 
 
 def _ranks(x):

@@ -22,6 +22,7 @@ import keras  # noqa: E402
 from kerasrnn.data import language_model as lm_data  # noqa: E402
 from kerasrnn.data.vocabulary import END_ID, Vocabulary  # noqa: E402
 from recipes import common, language_model  # noqa: E402
+from recipes import decoding as configured  # noqa: E402
 from recipes.files import tidy  # noqa: E402
 from tests.conftest import LM_SENTENCES, main_json  # noqa: E402
 
@@ -229,7 +230,7 @@ def test_decoding_options_make_the_librarys_strategies():
         ),
     ]
     for options, expected in cases:
-        strategy = language_model.decoding_strategy(dict(config, **options))
+        strategy = configured.strategy(dict(config, **options))
         assert type(strategy) is type(expected)
         assert strategy.get_config() == expected.get_config(), options
     with pytest.raises(common.ConfigError, match="export supports method 'greedy' or 'beam'"):
