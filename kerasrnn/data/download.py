@@ -432,10 +432,16 @@ def corpus_file(corpus, name, data_dir=None, cache_dir=None, mirror=None):
     if local:
         path = _local_copy(local, corpus, entry)
         if path is None:
+            # the fix depends on where the folder came from: an argument is the caller's
+            # choice (a command's --data), the variable is the user's environment
+            fix = (
+                "add the file or give a folder that holds it"
+                if data_dir
+                else "unset KERASRNN_DATA to download it"
+            )
             raise FileNotFoundError(
                 f"{corpus}/{entry.name} is not in the local data directory {local} "
-                f"(looked for {os.path.join(local, corpus, entry.name)}[.gz]); unset "
-                "KERASRNN_DATA to download it."
+                f"(looked for {os.path.join(local, corpus, entry.name)}[.gz]); {fix}."
             )
         return path
     folder = os.path.join(default_cache_dir(cache_dir), corpus)

@@ -61,9 +61,16 @@ def test_local_directory_argument_and_environment_variable(env, monkeypatch):
     assert not env.exists()  # nothing was downloaded or cached
 
 
-def test_a_file_missing_from_the_local_directory_is_an_error(env, tmp_path):
-    with pytest.raises(FileNotFoundError, match="not in the local data directory"):
+def test_a_file_missing_from_the_local_directory_is_an_error(env, tmp_path, monkeypatch):
+    # a folder passed in (a command's --data): the fix is the folder, never a download
+    with pytest.raises(FileNotFoundError, match="not in the local data directory") as error:
         datasets.corpus_file("ptb", "ptb.valid.txt", data_dir=str(tmp_path / "empty"))
+    assert "give a folder that holds it" in str(error.value)
+    assert "KERASRNN_DATA" not in str(error.value)
+    # the folder of $KERASRNN_DATA: unsetting it downloads the file
+    monkeypatch.setenv("KERASRNN_DATA", str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError, match="unset KERASRNN_DATA to download it"):
+        datasets.corpus_file("ptb", "ptb.valid.txt")
 
 
 def test_a_wrong_local_copy_is_a_checksum_error(env, tmp_path):
