@@ -31,6 +31,12 @@ def main():
         with open(args.json) as f:
             measured = json.load(f)
         measured = measured.get("details", measured)  # a bench/results file
+        if "rows" not in measured:  # a result kept as its figures only
+            sys.exit(
+                f"{args.json} has no per-contender rows to plot; write a file with them "
+                "by `python -m bench cells` (bench/results/cells.json) or by this script "
+                "without --json."
+            )
         rows = measured["rows"]
         print(measured["header"])
         for kind in dict.fromkeys(row["kind"] for row in rows):
