@@ -283,12 +283,13 @@ def write_heatmaps(task, config, texts, name="attention"):
     (`kerasrnn.visualize.plot_alignments`); returns their paths."""
     from kerasrnn.visualize import plot_alignments
 
-    paths = []
+    paths, settings = [], decoding_settings(config, task)
     for i, text in enumerate(texts):
         if not text.strip():
             raise common.ConfigError("heatmap: a blank sentence has no alignments.")
         paths.append(os.path.join(config["output_dir"], f"{name}_{i}.png"))
-        plot_alignments(*task.attention(text, search_strategy(config)), path=paths[-1])
+        alignments = task.attention(text, search_strategy(config), **settings)
+        plot_alignments(*alignments, path=paths[-1])
     return paths
 
 

@@ -409,16 +409,22 @@ class Seq2Seq(GenerativeTask, keras.Model):
         result = self.generate_ids(self._source(to_backend(ids)), aligned, **settings)
         return preprocessor.decode(from_backend(result), words, blank)
 
-    def attention(self, text, strategy=None, max_length=None):
+    def attention(
+        self, text, strategy=None, max_length=None, *, readout_dtype="float32", fusion=None
+    ):
         """What decoding one source text attended to: ``(result, source_tokens,
         output_tokens)``, the `DecodeResult` with its alignments, the source tokens
         read (a list of str) and the best hypothesis' output tokens up to its length,
         the end token included; ``kerasrnn.visualize.plot_alignments(result,
-        source_tokens, output_tokens)`` draws them."""
+        source_tokens, output_tokens)`` draws them. `strategy`, `max_length`,
+        `readout_dtype` and `fusion` are `generate`'s, so the alignments are those of
+        the translation `generate` gives with the same settings."""
         preprocessor = self._text_preprocessor()
         strategy = self.sampler if strategy is None else decoding.get(strategy)
         ids, words, _ = preprocessor.encode([text], self.max_source_length)
-        result = self.generate(np.asarray(ids), strategy, max_length)
+        result = self.generate(
+            np.asarray(ids), strategy, max_length, readout_dtype=readout_dtype, fusion=fusion
+        )
         names = preprocessor.output_tokens(from_backend(result), words).numpy()
         length = int(ops.convert_to_numpy(result.lengths)[0, 0])
         source = [w.decode("utf-8") for w in words.numpy()[0] if w]

@@ -124,6 +124,18 @@ def test_attention_of_one_text_is_the_ids_decoding_with_its_alignments(model):
     assert output_tokens == target.vocabulary.decode(np_(expected.tokens)[0, 0, :length])
     np.testing.assert_allclose(np_(result.alignments), np_(expected.alignments), atol=1e-6)
     assert np_(result.alignments).shape[-1] == 3
+    # with generate's other settings: the alignments of the fused decoding
+    from kerasrnn.models import LanguageModel, LanguageModelBackbone
+
+    fusion = decoding.ShallowFusion(
+        LanguageModel(LanguageModelBackbone(len(target.vocabulary), 4)), 5.0
+    )
+    fused, _, _ = model.attention("The cat sat", max_length=5, fusion=fusion)
+    want = model.generate(ids, "greedy", 5, jit_compile=False, fusion=fusion)
+    np.testing.assert_array_equal(np_(fused.tokens), np_(want.tokens))
+    np.testing.assert_allclose(np_(fused.alignments), np_(want.alignments), atol=1e-6)
+    np.testing.assert_allclose(np_(fused.scores), np_(want.scores), atol=1e-5)
+    assert not np.allclose(np_(fused.scores), np_(expected.scores))
 
 
 def test_replace_unk_writes_the_most_attended_source_word():
