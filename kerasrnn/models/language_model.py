@@ -477,13 +477,21 @@ class LanguageModel(GenerativeTask, keras.Model):
         """`keras.Model.fit`; a stateful backbone on JAX is refused (Keras keeps a
         stateful RNN's states out of the model's variables, and JAX's compiled training
         step drops their update: every window would start from zeros)."""
+        self._check_stateful_training("fit")
+        return super().fit(*args, **kwargs)
+
+    def train_on_batch(self, *args, **kwargs):
+        """`keras.Model.train_on_batch`; refused on JAX for a stateful backbone, as `fit`."""
+        self._check_stateful_training("train_on_batch")
+        return super().train_on_batch(*args, **kwargs)
+
+    def _check_stateful_training(self, method):
         if keras.backend.backend() == "jax" and self.backbone.rnn_options.get("stateful"):
             raise ValueError(
-                "LanguageModel.fit: on JAX, Keras does not carry a stateful RNN's states "
-                "from one training batch to the next; train stateful windows on the "
+                f"LanguageModel.{method}: on JAX, Keras does not carry a stateful RNN's "
+                "states from one training batch to the next; train stateful windows on the "
                 "TensorFlow or torch backend, or train on sentences (no `stateful`)."
             )
-        return super().fit(*args, **kwargs)
 
     def get_config(self):
         return {

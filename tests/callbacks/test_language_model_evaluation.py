@@ -124,8 +124,10 @@ def test_stateful_training_carries_the_states_or_is_refused_on_jax():
     model.compile(keras.optimizers.SGD(0.5))
     x, y = language_model_data(SENTENCES, VOCABULARY, BATCH, STEPS)["forward"]
     if keras.backend.backend() == "jax":
-        with pytest.raises(ValueError, match="on JAX, Keras does not carry"):
+        with pytest.raises(ValueError, match="fit: on JAX, Keras does not carry"):
             model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+        with pytest.raises(ValueError, match="train_on_batch: on JAX, Keras does not carry"):
+            model.train_on_batch(x[:BATCH], y[:BATCH])
         return
     model.fit(x[:BATCH], y[:BATCH], batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
     carried = [np_(s) for layer in stateful.rnn_layers() for s in layer.states]
