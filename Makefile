@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test test-tf test-jax test-torch docs lint figures install bench-gpu
+.PHONY: demo test test-tf test-jax test-torch test-large docs lint figures install bench-gpu
 
 # The package with the test and documentation tools (make test, lint, docs, figures);
 # it holds the base package too.
@@ -37,13 +37,16 @@ CORE_TESTS := tests/cells tests/attention tests/decoding tests/seq2seq tests/los
               tests/layers tests/callbacks tests/compat
 
 # On JAX, where every test's shapes are compiled by XLA (most of its time), the core less
-# the decoding strategies' and the seq2seq pieces' own tests (keras.ops code, checked on
-# TensorFlow and torch): JAX runs the decoding loop compiled, the strategies' shared
-# tests and the Seq2Seq model's.
+# the decoding strategies', the seq2seq pieces' and the TFA/PyTorch converters' own tests
+# (keras.ops code, checked on TensorFlow and torch): JAX runs the decoding loop compiled,
+# the strategies' shared tests and the Seq2Seq model's.
 JAX_TESTS := tests/cells tests/attention tests/losses tests/layers tests/callbacks \
-             tests/compat tests/decoding/test_decoding.py \
+             tests/decoding/test_decoding.py \
              tests/decoding/test_generate_compiled.py tests/seq2seq/test_model.py
 
+# Each run leaves out the tests marked `large` (as keras-hub's `--run_large` does): those
+# that train a recipe's run end to end, export it to every format, kill and resume it,
+# start worker processes, or take five seconds or more each. `make test-large` runs them.
 test: test-tf test-jax test-torch docs
 
 # XLA's lowest CPU code-generation level here too (TensorFlow compiles the decoders and
@@ -51,14 +54,21 @@ test: test-tf test-jax test-torch docs
 # 22.5 s, and ran no slower. The 15 slowest tests are listed at the end (of the JAX run
 # too): the whole `.ci/run` should stay within 25 minutes on 2 cores.
 test-tf: $(VENV)/.installed
-	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 --durations 15 tests
+	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 --durations 15 -m "not large" tests
+
+# The tests marked `large`, on TensorFlow, then those of the JAX run's folders on JAX:
+# about 18 minutes on 2 CPU cores. Run it before a change to recipes/, kerasrnn/export/
+# or a training loop lands.
+test-large: $(VENV)/.installed
+	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=tensorflow $(PY) -m pytest -q -n 2 --durations 15 -m large tests
+	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 --durations 15 -m "large and not learns" $(JAX_TESTS)
 
 # XLA's lowest CPU code-generation level: the tests' small shapes spend more time compiling
 # than running (the JAX run took 591 s instead of 706 s on three of its folders). Less the
 # tests marked `learns` (training to a threshold: the same keras.ops code learns on
 # TensorFlow; each is minutes of CI on JAX for no new equation checked).
 test-jax: $(VENV)/.installed
-	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 --durations 15 -m "not learns" $(JAX_TESTS)
+	XLA_FLAGS=--xla_backend_optimization_level=0 KERAS_BACKEND=jax $(PY) -m pytest -q -n 2 --durations 15 -m "not learns and not large" $(JAX_TESTS)
 
 # Keras' torch backend runs the same core on PyTorch's CPU kernels (and its fused
 # LSTM/GRU, which kerasrnn.RNN's fast path reaches), less the tests marked `learns`:
@@ -67,7 +77,7 @@ test-jax: $(VENV)/.installed
 # One thread per worker: two workers of torch's default one thread per core stall each
 # other (docs/index.md, "Backends and CPU threads").
 test-torch: $(VENV)/.installed
-	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not learns" $(CORE_TESTS)
+	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 -m "not learns and not large" $(CORE_TESTS)
 
 # The documentation site (mkdocs.yml) into site/, in strict mode: a broken link or anchor,
 # an unknown `::: name` or a docstring argument missing from its signature fails it.

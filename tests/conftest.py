@@ -1,5 +1,5 @@
 """Shared test fixtures: quiet logs, seeded RNGs and access to the offline corpora
-(KERASRNN_DATA, by default ../shared/data)."""
+(KERASRNN_DATA, by default ../shared/data) and the tiny recipe runs the tests share."""
 
 import gc
 import os
@@ -114,6 +114,23 @@ def _trained(module, folder, overrides, splits):
     return folder
 
 
+def _shared(tmp_path_factory, name, train):
+    """`train(folder)`'s run folder, trained once per test session: with pytest-xdist,
+    once for all workers (the first trains it under a file lock, the others wait and
+    read it), so that a session fixture does not train once per worker."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    folder, done = root / f"shared_{name}" / "run", root / f"shared_{name}.done"
+    with FileLock(str(root / f"shared_{name}.lock")):
+        if not done.exists():
+            train(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_translator(tmp_path_factory):
     """A tiny translator run (words -> characters, beam size 2, n-best 3) trained one epoch
@@ -142,8 +159,8 @@ def tiny_translator(tmp_path_factory):
         verbose=0,
     )
     splits = {"train": date_translation_task(160, seed=0), "valid": None}
-    return _trained(
-        translator, tmp_path_factory.mktemp("tiny_translator") / "run", overrides, splits
+    return _shared(
+        tmp_path_factory, "tiny_translator", lambda f: _trained(translator, f, overrides, splits)
     )
 
 
@@ -169,7 +186,9 @@ def tiny_tagger(tmp_path_factory):
         TINY, char_dim=4, char_units=4, crf=True, tag_scheme="bioes", bucket_boundaries=[]
     )
     splits = {"train": (sentences, tags), "valid": (sentences[:3], tags[:3]), "test": None}
-    return _trained(tagger, tmp_path_factory.mktemp("tiny_tagger") / "run", overrides, splits)
+    return _shared(
+        tmp_path_factory, "tiny_tagger", lambda f: _trained(tagger, f, overrides, splits)
+    )
 
 
 CLASSIFIER_TEXTS = ["a gripping good film", "dull and bad", "good acting", "a bad plot"] * 10
@@ -183,8 +202,8 @@ def tiny_classifier(tmp_path_factory):
 
     splits = {"train": (CLASSIFIER_TEXTS, CLASSIFIER_LABELS), "valid": None, "test": None}
     overrides = dict(TINY, lowercase=True, bucket_boundaries=[])
-    return _trained(
-        classifier, tmp_path_factory.mktemp("tiny_classifier") / "run", overrides, splits
+    return _shared(
+        tmp_path_factory, "tiny_classifier", lambda f: _trained(classifier, f, overrides, splits)
     )
 
 
@@ -203,8 +222,8 @@ def tiny_pair_classifier(tmp_path_factory):
     split = tuple(list(column) for column in zip(*PAIRS))
     splits = {"train": split, "valid": None, "test": None}
     overrides = dict(TINY, hidden_units=8)
-    return _trained(
-        pair_classifier, tmp_path_factory.mktemp("tiny_pair") / "run", overrides, splits
+    return _shared(
+        tmp_path_factory, "tiny_pair", lambda f: _trained(pair_classifier, f, overrides, splits)
     )
 
 
@@ -219,4 +238,6 @@ def tiny_language_model(tmp_path_factory):
 
     splits = {"train": LM_SENTENCES, "valid": LM_SENTENCES[:9], "test": LM_SENTENCES[:9]}
     overrides = dict(units=8, num_layers=1, steps=5, batch_size=4, epochs=1, verbose=0)
-    return _trained(language_model, tmp_path_factory.mktemp("tiny_lm") / "run", overrides, splits)
+    return _shared(
+        tmp_path_factory, "tiny_lm", lambda f: _trained(language_model, f, overrides, splits)
+    )

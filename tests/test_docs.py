@@ -8,7 +8,9 @@ suite cannot produce in seconds, or a process started with another backend (the 
 data-parallel example of docs/distributed.md, which tests/test_edges_distributed.py runs
 in a subprocess). A block preceded by `<!-- runs: runs/ner=tiny_tagger ... -->` runs
 with a copy of each named session run (tests/conftest.py: a run folder the recipe's
-command line trained) at the path its code reads.
+command line trained) at the path its code reads. A block preceded by
+`<!-- large: REASON -->` (one that trains for tens of seconds) is marked `large`: it runs
+in `make test-large`, not in `make test`.
 """
 
 import contextlib
@@ -27,13 +29,14 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 _FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<info>[^`]*)$")
 _NO_RUN = re.compile(r"^<!--\s*no-run:\s*(?P<reason>\S.*?)\s*-->$")
 _RUNS = re.compile(r"^<!--\s*runs:\s*(?P<runs>\S.*?)\s*-->$")
+_LARGE = re.compile(r"^<!--\s*large:\s*\S.*?\s*-->$")
 _OUTPUT = "<!-- output -->"
 
 
 class Example:
-    def __init__(self, path, line, code, skip=None, output=None, runs=None):
+    def __init__(self, path, line, code, skip=None, output=None, runs=None, large=False):
         self.path, self.line, self.code, self.skip, self.output = path, line, code, skip, output
-        self.runs = runs or {}
+        self.runs, self.large = runs or {}, large
 
     @property
     def name(self):
@@ -82,7 +85,10 @@ def collect(text, path="<text>"):
                 if not pairs or not all(fixture for _, _, fixture in pairs):
                     raise ValueError(f"{path}:{line}: a runs marker lists PATH=FIXTURE pairs")
                 runs = {folder: fixture for folder, _, fixture in pairs}
-            examples.append(Example(path, line, code, skip, runs=runs))
+            large = previous.startswith("<!-- large")
+            if large and not _LARGE.match(previous):
+                raise ValueError(f"{path}:{line}: a large marker must give a reason")
+            examples.append(Example(path, line, code, skip, runs=runs, large=large))
         elif previous == _OUTPUT:
             if not examples or language != "text":
                 raise ValueError(
@@ -119,10 +125,11 @@ def all_examples():
 
 
 EXAMPLES = list(all_examples())
+PARAMS = [pytest.param(e, id=e.name, marks=[pytest.mark.large] * e.large) for e in EXAMPLES]
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="examples use TF")
-@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+@pytest.mark.parametrize("example", PARAMS)
 def test_example_runs(example, tmp_path, monkeypatch, request):
     if example.skip:
         pytest.skip(example.skip)
@@ -209,6 +216,10 @@ def test_markers_are_checked():
         "<!-- runs: runs/a=tiny_tagger b=tiny_classifier -->\n```python\npass\n```\n"
     )
     assert example.runs == {"runs/a": "tiny_tagger", "b": "tiny_classifier"}
+    with pytest.raises(ValueError, match="large marker must give a reason"):
+        collect("<!-- large -->\n```python\npass\n```\n")
+    (example,) = collect("<!-- large: trains -->\n```python\npass\n```\n")
+    assert example.large and not example.skip
     with pytest.raises(ValueError, match="must follow a python block"):
         collect("```sh\nls\n```\n\n<!-- output -->\n```text\nx\n```\n")
 

@@ -125,6 +125,7 @@ def _with_output(flags, folder):
     return [*flags, "--output-dir", str(folder)]
 
 
+@pytest.mark.large
 def test_two_local_workers_train_to_the_single_process_loss(tmp_path):
     from recipes import classifier, translator
 
@@ -304,6 +305,7 @@ print(json.dumps(losses))
 """
 
 
+@pytest.mark.large
 def test_jax_data_parallel_trains_a_core_model_on_two_cpu_devices(tmp_path):
     env = dict(
         os.environ,

@@ -30,6 +30,7 @@ for recipe, argv in zip((classifier, tagger), json.loads(sys.argv[1])):
 """
 
 
+@pytest.mark.large
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.distribute, SavedModel")
 def test_cli_round_trip_with_mirrored_strategy(tmp_path):
     import tensorflow as tf
@@ -86,6 +87,7 @@ def test_cli_round_trip_with_mirrored_strategy(tmp_path):
     assert (text_tags["tags"].numpy() == tags).all()
 
 
+@pytest.mark.large
 def test_import_kerasrnn_does_not_import_tensorflow_on_jax():
     code = (
         "import sys, kerasrnn\n"

@@ -40,6 +40,7 @@ def test_only_level_0_or_verbose_3_asks_for_tensorflows_logs(monkeypatch, value,
 # A fresh process per value (each imports TensorFlow, ~5-10 s). 1 is left out: every
 # value but 0 takes the same branch (the test above), and 2 and 3 are the two the
 # variable's own filter treats differently (3 also drops error-level lines).
+@pytest.mark.large
 @pytest.mark.parametrize("value", [None, "2", "3", "0"], ids=["unset", "2", "3", "0"])
 def test_a_command_line_starts_with_its_own_first_line(tmp_path, value):
     env = {

@@ -45,6 +45,7 @@ def _import_on_torch(**env):
     )
 
 
+@pytest.mark.large
 def test_import_on_torch_warns_once_unless_the_threads_are_set():
     """Four workers of one thread per core each always oversubscribe (torch's default is
     the core count, at least 1): the import warns once; OMP_NUM_THREADS=1 silences it."""

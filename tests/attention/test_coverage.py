@@ -93,6 +93,7 @@ def test_coverage_loss_matches_numpy():
     np.testing.assert_allclose(_np(coverage_loss(same)), [0.75])
 
 
+@pytest.mark.large
 def test_coverage_loss_layer_adds_to_the_training_loss():
     source = keras.Input((None,), dtype="int32")
     target = keras.Input((None,), dtype="int32")

@@ -28,6 +28,7 @@ def run(tmp_path, *args, python=sys.executable):
     )
 
 
+@pytest.mark.large
 @pytest.mark.skipif(not BACKENDS, reason="neither jax nor torch is installed")
 def test_cpu_run_prints_one_table_and_writes_json(tmp_path):
     # float32 and the LSTM rows only: the mixed_bfloat16 rows run the same code under

@@ -208,6 +208,7 @@ def test_time_budget_sets_the_length_from_the_measured_speed():
     assert float(keras.ops.convert_to_numpy(schedule.total_steps)) == planned
 
 
+@pytest.mark.large
 def test_a_model_saved_with_a_schedule_loads_after_import_kerasrnn_alone(tmp_path):
     """DESIGN: `import kerasrnn` is enough to load any `.keras` file a recipe wrote (a
     --time-budget run's optimizer holds a WarmupCosineDecay)."""

@@ -97,6 +97,7 @@ class _Stop(keras.callbacks.Callback):
             raise KeyboardInterrupt
 
 
+@pytest.mark.large
 def test_backup_resumes_an_interrupted_run_where_it_stopped(tmp_path):
     x, y = np.random.default_rng(1).normal(size=(16, 3)), np.ones((16, 1))
     backup = tmp_path / "backup"
@@ -146,6 +147,7 @@ def test_training_curves_plot_loss_and_metric(tmp_path):
     assert two[0] > one[0] and two[1] == one[1]  # two panels: loss and accuracy
 
 
+@pytest.mark.large
 def test_training_curves_callback_redraws_after_every_epoch(tmp_path):
     path = tmp_path / "curves.png"
     sizes = []

@@ -31,6 +31,7 @@ def holder(tmp_path):
     child.wait()
 
 
+@pytest.mark.large
 def test_another_process_holding_the_folder_is_an_error_naming_it(tmp_path, holder):
     with pytest.raises(FolderLockedError, match=f"pid {holder.pid}\\b"):
         with folder_lock(tmp_path):
@@ -38,6 +39,7 @@ def test_another_process_holding_the_folder_is_an_error_naming_it(tmp_path, hold
     assert (tmp_path / ".lock").read_text().strip() == str(holder.pid)
 
 
+@pytest.mark.large
 def test_a_killed_holder_leaves_no_lock(tmp_path, holder):
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
@@ -52,6 +54,7 @@ def test_the_lock_is_reentrant_in_a_process(tmp_path):
         pass
 
 
+@pytest.mark.large
 def test_training_run_fit_holds_the_lock(tmp_path, holder):
     import keras
 

@@ -49,6 +49,7 @@ def _numpy_perplexity(model, x, y):
     return math.exp(nll[y != 0].mean())
 
 
+@pytest.mark.large
 def test_perplexity_of_stateful_windows_is_that_of_the_whole_streams():
     model = _model()
     data = language_model_data(SENTENCES, VOCABULARY, BATCH, STEPS)

@@ -310,6 +310,7 @@ def _token_batch():
     return source, target
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("mode,bridge", [("bahdanau", True), ("luong", False)])
 def test_keras_file_round_trip(tmp_path, mode, bridge):
     model = _translator(mode, bridge)
@@ -432,6 +433,7 @@ def test_bad_arguments_are_named():
         _cell("luong").step(x[:, 0], [np.zeros((B, UNITS))] * 2, None)
 
 
+@pytest.mark.large
 @pytest.mark.learns
 def test_attention_learns_to_reverse_digit_strings():
     """A smaller run of `bench/attention.py learning` (strings of 3-8 digits here, 5-15

@@ -176,6 +176,7 @@ def test_sigmoid_noise_trains_inside_the_decoder():
     assert np.isfinite(history.history["loss"]).all()
 
 
+@pytest.mark.large
 def test_noise_drawn_before_the_loop_is_the_noise_each_step_uses():
     """`AttentiveRNN` in training draws every step's sigmoid noise before its loop
     (`AttentionCell.draw_noise`) and hands each step its own (`split_noise`): the
@@ -304,6 +305,7 @@ def test_bad_option_combinations_are_named():
     assert all(tuple(m.values.shape) == (6, 5, 4) for m in repeated)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("mechanism", ["monotonic", "coverage"])
 def test_stateful_attention_under_greedy_and_beam_search(mechanism):
     """The [batch, Tk] attention states are repeated and reordered with the beams like

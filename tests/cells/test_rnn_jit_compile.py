@@ -207,6 +207,7 @@ def test_fit_trains_exactly_as_the_plain_path(spy, make_cell):
     assert_close(compiled[1], plain[1], atol=1e-5)
 
 
+@pytest.mark.large
 @only_tensorflow
 def test_a_length_unknown_when_traced_keeps_the_loop_unless_asked(spy):
     """A pipeline of varying lengths traces the step with the time axis unknown: "auto"
@@ -241,6 +242,7 @@ def test_a_length_unknown_when_traced_keeps_the_loop_unless_asked(spy):
     assert_close(results[0][1], results[2][1], atol=1e-5)
 
 
+@pytest.mark.large
 def test_fit_with_a_mask_trains_as_the_plain_path(spy):
     compiled = fit_two_steps("auto", masked=True)
     assert (spy.calls > 0) == TF  # masks too (on JAX the loop runs: no cluster there)
@@ -354,6 +356,7 @@ print("replicas", strategy.num_replicas_in_sync, "calls", len(calls))
 """
 
 
+@pytest.mark.large
 @only_tensorflow
 def test_mirrored_strategy_trains_as_the_plain_path():
     """Two CPU replicas (a fresh process: the CPU is split before TensorFlow starts)."""

@@ -148,6 +148,7 @@ SAVE_CELLS = [
 ]
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("cell", SAVE_CELLS, ids=lambda c: type(c).__name__)
 def test_keras_file_round_trip(cell, tmp_path):
     model = build_model(cell)
@@ -186,6 +187,7 @@ LEARNERS = [
 ]
 
 
+@pytest.mark.large
 @pytest.mark.learns
 @pytest.mark.parametrize(
     "cell,learning_rate,epochs,target", LEARNERS, ids=[type(c).__name__ for c, *_ in LEARNERS]
@@ -206,6 +208,7 @@ def test_stacked_bidirectional_model_learns_marker_order(cell, learning_rate, ep
     assert accuracy >= target
 
 
+@pytest.mark.large
 def test_stack_options_compose():
     x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
     deep = kerasrnn.RNNStack(

@@ -240,6 +240,7 @@ def test_top_k_never_leaves_the_k_most_likely():
     assert set(np_(nucleus.tokens).ravel().tolist()) == {1}
 
 
+@pytest.mark.large
 def test_seeded_sampling_repeats():
     step, _ = recurrent_step()
     h0, c0 = initial_states(16)

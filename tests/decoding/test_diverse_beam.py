@@ -194,6 +194,7 @@ def test_beam_size_must_be_a_multiple_of_groups():
         decoding.BeamSearch(4, groups=0)
 
 
+@pytest.mark.large
 def test_through_seq2seq_generate():
     """`Seq2Seq.generate` runs it as any strategy: with no diversity its two groups are
     two copies of a beam search of two (each hypothesis twice), and the compiled decoder

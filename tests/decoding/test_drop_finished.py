@@ -120,6 +120,7 @@ def test_in_a_tf_function_of_known_or_unknown_batch_size(batch):
     )
 
 
+@pytest.mark.large
 def test_seq2seq_generate_drops_finished_examples_with_the_same_results():
     keras.utils.set_random_seed(3)
     model = Seq2Seq(Seq2SeqBackbone(30, 20, embedding_dim=8, units=12), max_target_length=9)

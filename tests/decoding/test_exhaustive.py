@@ -67,6 +67,7 @@ def test_refusals_and_config():
         decoding.ExhaustiveSearch(5, 2)(model, [0], (h, memory), 2, END)
 
 
+@pytest.mark.large
 def test_through_seq2seq_generate():
     """`Seq2Seq.generate` with exhaustive search (V^L rows per source) gives the beam that
     holds every hypothesis."""

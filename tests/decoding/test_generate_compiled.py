@@ -59,6 +59,7 @@ def assert_same(eager, compiled):
         np.testing.assert_allclose(np_(compiled.alignments), np_(eager.alignments), atol=1e-6)
 
 
+@pytest.mark.large
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_compiled_generate_gives_the_uncompiled_results(model, case):
@@ -69,6 +70,7 @@ def test_compiled_generate_gives_the_uncompiled_results(model, case):
     assert np_(eager.tokens).shape[:2] == (4, decoding.get(CASES[case]["strategy"]).n_best)
 
 
+@pytest.mark.large
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
 def test_xla_decoder_gives_the_uncompiled_results(model):
     """jit_compile=True: XLA on TensorFlow (jax.jit either way on JAX)."""
@@ -80,6 +82,7 @@ def test_xla_decoder_gives_the_uncompiled_results(model):
     )
 
 
+@pytest.mark.large
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
 def test_one_trace_per_shape_and_options():
     keras.utils.set_random_seed(2)
@@ -102,6 +105,7 @@ def test_one_trace_per_shape_and_options():
     assert cache.traces == 4
 
 
+@pytest.mark.large
 @pytest.mark.skipif(not COMPILES, reason="generate compiles on tensorflow and jax")
 def test_compiled_decoder_reads_the_current_weights():
     """Weights set after the first compile are used (not frozen into the function)."""
@@ -117,6 +121,7 @@ def test_compiled_decoder_reads_the_current_weights():
     assert not np.allclose(np_(before.scores), np_(after.scores))
 
 
+@pytest.mark.large
 def test_jit_compile_is_checked(model):
     with pytest.raises(ValueError, match="jit_compile"):
         model.generate(sources(), jit_compile="yes")
@@ -167,6 +172,7 @@ def test_new_option_sets_trace_once_each_without_the_retracing_warning(caplog):
     assert "retracing" not in caplog.text
 
 
+@pytest.mark.large
 def test_compile_sets_the_default_strategy_and_saves_it(tmp_path):
     keras.utils.set_random_seed(4)
     model = Seq2Seq(Seq2SeqBackbone(40, 30, embedding_dim=8, units=12), max_target_length=5)
@@ -206,6 +212,7 @@ def test_token_ids_as_strings_or_ragged_lists_fail_in_one_line(model):
         model.generate([[5, 6, 7], [8]])
 
 
+@pytest.mark.large
 def test_the_coverage_penalty_gets_alignments_even_when_not_returned(model):
     """A Seq2Seq user never wrote a step function: the coverage penalty asks the
     decoder for its alignments itself, and they are dropped from the result."""

@@ -37,6 +37,7 @@ print(json.dumps({"backend": keras.backend.backend(), "shapes": shapes,
 """
 
 
+@pytest.mark.large
 @pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
     reason="starts its own JAX process: once, in the TensorFlow run, is enough",

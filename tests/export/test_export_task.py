@@ -19,9 +19,12 @@ from kerasrnn.export import export_task
 from kerasrnn.special_tokens import END_ID, START_ID
 from tests.tiny_tasks import BUILDERS
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="a SavedModel is TensorFlow's"
-)
+pytestmark = [
+    pytest.mark.large,
+    pytest.mark.skipif(
+        keras.backend.backend() != "tensorflow", reason="a SavedModel is TensorFlow's"
+    ),
+]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

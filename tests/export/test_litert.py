@@ -40,6 +40,7 @@ def _litert_runner(model, inputs, stem):
     return loaded.get_signature_runner(), [op["op_name"] for op in loaded._get_ops_details()]
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("case", CASES)
 def test_litert_builtins_equal_keras(case, exported):
     model, inputs, expected = built(model_key(case))

@@ -83,6 +83,7 @@ def _run(model, inputs, path, **options):
     return ops, calls, [np.asarray(e) for e in keras.tree.flatten(expected)]
 
 
+@pytest.mark.large
 @pytest.mark.parametrize(
     "build, kernels", [(_masked_model, 8), (_float_model, 3)], ids=["masked", "unmasked"]
 )

@@ -33,6 +33,7 @@ def _onnx_session(model, inputs, stem):
     return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("case", CASES)
 def test_onnxruntime_equals_keras(case, exported):
     model, inputs, expected = built(model_key(case))
@@ -121,6 +122,7 @@ def _counts(nodes):
     return {op: types.count(op) for op in ("LSTM", "GRU", "Loop")}
 
 
+@pytest.mark.large
 def test_native_operators_equal_keras(native):
     _, actual, expected = native
     assert_outputs_equal(actual, expected)

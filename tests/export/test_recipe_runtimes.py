@@ -21,6 +21,9 @@ import pytest
 from recipes import classifier, common, language_model, pair_classifier, tagger, translator
 from tests.conftest import main_json
 
+# Each test reads a module-scoped run or export that takes tens of seconds to make.
+pytestmark = pytest.mark.large
+
 FORMATS = ("onnx", "litert")
 
 # Runs `client.py` of a folder by file path with tensorflow, keras and kerasrnn blocked:

@@ -102,6 +102,7 @@ print(type(model.layers[-1]).__name__)
 """
 
 
+@pytest.mark.large
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="recipes need TensorFlow")
 def test_recipe_files_load_with_kerasrnn_alone_and_names_do_not_clash(tmp_path):
     """A model saved while the recipes' own classes of the same registered names were

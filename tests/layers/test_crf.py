@@ -204,6 +204,7 @@ def test_loss_uses_sample_weights_or_negative_labels_as_the_mask():
 FINITE_DIFFERENCE = {"tensorflow": (1e-6, 1e-6), "jax": (1e-3, 2e-3), "torch": (3e-3, 1e-2)}
 
 
+@pytest.mark.large
 def test_gradients_match_finite_differences(float64):
     """d(NLL)/d(every weight and every input), float64 central differences."""
     rng = np.random.default_rng(4)
@@ -256,6 +257,7 @@ def copy_task(rng, n=64):
     return words, np.where(words > 0, tags, 0), (words > 0).astype("float32")
 
 
+@pytest.mark.large
 def test_trains_with_fit_and_round_trips_through_a_keras_file(tmp_path):
     rng = np.random.default_rng(5)
     words, tags, weights = copy_task(rng, 128)

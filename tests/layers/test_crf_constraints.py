@@ -168,6 +168,7 @@ def tagger_model(num_tags=4):
     return model
 
 
+@pytest.mark.large
 def test_keras_mask_loss_and_decoding_equal_each_sequence_alone():
     """Embedding(mask_zero=True) -> Bidirectional(RNN) -> CRF: labels padded with 0
     (not -1), no sample weights; the loss and the Viterbi paths are those of each

@@ -33,6 +33,7 @@ def test_matches_numpy(layer_norm):
     )
 
 
+@pytest.mark.large
 def test_starts_as_the_average_and_learns_the_useful_layer():
     rng = np.random.default_rng(1)
     layers = [rng.normal(size=(256, 4)).astype("float32") for _ in range(3)]

@@ -63,6 +63,7 @@ def test_translation_scores_are_sacrebleus_bleu_and_the_exact_matches():
     assert perfect == {"bleu": pytest.approx(100.0), "exact_match": 1.0}
 
 
+@pytest.mark.large
 def test_translation_report_scores_each_strategys_own_translations():
     from kerasrnn.decoding import BeamSearch, GreedySearch
     from tests import tiny_tasks

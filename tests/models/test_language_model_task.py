@@ -120,6 +120,7 @@ np.save(sys.argv[3], keras.ops.convert_to_numpy(model(np.array([[3, 5, 6, 7]])))
 """
 
 
+@pytest.mark.large
 def test_keras_file_round_trip_with_kerasrnn_alone(tmp_path):
     model = _model(tie_embeddings=True, regularization=LanguageModelRegularization(0.1))
     model.compile(sampler=kerasrnn.decoding.BeamSearch(beam_size=2, n_best=1))
@@ -142,6 +143,7 @@ def test_keras_file_round_trip_with_kerasrnn_alone(tmp_path):
     )
 
 
+@pytest.mark.large
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel is TensorFlow")
 def test_saved_model_round_trip(tmp_path):
     import tensorflow as tf

@@ -43,6 +43,7 @@ def test_outputs_equal_a_numpy_forward(head, classes):
     keras.tree.map_structure(lambda g, w: np.testing.assert_allclose(g, w, atol=1e-5), got, want)
 
 
+@pytest.mark.large
 def test_each_head_trains_with_its_default_compile():
     a = np.array([[4, 5, 0], [6, 7, 0], [8, 9, 0], [4, 6, 0]] * 4, "int32")
     pair = {"sentence_a": a, "sentence_b": a[::-1]}
@@ -58,6 +59,7 @@ def test_each_head_trains_with_its_default_compile():
         assert history[-1] < history[0], head
 
 
+@pytest.mark.large
 def test_keras_file_loads_with_kerasrnn_alone(tmp_path, load_in_fresh_process):
     model = _model("distribution", 5)
     model.save(tmp_path / "pair.keras")

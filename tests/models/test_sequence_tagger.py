@@ -87,6 +87,7 @@ def test_crf_predict_tags_equals_brute_force_over_every_path():
     assert model.predict_entities(_inputs()) == [f["entities"] for f in found]
 
 
+@pytest.mark.large
 def test_keras_file_loads_with_kerasrnn_alone(tmp_path, load_in_fresh_process):
     model = _model(crf=True, scheme="BIO")
     model.save(tmp_path / "tagger.keras")

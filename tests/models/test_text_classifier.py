@@ -54,6 +54,7 @@ def test_naive_bayes_expert_multiplies_the_probabilities():
     np.testing.assert_allclose(combined.predict(IDS, verbose=0), want, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.large
 def test_fit_learns_a_toy_task():
     keras.utils.set_random_seed(0)
     model = TextClassifier(SentenceEncoder(12, 8, kerasrnn.GRUCell(8), pooling="max"), 2)
@@ -64,6 +65,7 @@ def test_fit_learns_a_toy_task():
     assert (model.predict(x, verbose=0).argmax(1) == y).all()
 
 
+@pytest.mark.large
 def test_keras_file_loads_with_kerasrnn_alone(tmp_path, load_in_fresh_process):
     expert = NaiveBayesExpert(12, 3, order=2, buckets=7)
     expert.estimate([[4, 5], [8, 9, 3], [6]], [0, 1, 2])

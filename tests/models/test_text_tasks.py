@@ -182,6 +182,7 @@ def _every_path(model, sentence):
     return paths, scores, scores - log_z
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("crf", [True, False], ids=["crf", "softmax"])
 def test_tagger_n_best_equals_the_best_of_every_path(taggers, crf):
     model = taggers[crf]

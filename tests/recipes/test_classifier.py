@@ -43,6 +43,7 @@ def test_padding_never_changes_the_prediction(tmp_path):
     assert full.shape == (1, 3) and np.isclose(full.sum(), 1, atol=1e-5)
 
 
+@pytest.mark.large
 def test_naive_bayes_from_a_config_file_multiplies_the_expert_in(tmp_path, capsys):
     """``train --config`` with ``naive_bayes: 2``: best.keras is the classifier times the
     expert counted on the training and (naive_bayes_counts_valid) validation texts."""
@@ -143,6 +144,7 @@ class _Interrupt(keras.callbacks.Callback):
             raise KeyboardInterrupt("simulated kill after the first epoch")
 
 
+@pytest.mark.large
 def test_backup_and_restore_resumes_an_interrupted_run(tmp_path):
     texts = ["good film", "bad film", "great fun", "dull plot"] * 8
     labels = ["pos", "neg", "pos", "neg"] * 8

@@ -315,6 +315,7 @@ def test_results_are_rounded():
     ) == {"a": [0.3, 0.33333334], "b": None, "c": 3, "d": True}
 
 
+@pytest.mark.large
 def test_stdout_holds_only_the_json_result(tmp_path):
     """`... > results.json` is JSON: progress bars and logs go to stderr."""
     data = tmp_path / "d.tsv"
@@ -374,6 +375,7 @@ def _png(path):
     return width, height
 
 
+@pytest.mark.large
 def test_continue_extends_a_finished_run_from_its_last_epoch(tmp_path, capsys):
     run = tmp_path / "run"
     data = tmp_path / "d.tsv"

@@ -31,6 +31,7 @@ def _fresh(*args):
     return done.returncode, done.stdout, done.stderr
 
 
+@pytest.mark.large
 @pytest.mark.parametrize(
     "args, expected",
     [
@@ -48,6 +49,7 @@ def test_a_cli_mistake_is_one_line_with_exit_status_2_in_a_fresh_process(args, e
     assert err.startswith("recipes.classifier") and expected in err, err
 
 
+@pytest.mark.large
 def test_help_in_a_fresh_process_has_no_tensorflow_lines():
     code, out, err = _fresh("predict", "--help")
     assert code == 0 and err == "", err
@@ -205,6 +207,7 @@ def test_the_kerasrnn_command_names_an_unknown_recipe_in_one_line(capsys, args, 
     assert err.count("\n") == 1 and err.startswith(expected), err
 
 
+@pytest.mark.large
 @pytest.mark.parametrize(
     "command, prog",
     [

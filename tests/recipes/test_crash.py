@@ -143,6 +143,7 @@ def _check_loadable(run):
             json.loads((run / name).read_text())
 
 
+@pytest.mark.large
 def test_sigkill_anywhere_resumes_from_the_last_completed_epoch(tmp_path):
     _data(tmp_path)
     run = tmp_path / "run"
@@ -196,6 +197,7 @@ def test_sigkill_anywhere_resumes_from_the_last_completed_epoch(tmp_path):
     assert not list(run.rglob("*.partial*"))
 
 
+@pytest.mark.large
 def test_sigkill_in_the_last_epoch_checkpoint_keeps_continue_working(tmp_path):
     # last.weights.h5 (what `train --continue` extends) goes through the same atomic
     # checkpoint as best.keras: killed inside its write at epoch 2, the epoch-1 file is
@@ -237,6 +239,7 @@ def test_sigkill_in_the_last_epoch_checkpoint_keeps_continue_working(tmp_path):
     assert not list(run.rglob("*.partial*"))
 
 
+@pytest.mark.large
 def test_overwrite_killed_before_its_first_checkpoint_leaves_the_old_run(tiny_classifier, tmp_path):
     # `train --overwrite` moves the old run aside and removes it only once the new run
     # has written its first epoch's checkpoints: killed inside the first best.keras

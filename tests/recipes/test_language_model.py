@@ -256,6 +256,7 @@ def grammar_run(tmp_path_factory):
     return config, language_model.train(config)
 
 
+@pytest.mark.large
 def test_sentence_mode_learns_and_generates_with_each_method(grammar_run):
     config, results = grammar_run
     # From 13 (uniform) to near 1.297: learned well enough to generate the grammar.
@@ -294,6 +295,7 @@ SERVE = (
 )
 
 
+@pytest.mark.large
 def test_saved_model_generates_as_the_recipe_in_a_process_without_kerasrnn(grammar_run, tmp_path):
     run = grammar_run[0]["output_dir"]
     saved = str(tmp_path / "saved")
@@ -446,6 +448,7 @@ class _Scramble(keras.callbacks.Callback):
             self.model.set_weights([5 * rng.normal(size=w.shape) for w in self.model.get_weights()])
 
 
+@pytest.mark.large
 def test_sgd_schedule_resume_and_the_best_score(tmp_path):
     """The paper's schedule (the rate constant for `lr_decay_after` epochs, then times
     `lr_decay` every epoch) across a resumed run, whose second epoch is wrecked: its
@@ -507,6 +510,7 @@ def test_char_level_train_then_evaluate_reports_bits_per_character(tmp_path, cap
     assert not (tmp_path / "x.vec").exists()
 
 
+@pytest.mark.large
 def test_mirrored_strategy_trains_per_sentence_batches(tmp_path):
     files = write_corpus(str(tmp_path), lines_per_split=(64, 8, 8))
     # --strategy mirrored needs a fresh process: it splits the CPU in two devices

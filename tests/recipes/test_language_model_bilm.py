@@ -56,6 +56,7 @@ def backward_reference_nll(task, ids):
     return -float(np.mean(log_softmax(logits)[np.arange(len(targets)), targets]))
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("steps", [4, 7])
 def test_backward_stream_loss_equals_the_reversed_reference(bilm_run, steps):
     """The recipe's backward windows (stateful, `steps` per window, one row) over a
@@ -79,6 +80,7 @@ def test_backward_stream_loss_equals_the_reversed_reference(bilm_run, steps):
     np.testing.assert_allclose(result["perplexity"], math.exp(both), rtol=1e-6)
 
 
+@pytest.mark.large
 def test_bilm_cli_train_evaluate_generate_export_continue(bilm_run, tmp_path, capsys):
     import tensorflow as tf
 

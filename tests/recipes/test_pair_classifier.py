@@ -35,6 +35,7 @@ def test_reads_the_sick_release(shared_data):
     assert a[0].startswith("The young boys are playing outdoors")
 
 
+@pytest.mark.large
 def test_entailment_on_the_shared_run(tiny_pair_classifier, tmp_path, capsys):
     run = shutil.copytree(tiny_pair_classifier, tmp_path / "run")  # evaluate writes into it
     flags = ["--output-dir", str(run)]
@@ -62,6 +63,7 @@ def test_entailment_on_the_shared_run(tiny_pair_classifier, tmp_path, capsys):
     assert "pairs.txt, line 1: expected two tab-separated sentences" in capsys.readouterr().err
 
 
+@pytest.mark.large
 def test_relatedness_with_tais_target_end_to_end(tmp_path):
     import tensorflow as tf
 

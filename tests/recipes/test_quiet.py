@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = ["--embedding-dim", "4", "--units", "4", "--batch-size", "8", "--epochs", "1"]
 TINY += ["--bucket-boundaries", "[]", "--patience", "0", "--char-dim", "0"]
@@ -29,6 +31,7 @@ def _fresh(module, *args):
     return done.returncode, done.stdout, done.stderr
 
 
+@pytest.mark.large
 def test_train_prints_only_keras_epoch_lines(tmp_path):
     data = tmp_path / "d.conll"
     data.write_text("the DET\ndog NOUN\nruns VERB\n\na DET\ncat NOUN\nsleeps VERB\n\n" * 6)
@@ -42,6 +45,7 @@ def test_train_prints_only_keras_epoch_lines(tmp_path):
     assert out.startswith("{")
 
 
+@pytest.mark.large
 def test_a_crf_export_to_onnx_prints_its_one_line(tiny_tagger, tmp_path):
     # the shared CRF tagger (exported into tmp_path: the run is left as it is)
     out_dir = str(tmp_path / "onnx")
@@ -57,6 +61,7 @@ def test_a_crf_export_to_onnx_prints_its_one_line(tiny_tagger, tmp_path):
     assert os.path.exists(os.path.join(out_dir, "model.onnx"))
 
 
+@pytest.mark.large
 def test_verbose_3_brings_tensorflows_and_the_converters_lines_back(tiny_classifier, tmp_path):
     flags = ["--output-dir", str(tiny_classifier), "--export-dir", str(tmp_path / "loud")]
     code, out, err = _fresh(

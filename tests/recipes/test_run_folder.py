@@ -65,6 +65,7 @@ def _last_line(capsys):
     return err[-1] if err else ""
 
 
+@pytest.mark.large
 def test_a_finished_run_is_refused_then_continued_or_overwritten(finished, tmp_path, capsys):
     run, data = _copy(finished, tmp_path), finished / "d.tsv"
     before = _digest(run)
@@ -90,6 +91,7 @@ def test_a_finished_run_is_refused_then_continued_or_overwritten(finished, tmp_p
     assert "exclude each other" in _last_line(capsys)
 
 
+@pytest.mark.large
 def test_an_interrupted_run_resumes_only_with_its_own_options(finished, tmp_path, capsys):
     run, data = _copy(finished, tmp_path), finished / "d.tsv"
     os.remove(run / "results.json")  # as if killed before the end
@@ -141,6 +143,7 @@ def _holder(folder):
     return process
 
 
+@pytest.mark.large
 def test_one_writer_per_folder_and_a_killed_holder_leaves_no_lock(finished, tmp_path, capsys):
     run, data = _copy(finished, tmp_path), finished / "d.tsv"
     holder = _holder(run)

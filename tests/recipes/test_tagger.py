@@ -38,6 +38,7 @@ def _run(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.large
 def test_train_reports_tag_and_entity_scores_of_the_validation_file(softmax_run):
     run, _, results = softmax_run
     assert set(results["tags"]) == TAGS and results["tag_schemes"] == ["BIO", "BIO"]

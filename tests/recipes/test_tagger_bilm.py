@@ -63,6 +63,7 @@ def _data(tmp_path):
     return str(path)
 
 
+@pytest.mark.large
 def test_cli_train_evaluate_predict_export(tmp_path, bilm_run):
     import tensorflow as tf
 
@@ -117,6 +118,7 @@ def test_cli_train_evaluate_predict_export(tmp_path, bilm_run):
     )
 
 
+@pytest.mark.large
 def test_the_biLM_moves_when_trainable(tmp_path, bilm_run):
     """--contextual-lm-trainable: the biLM's weights train with the tagger (frozen, the
     default, they stay: test_cli_train_evaluate_predict_export)."""

@@ -43,6 +43,7 @@ def test_predict_is_viterbi_over_the_saved_potentials(tiny_tagger):
         assert all(0 < p <= 1 for p in row["probabilities"])
 
 
+@pytest.mark.large
 def test_evaluate_scores_predicts_tags(tiny_tagger, tmp_path):
     """evaluate on the validation sentences: train's scores of them (results.json), and
     kerasrnn.metrics' scores of predict's tags."""

@@ -110,6 +110,7 @@ def test_n_best_paths_are_bio_distinct_and_their_probabilities_the_crfs(tiny_tag
     np.testing.assert_allclose(np.exp(log_p), probabilities, rtol=1e-3)
 
 
+@pytest.mark.large
 def test_the_saved_model_tags_and_finds_the_entities_as_predict(tiny_tagger, tmp_path, trained):
     import tensorflow as tf
 

@@ -30,6 +30,7 @@ def _splits():
     return {"train": (texts, labels), "valid": (texts[:4], labels[:4]), "test": None}
 
 
+@pytest.mark.large
 def test_time_budget_stops_a_long_run_within_the_budget_and_reports_it(tmp_path):
     minutes = 6.0 / 60
     config = common.load_config(
@@ -176,6 +177,7 @@ def test_averaging_puts_the_average_of_the_steps_weights_in_the_checkpoints(tmp_
                 np.testing.assert_allclose(held, average, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.large
 def test_a_run_resumed_from_its_backup_goes_on_with_its_average(tmp_path):
     # the backup holds the average (AtomicBackupAndRestore(stateful=...)): the re-run's
     # epochs go on averaging (4 steps an epoch) instead of starting a new average
@@ -198,6 +200,7 @@ def test_a_run_resumed_from_its_backup_goes_on_with_its_average(tmp_path):
     assert [row["averaged_steps"] for row in rows] == [0, 4, 8, 12]
 
 
+@pytest.mark.large
 def test_language_model_with_awd_regularisers_and_a_budget_trains_saves_and_loads(tmp_path):
     from kerasrnn.layers import ActivationRegularization, EmbeddingDropout, WeightDrop
     from recipes import language_model

@@ -16,6 +16,9 @@ import pytest
 from recipes import classifier, common, language_model, transfer
 from tests.conftest import CLASSIFIER_LABELS, CLASSIFIER_TEXTS, PAIRS, main_json
 
+# Each test reads a module-scoped run or export that takes tens of seconds to make.
+pytestmark = pytest.mark.large
+
 TINY = {
     "batch_size": 16,
     "epochs": 1,

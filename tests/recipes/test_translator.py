@@ -232,6 +232,7 @@ def demo_run(tmp_path_factory):
     return out, summary
 
 
+@pytest.mark.large
 def test_main_job_on_a_reduced_budget(demo_run):
     import math
 
@@ -256,6 +257,7 @@ def test_main_job_on_a_reduced_budget(demo_run):
     assert results["history"]["sampling_probability"] == pytest.approx([0.5 * min(1, steps / 4)])
 
 
+@pytest.mark.large
 def test_saved_model_cli_runs_the_signature(demo_run):
     """The demo's SavedModel in TensorFlow's own command-line tool (a fresh process)."""
     out, summary = demo_run
@@ -278,6 +280,7 @@ def test_saved_model_cli_runs_the_signature(demo_run):
 # --------------------------------------------------------- commands on a trained run
 
 
+@pytest.mark.large
 def test_cli_evaluate_writes_scores_and_heatmaps(run_copy, tmp_path):
     import sacrebleu
 
@@ -315,6 +318,7 @@ def _png_size(path):
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
+@pytest.mark.large
 def test_cli_heatmap_draws_the_alignments_beam_search_returned(run_copy, tmp_path):
     from kerasrnn.data.text import tokenize_texts
     from kerasrnn.visualize import plot_alignments
@@ -363,6 +367,7 @@ def test_cli_heatmap_draws_the_alignments_beam_search_returned(run_copy, tmp_pat
     assert translator.main(["heatmap", "--output-dir", str(run_copy)]) == 2
 
 
+@pytest.mark.large
 def test_diverse_beam_search_and_n_best_through_the_recipe(tiny_translator):
     """``translate --beam-groups 2`` is the library's `DiverseBeamSearch` with the run's
     length normalisation and ``--n-best`` hypotheses; a beam that the groups cannot
@@ -390,6 +395,7 @@ def test_diverse_beam_search_and_n_best_through_the_recipe(tiny_translator):
     assert translator.main(args) == 2
 
 
+@pytest.mark.large
 def test_mirrored_strategy_logs_the_single_device_loss(tmp_path):
     """Under `--strategy mirrored` (two CPU replicas, a fresh process) the loss Keras logs
     is the single-device loss: the replicas' losses are divided by their count, as Keras'

@@ -3,11 +3,13 @@ label copied words with extended ids and its model carries a `CopyReadout` mappi
 the run's vocabularies; one training step and a translation run end to end."""
 
 import numpy as np
+import pytest
 
 from kerasrnn.data import copy_vocabulary_map
 from kerasrnn.seq2seq import CopyReadout
 
 
+@pytest.mark.large
 def test_copy_attention_trains_and_translates_through_the_recipe(tmp_path):
     from recipes import common, translator
 

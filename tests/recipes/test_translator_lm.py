@@ -14,6 +14,9 @@ import pytest
 
 from tests.conftest import main_json as _main
 
+# Each test reads a module-scoped run or export that takes tens of seconds to make.
+pytestmark = pytest.mark.large
+
 SOURCES = ["1 may 2000", "march 3, 1999", "12/07/2014"]
 
 

@@ -48,6 +48,7 @@ def run(tiny_translator):
     return tiny_translator
 
 
+@pytest.mark.large
 def test_saved_model_blank_long_and_n_best_without_kerasrnn(run, tmp_path):
     from kerasrnn import decoding
     from recipes import common, translator
@@ -144,6 +145,7 @@ def _translate(task, config, texts):
     return task.generate(texts, translator.search_strategy(config), **settings)
 
 
+@pytest.mark.large
 def test_replace_unk_copies_the_most_attended_source_token(tmp_path):
     import tensorflow as tf
 
@@ -174,6 +176,7 @@ def test_replace_unk_copies_the_most_attended_source_token(tmp_path):
     assert [t.decode() for t in served] == [expected, "Zwiesel Zwiesel Zwiesel Zwiesel", ""]
 
 
+@pytest.mark.large
 def test_readout_dtype_option_reaches_generate(run, monkeypatch):
     """``--readout-dtype bfloat16`` reaches `Seq2Seq.generate` (float32 by default)."""
     from kerasrnn.seq2seq import Seq2Seq

@@ -17,6 +17,9 @@ import pytest
 from tests.export.test_recipe_runtimes import run_client
 from tests.recipes.test_translator import ENV, _date_corpus, _main, _split_flags
 
+# Each test reads a module-scoped run or export that takes tens of seconds to make.
+pytestmark = pytest.mark.large
+
 TEXTS = ["12 march 2014", "", "zzzz qqqq unknownword", "THE 3RD OF MAY 1999 !!"]
 ENV_WITHOUT_KERASRNN = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
 

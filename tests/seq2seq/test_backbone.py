@@ -82,6 +82,7 @@ def test_call_decoder_step_takes_a_readout():
     np.testing.assert_allclose(np_(default), outputs[0] @ kernel + bias, atol=1e-5)
 
 
+@pytest.mark.large
 def test_keras_file_round_trip_of_every_piece(tmp_path):
     cell = kerasrnn.AttentionCell(
         kerasrnn.GRUCell(6), kerasrnn.BahdanauAttention(4), projection=kerasrnn.LuongProjection(5)

@@ -48,6 +48,7 @@ def test_ids_outside_the_vocabulary_fail_in_one_line(x, y, name, method):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.large
 def test_ids_inside_the_vocabulary_train():
     """The first step's loss is the NumPy cross-entropy of the untrained model's logits
     over the real target tokens; the second epoch's is lower."""

@@ -140,6 +140,7 @@ def teacher_forced_log_probs(model, source, tokens, lengths):
     return np.where(real, picked, 0.0).sum(1).reshape(tokens.shape[:2])
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("name", ["bahdanau_dense", "luong_copy"])
 def test_beam_search_hypotheses_score_as_the_model_says(name):
     model = MODELS[name]()
@@ -161,6 +162,7 @@ def test_beam_search_hypotheses_score_as_the_model_says(name):
             np.testing.assert_array_equal(alignments[b, k, :, SOURCE[b] == 0], 0.0)
 
 
+@pytest.mark.large
 def test_sampling_repeats_with_a_seed_and_scores_are_model_log_probs():
     model = bahdanau_model()
     sampling = kerasrnn.decoding.RandomSampling(temperature=2.0, seed=3)
@@ -172,6 +174,7 @@ def test_sampling_repeats_with_a_seed_and_scores_are_model_log_probs():
     np.testing.assert_allclose(np_(a.log_probs), expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.large
 def test_keras_file_round_trip_gives_identical_generation(tmp_path):
     model = luong_model(dropout=0.1, max_source_length=8)
     model.compile()
@@ -218,6 +221,7 @@ def test_over_long_sources_are_truncated():
     assert np_(long.alignments).shape[-1] == 3
 
 
+@pytest.mark.large
 def test_fit_learns_and_compile_defaults():
     model = bahdanau_model()
     model.compile(optimizer=keras.optimizers.Adam(0.03))
@@ -291,6 +295,7 @@ def test_copy_bridge_width_mismatch():
         model.build()
 
 
+@pytest.mark.large
 def test_generation_without_alignments_and_decoding_options():
     model = bahdanau_model()
     beam = kerasrnn.decoding.BeamSearch(2)

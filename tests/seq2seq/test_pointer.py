@@ -246,6 +246,7 @@ def test_runtime_bundles_refuse_copy_attention(tmp_path):
     assert not any(tmp_path.iterdir())  # refused before anything is written
 
 
+@pytest.mark.large
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="SavedModel: tensorflow")
 def test_exported_saved_model_writes_copied_source_words(tmp_path):
     import tensorflow as tf

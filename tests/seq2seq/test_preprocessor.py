@@ -175,6 +175,7 @@ def test_text_where_ids_are_needed_and_ids_where_text_is_needed(model):
         Seq2SeqPreprocessor(side, side.vocabulary)
 
 
+@pytest.mark.large
 def test_the_coverage_penalty_decodes_text_as_generate_decodes_ids(model):
     """The coverage penalty reads alignments: the text path asks beam search for them
     (over a static source width, in its traced graph) and decodes as `generate` does."""

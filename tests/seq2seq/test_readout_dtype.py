@@ -83,6 +83,7 @@ def test_operands_are_rounded_before_they_are_multiplied(dtype):
     )
 
 
+@pytest.mark.large
 def test_beam_search_with_a_bfloat16_readout():
     # (greedy search and sampling take the same readout function, tested above)
     seq2seq = model()

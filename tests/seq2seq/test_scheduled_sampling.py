@@ -189,6 +189,7 @@ def test_sampled_tokens_follow_the_model_distribution():
     np.testing.assert_allclose(counts, probs, atol=0.03)
 
 
+@pytest.mark.large
 def test_fit_follows_the_schedule_and_saves_its_step(tmp_path):
     model = model_with(ScheduledSampling("linear", 0.5, steps=4, seed=1), dropout=0.1)
     model.compile()
@@ -205,6 +206,7 @@ def test_fit_follows_the_schedule_and_saves_its_step(tmp_path):
     assert (loaded.scheduled_sampling.schedule, loaded.scheduled_sampling.steps) == ("linear", 4)
 
 
+@pytest.mark.large
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.data padded_batch")
 def test_fit_on_batches_of_unknown_length():
     """`fit` on a tf.data dataset whose batches are padded to their own longest
