@@ -393,6 +393,7 @@ def main(argv=None):
         "recipes_torch",
         "Each recipe's training step against PyTorch (CPU)",
         figures,
+        baseline=suite.figure(1.0, "the PyTorch model, the reference in the same rounds", unit="x"),
         details={"rows": rows, "omp_wait_policy": OMP_POLICY},
     )
     return rows

@@ -42,6 +42,8 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# The OMP_WAIT_POLICY `apply_omp_policy` chose for this process (None: not applied).
+_omp_policy: str | None = None
 RESULTS = ROOT / "bench" / "results"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 # the order of the tasks in the tables (a results file not named here comes last)
@@ -86,10 +88,12 @@ def apply_omp_policy():
     its best on an idle machine, leaving the CPU to the next contender: the fair
     setting there); ACTIVE spins and takes CPU from the other contenders.
     """
+    global _omp_policy
     policy = os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if policy.lower() == "default":
         del os.environ["OMP_WAIT_POLICY"]  # libgomp knows no "default": unset
-        return "default"
+        policy = "default"
+    _omp_policy = policy
     return policy
 
 
@@ -157,13 +161,17 @@ def format_table(rows, columns):
 
 
 def command_line(name, argv=None):
-    """The command that ran benchmark `name` with `argv` (default: this process')."""
+    """The command that ran benchmark `name` with `argv` (default: this process'), with
+    the environment it read: KERAS_BACKEND, and an OMP_WAIT_POLICY other than PASSIVE
+    (`apply_omp_policy` unsets a `default` before torch loads, so it is recalled here)."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] == name:  # python -m bench NAME ...: argv includes the name
         args = args[1:]
     quoted = " ".join(_quote(a) for a in args)
-    prefix = " ".join(f"{k}={os.environ[k]}" for k in ("KERAS_BACKEND",) if k in os.environ)
-    return " ".join(p for p in (prefix, f"python -m bench {name}", quoted) if p)
+    prefix = [f"{k}={os.environ[k]}" for k in ("KERAS_BACKEND",) if k in os.environ]
+    if _omp_policy not in (None, "PASSIVE"):
+        prefix.insert(0, f"OMP_WAIT_POLICY={_omp_policy}")
+    return " ".join(p for p in (*prefix, f"python -m bench {name}", quoted) if p)
 
 
 def _quote(arg):

@@ -4,6 +4,7 @@ figure the docs quote through a ``<!-- result:NAME.KEY -->`` marker is its file'
 
 import datetime
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -127,6 +128,19 @@ def test_write_result_records_the_run(tmp_path, monkeypatch):
     assert suite.command_line("cells", ["cells", "--only", "lstm", "in keras"]) == (
         "python -m bench cells --only lstm 'in keras'"
     )
+
+
+def test_the_command_recalls_the_omp_wait_policy_the_run_used(monkeypatch):
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setattr(suite, "_omp_policy", None)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "default")
+    assert suite.apply_omp_policy() == "default" and "OMP_WAIT_POLICY" not in os.environ
+    assert suite.command_line("cells", ["--rounds", "7"]) == (
+        "OMP_WAIT_POLICY=default python -m bench cells --rounds 7"
+    )
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the default: not written
+    suite.apply_omp_policy()
+    assert suite.command_line("cells", ["--rounds", "7"]) == "python -m bench cells --rounds 7"
 
 
 def test_the_suite_has_one_entry_point_and_at_most_12_modules():
