@@ -2,9 +2,11 @@
 last epoch's checkpoints written atomically, a backup a re-run resumes from, the epochs'
 rows and the training curves, and ``continue`` of a finished run."""
 
+import collections
 import json
 import os
 
+import h5py
 import keras
 
 from kerasrnn.callbacks.checkpoints import (
@@ -88,6 +90,7 @@ class TrainingRun:
                 f"no last-epoch checkpoint at {path}: a continued run extends one trained "
                 "by this version; train it again from the start."
             )
+        _check_matrices(path, model)
         model.optimizer.build(model.trainable_variables)
         model.load_weights(path)
 
@@ -175,3 +178,28 @@ def _rows(path):
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} is damaged ({error!r}); train the run again.") from None
     return rows
+
+
+def _check_matrices(path, model):
+    """Raises a one-line ValueError when the weights file at `path` holds other kernel
+    and embedding shapes than `model` (another vocabulary, other units) before Keras
+    loads it, which would warn about each layer left freshly initialised and then fail.
+    Only matrices are compared: 1-D states (seed generators, biases) say little."""
+    stored = []
+    with h5py.File(path, "r") as f:
+        f.visititems(
+            lambda name, item: (
+                stored.append(tuple(item.shape))
+                if isinstance(item, h5py.Dataset) and not name.startswith("optimizer/")
+                else None
+            )
+        )
+    ours = [tuple(w.shape) for w in model.weights]
+    stored_c = collections.Counter(s for s in stored if len(s) >= 2)
+    ours_c = collections.Counter(s for s in ours if len(s) >= 2)
+    if stored_c != ours_c:
+        only_file = sorted((stored_c - ours_c).elements())
+        only_model = sorted((ours_c - stored_c).elements())
+        raise ValueError(
+            f"{path} holds weights of shapes {only_file} where the model has {only_model}"
+        )

@@ -3,6 +3,7 @@ leaves the old file), the epoch log and the training curves."""
 
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -161,3 +162,34 @@ def test_training_curves_callback_redraws_after_every_epoch(tmp_path):
     assert len(sizes) == 2 and sizes[0] == sizes[1]
     assert [r["epoch"] for r in curves.rows] == [1, 2]
     assert sizes[0] > _png(plot_training_curves(curves.rows, tmp_path / "l.png", None))
+
+
+def _embedding_model(vocabulary):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((4,), dtype="int32"),
+            keras.layers.Embedding(vocabulary, 3),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile("adam", "mse")
+    return model
+
+
+def test_restore_last_epoch_refuses_other_shapes_in_one_line(tmp_path):
+    from kerasrnn.callbacks import TrainingRun
+
+    x, y = np.ones((8, 4), "int32"), np.zeros((8, 4, 1), "float32")
+    run = TrainingRun(str(tmp_path), "loss")
+    trained = _embedding_model(10)
+    run.fit(trained, x, y, epochs=1, verbose=0)
+    again = _embedding_model(10)
+    run.restore_last_epoch(again)
+    np.testing.assert_array_equal(again.layers[0].embeddings, trained.layers[0].embeddings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused before Keras warns of skipped layers
+        with pytest.raises(
+            ValueError, match=r"of shapes \[\(10, 3\)\] where the model has \[\(12, 3\)\]"
+        ):
+            run.restore_last_epoch(_embedding_model(12))
