@@ -181,8 +181,10 @@ def variant_cells(name, sizes, per_round):
     ]
 
 
-# the results file's figures: LiteRT dynamic int8 against float32, per model
+# the results file's figures: LiteRT dynamic int8 against float32, per model; and its
+# tables, each model's as printed (docs/deploying.md shows them)
 FIGURES = {}
+TABLES = {}
 INT8 = "LiteRT dynamic int8"
 
 
@@ -261,8 +263,9 @@ def run_task(label, task, args, log):
             int8_figures(
                 label.split(" (")[0], sizes, per_round, delta, f"{splits[-1]} {metric_name}"
             )
+    TABLES[label.split(" (")[0]] = serving.markdown_table(header, table)
     print(f"\n{label}\n")
-    print(serving.markdown_table(header, table))
+    print(TABLES[label.split(" (")[0]])
 
 
 # ------------------------------------------------------------------- the translator
@@ -322,7 +325,8 @@ def translator_task(run_dir, args, log):
         f"\ntranslator (Multi30k test_2016_flickr, {len(sources)} sentences one at a time, "
         f"BLEU {case}): {run_dir}\n"
     )
-    print(serving.markdown_table(header, table))
+    TABLES["translator"] = serving.markdown_table(header, table)
+    print(TABLES["translator"])
 
 
 def main(argv=None):
@@ -378,6 +382,7 @@ def main(argv=None):
             "Quantisation: LiteRT dynamic-range int8 against float32",
             dict(FIGURES),
             headline=next((k for k in FIGURES if k.endswith("_int8_change")), None),
+            tables=dict(TABLES),
         )
     return 0
 

@@ -162,8 +162,10 @@ def max_difference(outputs, expected):
     return worst
 
 
-# the results file's figures, filled by `report`: each model's batch-1 latency ratios
+# the results file's figures, filled by `report`: each model's batch-1 latency ratios;
+# and its tables, each model's as `report` prints it (docs/deploying.md shows them)
 FIGURES = {}
+TABLES = {}
 
 
 def ratio_figure(key, values, reference, batch_size=1):
@@ -710,12 +712,12 @@ def report(
     reference_1 = results[b1].get(REFERENCE, [])
     reference_n = results[bn].get(REFERENCE, [])
     rows = []
+    model = label.split(" (")[0] + ("_crf" if "CRF" in label else "")
     for runtime in runtimes:
         if runtime not in results[b1]:
             continue
         t1, tn = results[b1][runtime], results[bn].get(runtime, [])
         if runtime != REFERENCE:
-            model = label.split(" (")[0] + ("_crf" if "CRF" in label else "")
             ratio_figure(f"{model}_{runtime}", t1, reference_1)
             if model.startswith("bilstm_"):  # the BiLSTM shape's batched ratio too
                 ratio_figure(f"{model}_{runtime}_b{bn}", tn, reference_n, bn)
@@ -740,8 +742,9 @@ def report(
         "sentences/s",
         f"x saved_model b{bn} [range]",
     ]
+    TABLES[model] = markdown_table(header, rows)
     print(f"\n{label}\n")
-    print(markdown_table(header, rows))
+    print(TABLES[model])
     fastest = min(
         (r for r in results[b1] if r != REFERENCE and results[b1][r]),
         key=lambda r: timing.summary(timing.ratios(results[b1][r], reference_1))["median"],
@@ -823,9 +826,9 @@ def main(argv=None):
     print(environment(args.threads))
     batch_sizes = [1, args.batch_size]
     models = [
-        ("tagger (UD EWT UPOS, softmax)", "tagger", args.tagger),
-        ("tagger (UD EWT UPOS, CRF: Viterbi tags)", "tagger", args.tagger_crf),
-        ("classifier (sentence polarity)", "classifier", args.classifier),
+        (f"tagger ({args.tagger}, softmax)", "tagger", args.tagger),
+        (f"tagger ({args.tagger_crf}, CRF: Viterbi tags)", "tagger", args.tagger_crf),
+        (f"classifier ({args.classifier})", "classifier", args.classifier),
     ]
     for units in args.bilstm_units:
         label = f"bilstm_h{units} (masked BiLSTM tagger shape, random weights)"
@@ -857,6 +860,7 @@ def main(argv=None):
             # first model's
             headline=next((k for k in ("bilstm_h256_onnxruntime", *FIGURES) if k in FIGURES), None),
             baseline=suite.figure(1.0, "the SavedModel in the same rounds", unit="x"),
+            tables=dict(TABLES),
         )
     return 0
 

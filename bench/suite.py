@@ -5,7 +5,7 @@ Every maintained benchmark (`python -m bench list`) parses its options through
 `write_result` to ``bench/results/NAME.json``:
 
     {"name": "translation_de_en", "task": "...", "command": "python -m bench ...",
-     "date": "2026-11-26", "code_version": "4f1ebe0", "machine": {...},
+     "date": "2026-11-26", "code_version": "4f1ebe0", "version": "0.2.0", "machine": {...},
      "headline": "bleu",
      "figures": {"bleu": {"label": "...", "value": 35.2, "digits": 2, "unit": "",
                           "spread": {"kind": "min-max", "low": 35.17, "high": 35.22}}},
@@ -25,7 +25,10 @@ them. ``"readme": false`` keeps a secondary task out of the README's table
 (between ``<!-- results:begin -->`` and ``<!-- results:end -->``) from those files, so a
 figure has one source. A figure quoted elsewhere in the docs is written after a marker,
 ``<!-- result:translation_de_en.bleu -->35.20``, and `stale_markers` lists those that disagree
-with their file (tests/test_results.py runs both checks).
+with their file (tests/test_results.py runs both checks). A benchmark that prints whole
+tables (serving, quantization) keeps them in the file's ``tables``; a page shows one
+between ``<!-- table:serving.tagger -->`` and ``<!-- table:end -->``, and `render`
+rewrites it there too.
 
 This module imports only the standard library: the tests and `python -m bench render`
 load it without TensorFlow.
@@ -33,6 +36,7 @@ load it without TensorFlow.
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -76,6 +80,9 @@ ORDER = [
     "attention",
 ]
 MARKER = re.compile(r"<!-- result:([A-Za-z0-9_]+)\.([A-Za-z0-9_]+) -->\s*(\**)([-+0-9.,]+)")
+TABLE = re.compile(
+    r"(<!-- table:([A-Za-z0-9_]+)\.([A-Za-z0-9_]+) -->\n)(.*?)(<!-- table:end -->)", re.S
+)
 
 
 # ------------------------------------------------------------------ running a benchmark
@@ -217,11 +224,20 @@ def figure(value, label, digits=2, unit="", spread=None, runs=None, signed=False
     return out
 
 
+def package_version():
+    """The installed kerasrnn's version (`kerasrnn.__version__`'s source), or None."""
+    try:
+        return importlib.metadata.version("kerasrnn")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def write_result(args, name, task, figures, headline=None, **fields):
     """Writes ``NAME.json`` to ``args.results_dir`` (unless ``args.no_results``) with the
     command, date, code version and machine of this run; `fields` adds ``baseline``,
     ``published``, ``machine`` (a dict from `machine`), ``notes``, ``details`` (any
-    JSON: the rows a benchmark's table printed). Returns the path, or None."""
+    JSON: the rows a benchmark's table printed), ``tables`` (``{key: Markdown table}``,
+    which `render` writes into the pages that show them). Returns the path, or None."""
     if getattr(args, "no_results", False):
         return None
     record = {
@@ -230,6 +246,7 @@ def write_result(args, name, task, figures, headline=None, **fields):
         "command": fields.pop("command", None) or command_line(args.benchmark),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "code_version": code_version(),
+        "version": package_version(),
         "machine": fields.pop("machine", None) or machine(),
         "headline": headline or next(iter(figures)),
         "figures": figures,
@@ -349,7 +366,8 @@ def render_page(records):
             out += ["No recorded command.", ""]
         cores = f"{m['cpu_count']} CPU cores" if m.get("cpu_count") else None
         where = ", ".join(str(v) for v in (m.get("device"), m.get("platform"), cores) if v)
-        out.append(f"Measured {r['date']}" + (f" on {where}" if where else "") + ".")
+        release = f" with kerasrnn {r['version']}" if r.get("version") else ""
+        out.append(f"Measured {r['date']}{release}" + (f" on {where}" if where else "") + ".")
         if r.get("notes"):
             out += ["", r["notes"]]
     return "\n".join(out) + "\n"
@@ -364,6 +382,20 @@ def replace_block(text, content, path="text"):
     return f"{head}{BEGIN}\n{content}\n{END}{tail}"
 
 
+def render_tables(text, records, path="text"):
+    """`text` with each ``<!-- table:NAME.KEY -->`` ... ``<!-- table:end -->`` block
+    holding the table that bench/results/NAME.json keeps under KEY."""
+
+    def table(match):
+        head, name, key, _, end = match.groups()
+        body = records.get(name, {}).get("tables", {}).get(key)
+        if body is None:
+            raise ValueError(f"{path}: {head.strip()} names no table of bench/results/{name}.json")
+        return f"{head}{body}\n{end}"
+
+    return TABLE.sub(table, text)
+
+
 def rendered(root=ROOT, results=None):
     """``{path: text}`` of the files `render` writes, from the results in
     ``root/bench/results`` (or `results`)."""
@@ -371,7 +403,13 @@ def rendered(root=ROOT, results=None):
     records = load_results(results or root / "bench" / "results")
     readme = root / "README.md"
     bench_readme = root / "bench" / "README.md"
+    pages = {
+        path: render_tables(text, records, path)
+        for path in sorted((root / "docs").rglob("*.md"))
+        if "<!-- table:" in (text := path.read_text()) and path.name != "results.md"
+    }
     return {
+        **pages,
         root / "docs" / "results.md": render_page(records),
         readme: replace_block(readme.read_text(), render_table(records), readme),
         bench_readme: replace_block(
