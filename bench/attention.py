@@ -1,7 +1,7 @@
 """Attention benchmarks: training speed against a Keras-only decoder, a learning task, and
 the attentive decoder's training memory.
 
-    python -m bench attention speed      # AttentionCell vs Keras-only, one run
+    python -m bench attention speed      # AttentionCell vs Keras-only, interleaved
     python -m bench attention learning   # reverse digit strings, with/without
     python -m bench attention memory --sizes 32x50x128,64x100x256
 
@@ -10,7 +10,8 @@ recurrence, built from `kerasrnn.AttentionCell`) against the fastest equivalent 
 assemble from Keras alone (`keras.layers.GRU` over the targets, then
 `keras.layers.AdditiveAttention` over its outputs: Luong-style, attention outside the
 recurrence). Encoder outputs are given (128 steps), decoder 30 steps, 256 units, batch 64,
-both with a 1000-way softmax readout. Prints the median step times and their ratio.
+both with a 1000-way softmax readout, timed in the same interleaved rounds. Prints the
+median step times and their ratio with its min-max over rounds.
 
 memory: an attentive decoder (Bahdanau attention around an LSTM cell, teacher forcing over
 a memory as long as the targets; BATCHxSTEPSxUNITS) trained with the additive score's
@@ -176,7 +177,11 @@ def speed(
     vocab=1000,
     steps=20,
     jit_compile="auto",
+    rounds=5,
 ):
+    """The `AttentionCell` decoder's training step over the Keras-only decoder's: both
+    timed in the same `rounds` interleaved rounds of `steps` steps; returns the per-round
+    ratios' `timing.summary`."""
     rng = np.random.default_rng(0)
     inputs = [
         rng.normal(size=(batch, source_length, units)).astype("float32"),
@@ -184,7 +189,7 @@ def speed(
         rng.normal(size=(batch, units)).astype("float32"),
     ]
     labels = rng.integers(0, vocab, (batch, target_length))
-    times = {}
+    contenders = []
     for name, model in _speed_models(units, source_length, target_length, vocab).items():
         model.compile(
             "adam",
@@ -193,14 +198,18 @@ def speed(
         )
         step = lambda model=model: model.train_on_batch(inputs, labels)  # noqa: E731
         timing.warm_up(step, 3)  # compile and warm up
-        times[name] = timing.interleaved_rounds([(name, step)], 1, steps)[name][0]
-        print(f"{name}: {1000 * times[name]:.1f} ms / training step", flush=True)
+        contenders.append((name, step))
+    times = timing.interleaved_rounds(contenders, rounds, steps)
+    for name, per_round in times.items():
+        print(f"{name}: {1000 * statistics.median(per_round):.1f} ms / training step", flush=True)
     ours, theirs = times.values()
+    ratio = timing.summary(timing.ratios(ours, theirs))
     print(
         f"backend {keras.backend.backend()}, jit_compile={jit_compile}: ratio "
-        f"AttentionCell / Keras-only = {ours / theirs:.2f} (target <= 1.2)"
+        f"AttentionCell / Keras-only = {ratio['median']:.2f} "
+        f"(min-max {ratio['min']:.2f}-{ratio['max']:.2f} over {rounds} rounds)"
     )
-    return ours / theirs
+    return ratio
 
 
 # ---- memory -------------------------------------------------------------------------
@@ -364,11 +373,11 @@ def main(argv=None):
         nargs="?",
         default="all",
     )
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--jit", choices=["auto", "true", "false"], default="auto")
     group = parser.add_argument_group("memory")
     group.add_argument("--sizes", default="32x50x128,64x100x256", help="BxTxH,... (memory)")
-    group.add_argument("--rounds", type=int, default=5, help="interleaved rounds (memory)")
     group.add_argument("--variant", choices=["storing", "recomputing"], default="recomputing")
     args = parser.parse_args(argv)
     if args.what == "memory-probe":
@@ -380,9 +389,13 @@ def main(argv=None):
     figures = {}
     if args.what in ("speed", "all"):
         jit = {"auto": "auto", "true": True, "false": False}[args.jit]
-        ratio = speed(steps=args.steps, jit_compile=jit)
+        ratio = speed(steps=args.steps, jit_compile=jit, rounds=args.rounds)
         figures["speed"] = suite.figure(
-            ratio, "AttentionCell decoder's training step / the Keras-only decoder's", unit="x"
+            ratio["median"],
+            "AttentionCell decoder's training step / the Keras-only decoder's, median "
+            f"over rounds ({keras.backend.backend()})",
+            unit="x",
+            spread={"kind": "min-max", "low": ratio["min"], "high": ratio["max"]},
         )
     if args.what in ("learning", "all"):
         exact = learning()
