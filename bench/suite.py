@@ -186,18 +186,19 @@ def _quote(arg):
 
 
 def code_version():
-    """``git describe --always --dirty`` of the checkout, or None outside git."""
+    """The checkout's commit (``git describe --always``), with ``-dirty`` when a tracked
+    file other than the results differs from it: a benchmark's own results file, or an
+    earlier one's in the same session, is not a change of the code that measured it."""
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10)
+
     try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        commit = git("describe", "--always").stdout.strip()
+        changed = git("diff", "--quiet", "HEAD", "--", ".", ":(exclude)bench/results").returncode
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None
+    return (commit + ("-dirty" if changed else "")) or None
 
 
 def machine(device=None):

@@ -214,3 +214,24 @@ def test_a_table_block_shows_the_table_its_file_keeps(tmp_path):
     page.write_text("<!-- table:serving.nope -->\n<!-- table:end -->\n")
     with pytest.raises(ValueError, match=r"deploying.md: <!-- table:serving.nope --> names no"):
         suite.rendered(root)
+
+
+def test_the_code_version_is_dirty_for_code_not_for_results(tmp_path, monkeypatch):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "cells.json").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    monkeypatch.setattr(suite, "ROOT", tmp_path)
+    clean = suite.code_version()
+    assert re.fullmatch(r"[0-9a-f]{7,40}", clean)
+    (tmp_path / "bench" / "results" / "cells.json").write_text('{"new": 1}\n')
+    assert suite.code_version() == clean  # a results file the session wrote
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert suite.code_version() == clean + "-dirty"
