@@ -321,7 +321,7 @@ def main(argv=None):
             "LSTM training step against PyTorch's nn.LSTM (CPU)"
             + (", masked" if work.masked else ""),
             figures,
-            baseline={"label": "keras.layers.LSTM / GRU in the same rounds", "value": None},
+            baseline=suite.figure(1.0, "torch.nn.LSTM / GRU in the same rounds", unit="x"),
             details={"header": header, "rows": rows},
         )
     return rows

@@ -56,7 +56,6 @@ def test_a_results_file_says_what_ran_where_and_when(path):
 # The results page names the release that measured each. A file leaves this set when
 # its benchmark re-runs it; none joins it.
 EARLIER_RUNS = {
-    "attention",
     "cells",
     "conll2003_ner",
     "copy_attention",
@@ -67,9 +66,7 @@ EARLIER_RUNS = {
     "ner_lm_vectors",
     "ptb_awd",
     "ptb_small",
-    "quantization",
     "search_error",
-    "serving",
     "sick_entailment",
     "sick_relatedness",
     "time_budget_char",
