@@ -56,7 +56,6 @@ def test_a_results_file_says_what_ran_where_and_when(path):
 # The results page names the release that measured each. A file leaves this set when
 # its benchmark re-runs it; none joins it.
 EARLIER_RUNS = {
-    "cells",
     "conll2003_ner",
     "copy_attention",
     "diverse_n_best",
