@@ -180,28 +180,18 @@ def save_sides(config, sides):
 
 
 def build_model(config, preprocessor, pretrained=None):
-    """The configured `Seq2Seq` over `preprocessor`: a bidirectional `RNNEncoder`, the
-    dense bridge, the attentive decoder, scheduled sampling and copy attention;
+    """The configured `kerasrnn.seq2seq.attentive_seq2seq` over `preprocessor`: the
+    cell, the attention and its step order, scheduled sampling and copy attention;
     `pretrained` (`build_sides`' second value) starts the embeddings from vectors."""
     pretrained = pretrained or {}
     config = vectors.width(config, *pretrained.values())
     import kerasrnn
-    from kerasrnn.seq2seq import (
-        CopyReadout,
-        RNNEncoder,
-        ScheduledSampling,
-        Seq2Seq,
-        Seq2SeqBackbone,
-    )
+    from kerasrnn.data import copy_vocabulary_map
+    from kerasrnn.seq2seq import CopyReadout, ScheduledSampling, attentive_seq2seq
 
-    encoder = RNNEncoder(
-        common.make_cell(config["cell"], config["encoder_units"], **config["cell_options"]),
-        num_layers=config["num_layers"],
-        bidirectional=True,
-        dropout=config["dropout"],
-        name="encoder",
-    )
-    cell = common.make_cell(config["cell"], config["decoder_units"], **config["cell_options"])
+    def cell(units):
+        return common.make_cell(config["cell"], units, **config["cell_options"])
+
     if config["attention"] == "bahdanau":
         attention = kerasrnn.BahdanauAttention(config["attention_units"])
         order = kerasrnn.AttendThenRun()
@@ -209,21 +199,8 @@ def build_model(config, preprocessor, pretrained=None):
         attention = kerasrnn.LuongAttention(config["luong_score"])
         order = kerasrnn.RunThenAttend(input_feeding=config["input_feeding"])
     size = config["attention_layer_size"]
-    decoder_cell = kerasrnn.AttentionCell(
-        cell, attention, order, None if size is None else kerasrnn.LuongProjection(size)
-    )
-    source, target = preprocessor.source.vocabulary, preprocessor.target.vocabulary
-    backbone = Seq2SeqBackbone(
-        len(source),
-        len(target),
-        encoder=encoder,
-        decoder_cell=decoder_cell,
-        bridge="dense",
-        embedding_dim=config["embedding_dim"],
-        dropout=config["dropout"],
-        name="backbone",
-    )
-    sampling = None
+    projection = None if size is None else kerasrnn.LuongProjection(size)
+    sampling = copying = None
     if config["scheduled_sampling"] != "off":
         sampling = ScheduledSampling(
             config["scheduled_sampling"],
@@ -232,22 +209,20 @@ def build_model(config, preprocessor, pretrained=None):
             mode=config["sampling_mode"],
             seed=config["seed"],
         )
-    copying = None
     if config.get("copy_attention"):
-        from kerasrnn.data import copy_vocabulary_map
-
-        table = copy_vocabulary_map(source, target)
+        table = copy_vocabulary_map(preprocessor.source.vocabulary, preprocessor.target.vocabulary)
         copying = CopyReadout(table, coverage_weight=config["coverage_weight"])
-    model = Seq2Seq(
-        backbone,
-        max_source_length=config["max_source_length"],
-        max_target_length=config["max_decode_length"],
+    model = attentive_seq2seq(
+        preprocessor,
+        cell(config["encoder_units"]),
+        kerasrnn.AttentionCell(cell(config["decoder_units"]), attention, order, projection),
+        num_layers=config["num_layers"],
+        embedding_dim=config["embedding_dim"],
+        dropout=config["dropout"],
+        max_lengths=(config["max_source_length"], config["max_decode_length"]),
         scheduled_sampling=sampling,
         copy_readout=copying,
-        preprocessor=preprocessor,
-        name="translator",
     )
-    model.build()  # the weights exist before fit (BackupAndRestore, --continue need them)
     return vectors.apply(model, config, pretrained)
 
 

@@ -9,6 +9,8 @@ backend; its preprocessor's text handling is TensorFlow's).
   beam search) with alignments;
 * `Seq2SeqPreprocessor` -- source texts to ids and generated ids to translations,
   each side by a `kerasrnn.data.text.TextSide`;
+* `attentive_seq2seq` -- a built `Seq2Seq` from an encoder cell, an `AttentionCell`
+  and the preprocessor (the translator recipe's model);
 * `CopyReadout` -- copy attention (a pointer-generator readout) for `Seq2Seq`;
 * `RNNEncoder` -- an embedding-free recurrent encoder returning the memory and the final
   states;
@@ -18,6 +20,7 @@ backend; its preprocessor's text handling is TensorFlow's).
 
 from kerasrnn.layers.bridge import Bridge, CopyBridge, DenseBridge, NoBridge, ZerosBridge
 from kerasrnn.seq2seq.backbone import Encoded, Seq2SeqBackbone
+from kerasrnn.seq2seq.builder import attentive_seq2seq
 from kerasrnn.seq2seq.encoder import RNNEncoder
 from kerasrnn.seq2seq.model import Seq2Seq
 from kerasrnn.seq2seq.pointer import CopyReadout
@@ -47,4 +50,5 @@ __all__ = [
     "Seq2SeqPreprocessor",
     "ZerosBridge",
     "sampling_probability",
+    "attentive_seq2seq",
 ]
