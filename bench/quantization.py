@@ -242,7 +242,7 @@ def run_task(label, task, args, log):
         for _, call in timed:
             timing.warm_up(call, 3)
         per_round = timing.interleaved_rounds(timed, rounds=args.rounds, steps=args.steps)
-    base = VARIANTS[0][0]
+    base, model_key = VARIANTS[0][0], label.split(" (")[0]
     splits = list(evaluation)
     header = list(HEADER)
     for split in splits:
@@ -260,12 +260,10 @@ def run_task(label, task, args, log):
             cells += [f"{value * 100:.2f}%", f"{delta:+.2f}", f"{changed * 100:.2f}%"]
         table.append(cells)
         if name == INT8:
-            int8_figures(
-                label.split(" (")[0], sizes, per_round, delta, f"{splits[-1]} {metric_name}"
-            )
-    TABLES[label.split(" (")[0]] = serving.markdown_table(header, table)
+            int8_figures(model_key, sizes, per_round, delta, f"{splits[-1]} {metric_name}")
+    TABLES[model_key] = serving.markdown_table(header, table)
     print(f"\n{label}\n")
-    print(TABLES[label.split(" (")[0]])
+    print(TABLES[model_key])
 
 
 # ------------------------------------------------------------------- the translator

@@ -195,10 +195,12 @@ def code_version():
 
     try:
         commit = git("describe", "--always").stdout.strip()
+        if not commit:  # not a git checkout
+            return None
         changed = git("diff", "--quiet", "HEAD", "--", ".", ":(exclude)bench/results").returncode
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return (commit + ("-dirty" if changed else "")) or None
+    return commit + ("-dirty" if changed else "")
 
 
 def machine(device=None):
