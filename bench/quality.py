@@ -1197,12 +1197,13 @@ def translator_lm(argv=None):
     from kerasrnn.seq2seq import Seq2Seq
     from recipes import common
     from recipes import translator as recipe
+    from recipes.decoding import generate_settings
 
     config = common.saved_config(recipe.DEFAULTS, args.run_dir, {"beam_size": args.beam_size})
     trained = Seq2Seq.from_preset(args.run_dir, compile=False)
     # the LM run checked up front (a forward LM of the translator's target vocabulary),
     # as the recipe's --lm is
-    recipe.decoding_settings(dict(config, lm=args.lm_dir), trained)
+    generate_settings(dict(config, lm=args.lm_dir), trained)
     data, n = pathlib.Path(args.data), args.sentences or None
     splits = {
         name: [side[:n] for side in load_parallel_text(data / f"{s}.de.gz", data / f"{s}.en.gz")]
@@ -1365,10 +1366,11 @@ def diverse_n_best(argv=None):
     from kerasrnn.seq2seq import Seq2Seq
     from recipes import common
     from recipes import translator as recipe
+    from recipes.decoding import generate_settings
 
     config = common.saved_config(recipe.DEFAULTS, args.run_dir)
     trained = Seq2Seq.from_preset(args.run_dir, compile=False)
-    settings = recipe.decoding_settings(config, trained)  # the run's readout and --lm
+    settings = generate_settings(config, trained)  # the run's readout and --lm
     data = pathlib.Path(args.data)
     sources, references = load_parallel_text(
         data / "test_2016_flickr.de.gz", data / "test_2016_flickr.en.gz"

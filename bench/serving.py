@@ -508,11 +508,12 @@ def translator_runner(config, trained, runtime, folder, quantization=None):
 
     from kerasrnn.export import export_task
     from recipes import translator
+    from recipes.decoding import generate_settings
 
     path = os.path.join(folder, f"{runtime}_{quantization or 'float32'}")
     if runtime == "keras":
         strategy = translator.search_strategy(config)
-        settings = translator.decoding_settings(config, trained)
+        settings = generate_settings(config, trained)
         return (lambda texts: trained.generate(list(texts), strategy, **settings)), None
     options = translator.RECIPE.export_options(config)
     if runtime == "saved_model":

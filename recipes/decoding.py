@@ -1,8 +1,21 @@
 """The decoding configuration of the recipes that generate (translator, language model):
-the `kerasrnn.decoding` strategy the options name, and shallow fusion with a language
-model's run folder."""
+the `kerasrnn.decoding` strategy the options name, shallow fusion with a language
+model's run folder, and the other settings of a translator's `generate`."""
 
-from recipes.config import ConfigError
+from recipes.config import ConfigError, Option
+
+# --lm / --lm-weight: shallow fusion with a target-side language model
+# (`kerasrnn.decoding.ShallowFusion`), trained on the text the translator's `lm-text` writes
+FUSION_OPTIONS = dict(
+    lm=Option(None, "a target-side language model's run folder (`lm-text`); null: none"),
+    lm_weight=Option(0.3, "with `lm`: the language model's weight"),
+)
+
+# --beam-groups: `kerasrnn.decoding.DiverseBeamSearch` (docs/decoding.md)
+DIVERSE_OPTIONS = dict(
+    beam_groups=Option(1, "diverse beam search: groups (dividing beam_size); 1: off"),
+    beam_diversity=Option(0.5, "diverse beam search: penalty per earlier group's same token"),
+)
 
 
 def strategy(config, beam_size=None, n_best=1):
@@ -51,3 +64,13 @@ def fusion(config, task):
             f"`lm` {config['lm']}: {error} (a language model run trained with "
             "--vocabulary-file <this run>/target_vocab.txt)"
         ) from None
+
+
+def generate_settings(config, task):
+    """A translator's `generate` settings of the run: its length, readout precision and
+    fusion (`Seq2Seq.generate`'s ``max_length``, ``readout_dtype``, ``fusion``)."""
+    return {
+        "max_length": config["max_decode_length"],
+        "readout_dtype": config["readout_dtype"],
+        "fusion": fusion(config, task),
+    }

@@ -15,29 +15,9 @@ import sys
 
 from kerasrnn.data.text import TOKENIZERS
 from kerasrnn.seq2seq import SCHEDULES
-from recipes import common, vectors
+from recipes import common, decoding, vectors
 from recipes.common import Option
-from recipes.decoding import fusion
 from recipes.decoding import strategy as search_strategy
-
-# --lm / --lm-weight: shallow fusion with a target-side language model
-# (`kerasrnn.decoding.ShallowFusion`), trained on the text `lm-text` writes
-FUSION_OPTIONS = dict(
-    lm=Option(None, "a target-side language model's run folder (`lm-text`); null: none"),
-    lm_weight=Option(0.3, "with `lm`: the language model's weight"),
-)
-
-# --copy-attention: `kerasrnn.seq2seq.CopyReadout` (docs/seq2seq.md, copy attention)
-COPY_OPTIONS = dict(
-    copy_attention=Option(False, "a pointer-generator readout: it may copy source words"),
-    coverage_weight=Option(0.0, "with copy_attention: See et al.'s coverage loss weight"),
-)
-
-# --beam-groups: `kerasrnn.decoding.DiverseBeamSearch` (docs/decoding.md)
-DIVERSE_OPTIONS = dict(
-    beam_groups=Option(1, "diverse beam search: groups (dividing beam_size); 1: off"),
-    beam_diversity=Option(0.5, "diverse beam search: penalty per earlier group's same token"),
-)
 
 # The demo's generated dates: a small model and few epochs reach 100% exact match.
 DEMO_DEFAULTS = dict(
@@ -109,9 +89,11 @@ OPTIONS = common.data_options(
     n_best=Option(None, "`translate` gives the K best of each input with scores (null: beam)"),
     replace_unk=Option(False, "an output [UNK] becomes the source token it attended to most"),
     heatmaps=Option(3, "evaluate / demo: attention heatmap PNGs of the first N test sentences"),
-    **FUSION_OPTIONS,
-    **COPY_OPTIONS,
-    **DIVERSE_OPTIONS,
+    **decoding.FUSION_OPTIONS,
+    # `kerasrnn.seq2seq.CopyReadout` (docs/seq2seq.md, copy attention)
+    copy_attention=Option(False, "a pointer-generator readout: it may copy source words"),
+    coverage_weight=Option(0.0, "with copy_attention: See et al.'s coverage loss weight"),
+    **decoding.DIVERSE_OPTIONS,
 )
 DEFAULTS = common.defaults_of(OPTIONS)
 
@@ -166,16 +148,6 @@ def build_sides(config, sources, targets):
     return sides, found
 
 
-def save_sides(config, sides):
-    """Writes each side's vocabulary and subword model into the run, for the user's
-    tools (a target-side language model's ``--vocabulary-file``)."""
-    for name, side in zip(("source", "target"), sides):
-        side.vocabulary.save(os.path.join(config["output_dir"], f"{name}_vocab.txt"))
-        if side.subword_model is not None:
-            with open(os.path.join(config["output_dir"], f"{name}_subwords.model"), "wb") as f:
-                f.write(side.subword_model)
-
-
 # ----------------------------------------------------------------------------- model
 
 
@@ -226,31 +198,16 @@ def build_model(config, preprocessor, pretrained=None):
     return vectors.apply(model, config, pretrained)
 
 
-def decoding_settings(config, task):
-    """`generate`'s settings of the run: its length, readout precision and fusion."""
-    return {
-        "max_length": config["max_decode_length"],
-        "readout_dtype": config["readout_dtype"],
-        "fusion": fusion(config, task),
-    }
-
-
 def translation_scores(task, config, sources, references, beam_sizes):
-    """`kerasrnn.metrics.translation_report` per beam size (1: "greedy", k: "beam<k>");
-    with `lowercase` the references are lower-cased too (``"cased": false``)."""
-    from kerasrnn.data.text import lower_graph
+    """`kerasrnn.metrics.translation_report` per beam size (1: "greedy", k: "beam<k>")."""
     from kerasrnn.metrics import translation_report
 
-    if config["lowercase"]:
-        lowered = lower_graph(list(references), config["target_tokenizer"]).numpy()
-        references = [r.decode("utf-8") for r in lowered]
     strategies = {
         "greedy" if beam == 1 else f"beam{beam}": search_strategy(config, beam)
         for beam in beam_sizes
     }
-    settings = decoding_settings(config, task)
-    report = translation_report(task, sources, references, strategies, **settings)
-    return {**report, "cased": not config["lowercase"]}
+    settings = decoding.generate_settings(config, task)
+    return translation_report(task, sources, references, strategies, **settings)
 
 
 def write_heatmaps(task, config, texts, name="attention"):
@@ -258,10 +215,8 @@ def write_heatmaps(task, config, texts, name="attention"):
     (`kerasrnn.visualize.plot_alignments`); returns their paths."""
     from kerasrnn.visualize import plot_alignments
 
-    paths, settings = [], decoding_settings(config, task)
+    paths, settings = [], decoding.generate_settings(config, task)
     for i, text in enumerate(texts):
-        if not text.strip():
-            raise common.ConfigError("heatmap: a blank sentence has no alignments.")
         paths.append(os.path.join(config["output_dir"], f"{name}_{i}.png"))
         alignments = task.attention(text, search_strategy(config), **settings)
         plot_alignments(*alignments, path=paths[-1])
@@ -283,7 +238,7 @@ class TranslatorRecipe(common.Recipe):
     run_options = (
         "beam_size length_normalization max_decode_length max_length_ratio readout_dtype "
         "n_best replace_unk heatmaps"
-    ).split() + [*FUSION_OPTIONS, *DIVERSE_OPTIONS]
+    ).split() + [*decoding.FUSION_OPTIONS, *decoding.DIVERSE_OPTIONS]
 
     load_examples = staticmethod(load_pairs)
 
@@ -292,7 +247,8 @@ class TranslatorRecipe(common.Recipe):
 
         sources, targets = splits["train"]
         sides, pretrained = build_sides(config, sources, targets)
-        save_sides(config, sides)
+        for name, side in zip(("source", "target"), sides):  # for a target-side LM
+            side.save(config["output_dir"], name)
         preprocessor = Seq2SeqPreprocessor(*sides, replace_unk=config["replace_unk"])
 
         def dataset(split, shuffle):
@@ -373,7 +329,7 @@ class TranslatorRecipe(common.Recipe):
     def _predict(self, config, args):
         config = self.stored(config, args)
         task, texts = self.load(config), self.inputs_of(config, args)
-        settings = decoding_settings(config, task)
+        settings = decoding.generate_settings(config, task)
         if "n_best" in args.overrides:
             strategy = search_strategy(config, n_best=config["n_best"] or config["beam_size"])
             found = task.generate(texts, strategy, return_scores=True, **settings)
@@ -449,11 +405,12 @@ def _run_heatmap(config, args):
     """One attention heatmap PNG per sentence, ``heatmap_<i>.png`` in the run folder."""
     config = RECIPE.stored(config, args)
     texts = RECIPE.inputs_of(config, args)
-    if not texts:
-        raise common.ConfigError("heatmap needs sentences: as arguments or --input FILE.")
+    if not texts or not all(text.strip() for text in texts):  # a blank one has no alignments
+        raise common.ConfigError("heatmap needs sentences, none blank: as arguments or --input.")
     task = RECIPE.load(config)
     paths = write_heatmaps(task, config, texts, "heatmap")
-    translations = task.generate(texts, search_strategy(config), **decoding_settings(config, task))
+    settings = decoding.generate_settings(config, task)
+    translations = task.generate(texts, search_strategy(config), **settings)
     return [
         {"text": text, "translation": translation, "heatmap": path}
         for text, translation, path in zip(texts, translations, paths)

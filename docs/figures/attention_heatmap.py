@@ -23,6 +23,7 @@ from kerasrnn.data import load_parallel_text
 from kerasrnn.seq2seq import Seq2Seq
 from kerasrnn.visualize import plot_alignments
 from recipes import common, translator
+from recipes.decoding import generate_settings
 
 MULTI30K = pathlib.Path(HERE).parents[2] / "shared" / "data" / "multi30k"
 MAX_WORDS = 16
@@ -75,7 +76,7 @@ def main():
         sources, references = splits["test"]
         index = next(i for i, s in enumerate(sources) if 6 <= len(s.split()) <= 10)
         source = sources[index + SENTENCE]
-        settings = translator.decoding_settings(config, model)
+        settings = generate_settings(config, model)
         translation = model.generate([source], strategy, **settings)[0]
         result, source_tokens, target_tokens = model.attention(source, strategy)
         weights = np.asarray(result.alignments)[0, 0, : len(target_tokens), : len(source_tokens)]

@@ -13,6 +13,7 @@ byte-pair encoding).
 """
 
 import base64
+import os
 
 import keras
 
@@ -184,6 +185,19 @@ class TextSide:
             None if model is None else base64.b64decode(model),
         )
 
+    def save(self, directory, name):
+        """Writes readable copies of the side into `directory`: ``<name>_vocab.txt``
+        (one token a line, as `Vocabulary.save` writes it; a language model's
+        vocabulary file) and, for a sentencepiece or bpe side, the learned model as
+        ``<name>_subwords.model``. Returns the paths written."""
+        paths = [os.path.join(directory, f"{name}_vocab.txt")]
+        self.vocabulary.save(paths[0])
+        if self.subword_model is not None:
+            paths.append(os.path.join(directory, f"{name}_subwords.model"))
+            with open(paths[-1], "wb") as f:
+                f.write(self.subword_model)
+        return paths
+
     @classmethod
     def build(
         cls,
@@ -222,6 +236,15 @@ class TextSide:
             with tf.init_scope():  # eagerly, even when first used inside a tf.function
                 self._lookup = self.vocabulary.lookup()
         return self._lookup
+
+    def normalize_case(self, texts):
+        """Python strings with the case this side's tokens have: lower-cased as its
+        tokeniser lower-cases (`lower_graph`: WordPiece case-folds, "ß" -> "ss") when
+        the side lower-cases, else unchanged."""
+        texts = list(texts)
+        if not self.lowercase or not texts:
+            return texts
+        return [t.decode("utf-8") for t in lower_graph(texts, self.kind).numpy()]
 
     def tokenize(self, texts):
         """Python strings -> token lists."""

@@ -80,13 +80,16 @@ def translation_scores(hypotheses, references):
 
 
 def translation_report(task, sources, references, strategies, **settings):
-    """``{"examples", <name>: {"bleu", "exact_match", "sentences_per_second", "samples"}}``:
-    `task` (a `Seq2Seq` with its preprocessor) translates `sources` with each of
-    `strategies` (``{name: decoding strategy}``) and `settings` (`generate`'s other
-    arguments: ``max_length``, ``readout_dtype``, ``fusion``), scored against
+    """``{"examples", "cased", <name>: {"bleu", "exact_match", "sentences_per_second",
+    "samples"}}``: `task` (a `Seq2Seq` with its preprocessor) translates `sources` with
+    each of `strategies` (``{name: decoding strategy}``) and `settings` (`generate`'s
+    other arguments: ``max_length``, ``readout_dtype``, ``fusion``), scored against
     `references` by `translation_scores`, timed, with the first 5 translations.
 
-    Each strategy first decodes two sentences untimed, so the speed leaves out tracing.
+    A task whose target side lower-cases can only write lower case, so its references
+    are lower-cased the same way first (WordPiece case-folds, "ß" -> "ss"): the scores
+    are then case-insensitive and ``"cased"`` is False. Each strategy first decodes two
+    sentences untimed, so the speed leaves out tracing.
     """
     sources, references = list(sources), list(references)
     if len(sources) != len(references):
@@ -94,7 +97,9 @@ def translation_report(task, sources, references, strategies, **settings):
             f"translation_report: {len(sources)} sources but {len(references)} references; "
             "give one reference per source sentence."
         )
-    report: dict = {"examples": len(sources)}
+    target = task.preprocessor.target
+    references = target.normalize_case(references)
+    report: dict = {"examples": len(sources), "cased": not target.lowercase}
     for name, strategy in strategies.items():
         task.generate(sources[:2], strategy, **settings)
         began = time.perf_counter()

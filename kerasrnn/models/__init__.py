@@ -14,7 +14,7 @@ ids and back), saved together and loaded with `Task.from_preset`.
   regularisers as a `LanguageModelRegularization`): `fit`, `perplexity`, `generate`;
   `LanguageModelPreprocessor`;
 * `Seq2Seq` -- the attentive encoder-decoder (`kerasrnn.seq2seq`), with its
-  `Seq2SeqPreprocessor`.
+  `Seq2SeqPreprocessor`; `attentive_seq2seq` builds the translator recipe's one.
 
 `Backbone`, `Task`, `GenerativeTask` and `Preprocessor` are the bases they share;
 `copy_language_model` and `layer_groups` start a sentence task from a language model
@@ -43,7 +43,7 @@ from kerasrnn.models.task import GenerativeTask, Task
 from kerasrnn.models.text_classifier import TextClassifier
 from kerasrnn.models.text_classifier_preprocessor import TextClassifierPreprocessor
 from kerasrnn.models.transfer import copy_language_model, layer_groups
-from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone, Seq2SeqPreprocessor
+from kerasrnn.seq2seq import Seq2Seq, Seq2SeqBackbone, Seq2SeqPreprocessor, attentive_seq2seq
 
 __all__ = [
     "Backbone",
@@ -66,6 +66,7 @@ __all__ = [
     "Task",
     "TextClassifier",
     "TextClassifierPreprocessor",
+    "attentive_seq2seq",
     "copy_language_model",
     "is_entity_tags",
     "layer_groups",

@@ -422,12 +422,17 @@ class Seq2Seq(GenerativeTask, keras.Model):
         preprocessor = self._text_preprocessor()
         strategy = self.sampler if strategy is None else decoding.get(strategy)
         ids, words, _ = preprocessor.encode([text], self.max_source_length)
+        source = [w.decode("utf-8") for w in words.numpy()[0] if w]
+        if not source:
+            raise ValueError(
+                f"attention: {text!r} has no source tokens, so nothing to attend to; "
+                "give a sentence that is not blank."
+            )
         result = self.generate(
             np.asarray(ids), strategy, max_length, readout_dtype=readout_dtype, fusion=fusion
         )
         names = preprocessor.output_tokens(from_backend(result), words).numpy()
         length = int(ops.convert_to_numpy(result.lengths)[0, 0])
-        source = [w.decode("utf-8") for w in words.numpy()[0] if w]
         return result, source, [w.decode("utf-8") for w in names[0, 0, :length]]
 
     # ---- training defaults -------------------------------------------------------------

@@ -79,6 +79,20 @@ def test_sides_learn_lower_cased_pieces_and_save_nothing_but_the_model():
     assert again.tokenize(TEXTS) == side.tokenize(TEXTS)
 
 
+def test_a_saved_side_reads_back_from_its_files(tmp_path):
+    side = TextSide.build(CORPUS, kind="bpe", subword_vocab_size=80)
+    paths = side.save(str(tmp_path), "target")
+    assert [p.rsplit("/", 1)[1] for p in paths] == ["target_vocab.txt", "target_subwords.model"]
+    vocabulary = Vocabulary.load(paths[0])
+    assert vocabulary.tokens == side.vocabulary.tokens
+    with open(paths[1], "rb") as f:
+        again = TextSide(vocabulary, "bpe", subword_model=f.read())
+    assert again.tokenize(TEXTS) == side.tokenize(TEXTS)
+    assert TextSide.build(CORPUS).save(str(tmp_path), "source") == [
+        str(tmp_path / "source_vocab.txt")
+    ]
+
+
 @pytest.mark.parametrize(
     "call,message",
     [

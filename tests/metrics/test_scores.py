@@ -72,7 +72,7 @@ def test_translation_report_scores_each_strategys_own_translations():
     sources, references = tiny_tasks.SOURCES, tiny_tasks.TARGETS
     strategies = {"greedy": GreedySearch(), "beam2": BeamSearch(2)}
     report = translation_report(task, sources, references, strategies, max_length=5)
-    assert report["examples"] == 3 and set(report) == {"examples", "greedy", "beam2"}
+    assert report["examples"] == 3 and set(report) == {"examples", "cased", "greedy", "beam2"}
     for name, strategy in strategies.items():
         hypotheses = task.generate(sources, strategy, max_length=5)
         row = report[name]
@@ -84,6 +84,42 @@ def test_translation_report_scores_each_strategys_own_translations():
         assert [s["reference"] for s in row["samples"]] == references
     with pytest.raises(ValueError, match="3 sources but 2 references"):
         translation_report(task, sources, references[:2], strategies)
+
+
+@pytest.mark.parametrize(
+    "kind,reference,lowered",
+    [
+        ("word", "A Man's T-Shirt is Red.", "a man's t-shirt is red."),
+        # keras-hub's WordPiece case-folds: a lower-cased German target has "ss" for "ß".
+        ("wordpiece", "Die Straße ist sehr lang.", "die strasse ist sehr lang."),
+    ],
+)
+def test_a_lowercasing_task_is_scored_against_lowercased_references(kind, reference, lowered):
+    from types import SimpleNamespace
+
+    from kerasrnn.data import Vocabulary
+    from kerasrnn.data.text import TextSide
+    from kerasrnn.decoding import BeamSearch, GreedySearch
+
+    # Only the scoring is under test: a stand-in that "translates" perfectly into the
+    # lower-cased target, whatever the strategy.
+    def report(lowercase):
+        target = TextSide(Vocabulary(["x"]), kind, lowercase)
+        stand_in = SimpleNamespace(
+            preprocessor=SimpleNamespace(target=target),
+            generate=lambda texts, strategy, **settings: [lowered] * len(texts),
+        )
+        strategies = {"greedy": GreedySearch(), "beam2": BeamSearch(2)}
+        return translation_report(stand_in, ["x", "y"], [reference, lowered], strategies)
+
+    lower = report(True)
+    assert lower["cased"] is False and lower["examples"] == 2
+    assert lower["greedy"]["exact_match"] == lower["beam2"]["exact_match"] == 1.0
+    assert lower["greedy"]["bleu"] == pytest.approx(100.0)
+    assert lower["greedy"]["samples"][0]["reference"] == lowered
+    cased = report(False)
+    assert cased["cased"] is True
+    assert cased["greedy"]["exact_match"] == 0.5 and cased["greedy"]["bleu"] < 100.0
 
 
 def _ranks(x):

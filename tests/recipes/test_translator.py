@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -120,41 +119,6 @@ def test_line_count_mismatch_names_both_files_and_counts(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "3 lines" in err and "1 lines" in err
     assert not (tmp_path / "run" / "best.keras").exists()
-
-
-@pytest.mark.parametrize(
-    "kind,reference,lowered",
-    [
-        ("word", "A Man's T-Shirt is Red.", "a man's t-shirt is red."),
-        # keras-hub's WordPiece case-folds: a lower-cased German target has "ss" for "ß".
-        ("wordpiece", "Die Straße ist sehr lang.", "die strasse ist sehr lang."),
-    ],
-)
-def test_lowercase_scores_against_lowercased_references(kind, reference, lowered):
-    from kerasrnn.data import Vocabulary
-    from recipes import translator
-
-    # Only the scoring is under test: a stand-in that "translates" perfectly into the
-    # lower-cased target, whatever the strategy.
-    target = SimpleNamespace(vocabulary=Vocabulary(["x"]))
-    stand_in = SimpleNamespace(
-        preprocessor=SimpleNamespace(target=target),
-        generate=lambda texts, strategy, **settings: [lowered] * len(texts),
-    )
-
-    def scores(lowercase):
-        config = _small_config(lowercase=lowercase, target_tokenizer=kind, beam_size=2)
-        return translator.translation_scores(
-            stand_in, config, ["x", "y"], [reference, lowered], [1, 2]
-        )
-
-    lower = scores(True)
-    assert lower["cased"] is False and lower["examples"] == 2
-    assert lower["greedy"]["exact_match"] == lower["beam2"]["exact_match"] == 1.0
-    assert lower["greedy"]["bleu"] == pytest.approx(100.0)
-    cased = scores(False)
-    assert cased["cased"] is True
-    assert cased["greedy"]["exact_match"] == 0.5 and cased["greedy"]["bleu"] < 100.0
 
 
 # ----------------------------------------------------------------------------- model
@@ -316,6 +280,14 @@ def _png_size(path):
         head = f.read(24)
     assert head[:8] == b"\x89PNG\r\n\x1a\n", path
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def test_cli_heatmap_of_a_blank_sentence_is_one_line(tiny_translator, capsys):
+    from recipes import translator
+
+    assert translator.main(["heatmap", "--output-dir", str(tiny_translator), "a", " "]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "heatmap needs sentences, none blank" in err
 
 
 @pytest.mark.large

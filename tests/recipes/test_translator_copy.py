@@ -12,6 +12,7 @@ from kerasrnn.seq2seq import CopyReadout
 @pytest.mark.large
 def test_copy_attention_trains_and_translates_through_the_recipe(tmp_path):
     from recipes import common, translator
+    from recipes.decoding import generate_settings
 
     config = common.load_config(
         translator.DEFAULTS,
@@ -54,7 +55,7 @@ def test_copy_attention_trains_and_translates_through_the_recipe(tmp_path):
     model.fit(prepared.train, epochs=1, verbose=0, shuffle=False)
     model.copy_readout.b.assign(np.array([-30.0], "float32"))  # copy only
     strategy = translator.search_strategy(config)
-    settings = translator.decoding_settings(config, model)
+    settings = generate_settings(config, model)
     texts = model.generate(["dora sieht anna"], strategy, **settings)
     # copying only: source words alone (a word the target vocabulary lacks among them)
     assert texts[0] and set(texts[0].split()) <= {"dora", "sieht", "anna"}

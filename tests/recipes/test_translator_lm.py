@@ -78,6 +78,7 @@ def test_weight_zero_translates_as_without_and_a_huge_weight_as_the_lm_alone(run
 def test_a_language_model_of_another_vocabulary_is_refused_in_one_line(runs, capsys):
     from kerasrnn.data import Vocabulary
     from recipes import common, translator
+    from recipes.decoding import fusion
 
     t_dir, lm_dir = runs
     config = common.saved_config(translator.OPTIONS, t_dir, {})
@@ -91,9 +92,9 @@ def test_a_language_model_of_another_vocabulary_is_refused_in_one_line(runs, cap
         )
 
     with pytest.raises(common.ConfigError, match=r"id \d+ is .*, the translator's '@'"):
-        translator.fusion(dict(config, lm=lm_dir), reading(target.tokens[:-1] + ["@"]))
+        fusion(dict(config, lm=lm_dir), reading(target.tokens[:-1] + ["@"]))
     with pytest.raises(common.ConfigError, match=r"--vocabulary-file"):
-        translator.fusion(dict(config, lm=lm_dir), reading(target.tokens[4:-1]))
+        fusion(dict(config, lm=lm_dir), reading(target.tokens[4:-1]))
     # a translator run is no language model: one line, exit status 2
     capsys.readouterr()
     assert translator.main(["translate", "--output-dir", t_dir, "--lm", t_dir, "a"]) == 2

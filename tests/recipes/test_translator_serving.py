@@ -140,8 +140,9 @@ def _forced_unk_translator(replace_unk):
 
 def _translate(task, config, texts):
     from recipes import translator
+    from recipes.decoding import generate_settings
 
-    settings = translator.decoding_settings(config, task)
+    settings = generate_settings(config, task)
     return task.generate(texts, translator.search_strategy(config), **settings)
 
 
@@ -181,6 +182,7 @@ def test_readout_dtype_option_reaches_generate(run, monkeypatch):
     """``--readout-dtype bfloat16`` reaches `Seq2Seq.generate` (float32 by default)."""
     from kerasrnn.seq2seq import Seq2Seq
     from recipes import common, translator
+    from recipes.decoding import generate_settings
 
     seen, generate = [], Seq2Seq.generate
 
@@ -196,5 +198,5 @@ def test_readout_dtype_option_reaches_generate(run, monkeypatch):
     assert [r["text"] for r in fast] == texts
     assert all(isinstance(r["translation"], str) for r in fast)
     task, config = _forced_unk_translator(False)
-    settings = translator.decoding_settings(common.load_config(translator.DEFAULTS), task)
+    settings = generate_settings(common.load_config(translator.DEFAULTS), task)
     assert settings == {"max_length": 80, "readout_dtype": "float32", "fusion": None}

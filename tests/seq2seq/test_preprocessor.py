@@ -152,6 +152,11 @@ def test_replace_unk_writes_the_most_attended_source_word():
     assert model.generate("the zebra", max_length=3) == "".join(words[i] for i in attended)
 
 
+def test_a_blank_text_has_no_alignments_and_says_so(model):
+    with pytest.raises(ValueError, match="'  ' has no source tokens, so nothing to attend to"):
+        model.attention("  ")
+
+
 def test_text_where_ids_are_needed_and_ids_where_text_is_needed(model):
     bare = Seq2Seq(Seq2SeqBackbone(12, 9, embedding_dim=4, units=4))
     with pytest.raises(ValueError, match="has no preprocessor, so it takes token ids, not text"):
