@@ -131,6 +131,10 @@ def contenders(work, kind, have_torch):
             "kerasrnn.RNN, generic loop, jit_compile",
             step(lambda: kerasrnn.RNN(cell(units), fast_path=False), True),
         ),
+        (
+            "kerasrnn.RNN, generic loop, hoisted projection",
+            step(lambda: kerasrnn.RNN(cell(units), fast_path=False, hoist_projection=True)),
+        ),
         ("kerasrnn.RNN, fast path", step(lambda: kerasrnn.RNN(cell(units)))),
         (
             "kerasrnn.RNN, fast path, own XLA loop off",
@@ -261,14 +265,27 @@ def set_threads(threads):
     return True
 
 
+# The contenders the results file keeps as figures (the docs quote them), by key suffix:
+# the default path (key: the cell, "lstm" / "gru"), TensorFlow's plain loop and the
+# hoisted projection.
+HEADLINE_CONTENDERS = {
+    "kerasrnn.RNN, fast path": "",
+    "kerasrnn.RNN, fast path, own XLA loop off": "_plain_loop",
+    "kerasrnn.RNN, generic loop, hoisted projection": "_hoisted",
+}
+
+
 def headline(rows):
-    """The results file's figures: the default path's ratio to the reference, per cell."""
+    """The results file's figures: each of `HEADLINE_CONTENDERS`' ratio to the
+    reference, per cell."""
     figures = {}
     for row in rows:
-        if row["contender"] == "kerasrnn.RNN, fast path":
-            figures[row["kind"]] = suite.figure(
+        suffix = HEADLINE_CONTENDERS.get(row["contender"])
+        if suffix is not None:
+            figures[row["kind"] + suffix] = suite.figure(
                 row["ratio"],
-                f"{row['kind'].upper()} training step / {row['reference']}'s, median over rounds",
+                f"{row['kind'].upper()} training step, {row['contender']} / "
+                f"{row['reference']}'s, median over rounds",
                 unit="x",
                 spread={"kind": "IQR", "low": row["ratio_q1"], "high": row["ratio_q3"]},
             )
@@ -321,6 +338,7 @@ def main(argv=None):
             "LSTM training step against PyTorch's nn.LSTM (CPU)"
             + (", masked" if work.masked else ""),
             figures,
+            headline=args.only or "lstm",
             baseline=suite.figure(1.0, "torch.nn.LSTM / GRU in the same rounds", unit="x"),
             details={"header": header, "rows": rows},
         )
