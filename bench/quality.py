@@ -1506,11 +1506,15 @@ def search_error(argv=None):
                     "mean_log_p": float(np.mean(log_probs)),
                 }
             )
-    print("| epochs | search | search error % | exact match % | mean log p |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['epochs']} | {r['search']} | {r['search_error']:.1f} | {r['exact']:.1f} "
-              f"| {r['mean_log_p']:.3f} |")  # fmt: skip
+    table = suite.markdown_table(
+        ["epochs", "search", "search error %", "exact match %", "mean log p"],
+        [
+            [r["epochs"], r["search"], f"{r['search_error']:.1f}", f"{r['exact']:.1f}",
+             f"{r['mean_log_p']:.3f}"]
+            for r in rows
+        ],
+    )  # fmt: skip
+    print(table)
     short = [r for r in rows if r["epochs"] == args.epochs[0]]
     suite.write_result(
         args,
@@ -1532,6 +1536,7 @@ def search_error(argv=None):
             "epochs; a search error is a hypothesis less probable than exhaustive search's."
         ),
         details={"rows": rows},
+        tables={"rows": table},
         readme=False,
     )
     return rows
@@ -1665,6 +1670,10 @@ def copy_attention(argv=None):
         ("training s", "seconds", ".0f"),
     ]
     print(suite.format_table(rows, columns))
+    table = suite.markdown_table(
+        [header for header, _, _ in columns],
+        [[format(row[key], spec) for _, key, spec in columns] for row in rows],
+    )
     _, replaced, copied = rows
     suite.write_result(
         args,
@@ -1679,6 +1688,7 @@ def copy_attention(argv=None):
             replaced["exact"], "exact match %, softmax readout with [UNK] replaced", 1
         ),
         details={"rows": rows, "train_pairs": len(train), "test_pairs": len(test)},
+        tables={"rows": table},
         readme=False,
         notes=(
             "Targets copy names and towns from a pool of 2,000 random pseudo-words and "

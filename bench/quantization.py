@@ -261,7 +261,7 @@ def run_task(label, task, args, log):
         table.append(cells)
         if name == INT8:
             int8_figures(model_key, sizes, per_round, delta, f"{splits[-1]} {metric_name}")
-    TABLES[model_key] = serving.markdown_table(header, table)
+    TABLES[model_key] = suite.markdown_table(header, table)
     print(f"\n{label}\n")
     print(TABLES[model_key])
 
@@ -323,7 +323,7 @@ def translator_task(run_dir, args, log):
         f"\ntranslator (Multi30k test_2016_flickr, {len(sources)} sentences one at a time, "
         f"BLEU {case}): {run_dir}\n"
     )
-    TABLES["translator"] = serving.markdown_table(header, table)
+    TABLES["translator"] = suite.markdown_table(header, table)
     print(TABLES["translator"])
 
 

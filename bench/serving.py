@@ -199,13 +199,6 @@ def ms_cell(values):
     return f"{s['median']:.2f} [{s['q1']:.2f}-{s['q3']:.2f}]"
 
 
-def markdown_table(header, rows):
-    """A Markdown table from a header and rows of cells."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 # --------------------------------------------------------------------- the models
 
 
@@ -743,7 +736,7 @@ def report(
         "sentences/s",
         f"x saved_model b{bn} [range]",
     ]
-    TABLES[model] = markdown_table(header, rows)
+    TABLES[model] = suite.markdown_table(header, rows)
     print(f"\n{label}\n")
     print(TABLES[model])
     fastest = min(

@@ -26,9 +26,9 @@ them. ``"readme": false`` keeps a secondary task out of the README's table
 figure has one source. A figure quoted elsewhere in the docs is written after a marker,
 ``<!-- result:translation_de_en.bleu -->35.20``, and `stale_markers` lists those that disagree
 with their file (tests/test_results.py runs both checks). A benchmark that prints whole
-tables (serving, quantization) keeps them in the file's ``tables``; a page shows one
-between ``<!-- table:serving.tagger -->`` and ``<!-- table:end -->``, and `render`
-rewrites it there too.
+tables (serving, quantization, search_error, copy_attention) keeps them in the file's
+``tables``; a page shows one between ``<!-- table:serving.tagger -->`` and
+``<!-- table:end -->``, and `render` rewrites it there too.
 
 This module imports only the standard library: the tests and `python -m bench render`
 load it without TensorFlow.
@@ -165,6 +165,13 @@ def format_table(rows, columns):
         ).rstrip()
         for line in cells
     )
+
+
+def markdown_table(header, rows):
+    """A Markdown table from a header and rows of cells (a results file's ``tables``)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 def command_line(name, argv=None):

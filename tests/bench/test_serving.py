@@ -4,7 +4,7 @@ the output check, the table cells, accuracy and file sizes). No model is built."
 import numpy as np
 import pytest
 
-from bench import quantization, serving
+from bench import quantization, serving, suite
 
 
 def test_pad_ids_right_pads_with_zero_and_refuses_long_rows():
@@ -58,7 +58,7 @@ def test_cells_give_the_median_over_rounds_and_the_spread():
 
 
 def test_markdown_table():
-    text = serving.markdown_table(["a", "b"], [[1, "x"], [2, "y"]])
+    text = suite.markdown_table(["a", "b"], [[1, "x"], [2, "y"]])
     assert text.splitlines() == ["| a | b |", "|---|---|", "| 1 | x |", "| 2 | y |"]
 
 
