@@ -57,7 +57,6 @@ def test_a_results_file_says_what_ran_where_and_when(path):
 # its benchmark re-runs it; none joins it.
 EARLIER_RUNS = {
     "conll2003_ner",
-    "copy_attention",
     "diverse_n_best",
     "ewt_upos",
     "mr",
@@ -65,7 +64,6 @@ EARLIER_RUNS = {
     "ner_lm_vectors",
     "ptb_awd",
     "ptb_small",
-    "search_error",
     "sick_entailment",
     "sick_relatedness",
     "time_budget_char",
