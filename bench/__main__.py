@@ -20,6 +20,7 @@ BENCHMARKS = {
     "gpu": ("gpu", "main", "the core on a GPU (JAX, torch backends) vs cuDNN (gpu.sh)"),
     "classifier": ("quality", "classifier", "MR sentence polarity, 10-fold CV, NB baseline"),
     "tagger": ("quality", "tagger", "UD English EWT UPOS accuracy, most-frequent-tag baseline"),
+    "sick": ("quality", "sick", "SICK entailment and relatedness, majority and overlap"),
     "ner": ("quality", "ner", "CoNLL-2003 NER entity F1, dictionary baseline"),
     "ner_best": ("quality", "ner_best", "CoNLL-2003 NER with biLM, vectors and a budget"),
     "ner_n_best": (

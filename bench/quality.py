@@ -24,6 +24,10 @@ split, beside a strong simple baseline on the same split and the published figur
 * ``translator``: Multi30k German -> English, sacreBLEU on test_2016_flickr, greedy and
   beam search, and the decoding speed; published: the PyTorch notebooks' 512-unit GRU
   28.3 greedy.
+* ``sick``: SICK (SemEval-2014 task 1), the sentence-pair model's two heads with the
+  shipped ``sick_entailment`` config: entailment accuracy (baseline: the majority
+  judgment) and relatedness Pearson r (baseline: the sentences' word overlap), on the
+  test pairs; published: the best SemEval-2014 system, 84.6% and 0.8414.
 * ``translator_lm``: the same translator with shallow fusion of a language model trained
   on the training targets (``recipes.translator lm-text``, the target vocabulary); lambda
   chosen by validation BLEU, then test BLEU at it; baseline: lambda = 0 (no LM).
@@ -33,6 +37,7 @@ beside the checkout); each run writes bench/results/NAME.json.
 
     python -m bench classifier [--folds 10] [--only-folds 3] [--set key=value ...]
     python -m bench tagger [--set key=value ...]
+    python -m bench sick [--tasks entailment relatedness] [--set key=value ...]
     python -m bench ner [--rows dictionary softmax crf-constrained] [--table]
     python -m bench ner_best [--bilm-minutes 45] [--vectors LM.vec] [--minutes 20]
     python -m bench ner_n_best [--run-dir runs/ner-n-best] [--n-best 1 5 10]
@@ -309,6 +314,80 @@ def tagger(argv=None):
         published=suite.figure(94.6, "Plank et al. 2016 bi-LSTM", digits=1, unit="%"),
     )
     return results
+
+
+# ------------------------------------------------------------------ SICK (pair model)
+SICK_PUBLISHED = {  # the best SemEval-2014 system of each subtask (Marelli et al. 2014)
+    "entailment": suite.figure(84.6, "best SemEval-2014 system", digits=1, unit="%"),
+    "relatedness": suite.figure(0.8414, "best SemEval-2014 system", digits=4),
+}
+
+
+def sick(argv=None):
+    parser = suite.parser("sick", __doc__)
+    parser.add_argument("--data", default=str(DATA / "sick"), help="the SICK folder")
+    parser.add_argument(
+        "--tasks", nargs="+", choices=sorted(SICK_PUBLISHED), default=sorted(SICK_PUBLISHED)
+    )
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    from recipes import common
+    from recipes import pair_classifier as recipe
+
+    data = pathlib.Path(args.data)
+    for task in args.tasks:
+        start = time.time()
+        with tempfile.TemporaryDirectory() as tmp:
+            config = common.load_config(
+                recipe.RECIPE.options,
+                "sick_entailment",  # the shipped config; --task relatedness its other head
+                {
+                    **overrides({}, args.set),
+                    "task": task,
+                    "train": str(data / "SICK_train.txt.gz"),
+                    "valid": str(data / "SICK_trial.txt.gz"),
+                    "test": str(data / "SICK_test_annotated.txt.gz"),
+                    "output_dir": tmp,
+                    "verbose": 2,
+                },
+            )
+            results = recipe.train(config)
+        test, valid = results["test"], results["valid"]
+        baselines = test["baselines"]
+        epochs = results["history"]["epochs_run"]
+        if task == "entailment":
+            figures = {"accuracy": suite.figure(100 * test["accuracy"], "test accuracy", unit="%")}
+            baseline = suite.figure(
+                100 * baselines["majority_accuracy"],
+                f"majority judgment ({baselines['majority_judgment']})",
+                unit="%",
+            )
+            notes = f"trial accuracy {100 * valid['accuracy']:.2f}%; {epochs} epochs"
+        else:
+            figures = {"pearson": suite.figure(test["pearson"], "test Pearson r", digits=4)}
+            overlap = baselines["word_overlap"]
+            baseline = suite.figure(overlap["pearson"], "word overlap (Jaccard)", digits=4)
+            notes = (
+                f"Spearman rho {test['spearman']:.4f}, MSE {test['mse']:.4f} (the training "
+                f"mean: MSE {baselines['mean_score_mse']:.4f}); word overlap Spearman rho "
+                f"{overlap['spearman']:.4f}; trial Pearson r {valid['pearson']:.4f}; "
+                f"{epochs} epochs"
+            )
+        key, figure = next(iter(figures.items()))
+        print(
+            f"\nSICK {task}: test {key} {figure['value']:.4g}; {baseline['label']} "
+            f"{baseline['value']:.4g}; {notes}"
+        )
+        print(wall_line(time.time() - start))
+        suite.write_result(
+            args,
+            f"sick_{task}",
+            f"SICK {task}",
+            figures,
+            baseline=baseline,
+            published=SICK_PUBLISHED[task],
+            notes=f"One run of the shipped sick_entailment config (--task {task}); {notes}.",
+        )
 
 
 # ------------------------------------------------------------------ NER (CoNLL-2003)
