@@ -63,6 +63,7 @@ ORDER = [
     "mr_transfer",
     "sick_entailment",
     "sick_relatedness",
+    "sick_relatedness_distribution",
     "conll2003_ner",
     "conll2003_ner_best",
     "conll2003_ner_n_best",
