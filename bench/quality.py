@@ -313,6 +313,11 @@ def tagger(argv=None):
         {"accuracy": suite.figure(100 * results["test"]["accuracy"], "test accuracy", unit="%")},
         baseline=suite.figure(100 * baseline, "most frequent tag per word", unit="%"),
         published=suite.figure(94.6, "Plank et al. 2016 bi-LSTM", digits=1, unit="%"),
+        notes=(
+            f"dev accuracy {100 * results['valid']['accuracy']:.2f}%; "
+            f"{results['history']['epochs_run']} epochs (at most {config['epochs']}, early "
+            f"stopping on dev); {results['test']['tokens']} test tokens"
+        ),
     )
     return results
 
