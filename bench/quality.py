@@ -308,8 +308,8 @@ def tagger(argv=None):
     print(wall_line(time.time() - start))
     suite.write_result(
         args,
-        "ewt_upos",
-        "UD English EWT, UPOS tagging",
+        "ewt_upos_crf" if config["crf"] else "ewt_upos",  # --set crf=true: the CRF's own file
+        "UD English EWT, UPOS tagging" + (", CRF output layer" if config["crf"] else ""),
         {"accuracy": suite.figure(100 * results["test"]["accuracy"], "test accuracy", unit="%")},
         baseline=suite.figure(100 * baseline, "most frequent tag per word", unit="%"),
         published=suite.figure(94.6, "Plank et al. 2016 bi-LSTM", digits=1, unit="%"),

@@ -58,6 +58,7 @@ ORDER = [
     "ptb_awd",
     "ptb_small",
     "ewt_upos",
+    "ewt_upos_crf",
     "ewt_upos_bilm",
     "mr",
     "mr_transfer",
