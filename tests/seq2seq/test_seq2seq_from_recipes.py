@@ -62,7 +62,7 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(attention, 
     target_in[2, 2:] = 0
     loss_fn = SequenceCrossEntropy(label_smoothing=smoothing)
     logits = model({"source": source, "target_in": target_in}, training=False)
-    teacher_forced = float(loss_fn(target_out, logits))
+    teacher_forced = float(ops.convert_to_numpy(loss_fn(target_out, logits)))
 
     # The decoder run one step at a time on the gold previous tokens, as decoding does
     # (the readout's own logits: `step_fn` also sets [PAD]'s to -1e9 for decoding).
@@ -82,4 +82,6 @@ def test_teacher_forced_loss_equals_feeding_gold_tokens_step_by_step(attention, 
     assert teacher_forced == pytest.approx(total / count, rel=1e-5)
     # And the loss is not blind to the gold tokens.
     wrong = np.where(target_out > 3, 4 + (target_out - 3) % 10, target_out)
-    assert float(loss_fn(wrong, logits)) != pytest.approx(teacher_forced, rel=1e-4)
+    assert float(ops.convert_to_numpy(loss_fn(wrong, logits))) != pytest.approx(
+        teacher_forced, rel=1e-4
+    )
