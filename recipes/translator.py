@@ -198,24 +198,25 @@ def build_model(config, preprocessor, pretrained=None):
     return vectors.apply(model, config, pretrained)
 
 
-def translation_scores(task, config, sources, references, beam_sizes):
-    """`kerasrnn.metrics.translation_report` per beam size (1: "greedy", k: "beam<k>")."""
+def translation_scores(task, config, sources, references, beam_sizes, settings=None):
+    """`kerasrnn.metrics.translation_report` per beam size (1: "greedy", k: "beam<k>"),
+    with `generate`'s `settings` (default: the run's, `decoding.generate_settings`)."""
     from kerasrnn.metrics import translation_report
 
     strategies = {
         "greedy" if beam == 1 else f"beam{beam}": search_strategy(config, beam)
         for beam in beam_sizes
     }
-    settings = decoding.generate_settings(config, task)
+    settings = settings or decoding.generate_settings(config, task)
     return translation_report(task, sources, references, strategies, **settings)
 
 
-def write_heatmaps(task, config, texts, name="attention"):
-    """The attention weights of decoding each text as ``<output_dir>/<name>_<i>.png``
-    (`kerasrnn.visualize.plot_alignments`); returns their paths."""
+def write_heatmaps(task, config, texts, settings, name="attention"):
+    """`kerasrnn.visualize.plot_alignments` of decoding each text with `generate`'s
+    `settings`, as ``<output_dir>/<name>_<i>.png``; returns their paths."""
     from kerasrnn.visualize import plot_alignments
 
-    paths, settings = [], decoding.generate_settings(config, task)
+    paths = []
     for i, text in enumerate(texts):
         paths.append(os.path.join(config["output_dir"], f"{name}_{i}.png"))
         alignments = task.attention(text, search_strategy(config), **settings)
@@ -315,10 +316,11 @@ class TranslatorRecipe(common.Recipe):
     def evaluate_run(self, trained, config, examples):
         sources, references = examples
         chosen = [text for text in sources if text.strip()][: config["heatmaps"]]
-        heatmaps = write_heatmaps(trained, config, chosen)
+        settings = decoding.generate_settings(config, trained)  # loads --lm once
+        heatmaps = write_heatmaps(trained, config, chosen, settings)
         beams = sorted({1, config["beam_size"]})
         return {
-            **translation_scores(trained, config, sources, references, beams),
+            **translation_scores(trained, config, sources, references, beams, settings),
             "heatmaps": heatmaps,
         }
 
@@ -408,8 +410,8 @@ def _run_heatmap(config, args):
     if not texts or not all(text.strip() for text in texts):  # a blank one has no alignments
         raise common.ConfigError("heatmap needs sentences, none blank: as arguments or --input.")
     task = RECIPE.load(config)
-    paths = write_heatmaps(task, config, texts, "heatmap")
     settings = decoding.generate_settings(config, task)
+    paths = write_heatmaps(task, config, texts, settings, "heatmap")
     translations = task.generate(texts, search_strategy(config), **settings)
     return [
         {"text": text, "translation": translation, "heatmap": path}
