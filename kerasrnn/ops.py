@@ -2,15 +2,39 @@
 
 * `NEG_INF` -- the finite "minus infinity" of masked logits and scores;
 * `scan` -- `ops.scan` over several time-major sequences at once (the CRF's forward
-  algorithm and Viterbi, scheduled sampling's step-wise decoder);
+  algorithm and Viterbi, scheduled sampling's step-wise decoder), and `scans_as_loops`,
+  under which it traces as a plain `while_loop` (for the ONNX converter);
 * `padding_mask`, `lengths_from_mask` -- ids -> the mask of real tokens -> lengths;
 * `right_padding` -- a mask read as right padding, as the fused recurrent kernels read it.
 """
 
+import contextlib
+import contextvars
 from typing import Any, NamedTuple
 
+import keras
 import numpy as np
 from keras import ops
+
+# Whether `scan` runs as a while_loop with its outputs in buffers (`scans_as_loops`).
+_SCANS_AS_LOOPS = contextvars.ContextVar("kerasrnn_scans_as_loops", default=False)
+
+
+@contextlib.contextmanager
+def scans_as_loops():
+    """Within this context `scan` runs as a `keras.ops.while_loop` whose carries are
+    the loop's values and whose per-step outputs are written into buffers allocated
+    before it (`keras.ops.scatter_update`), instead of `keras.ops.scan`; the results
+    are the same. The ONNX writer traces models so: on TensorFlow, `keras.ops.scan`
+    keeps its carry in a one-element `TensorArray`, which tf2onnx's loop conversion
+    does not recognise, while this loop becomes an ONNX `Loop` of ordinary operators
+    (`ScatterND` for the writes) with the model's dynamic batch and length."""
+    token = _SCANS_AS_LOOPS.set(True)
+    try:
+        yield
+    finally:
+        _SCANS_AS_LOOPS.reset(token)
+
 
 # A finite "minus infinity" for logits and log-probabilities: exp() of it underflows to
 # 0 in float32, and, unlike -inf, sums and differences of it stay finite (no nan).
@@ -67,7 +91,34 @@ def scan(step, init, sequences, reverse=False):
             offset += size
         return step(carry, tuple(parts))
 
+    if _SCANS_AS_LOOPS.get():
+        return _loop_scan(unpack, init, ops.flip(packed, axis=0) if reverse else packed, reverse)
     return ops.scan(unpack, init, packed, reverse=reverse)
+
+
+def _loop_scan(step, init, xs, reverse):
+    """`ops.scan(step, init, xs)` as a `while_loop` (`scans_as_loops`): the outputs of
+    each step go into buffers of shape (time, ...), made from a trace of the first
+    step's outputs. With `reverse` `xs` comes flipped, and so do the outputs."""
+    length = ops.shape(xs)[0]
+    _, first = step(init, xs[0])  # traced for the outputs' shapes and dtypes only
+    buffers = [ops.zeros((length, *ops.shape(y)), dtype=y.dtype) for y in keras.tree.flatten(first)]
+
+    def body(t, carry, buffers):
+        carry, ys = step(carry, ops.take(xs, t, axis=0))
+        index = ops.reshape(t, (1, 1))
+        buffers = [
+            ops.scatter_update(buffer, index, y[None])
+            for buffer, y in zip(buffers, keras.tree.flatten(ys))
+        ]
+        return t + 1, carry, buffers
+
+    _, carry, buffers = ops.while_loop(
+        lambda t, carry, buffers: t < length, body, (ops.zeros((), "int32"), init, buffers)
+    )
+    if reverse:
+        buffers = [ops.flip(buffer, axis=0) for buffer in buffers]
+    return carry, keras.tree.pack_sequence_as(first, buffers)
 
 
 def padding_mask(ids, pad_id=0):

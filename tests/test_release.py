@@ -1,8 +1,8 @@
-"""The release files agree: pyproject.toml's version is CHANGELOG.md's top heading (with
-its date) and CITATION.cff's, every version heading is dated, LICENSE is the Apache
-License 2.0 that pyproject declares, the supported-versions table of README.md and
-docs/index.md gives pyproject's lower bounds, and `kerasrnn.__version__` is the
-installed package's metadata."""
+"""The release files agree: pyproject.toml's version is CHANGELOG.md's top version
+heading (with its date; an "Unreleased" section may stand above it) and CITATION.cff's,
+every version heading is dated, LICENSE is the Apache License 2.0 that pyproject
+declares, the supported-versions table of README.md and docs/index.md gives pyproject's
+lower bounds, and `kerasrnn.__version__` is the installed package's metadata."""
 
 import datetime
 import importlib.metadata
@@ -20,6 +20,8 @@ PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
 def test_the_changelog_and_the_citation_carry_the_version_and_its_date():
     headings = re.findall(r"^## (\S+)(.*)$", (REPO / "CHANGELOG.md").read_text(), re.M)
+    if headings[0] == ("Unreleased", ""):  # what main has beyond the release, on top
+        headings = headings[1:]
     assert headings[0][0] == PROJECT["version"], headings[0]
     dates = []
     for version, rest in headings:

@@ -9,18 +9,29 @@ but runs ``kerasrnn/__init__`` (which imports Keras) first.
 
 It does what the recipe's SavedModel does around the model, in numpy: the recipe's
 tokenisation (whitespace split, lower-cased where the recipe's config says), the
-vocabulary lookup (unknown words -> ``[UNK]``, id 1; padding id 0), one model call per
-input (batch 1, padded to the file's fixed length where it has one) and the mapping
-of the outputs back to labels, tags or tokens. Lower-casing is Python's `str.lower`,
-which equals TensorFlow's Unicode lower-casing on all but a few characters.
+vocabulary lookup (unknown words -> ``[UNK]``, id 1; padding id 0), the model calls
+and the mapping of the outputs back to labels, tags or tokens. ``batch_size`` (default
+1) sets how many inputs share a call: the inputs are sorted by length, each batch is
+padded with 0 to its longest input (or to the file's fixed length where it has one),
+and the results come back in the order of the inputs. A file whose batch is fixed at 1
+(every LiteRT file) runs one input a call whatever `batch_size` says. Lower-casing is
+Python's `str.lower`, which equals TensorFlow's Unicode lower-casing on all but a few
+characters.
 
 Example (a classifier exported with ``--format onnx``)::
 
     client = load("runs/c/onnx")
     client.predict(["a gripping film"])
     # [{"label": "pos", "probability": 0.93, "probabilities": {"neg": 0.07, "pos": 0.93}}]
+    client.predict(texts, batch_size=32)  # the same results, 32 texts a call
+
+From a shell, one input a line of a file (a tagger's words space-separated, a pair
+classifier's two sentences tab-separated)::
+
+    python client.py runs/c/onnx --batch-size 32 --input texts.txt
 """
 
+import argparse
 import json
 import math
 import os
@@ -215,21 +226,60 @@ def read_deploy(path):
 
 
 def _pad(rows, shape, dtype="int32"):
-    """A batch-1 array of `rows` (nested lists) padded with 0 to `shape`'s fixed
-    dimensions (None: the rows' own length, at least 1)."""
-    array = np.asarray(rows, dtype)
-    target = [1] + [
-        max(array.shape[axis], 1) if dim is None else dim
-        for axis, dim in enumerate(shape[1:], start=1)
-    ]
-    if any(have > want for have, want in zip(array.shape, target)):
+    """A batch of `rows` (nested lists of ids, ragged at every depth) as one array padded
+    with 0: each dimension the longest row's (at least 1), or the file's fixed size
+    where `shape` (deploy.json's, None for a dynamic dimension) fixes it."""
+    depth = len(shape)
+    longest = [0] * depth
+
+    def measure(node, level):
+        longest[level] = max(longest[level], len(node))
+        if level + 1 < depth:
+            for child in node:
+                measure(child, level + 1)
+
+    measure(rows, 0)
+    target = [max(n, 1) if dim is None else dim for n, dim in zip(longest, shape)]
+    if any(have > want for have, want in zip(longest[1:], target[1:])):
         raise ValueError(
-            f"an input of shape {array.shape[1:]} does not fit the exported fixed shape "
+            f"an input of shape {tuple(longest[1:])} does not fit the exported fixed shape "
             f"{tuple(target[1:])}: export again with a larger --sequence-length."
         )
     padded = np.zeros(target, dtype)
-    padded[tuple(slice(0, n) for n in array.shape)] = array
+
+    def fill(node, index):
+        if len(index) == depth - 1:
+            padded[tuple(index)][: len(node)] = node
+        else:
+            for i, child in enumerate(node):
+                fill(child, (*index, i))
+
+    fill(rows, ())
     return padded
+
+
+def _check_batch_size(batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+
+
+def _batched(model, items, run, batch_size, size=len, empty=None):
+    """`run(batch)` (a list of `items` -> a result each) over `items` in batches of
+    `batch_size`, or of the file's batch where `model`'s first input fixes it; sorted
+    by `size` so that a batch pads little. An item that is None needs no model call and
+    gets `empty` (a copy). The results in the order of `items`."""
+    _check_batch_size(batch_size)
+    fixed = model.shapes[0][0]
+    step = batch_size if fixed is None else fixed
+    present = sorted(
+        (i for i, item in enumerate(items) if item is not None), key=lambda i: size(items[i])
+    )
+    results = [None if item is not None else dict(empty) for item in items]
+    for start in range(0, len(present), step):
+        chunk = present[start : start + step]
+        for i, result in zip(chunk, run([items[i] for i in chunk])):
+            results[i] = result
+    return results
 
 
 class Client:
@@ -256,37 +306,50 @@ class Client:
         table = self.ids[vocabulary]
         return [table.get(token, UNK_ID) for token in tokens]
 
-    def predict(self, inputs):
+    def predict(self, inputs, batch_size=1):
         """Classifier: texts -> ``{label, probability, probabilities}`` each; pair
         classifier: ``(sentence_a, sentence_b)`` pairs -> the same, or ``{score}`` for
-        relatedness; tagger: token lists -> ``{tags, probabilities}`` each."""
+        relatedness; tagger: token lists -> ``{tags, probabilities}`` each (translator:
+        `translate`; language model: `generate`). `batch_size` inputs share a call
+        (module docstring); the results are the same at every batch size."""
         if self.task == "translator":
-            return self.translate(inputs)
+            return self.translate(inputs, batch_size=batch_size)
         if self.task == "language_model":
-            return self.generate(inputs)
-        return [getattr(self, "_" + self.task)(item) for item in inputs]
+            return self.generate(inputs, batch_size=batch_size)
+        model = self.models["model"]
+        if self.task == "classifier":
+            items, size = [self._words(text) for text in inputs], len
+        elif self.task == "pair_classifier":
+            limit = self.config["max_length"]
+            items = [tuple(self._words(text, limit) for text in pair) for pair in inputs]
+            size = lambda pair: max(map(len, pair))  # noqa: E731
+        else:
+            items = [self._tagger_ids(list(tokens)) for tokens in inputs]
+            size = lambda item: len(item[0])  # noqa: E731
+        run = getattr(self, "_" + self.task)
+        empty = {"tags": [], "probabilities": []}
+        return _batched(model, items, run, batch_size, size, empty)
 
     def _words(self, text, max_length=None):
         """A text's word ids (at least one: an empty text is one [PAD], all masked)."""
         ids = self.lookup("words", split_words(text, self.config["lowercase"]))
         return ids[:max_length] or [PAD_ID]
 
-    def _classifier(self, text):
+    def _classifier(self, batch):
+        """Word ids of a batch of texts -> their classes."""
         model = self.models["model"]
-        (probabilities,) = model.run(_pad([self._words(text)], model.shapes[0]))
-        return self._classes(probabilities[0])
+        (probabilities,) = model.run(_pad(batch, model.shapes[0]))
+        return [self._classes(row) for row in probabilities]
 
-    def _pair_classifier(self, pair):
-        """A pair of texts -> the judgment as `_classifier` gives it, or ``{score}``."""
+    def _pair_classifier(self, batch):
+        """Word ids of a batch of pairs -> the judgment as `_classifier` gives it, or
+        ``{score}`` for relatedness."""
         model = self.models["model"]
-        limit = self.config["max_length"]
-        arrays = [
-            _pad([self._words(text, limit)], shape) for text, shape in zip(pair, model.shapes)
-        ]
-        (out,) = model.run(*arrays)
+        sides = ([pair[side] for pair in batch] for side in (0, 1))
+        (out,) = model.run(*(_pad(rows, shape) for rows, shape in zip(sides, model.shapes)))
         if self.config["labels"] is None:  # relatedness
-            return {"score": float(out.reshape(-1)[0])}
-        return self._classes(out[0])
+            return [{"score": float(row.reshape(-1)[0])} for row in out]
+        return [self._classes(row) for row in out]
 
     def _classes(self, probabilities):
         probabilities = probabilities.astype("float64")
@@ -298,52 +361,58 @@ class Client:
             "probabilities": dict(zip(labels, map(float, probabilities))),
         }
 
-    def _tagger(self, tokens):
-        tokens = list(tokens)
+    def _tagger_ids(self, tokens):
+        """A sentence's word ids and its words' character ids (None without
+        characters); None for a sentence of no tokens, which needs no model call."""
         if not tokens:
-            return {"tags": [], "probabilities": []}
-        model = self.models["model"]
+            return None
         keys = [t.lower() for t in tokens] if self.config["lowercase"] else tokens
-        arrays = [_pad([self.lookup("words", keys)], model.shapes[0])]
+        chars = None
         if "chars" in self.ids:
             chars = [self.lookup("chars", list(t)[: self.config["max_chars"]]) for t in tokens]
-            width = max(len(c) for c in chars)
-            chars = [c + [PAD_ID] * (width - len(c)) for c in chars]
-            arrays.append(_pad([chars], model.shapes[1]))
-        outputs = model.run(*arrays)
-        n = len(tokens)
-        if self.config["crf"]:
-            best, probability = outputs[0][0, :n], outputs[1][0, :n]
-        else:
-            probabilities = outputs[0][0, :n]
-            best, probability = probabilities.argmax(-1), probabilities.max(-1)
-        tags = [self.config["tags"][int(i)] for i in best]
-        if self.config.get("bio"):  # trained in BIOES, reported in BIO
-            tags = [re.sub("^E-", "I-", re.sub("^S-", "B-", t)) for t in tags]
-        return {"tags": tags, "probabilities": [float(p) for p in probability]}
+        return self.lookup("words", keys), chars
 
-    def translate(self, texts, search=None):
-        """Translator: texts -> ``{translation, score}`` each, decoded by the graph's
-        loop (`search`: ``"greedy"`` or ``"beam"``; default the run's beam size's)."""
-        model = self.models[search or self.config["default"]]
-        config = self.config
+    def _tagger(self, batch):
+        """The ids of a batch of sentences -> ``{tags, probabilities}`` each."""
+        model = self.models["model"]
+        arrays = [_pad([words for words, _ in batch], model.shapes[0])]
+        if "chars" in self.ids:
+            arrays.append(_pad([chars for _, chars in batch], model.shapes[1]))
+        outputs = model.run(*arrays)
         results = []
-        for text in texts:
-            tokens = self._source_tokens(text)
-            ids = self.lookup("source", tokens)[: config["max_source_length"]]
-            if not text.strip(" \t\n\r\f\v") or not ids:
-                results.append({"translation": "", "score": 0.0})
-                continue
-            output, score = model.run(_pad([ids], model.shapes[0]))
-            target = config["vocabularies"]["target"]
-            words = [target[i] for i in output[0, 0] if i not in (PAD_ID, START_ID, END_ID)]
-            results.append(
-                {
-                    "translation": detokenize(words, config["target_tokenizer"]),
-                    "score": float(score[0, 0]),
-                }
-            )
+        for row, (words, _) in enumerate(batch):
+            n = len(words)
+            if self.config["crf"]:
+                best, probability = outputs[0][row, :n], outputs[1][row, :n]
+            else:
+                probabilities = outputs[0][row, :n]
+                best, probability = probabilities.argmax(-1), probabilities.max(-1)
+            tags = [self.config["tags"][int(i)] for i in best]
+            if self.config.get("bio"):  # trained in BIOES, reported in BIO
+                tags = [re.sub("^E-", "I-", re.sub("^S-", "B-", t)) for t in tags]
+            results.append({"tags": tags, "probabilities": [float(p) for p in probability]})
         return results
+
+    def translate(self, texts, search=None, batch_size=1):
+        """Translator: texts -> ``{translation, score}`` each, decoded by the graph's
+        loop (`search`: ``"greedy"`` or ``"beam"``; default the run's beam size's);
+        `batch_size` texts a call (module docstring)."""
+        model = self.models[search or self.config["default"]]
+
+        def run(batch):
+            output, score = model.run(_pad(batch, model.shapes[0]))
+            return [
+                {"translation": self._detokenize(row[0]), "score": float(best[0])}
+                for row, best in zip(output, score)
+            ]
+
+        items = [self._source_ids(text) for text in texts]
+        return _batched(model, items, run, batch_size, empty={"translation": "", "score": 0.0})
+
+    def _source_ids(self, text):
+        """A source text's ids (at most `max_source_length`); None for a blank text."""
+        ids = self.lookup("source", self._source_tokens(text))[: self.config["max_source_length"]]
+        return ids if text.strip(" \t\n\r\f\v") and ids else None
 
     def stream_translate(self, texts):
         """Translator: greedy translations by the streaming graphs, the loop in
@@ -360,8 +429,8 @@ class Client:
         """The greedy target ids of `text` ([END] included where reached) and their
         log-probability, by the streaming graphs (`stream_translate`)."""
         config = self.config
-        ids = self.lookup("source", self._source_tokens(text))[: config["max_source_length"]]
-        if not text.strip(" \t\n\r\f\v") or not ids:
+        ids = self._source_ids(text)
+        if ids is None:
             return [], 0.0
         encoder, step = self.models["encoder"], self.models["decoder_step"]
         outputs = encoder.run(_pad([ids], encoder.shapes[0]))
@@ -390,13 +459,16 @@ class Client:
         )
 
     def _detokenize(self, ids):
+        """Target ids up to the first [END] -> text."""
+        ids = [int(i) for i in ids]
+        ids = ids[: ids.index(END_ID)] if END_ID in ids else ids
         target = self.config["vocabularies"]["target"]
-        words = [target[i] for i in ids if i not in (PAD_ID, START_ID, END_ID)]
+        words = [target[i] for i in ids if i not in (PAD_ID, START_ID)]
         return detokenize(words, self.config["target_tokenizer"])
 
-    def translate_greedy(self, texts):
+    def translate_greedy(self, texts, batch_size=1):
         """`translate` with the greedy search graph."""
-        return self.translate(texts, "greedy")
+        return self.translate(texts, "greedy", batch_size)
 
     def _prompt_ids(self, prompt):
         """[first token] + the prompt's ids (characters, or whitespace-split words)."""
@@ -413,16 +485,18 @@ class Client:
                 words.append(self.config["vocabularies"]["words"][int(i)])
         return ("" if self.config["level"] == "char" else " ").join(words)
 
-    def generate(self, prompts):
+    def generate(self, prompts, batch_size=1):
         """Language model: prompts -> continuations (str), decoded by the graph's loop
-        (the run's method, greedy or beam search)."""
+        (the run's method, greedy or beam search); `batch_size` prompts a call (module
+        docstring)."""
         model = self.models["generate"]
-        results = []
-        for prompt in prompts:
-            ids = self._prompt_ids(prompt)
-            (out,) = model.run(_pad([ids], model.shapes[0]), np.asarray([len(ids)], "int32"))
-            results.append(self._continuation(out[0]))
-        return results
+
+        def run(batch):
+            lengths = _pad([len(ids) for ids in batch], model.shapes[1])
+            (out,) = model.run(_pad(batch, model.shapes[0]), lengths)
+            return [self._continuation(row) for row in out]
+
+        return _batched(model, [self._prompt_ids(p) for p in prompts], run, batch_size)
 
     def stream(self, prompts, max_length=None):
         """Language model: greedy continuations of `prompts`, one ``step`` call per
@@ -457,23 +531,73 @@ def load(folder):
     return Client(folder)
 
 
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="client.py",
+        description="Runs an exported kerasrnn folder on inputs; prints the predictions as JSON.",
+    )
+    parser.add_argument("folder", help="the exported folder (deploy.json, the model files)")
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="INPUT",
+        help="texts (a tagger's words space-separated; a pair classifier's two sentences in turn)",
+    )
+    parser.add_argument(
+        "--input",
+        metavar="FILE",
+        help="a UTF-8 file of inputs, one a line (a pair classifier's two sentences "
+        "tab-separated), read after the INPUTs",
+    )
+    parser.add_argument("--batch-size", type=int, default=1, help="inputs a model call (default 1)")
+    return parser
+
+
+def pair_lines(lines, path):
+    """A pair classifier's inputs from `path`'s lines: two sentences a line, separated
+    by a tab."""
+    pairs = [tuple(line.split("\t")) for line in lines]
+    bad = next((n for n, pair in enumerate(pairs, 1) if len(pair) != 2), None)
+    if bad is not None:
+        raise ValueError(f"{path} line {bad}: a pair needs two sentences separated by a tab.")
+    return pairs
+
+
 def main(argv):
-    """``python client.py FOLDER INPUT...``: the predictions as JSON (a tagger's inputs
-    are whitespace-tokenised; a pair classifier's are its pairs' sentences in turn)."""
-    if len(argv) < 2:
-        print("usage: python client.py FOLDER INPUT...", file=sys.stderr)
-        return 2
+    """``python client.py FOLDER INPUT... [--input FILE] [--batch-size N]``: the
+    predictions as JSON (a tagger's inputs are whitespace-tokenised; a pair
+    classifier's are its pairs' sentences in turn, or tab-separated in the file)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error(f"argument --batch-size: must be at least 1, got {args.batch_size}")
+    if not args.inputs and args.input is None:
+        parser.error("give INPUTs or --input FILE")
+    lines = []
+    if args.input is not None:  # read before the model loads: a wrong path fails at once
+        try:
+            with open(args.input, encoding="utf-8") as file:
+                lines = file.read().splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or "not a UTF-8 text file"
+            print(f"client.py: error: --input {args.input}: {reason}", file=sys.stderr)
+            return 2
     try:
-        client = load(argv[0])
-    except DeployFileError as error:
+        client = load(args.folder)
+        inputs = list(args.inputs)
+        if client.task == "pair_classifier":  # first, second, first, second, ...
+            if len(inputs) % 2:
+                raise ValueError("a pair classifier takes its INPUTs two by two.")
+            inputs = list(zip(inputs[::2], inputs[1::2])) + pair_lines(lines, args.input)
+        else:
+            inputs += lines
+    except (DeployFileError, ValueError) as error:
         print(f"client.py: error: {error}", file=sys.stderr)
         return 2
-    inputs = argv[1:]
     if client.task == "tagger":
         inputs = [text.split() for text in inputs]
-    elif client.task == "pair_classifier":  # first, second, first, second, ...
-        inputs = list(zip(inputs[::2], inputs[1::2]))
-    print(json.dumps(client.predict(inputs), ensure_ascii=False, indent=1))
+    predictions = client.predict(inputs, batch_size=args.batch_size)
+    print(json.dumps(predictions, ensure_ascii=False, indent=1))
     return 0
 
 

@@ -110,10 +110,12 @@ def language_model_bundle(
     task, path, format_name, sequence_length=64, quantization=None, strategy=None, max_length=None
 ):
     """The language model for onnxruntime or LiteRT (`export_bundle`) as two graphs:
-    ``generate`` (prompt ids (1, `sequence_length`) and their length (1,) -> the
-    continuation's ids (1, max_length): the prompt pass and the decoding loop,
-    `runtime_strategy`) and ``step``, the streaming step (token (1,) and every layer's
-    states -> logits (1, vocabulary) and the new states); with the vocabulary and the
+    ``generate`` (prompt ids (batch, length) and their lengths (batch,) -> the
+    continuation's ids (batch, max_length), the prompts of any length in an ONNX file
+    and of `sequence_length` in a LiteRT file (batch 1): the prompt pass and the
+    decoding loop, `runtime_strategy`) and ``step``, the streaming step (token (batch,)
+    and every layer's states -> logits (batch, vocabulary) and the new states); with the
+    vocabulary and the
     numpy-only ``client.py`` (`Client.generate`, `Client.stream`)."""
     if task.backbone.bidirectional:
         raise ValueError(
@@ -132,7 +134,9 @@ def language_model_bundle(
     counts = [len(layer) for layer in shapes]
     step = LanguageModelStep(task, counts)([token, *states])
     stepper = keras.Model([token, *states], step, name="step")
-    ids = keras.Input((sequence_length,), dtype="int32", name="prompt_ids")
+    # an ONNX file takes prompts of any length; a LiteRT file's shapes are fixed
+    width = None if format_name == "onnx" else sequence_length
+    ids = keras.Input((width,), dtype="int32", name="prompt_ids")
     lengths = keras.Input((), dtype="int32", name="prompt_length")
     chosen = runtime_strategy(_exported_strategy(task, strategy))
     generated = LanguageModelGenerate(task, chosen, max_length)([ids, lengths])

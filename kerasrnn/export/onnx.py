@@ -8,11 +8,13 @@ Two routes, the first that converts:
    model's dynamic batch and time dimensions. A standard LSTM or GRU layer becomes
    ONNX's own `LSTM` / `GRU` operator instead (`native_recurrences`, on by default;
    `kerasrnn.export.onnx_recurrent` says which layers and how).
-2. **Through the LiteRT graph** where tf2onnx cannot map a loop (it raises, or it writes
-   a file onnxruntime refuses to load, which is checked): `keras.ops.scan` on
-   TensorFlow keeps its carry in a one-element TensorArray, which tf2onnx's While
-   handler does not recognise ("couldn't find scan output index"), so the CRF's Viterbi
-   decode fails route 1. The builtin-only LiteRT flatbuffer of `kerasrnn.export.litert`
+   `keras.ops.scan` on TensorFlow keeps its carry in a one-element TensorArray, which
+   tf2onnx's While handler does not recognise ("couldn't find scan output index"), so
+   the package's own scans (the CRF's forward algorithm, Viterbi decode and marginals)
+   are traced as plain loops for this route (`kerasrnn.ops.scans_as_loops`).
+2. **Through the LiteRT graph** where tf2onnx cannot map a loop all the same (it
+   raises, or it writes a file onnxruntime refuses to load, which is checked). The
+   builtin-only LiteRT flatbuffer of `kerasrnn.export.litert`
    (TensorArrays lowered to preallocated buffers in a builtin `WHILE`) converts with
    `tf2onnx.convert.from_tflite` instead. Like the LiteRT file it has fixed shapes:
    `batch_size` and `sequence_length` fill the dynamic dimensions.
@@ -42,6 +44,7 @@ from kerasrnn.export._formats import (
 )
 from kerasrnn.export.litert import check_quantization
 from kerasrnn.export.onnx_recurrent import native_recurrences as native_recurrences_of
+from kerasrnn.ops import scans_as_loops
 
 # onnxruntime's dynamic quantisation: int8 weights, activations quantised per call
 QUANTIZATIONS = (None, "dynamic_int8")
@@ -138,7 +141,7 @@ def _export_float(model, path, specs, opset_version, batch_size, sequence_length
     # loop it cannot map, are expected when route 2 then converts)
     with converter_output():
         try:
-            with native_recurrences_of(model, kinds) if kinds else nullcontext():
+            with native_recurrences_of(model, kinds) if kinds else nullcontext(), scans_as_loops():
                 model.export(
                     os.fspath(path),
                     format="onnx",

@@ -295,7 +295,7 @@ def crf_decode(potentials, mask=None, allowed_transitions=None, n_best=None):
     # the tag at t (over all T steps, so a one-step batch scans once, not zero times,
     # which the torch backend's scan cannot). A forward scan over the flipped pointers,
     # not reverse=True: tf2onnx cannot map a reversed scan's outputs to an ONNX Loop.
-    _, tags = ops.scan(backward, last, ops.flip(pointers, axis=0))
+    _, tags = _scan(lambda tag, xs: backward(tag, xs[0]), last, [ops.flip(pointers, axis=0)])
     tags = ops.moveaxis(ops.flip(tags, axis=0), 0, 1)
     return ops.where(mask, tags, ops.zeros_like(tags)), best_score
 
@@ -399,7 +399,7 @@ def crf_decode_n_best(potentials, n_best, mask=None, allowed_transitions=None):
         return ops.take_along_axis(flat, state, axis=1), state // k
 
     # as in crf_decode: a forward scan over the flipped pointers
-    _, tags = ops.scan(backward, last, ops.flip(pointers, axis=0))
+    _, tags = _scan(lambda tag, xs: backward(tag, xs[0]), last, [ops.flip(pointers, axis=0)])
     tags = ops.transpose(ops.flip(tags, axis=0), (1, 2, 0))  # (batch, k, time)
     # a score of "minus infinity" (a forbidden transition, or a list entry that never
     # held a path) is no allowed path

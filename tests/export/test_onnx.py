@@ -14,7 +14,6 @@ from tests.export.conftest import (
     CASES,
     CELLS,
     REFUSED,
-    Viterbi,
     assert_outputs_equal,
     built,
     case_outputs,
@@ -58,14 +57,29 @@ def test_unsupported_layer_is_refused(kind, tmp_path):
     assert not list(tmp_path.iterdir())  # refused before anything is written
 
 
-def test_litert_route_needs_a_fixed_length(tmp_path):
-    # Keras' exporter cannot convert the Viterbi decode (keras.ops.scan); the route
-    # through the LiteRT graph needs the length the model leaves dynamic
-    potentials = keras.Input((None, 3, 3), name="potentials")
-    tags, _ = Viterbi()(potentials)
-    model = keras.Model(potentials, tags)
+class RunningSum(keras.layers.Layer):
+    """A running sum over time by `keras.ops.scan`, whose carry TensorFlow keeps in a
+    one-element TensorArray that tf2onnx cannot map: a model for the second route."""
+
+    def call(self, x):
+        steps = keras.ops.moveaxis(x, 1, 0)
+        _, sums = keras.ops.scan(lambda c, x_t: (c + x_t, c + x_t), steps[0] * 0, steps)
+        return keras.ops.moveaxis(sums, 0, 1)
+
+
+def test_a_loop_tf2onnx_cannot_map_goes_through_the_litert_graph(tmp_path, caplog):
+    inputs = keras.Input((None, 3), name="x")
+    model = keras.Model(inputs, RunningSum(name="sums")(inputs))
+    # the route through the LiteRT graph needs the length the model leaves dynamic
     with pytest.raises(ValueError, match=r"dynamic time dimension.*pass sequence_length=N"):
-        export_onnx(model, tmp_path / "viterbi.onnx")
+        export_onnx(model, tmp_path / "dynamic.onnx")
+    path = export_onnx(model, tmp_path / "sums.onnx", batch_size=2, sequence_length=5)
+    notes = [r.getMessage() for r in caplog.records if r.name == "kerasrnn.export"]
+    assert len(notes) == 1 and "ONNX through the LiteRT graph (fixed shapes)" in notes[0]
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
+    (got,) = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_allclose(got, np.cumsum(x, axis=1), atol=1e-5)
 
 
 def _native_model():

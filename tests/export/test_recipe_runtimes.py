@@ -42,20 +42,68 @@ spec = importlib.util.spec_from_file_location("client", folder + "/client.py")
 client = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(client)
 runner = client.load(folder)
-method = getattr(runner, sys.argv[3]) if len(sys.argv) > 3 else runner.predict
-print(json.dumps(method(inputs)))
+method = getattr(runner, sys.argv[3])
+found = {"one": method(inputs)}
+if len(sys.argv) > 4:
+    found["batched"] = method(inputs, batch_size=int(sys.argv[4]))
+print(json.dumps(found))
 assert not any(m.split(".")[0] in ("tensorflow", "keras") for m in sys.modules)
 """
 
+# the client's methods that take a batch_size (the streaming ones run one input at a time)
+BATCHED = ("predict", "translate", "translate_greedy", "generate")
 
-def run_client(folder, inputs, method=None):
-    """The client's predictions in a process that cannot import TensorFlow or Keras."""
-    argv = [sys.executable, "-c", BLOCKED_CLIENT, str(folder), json.dumps(inputs)]
+
+def assert_same_predictions(got, want, atol=1e-5, path="predictions"):
+    """`got` equals `want` (JSON values): strings, labels and ints exactly, floats
+    within `atol`."""
+    if isinstance(want, float):
+        assert got == pytest.approx(want, abs=atol), path
+    elif isinstance(want, dict):
+        assert sorted(got) == sorted(want), path
+        for key in want:
+            assert_same_predictions(got[key], want[key], atol, f"{path}[{key!r}]")
+    elif isinstance(want, list):
+        assert len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same_predictions(g, w, atol, f"{path}[{i}]")
+    else:
+        assert got == want, path
+
+
+def run_client(folder, inputs, method="predict", batch_size=3, atol=1e-5):
+    """The client's predictions (one input a call) in a process that cannot import
+    TensorFlow or Keras; for a method that batches, also checks that `batch_size`
+    inputs a call (sorted by length, padded per batch) give the same predictions
+    (floats within `atol`)."""
+    argv = [sys.executable, "-c", BLOCKED_CLIENT, str(folder), json.dumps(inputs), method]
+    if method in BATCHED:
+        argv.append(str(batch_size))
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    if "batched" in found:
+        assert_same_predictions(found["batched"], found["one"], atol)
+    return found["one"]
+
+
+def assert_dynamic_onnx_shapes(folder, model="model", width=None):
+    """deploy.json's shapes of an ONNX model file: any batch and, but for a fixed
+    `width`, any length (null)."""
+    with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
+        shapes = json.load(file)["models"][model]["shapes"]
+    for shape in shapes:
+        assert shape[0] is None and (len(shape) < 2 or shape[1] == width), shapes
+
+
+def client_command(folder, *args):
+    """``python FOLDER/client.py FOLDER ARGS...``: its JSON output."""
+    script = os.path.join(folder, "client.py")
     done = subprocess.run(
-        argv + ([method] if method else []), capture_output=True, text=True, check=False
+        [sys.executable, script, str(folder), *args], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout)
 
 
 # TensorFlow's C++ log lines ("E0000 12:00:00.0 123 util.cc:131] ..."), governed by
@@ -164,8 +212,13 @@ def test_classifier_client_reproduces_the_task(tiny_classifier, format_name, tmp
     if format_name == "onnx":  # the BiLSTM as one bidirectional LSTM operator
         ops = operators(os.path.join(folder, "model.onnx"))
         assert ops.count("LSTM") == 1 and "Loop" not in ops
+        assert_dynamic_onnx_shapes(folder)
     expected = TextClassifier.from_preset(tiny_classifier).predict(CLASSIFIER_TEXTS)
     got = run_client(folder, CLASSIFIER_TEXTS)
+    # the command line: a text a line of a file (the blank one included), 2 a call
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(CLASSIFIER_TEXTS) + "\n", encoding="utf-8")
+    assert_same_predictions(client_command(folder, "--batch-size", "2", "--input", texts), got)
     labels = list(got[0]["probabilities"])
     assert sorted(labels) == ["neg", "pos"]
     (want_labels, want, want_best), (got_labels, probabilities, best) = (
@@ -195,7 +248,9 @@ def test_quantized_export_stays_close_to_the_task(tiny_classifier, tmp_path):
         assert json.load(file)["quantization"] == quantization
     texts = CLASSIFIER_TEXTS[:2] + CLASSIFIER_TEXTS[3:]
     expected = TextClassifier.from_preset(tiny_classifier).predict(texts)
-    got = run_client(folder, texts)
+    # onnxruntime quantises the activations per call, with the batch's own scale: a
+    # batch's probabilities move within the quantisation's error
+    got = run_client(folder, texts, atol=2e-3)
     labels = list(got[0]["probabilities"])
     # 8-bit weights: close to float32, not equal
     np.testing.assert_allclose(
@@ -269,18 +324,28 @@ def test_tagger_client_reproduces_the_task(
         ops = litert_ops(folder)
         assert ops.count(FUSED_LSTM) == (4 if chars else 2)
         assert ("WHILE" in ops) == crf
-    if format_name == "onnx" and not crf:
-        # the sentence BiLSTM (and the characters' one) as LSTM operators, no Loop left
+    if format_name == "onnx":
+        # the sentence BiLSTM (and the characters' one) as LSTM operators; a CRF's
+        # Viterbi decode and marginals as Loops; any batch and length
         ops = operators(os.path.join(folder, "model.onnx"))
-        assert ops.count("LSTM") == (2 if chars else 1) and "Loop" not in ops
-    if crf and format_name == "onnx":  # the Viterbi loop goes through the LiteRT graph
-        # (one line on the logger "kerasrnn.export", which pytest captures)
-        notes = [r.getMessage() for r in caplog.records if r.name == "kerasrnn.export"]
-        assert len(notes) == 1 and "the loop of layer 'viterbi' (ViterbiOutputs)" in notes[0]
+        assert ops.count("LSTM") == (2 if chars else 1) and ("Loop" in ops) == crf
+        with open(os.path.join(folder, "deploy.json"), encoding="utf-8") as file:
+            shapes = json.load(file)["models"]["model"]["shapes"]
+        assert all(shape[:2] == [None, None] for shape in shapes), shapes
     # each sentence alone, unpadded: the client pads to the LiteRT file's fixed length,
-    # and padding words must change nothing (they stay masked with character features)
-    expected = task.predict(TAGGER_INPUTS)
-    got = run_client(folder, TAGGER_INPUTS + [[]])
+    # and padding words must change nothing (they stay masked with character features);
+    # then 3 a call (run_client), and on ONNX a batch of 32 up to 124 tokens long
+    inputs = TAGGER_INPUTS
+    if format_name == "onnx":
+        rng = np.random.default_rng(3)
+        words = [w for s in TAGGER_INPUTS for w in s]
+        inputs = (
+            inputs
+            + [list(rng.choice(words, 124))]
+            + [list(rng.choice(words, n)) for n in rng.integers(1, 40, 27)]
+        )
+    expected = task.predict(inputs)
+    got = run_client(folder, inputs + [[]], batch_size=32)
     assert got[-1] == {"tags": [], "probabilities": []}  # no tokens, no tags
     assert [g["tags"] for g in got[:-1]] == [e["tags"] for e in expected]
     assert all(g["tags"] for g in got[:-1])
@@ -511,6 +576,8 @@ def test_language_model_client_generates_and_streams_as_generate(
     folder = export_task(task, str(tmp_path / format_name), format_name, sequence_length=6,
                          **options)  # fmt: skip
     assert_no_third_party_messages(capfd.readouterr().err)
+    if format_name == "onnx":
+        assert_dynamic_onnx_shapes(folder, "generate")
     assert run_client(folder, PROMPTS) == expected
     assert run_client(folder, PROMPTS, "stream") == expected
 
@@ -529,8 +596,15 @@ def test_pair_classifier_client_reproduces_the_task(tiny_pair_classifier, format
     from kerasrnn.models import PairClassifier
 
     folder = _export(pair_classifier, tiny_pair_classifier, format_name, tmp_path / format_name)
+    if format_name == "onnx":
+        assert_dynamic_onnx_shapes(folder)
     expected = PairClassifier.from_preset(tiny_pair_classifier).predict(PAIRS)
     got = run_client(folder, PAIRS)
+    # the command line: a pair on the command line, the others a line each of a file
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS[1:]), encoding="utf-8")
+    command = client_command(folder, *PAIRS[0], "--input", pairs, "--batch-size", "8")
+    assert_same_predictions(command, got)
     labels = pair_classifier.LABELS
     assert _class_rows(got, labels)[0] == _class_rows(expected, labels)[0]
     np.testing.assert_allclose(
