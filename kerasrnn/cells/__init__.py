@@ -10,6 +10,7 @@ from kerasrnn.cells.esn import ESNCell
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.min_rnn import MinGRUCell, MinLSTMCell
 from kerasrnn.cells.names import CELL_NAMES, get  # noqa: F401 (kerasrnn.cells.get; not in kerasrnn.*)
 from kerasrnn.cells.nas import NASCell
 from kerasrnn.cells.projection import (
@@ -34,6 +35,8 @@ __all__ = [
     "LayerNormSimpleRNNCell",
     "NASCell",
     "ESNCell",
+    "MinGRUCell",
+    "MinLSTMCell",
     "RNN",
     "RNNStack",
     "RecurrenceSpec",

@@ -4,6 +4,7 @@ take, and `get`, which makes a cell from a name, a config or a cell."""
 from kerasrnn.cells.gru import GRUCell
 from kerasrnn.cells.layer_norm import LayerNormLSTMCell, LayerNormSimpleRNNCell
 from kerasrnn.cells.lstm import LSTMCell
+from kerasrnn.cells.min_rnn import MinGRUCell, MinLSTMCell
 from kerasrnn.cells.simple import SimpleRNNCell
 from kerasrnn.serialization import deserialize
 
@@ -13,13 +14,15 @@ CELL_NAMES = {
     "simple": SimpleRNNCell,
     "layer_norm_lstm": LayerNormLSTMCell,
     "layer_norm_simple": LayerNormSimpleRNNCell,
+    "mingru": MinGRUCell,
+    "minlstm": MinLSTMCell,
 }
 
 
 def get(identifier, units=None, **options):
     """A recurrent cell from a name of `CELL_NAMES` ("lstm", "gru", "simple" (Elman),
-    "layer_norm_lstm", "layer_norm_simple") with `units` and the cell's constructor
-    `options` (e.g. ``peephole=True``, ``reset_after=False``,
+    "layer_norm_lstm", "layer_norm_simple", "mingru", "minlstm") with `units` and the
+    cell's constructor `options` (e.g. ``peephole=True``, ``reset_after=False``,
     ``recurrent_dropout=0.1``), from a serialized cell config, or a cell itself
     (returned as it is).
 

@@ -15,6 +15,7 @@ from kerasrnn._private import (
 )
 from kerasrnn.cells.base import RecurrentCell
 from kerasrnn.cells.lstm_sequence import lstm_sequence
+from kerasrnn.cells.min_rnn import InputGatedCell
 from kerasrnn.cells.recurrence import fused_cell, recurrence_spec
 from kerasrnn.ops import right_padding
 
@@ -103,7 +104,7 @@ def xla_written_out_lstm(sequences, kernel, recurrent_kernel, bias, h0, c0, mask
 
 
 # The ways `kerasrnn.RNN` can run its time loop, in the order it tries them.
-PATHS = ("fused", "written_out", "xla_cluster", "hoisted", "keras_loop")
+PATHS = ("fused", "written_out", "xla_cluster", "parallel", "hoisted", "keras_loop")
 
 
 class PathConditions(NamedTuple):
@@ -116,6 +117,7 @@ class PathConditions(NamedTuple):
     own_cluster: bool  # on TF without XLA, the layer compiles its loop itself
     masked: bool
     hoist: bool  # hoist_projection and a kerasrnn cell
+    parallel: bool = False  # fast_path and the cell has a parallel form over time
 
 
 def loop_paths(c):
@@ -130,6 +132,7 @@ def loop_paths(c):
         "fused": c.fused and not c.written_out_first,
         "written_out": c.lstm and c.under_xla and not c.masked,
         "xla_cluster": c.lstm and not c.under_xla and c.own_cluster,
+        "parallel": c.parallel,
         "hoisted": c.hoist,
         "keras_loop": True,
     }
@@ -182,18 +185,22 @@ class RNN(keras.layers.RNN):
        (inference, the graphs `kerasrnn.export` writes and a step traced for any
        length keep the loop), with `jit_compile=True` always. XLA compiles
        the cluster once per input shape.
-    3. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
+    3. **Parallel over time** (`fast_path=True`, a cell whose gates read x_t alone:
+       `MinGRUCell`, `MinLSTMCell`): h_t = a_t h_{t-1} + b_t for every t by a parallel
+       scan in log2 T rounds (`kerasrnn.cells.min_rnn.linear_recurrence`), not a loop
+       of T steps; masked steps keep the state, as in the loop.
+    4. **Hoisted projection** (`hoist_projection=True`, any kerasrnn cell): W x_t + b for
        all t in one [time * batch, features] x [features, gates * units] matmul before
        the loop, so the loop keeps only U h_{t-1} and the gate arithmetic. Off by
        default: on TensorFlow's and JAX's CPU it measured slower than projecting step by
        step (the projected sequence is gates times wider than the input and leaves the
        cache; `bench/README.md`).
-    4. `keras.layers.RNN`'s own loop over the cell's `call`.
+    5. `keras.layers.RNN`'s own loop over the cell's `call`.
 
     After a call, `layer.loop_path` names the way it took: "fused" (1), "written_out" (2,
-    inline under XLA), "xla_cluster" (2, in its own cluster), "hoisted" (3) or
-    "keras_loop" (4); `kerasrnn.cells.rnn.loop_paths` is the table of conditions that
-    orders them.
+    inline under XLA), "xla_cluster" (2, in its own cluster), "parallel" (3), "hoisted"
+    (4) or "keras_loop" (5); `kerasrnn.cells.rnn.loop_paths` is the table of conditions
+    that orders them.
 
     The results are those of `keras.layers.RNN(cell)` to float tolerance (same equations,
     dropout masks fixed across time); the weights stay in the cell, so saved models
@@ -201,14 +208,15 @@ class RNN(keras.layers.RNN):
 
     Args:
         cell: the recurrent cell.
-        fast_path: use the fused kernels when the cell allows (False: always a loop).
+        fast_path: use the fused kernels, or the parallel scan, when the cell allows
+            (False: always a loop).
         hoist_projection: for kerasrnn cells the fused kernels do not take, project the
-            whole input sequence before the loop (way 3 above).
+            whole input sequence before the loop (way 4 above).
         jit_compile: on TensorFlow, whether the LSTM's loop (way 2) runs in its own XLA
             cluster when the model around it is not compiled with XLA: "auto" (the
             default) in training where the length is known when traced (XLA compiles
             once per shape), True always, False never (the differentiated loop of
-            way 4, as before). Measured faster for the LSTM on a
+            way 5, as before). Measured faster for the LSTM on a
             CPU (`bench/cells.py`); the GRU has no written-out pass and keeps its loop.
             No effect on JAX (always XLA) or torch.
         **kwargs: `keras.layers.RNN`'s arguments (`return_sequences`, `return_state`,
@@ -240,8 +248,9 @@ class RNN(keras.layers.RNN):
     def loop_path(self):
         """The way the last call ran its time loop (None before the first call): one of
         `kerasrnn.cells.rnn.PATHS`, "fused", "written_out" (under XLA), "xla_cluster"
-        (its own XLA cluster), "hoisted" or "keras_loop". Set when the call runs or is
-        traced, so after a `tf.function` / `jax.jit` trace it names the traced path."""
+        (its own XLA cluster), "parallel", "hoisted" or "keras_loop". Set when the call
+        runs or is traced, so after a `tf.function` / `jax.jit` trace it names the traced
+        path."""
         return self._loop_path
 
     def build(self, sequences_shape, initial_state_shape=None):
@@ -267,6 +276,7 @@ class RNN(keras.layers.RNN):
             own_cluster=lstm and self._compiles_own_loop(training, sequences),
             masked=mask is not None,
             hoist=self.hoist_projection and isinstance(self.cell, RecurrentCell),
+            parallel=self.fast_path and isinstance(self.cell, InputGatedCell),
         )
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
@@ -278,6 +288,7 @@ class RNN(keras.layers.RNN):
             "xla_cluster": lambda: self._written_out_loop(
                 sequences, initial_state, training, mask, compiled=True
             ),
+            "parallel": lambda: self._parallel_loop(sequences, initial_state, mask, training),
             "hoisted": lambda: self._hoisted_loop(sequences, initial_state, mask, training),
             "keras_loop": lambda: super(RNN, self).inner_loop(
                 sequences, initial_state, mask, training=training
@@ -398,6 +409,29 @@ class RNN(keras.layers.RNN):
             (self.go_backwards, self.return_sequences, input_gradient, self.zero_output_for_mask),
         )
         return last_output, outputs, [h, c]
+
+    def _parallel_loop(self, sequences, initial_state, mask, training):
+        """Every state of an `InputGatedCell` in one scan (way 3), with
+        `keras.layers.RNN`'s outputs: in the order the steps ran (`go_backwards`
+        reverses them), and at a masked step zeros with `zero_output_for_mask`, else
+        the state carried there, which is the last real step's output (before the
+        first real step Keras gives zeros on TensorFlow and torch, and the initial
+        state on JAX)."""
+        cell = self.cell
+        (h0,) = initial_state if isinstance(initial_state, (list, tuple)) else [initial_state]
+        if training and cell.dropout > 0:  # one mask for every step, as in the loop
+            sequences = sequences * ops.expand_dims(cell.get_dropout_mask(sequences[:, 0]), 1)
+        if self.go_backwards:
+            sequences = ops.flip(sequences, axis=1)
+            mask = None if mask is None else ops.flip(mask, axis=1)
+        states = cell.parallel_states(sequences, h0, mask)
+        outputs = states
+        if mask is not None and (self.zero_output_for_mask or keras.backend.backend() != "jax"):
+            shown = mask if self.zero_output_for_mask else right_padding(mask).steps > 0
+            outputs = outputs * ops.cast(shown, outputs.dtype)[..., None]
+        last_output = outputs[:, -1]
+        outputs = outputs if self.return_sequences else last_output[:, None]
+        return last_output, outputs, [states[:, -1]]
 
     def _hoisted_loop(self, sequences, initial_state, mask, training):
         cell = self.cell

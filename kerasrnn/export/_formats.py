@@ -9,6 +9,7 @@ import re
 import keras
 
 from kerasrnn._private import keras_nested_layers
+from kerasrnn.cells.min_rnn import InputGatedCell
 
 FORMAT_NAMES = {"onnx": "ONNX", "litert": "LiteRT"}
 
@@ -32,6 +33,13 @@ def _unsupported_reason(layer, format_name):
         )
     if type(layer).__name__ in _STRING_LAYERS:
         return _STRING_FIX
+    if getattr(layer, "fast_path", False) and isinstance(
+        getattr(layer, "cell", None), InputGatedCell
+    ):
+        return (
+            f"the parallel scan of its {type(layer.cell).__name__} is not exported: build "
+            "the layer with fast_path=False (the same weights, run step by step)"
+        )
     return None
 
 

@@ -17,6 +17,8 @@ from kerasrnn.cells import CELL_NAMES, get
         ("simple", kerasrnn.SimpleRNNCell),
         ("layer_norm_lstm", kerasrnn.LayerNormLSTMCell),
         ("layer_norm_simple", kerasrnn.LayerNormSimpleRNNCell),
+        ("mingru", kerasrnn.MinGRUCell),
+        ("minlstm", kerasrnn.MinLSTMCell),
     ],
 )
 def test_a_name_makes_its_cell_with_its_units(name, cls):

@@ -35,6 +35,8 @@ def nested_choice(c, fused_declines):
                     return "written_out"
             elif c.own_cluster:
                 return "xla_cluster"
+    if c.parallel:  # (added with the parallel cells)
+        return "parallel"
     if c.hoist:
         return "hoisted"
     return "keras_loop"
@@ -49,6 +51,8 @@ def consistent(c):
         and (c.lstm or not lstm_only)
         and not (c.written_out_first and (c.masked or not c.under_xla))
         and not (c.under_xla and c.own_cluster)
+        # a cell with a parallel form is neither a fused kernel's nor a RecurrentCell
+        and not (c.parallel and (c.fused or c.hoist))
     )
 
 
