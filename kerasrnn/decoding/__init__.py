@@ -15,7 +15,8 @@ the strategy's `step` as its hook) over tensors
 `n_best = 1` for greedy search and sampling. `get("beam")` and `serialize` name and
 save them as keras-hub's samplers; `greedy_search`, `sample` and `beam_search` build and
 run one in a call. Step-function wrappers combine models: `Ensemble` (several decoders)
-and `ShallowFusion` (a decoder and a target-side language model).
+and `ShallowFusion` (a decoder and a target-side language model). Over decoded texts,
+`mbr_select` picks the candidate of minimum Bayes risk.
 """
 
 from kerasrnn.decoding.beam_search import BeamSearch, CompetingBeamSearch, repeat_beams
@@ -26,6 +27,7 @@ from kerasrnn.decoding.ensemble import Ensemble
 from kerasrnn.decoding.exhaustive import ExhaustiveSearch
 from kerasrnn.decoding.functions import beam_search, greedy_search, sample
 from kerasrnn.decoding.fusion import ShallowFusion
+from kerasrnn.decoding.mbr import MBRChoice, mbr_select
 from kerasrnn.decoding.registry import get, search, serialize
 from kerasrnn.decoding.replace_unk import replace_unk, unk_source_positions
 from kerasrnn.decoding.sampling import GreedySearch, RandomSampling
@@ -42,6 +44,7 @@ __all__ = [
     "Ensemble",
     "ExhaustiveSearch",
     "GreedySearch",
+    "MBRChoice",
     "RandomSampling",
     "Scorer",
     "ShallowFusion",
@@ -52,6 +55,7 @@ __all__ = [
     "get",
     "greedy_search",
     "length_penalty",
+    "mbr_select",
     "repeat_beams",
     "replace_unk",
     "sample",

@@ -69,6 +69,70 @@ def _closest_length(hyp_len, ref_lens):
     return min(ref_lens, key=lambda ref_len: (abs(hyp_len - ref_len), ref_len))
 
 
+def _prepare(lowercase, tokenize):
+    """The tokenisation of `corpus_bleu` / `sentence_bleu`: a line -> its tokens."""
+    if tokenize == "13a":
+        tokenizer = tokenize_13a
+    elif tokenize == "none":
+        tokenizer = lambda line: line  # noqa: E731
+    else:
+        raise ValueError(f"`tokenize` must be '13a' or 'none', got {tokenize!r}.")
+
+    def prepare(line):
+        line = line.lower() if lowercase else line
+        return tokenizer(line.rstrip()).split()
+
+    return prepare
+
+
+def _statistics(hypotheses, references, prepare):
+    """BLEU's sufficient statistics over aligned hypotheses and reference sets: clipped
+    n-gram matches and n-gram totals per order, the hypothesis length and the sum of
+    the closest reference lengths."""
+    counts = [0] * MAX_ORDER
+    totals = [0] * MAX_ORDER
+    sys_len = ref_len = 0
+    for position, hypothesis in enumerate(hypotheses):
+        hyp_tokens = prepare(hypothesis)
+        ref_counts: collections.Counter = collections.Counter()
+        ref_lens = []
+        for stream in references:
+            ref_tokens = prepare(stream[position])
+            ref_lens.append(len(ref_tokens))
+            ref_counts |= _ngrams(ref_tokens)  # clip by the max count over references
+        sys_len += len(hyp_tokens)
+        ref_len += _closest_length(len(hyp_tokens), ref_lens)
+        for ngram, count in _ngrams(hyp_tokens).items():
+            totals[len(ngram) - 1] += count
+            counts[len(ngram) - 1] += min(count, ref_counts[ngram])
+    return counts, totals, sys_len, ref_len
+
+
+def _score(counts, totals, sys_len, ref_len, effective_order):
+    """BLEU from its statistics, with NIST "exp" smoothing; `effective_order`: the
+    geometric mean runs over the orders the hypothesis has n-grams of (sentence BLEU)."""
+    bp = 1.0
+    if sys_len < ref_len:
+        bp = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
+    precisions = [0.0] * MAX_ORDER
+    if not any(counts):
+        return BleuScore(0.0, counts, totals, precisions, bp, sys_len, ref_len)
+    smoothing, order = 1.0, MAX_ORDER
+    for n in range(MAX_ORDER):
+        if totals[n] == 0:
+            break  # later orders keep precision 0, which makes the score ~0
+        if effective_order:
+            order = n + 1
+        if counts[n] == 0:
+            smoothing *= 2
+            precisions[n] = 100.0 / (smoothing * totals[n])
+        else:
+            precisions[n] = 100.0 * counts[n] / totals[n]
+    log_sum = sum(math.log(p) if p > 0 else -9999999999 for p in precisions[:order])
+    score = bp * math.exp(log_sum / order)
+    return BleuScore(score, counts, totals, precisions, bp, sys_len, ref_len)
+
+
 def corpus_bleu(hypotheses, references, lowercase=False, tokenize="13a"):
     """Corpus-level BLEU (Papineni et al. 2002) with sacreBLEU's default settings.
 
@@ -105,49 +169,33 @@ def corpus_bleu(hypotheses, references, lowercase=False, tokenize="13a"):
                 f"corpus_bleu: reference set {index} has {len(stream)} sentences but "
                 f"there are {len(hypotheses)} hypotheses."
             )
-    if tokenize == "13a":
-        tokenizer = tokenize_13a
-    elif tokenize == "none":
-        tokenizer = lambda line: line  # noqa: E731
-    else:
-        raise ValueError(f"`tokenize` must be '13a' or 'none', got {tokenize!r}.")
+    prepare = _prepare(lowercase, tokenize)
+    return _score(*_statistics(hypotheses, references, prepare), effective_order=False)
 
-    def prepare(line):
-        line = line.lower() if lowercase else line
-        return tokenizer(line.rstrip()).split()
 
-    counts = [0] * MAX_ORDER
-    totals = [0] * MAX_ORDER
-    sys_len = ref_len = 0
-    for position, hypothesis in enumerate(hypotheses):
-        hyp_tokens = prepare(hypothesis)
-        ref_counts = collections.Counter()
-        ref_lens = []
-        for stream in references:
-            ref_tokens = prepare(stream[position])
-            ref_lens.append(len(ref_tokens))
-            ref_counts |= _ngrams(ref_tokens)  # clip by the max count over references
-        sys_len += len(hyp_tokens)
-        ref_len += _closest_length(len(hyp_tokens), ref_lens)
-        for ngram, count in _ngrams(hyp_tokens).items():
-            totals[len(ngram) - 1] += count
-            counts[len(ngram) - 1] += min(count, ref_counts[ngram])
+def sentence_bleu(hypothesis, references, lowercase=False, tokenize="13a"):
+    """BLEU of one sentence, as sacreBLEU's `sentence_bleu` computes it: the corpus
+    formula over one hypothesis, "exp" smoothing, and the geometric mean over the
+    orders the hypothesis has n-grams of (a 2-word hypothesis is scored on unigrams
+    and bigrams, not given 0 for lacking 4-grams).
 
-    bp = 1.0
-    if sys_len < ref_len:
-        bp = math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
-    precisions = [0.0] * MAX_ORDER
-    if not any(counts):
-        return BleuScore(0.0, counts, totals, precisions, bp, sys_len, ref_len)
-    smoothing = 1.0
-    for n in range(MAX_ORDER):
-        if totals[n] == 0:
-            break  # later orders keep precision 0, which makes the score ~0
-        if counts[n] == 0:
-            smoothing *= 2
-            precisions[n] = 100.0 / (smoothing * totals[n])
-        else:
-            precisions[n] = 100.0 * counts[n] / totals[n]
-    log_sum = sum(math.log(p) if p > 0 else -9999999999 for p in precisions)
-    score = bp * math.exp(log_sum / MAX_ORDER)
-    return BleuScore(score, counts, totals, precisions, bp, sys_len, ref_len)
+    Args:
+        hypothesis: a detokenised string.
+        references: a reference string, or a list of them.
+        lowercase, tokenize: as in `corpus_bleu`.
+
+    Returns:
+        A `BleuScore` (0-100).
+
+    Example:
+
+    >>> from kerasrnn.metrics import sentence_bleu
+    >>> round(sentence_bleu("the cat sat", "the cat sat down").score, 2)
+    71.65
+    """
+    references = [references] if isinstance(references, str) else list(references)
+    if not references:
+        raise ValueError("sentence_bleu: give at least one reference.")
+    prepare = _prepare(lowercase, tokenize)
+    statistics = _statistics([hypothesis], [[r] for r in references], prepare)
+    return _score(*statistics, effective_order=True)
