@@ -62,7 +62,6 @@ EARLIER_RUNS = {
     "ner_lm_vectors",
     "ptb_awd",
     "ptb_small",
-    "time_budget_char",
     "time_budget_conll2003",
     "time_budget_ptb",
     "time_budget_translation_de_en",
