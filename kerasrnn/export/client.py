@@ -327,7 +327,7 @@ class Client:
             items = [self._tagger_ids(list(tokens)) for tokens in inputs]
             size = lambda item: len(item[0])  # noqa: E731
         run = getattr(self, "_" + self.task)
-        empty = {"tags": [], "probabilities": []}
+        empty = {"tags": [], "probabilities": []}  # a tagger's sentence of no tokens
         return _batched(model, items, run, batch_size, size, empty)
 
     def _words(self, text, max_length=None):

@@ -69,6 +69,23 @@ def _closest_length(hyp_len, ref_lens):
     return min(ref_lens, key=lambda ref_len: (abs(hyp_len - ref_len), ref_len))
 
 
+def reference_streams(hypotheses, references, metric):
+    """`hypotheses` as a list and `references` as a list of reference sets (a plain list
+    of strings is one set), each as long as `hypotheses`, or a one-line error naming
+    `metric`."""
+    hypotheses = list(hypotheses)
+    references = list(references)
+    if references and isinstance(references[0], str):
+        references = [references]
+    for index, stream in enumerate(references):
+        if len(stream) != len(hypotheses):
+            raise ValueError(
+                f"{metric}: reference set {index} has {len(stream)} sentences but "
+                f"there are {len(hypotheses)} hypotheses."
+            )
+    return hypotheses, references
+
+
 def _prepare(lowercase, tokenize):
     """The tokenisation of `corpus_bleu` / `sentence_bleu`: a line -> its tokens."""
     if tokenize == "13a":
@@ -159,16 +176,7 @@ def corpus_bleu(hypotheses, references, lowercase=False, tokenize="13a"):
     >>> round(corpus_bleu(["the cat sat on the mat."], ["the cat sat on a mat."]).score, 2)
     48.89
     """
-    hypotheses = list(hypotheses)
-    references = list(references)
-    if references and isinstance(references[0], str):
-        references = [references]
-    for index, stream in enumerate(references):
-        if len(stream) != len(hypotheses):
-            raise ValueError(
-                f"corpus_bleu: reference set {index} has {len(stream)} sentences but "
-                f"there are {len(hypotheses)} hypotheses."
-            )
+    hypotheses, references = reference_streams(hypotheses, references, "corpus_bleu")
     prepare = _prepare(lowercase, tokenize)
     return _score(*_statistics(hypotheses, references, prepare), effective_order=False)
 

@@ -9,6 +9,8 @@ tests check it against sacreBLEU itself.
 
 import collections
 
+from kerasrnn.metrics.bleu import reference_streams
+
 CHAR_ORDER = 6
 BETA = 2
 
@@ -96,16 +98,7 @@ def corpus_chrf(hypotheses, references):
     >>> round(corpus_chrf(["the cat sat", "a dog"], ["the cat sat down", "a dog"]), 2)
     69.62
     """
-    hypotheses = list(hypotheses)
-    references = list(references)
-    if references and isinstance(references[0], str):
-        references = [references]
-    for index, stream in enumerate(references):
-        if len(stream) != len(hypotheses):
-            raise ValueError(
-                f"corpus_chrf: reference set {index} has {len(stream)} sentences but "
-                f"there are {len(hypotheses)} hypotheses."
-            )
+    hypotheses, references = reference_streams(hypotheses, references, "corpus_chrf")
     total = [0] * (3 * CHAR_ORDER)
     for position, hypothesis in enumerate(hypotheses):
         statistics = _best_statistics(hypothesis, [stream[position] for stream in references])
